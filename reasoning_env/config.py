@@ -1,0 +1,189 @@
+"""`EnvConfig`: every knob of the environment, validated, with YAML load/save.
+
+Defaults follow the ReasoningEconomicsEnv v2 contract (see README "Environment contract"):
+10 questions, ``budget_ratio`` 4.0, ``min_tokens`` 10, ``max_tokens`` 800, ``max_tokens_per_step``
+2048, hard-cap mode, beta 0.05, gamma 0.1, ``lambda_ep`` 0.5, target utilisation 0.9, soft
+overspend penalty 0.25, tokenizer ``Qwen/Qwen2.5-0.5B-Instruct``.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any, Optional, Union
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+DEFAULT_TOKENIZER_NAME = "Qwen/Qwen2.5-0.5B-Instruct"
+
+
+class ConfigError(ValueError):
+    """A configuration value is invalid; the message names the field and how to fix it."""
+
+
+class SourceSpec(BaseModel):
+    """One question source of the mix: a registry name plus its options.
+
+    In YAML a bare string (``- gsm8k``) is shorthand for ``{name: gsm8k}``.
+    ``options`` are checked by the source itself (see ``reasoning_env.sources.available()``).
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str
+    options: dict[str, Any] = Field(default_factory=dict)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_string(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            return {"name": value}
+        return value
+
+
+def _default_sources() -> list[SourceSpec]:
+    return [SourceSpec(name="metamathqa"), SourceSpec(name="numina_tir")]
+
+
+class EnvConfig(BaseModel):
+    """All environment settings. Immutable once built; use ``model_copy(update=...)`` to vary.
+
+    Token quantities are in tokens of the policy tokenizer (``tokenizer_name``), except the
+    "config" budget formula, which uses ``min_tokens``/``max_tokens`` as abstract units (as the
+    v2 contract does).
+
+    Raises:
+        ConfigError: on any invalid value (negative budgets, unknown sources or options, ...).
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    # Episode shape and budget
+    num_questions: int = Field(10, ge=1, le=10_000, description="Questions per episode.")
+    budget_ratio: float = Field(4.0, gt=0, description="Budget = ratio x question tokens (tokenizer_native) or x config formula.")
+    total_budget: Optional[int] = Field(None, gt=0, description="Fixed budget in tokens for every episode (source 'config'); None = formula.")
+    min_tokens: int = Field(10, ge=0, description="Hard-cap mode ends the episode when the remaining budget drops below this.")
+    max_tokens: int = Field(800, ge=1, description="Upper end of the config budget formula (abstract units).")
+    max_tokens_per_step: int = Field(2048, ge=1, description="Generation cap per step that policies and trainers should apply (tokens).")
+
+    # Budget modes
+    hard_cap_mode: bool = Field(True, description="True: clip each step's spend to the remaining budget and stop when it runs dry. False: soft budget, overspend penalised.")
+    soft_allow_negative_budget: bool = Field(True, description="Soft mode: let the remaining budget go negative (else floor at 0).")
+    soft_overspend_penalty: float = Field(0.25, ge=0, description="Soft mode: penalty per fair share of cumulative overspend.")
+
+    # Seed economics reward weights
+    correct_reward: float = Field(1.0, description="Correctness term for a correct answer.")
+    wrong_reward: float = Field(-0.1, description="Correctness term for a wrong or missing answer.")
+    beta: float = Field(0.05, ge=0, description="Cost penalty weight: beta * max(0, tokens/fair_share - 1).")
+    gamma: float = Field(0.1, ge=0, description="Efficiency bonus weight (correct answers): gamma * (1 - tokens/fair_share).")
+    lambda_ep: float = Field(0.5, ge=0, description="Episode bonus weight on the final step.")
+    target_utilization: float = Field(0.9, gt=0, le=2.0, description="Budget utilisation the episode bonus peaks at.")
+    reward: Optional[dict[str, Any]] = Field(None, description="Reward spec for reasoning_env.rewards.build(); None = the seed economics reward with the weights above.")
+
+    # Data
+    sources: list[SourceSpec] = Field(default_factory=_default_sources, min_length=1)
+    mix: dict[str, float] = Field(default_factory=dict, description="problem_type -> sampling weight; unlisted types weigh 1.0 (an even mix).")
+    data_dir: Optional[str] = Field(None, description="Folder searched for local data files of every source (e.g. ../shared/data).")
+    offline_fallback: bool = Field(True, description="When the Hub is unreachable, serve the builtin stand-ins for metamathqa / numina_tir.")
+
+    # Tokenizer and grading
+    tokenizer_name: str = Field(DEFAULT_TOKENIZER_NAME, min_length=1, description="Policy tokenizer (Hub id or local folder) used to count tokens.")
+    allow_config_budget_fallback: bool = Field(False, description="If a reset's tokenizer fails to load, fall back to the config budget (with a warning) instead of raising.")
+    grading_timeout_s: float = Field(2.0, gt=0, le=600, description="Wall-clock limit of one grade (seconds).")
+
+    seed: Optional[int] = Field(None, ge=0, description="Default episode seed when reset() gets none; None = a fresh seed per reset.")
+
+    @field_validator("mix")
+    @classmethod
+    def _check_mix(cls, value: dict[str, float]) -> dict[str, float]:
+        for key, weight in value.items():
+            if not isinstance(weight, (int, float)) or not math.isfinite(weight) or weight < 0:
+                raise ValueError(f"mix weight for {key!r} must be a finite number >= 0, got {weight!r}")
+        return value
+
+    @model_validator(mode="after")
+    def _check_consistency(self) -> "EnvConfig":
+        if self.min_tokens > self.max_tokens:
+            raise ValueError(f"min_tokens ({self.min_tokens}) must not exceed max_tokens ({self.max_tokens})")
+        from reasoning_env.sources import validate_spec  # local import: sources never import config
+
+        for spec in self.sources:
+            validate_spec(spec.name, spec.options)
+        if self.reward is not None:
+            from reasoning_env.rewards import validate_reward_spec
+
+            validate_reward_spec(self.reward)
+        return self
+
+    # ------------------------------------------------------------------ construction
+    @classmethod
+    def build(cls, **values: Any) -> "EnvConfig":
+        """Build and validate; raise :class:`ConfigError` with every problem listed."""
+        try:
+            return cls(**values)
+        except ValidationError as exc:
+            raise ConfigError(_format_validation_error(exc)) from None
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "EnvConfig":
+        """Build from a plain dict (e.g. parsed YAML). Raises :class:`ConfigError`."""
+        if not isinstance(data, dict):
+            raise ConfigError(f"an EnvConfig must be a mapping of settings, got {type(data).__name__}")
+        return cls.build(**data)
+
+    @classmethod
+    def from_yaml(cls, path: Union[str, Path]) -> "EnvConfig":
+        """Load a YAML file. An ``env:`` top-level key is accepted (files shared with training).
+
+        Raises:
+            ConfigError: file missing, not YAML, or invalid settings.
+        """
+        p = Path(path)
+        if not p.is_file():
+            raise ConfigError(f"config file {str(p)!r} does not exist")
+        try:
+            data = yaml.safe_load(p.read_text(encoding="utf-8")) or {}
+        except yaml.YAMLError as exc:
+            raise ConfigError(f"config file {str(p)!r} is not valid YAML: {exc}") from None
+        if isinstance(data, dict) and "env" in data and isinstance(data["env"], dict):
+            data = data["env"]
+        return cls.from_dict(data)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain-dict form that :meth:`from_dict` reads back unchanged."""
+        return self.model_dump(mode="json")
+
+    def to_yaml(self, path: Optional[Union[str, Path]] = None) -> str:
+        """Serialise to YAML; also write it to ``path`` when given. Returns the YAML text."""
+        text = yaml.safe_dump(self.to_dict(), sort_keys=False, allow_unicode=True)
+        if path is not None:
+            Path(path).write_text(text, encoding="utf-8")
+        return text
+
+    def replace(self, **changes: Any) -> "EnvConfig":
+        """A validated copy with ``changes`` applied. Raises :class:`ConfigError`."""
+        data = self.to_dict()
+        data.update(changes)
+        return EnvConfig.from_dict(data)
+
+    # ------------------------------------------------------------------ derived values
+    def config_budget(self) -> int:
+        """The "config" budget: ``total_budget`` if set, else
+        ``int(budget_ratio * num_questions * (min_tokens + max_tokens) / 2)`` (v2 contract)."""
+        if self.total_budget is not None:
+            return int(self.total_budget)
+        return max(1, int(self.budget_ratio * self.num_questions * (self.min_tokens + self.max_tokens) / 2))
+
+
+def _format_validation_error(exc: ValidationError) -> str:
+    lines = ["invalid environment config:"]
+    for err in exc.errors():
+        loc = ".".join(str(p) for p in err.get("loc", ())) or "(config)"
+        msg = err.get("msg", "invalid value")
+        if msg.startswith("Value error, "):
+            msg = msg[len("Value error, "):]
+        if err.get("type") == "extra_forbidden":
+            msg = f"unknown setting {loc!r}; see EnvConfig's fields (README: Configuration)"
+        lines.append(f"  - {loc}: {msg} (got {err.get('input')!r})" if "input" in err and err.get("type") != "extra_forbidden" else f"  - {loc}: {msg}")
+    return "\n".join(lines)

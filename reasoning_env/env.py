@@ -1,0 +1,455 @@
+"""`ReasoningEconomicsEnv`: math questions under one shared token budget (OpenEnv ``Environment``).
+
+Contract (ReasoningEconomicsEnv v2; README "Environment contract"):
+
+- ``reset(seed, episode_id, tokenizer_name, total_budget)`` samples ``num_questions`` questions (an
+  even mix across problem types) and resolves the budget: an explicit ``total_budget`` (source
+  ``"client"``) > ``tokenizer_name`` given -> ``int(budget_ratio * tokens of the question texts)``
+  (``"tokenizer_native"``; if that tokenizer fails to load and the config allows it, the config
+  formula with a warning) > the config formula (``"config"``).
+- ``step(ReasonBudgetAction(response, metadata))`` counts the response's tokens with the session
+  tokenizer, grades its final answer (or ``metadata["grading_response"]``), charges the budget
+  (clipped to what remains in hard-cap mode) and pays the configured reward, broken into named
+  components; the final step adds the episode bonus.
+- Hard-cap mode ends when every question is answered or the remaining budget is below
+  ``min_tokens``; soft mode ends only when every question is answered.
+
+One instance per session; instances share nothing mutable (pools, tokenizers and parsed gold
+answers are immutable process-level caches).
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import secrets
+import uuid
+from typing import Any, Optional, Union
+
+from openenv.core.env_server.interfaces import Environment
+from openenv.core.env_server.types import EnvironmentMetadata
+
+from reasoning_env.config import EnvConfig
+from reasoning_env.grading import Grader
+from reasoning_env.models import (
+    HistoryEntry,
+    ReasonBudgetAction,
+    ReasonBudgetObservation,
+    ReasonBudgetState,
+    StepRecord,
+)
+from reasoning_env.questions import Question
+from reasoning_env.rewards import EpisodeContext, StepContext, build as build_reward
+from reasoning_env.sampler import sample_episode
+from reasoning_env.sources import PoolSet, load_pools
+from reasoning_env.tokenization import LoadedTokenizer, TokenizerLoadError, get_tokenizer
+
+logger = logging.getLogger(__name__)
+
+#: Largest explicit ``total_budget`` accepted on reset (tokens).
+MAX_TOTAL_BUDGET = 100_000_000
+RESET_OPTIONS = ("seed", "episode_id", "tokenizer_name", "total_budget")
+
+
+class EpisodeError(ValueError):
+    """A reset or step argument is invalid; the message says which and how to fix it."""
+
+
+class ReasoningEconomicsEnv(Environment[ReasonBudgetAction, ReasonBudgetObservation, ReasonBudgetState]):
+    """Mixed math questions under a shared token budget. See the module docstring for the contract.
+
+    Args:
+        config: An :class:`EnvConfig`, a dict of its fields, or ``None`` for the defaults.
+        pools: Pre-loaded question pools (tests, custom data); default: loaded from ``config.sources``.
+        grader: A :class:`~reasoning_env.grading.Grader` to share; default: a new one.
+
+    Raises:
+        ConfigError: the config is invalid.
+    """
+
+    SUPPORTS_CONCURRENT_SESSIONS: bool = True
+
+    def __init__(
+        self,
+        config: Union[EnvConfig, dict, None] = None,
+        *,
+        pools: Optional[PoolSet] = None,
+        grader: Optional[Grader] = None,
+    ) -> None:
+        super().__init__()
+        if config is None:
+            config = EnvConfig()
+        elif isinstance(config, dict):
+            config = EnvConfig.from_dict(config)
+        elif not isinstance(config, EnvConfig):
+            raise TypeError(f"config must be an EnvConfig, a dict or None, got {type(config).__name__}")
+        self.config: EnvConfig = config
+        self.reward_fn = build_reward(config)
+        self._pools = pools
+        self._grader = grader or Grader(timeout_s=config.grading_timeout_s)
+        self._seed_stream = random.Random(config.seed) if config.seed is not None else None
+        self._clear_episode()
+
+    # ------------------------------------------------------------------ properties
+    @property
+    def pools(self) -> PoolSet:
+        """The question pools (loaded on first use, cached for the process)."""
+        if self._pools is None:
+            self._pools = load_pools(
+                self.config.sources, data_dir=self.config.data_dir, offline_fallback=self.config.offline_fallback
+            )
+        return self._pools
+
+    @property
+    def questions(self) -> list[Question]:
+        """The current episode's questions, gold answers included (for trusted code: logs,
+        evaluation, simulated policies). Never sent to the policy by the server."""
+        return list(self._questions)
+
+    @property
+    def state(self) -> ReasonBudgetState:
+        """The episode's internal state (no gold answers)."""
+        spent = self._total_budget - self._remaining
+        return ReasonBudgetState(
+            episode_id=self._episode_id,
+            step_count=self._index,
+            total_budget=self._total_budget,
+            spent_budget=spent,
+            remaining_budget=self._remaining,
+            questions_answered=self._index,
+            num_questions=len(self._questions),
+            total_correct=self._correct,
+            current_accuracy=self._correct / self._index if self._index else 0.0,
+            budget_remaining_ratio=min(1.0, max(0.0, self._remaining / self._total_budget)) if self._total_budget > 0 else 0.0,
+            budget_source=self._budget_source,
+            tokenizer_name=self._tokenizer.name if self._tokenizer else None,
+            seed=self._seed,
+            done=self._done,
+            done_reason=self._done_reason,
+            question_ids=[q.id for q in self._questions],
+            problem_types=[q.problem_type for q in self._questions],
+            episode_reward=self._episode_reward,
+        )
+
+    def get_metadata(self) -> EnvironmentMetadata:
+        """OpenEnv metadata (name, description, version)."""
+        from reasoning_env import __version__
+
+        return EnvironmentMetadata(
+            name="ReasoningEconomicsEnv",
+            description=(
+                "Mixed math questions under one shared token budget: the policy answers each with a "
+                "reasoning trace ending in \\boxed{}; rewards pay correctness and token economy."
+            ),
+            version=__version__,
+        )
+
+    # ------------------------------------------------------------------ reset
+    def _clear_episode(self) -> None:
+        self._episode_id: Optional[str] = None
+        self._seed: Optional[int] = None
+        self._questions: list[Question] = []
+        self._index = 0
+        self._correct = 0
+        self._total_budget = 0
+        self._remaining = 0
+        self._budget_source: Optional[str] = None
+        self._tokenizer: Optional[LoadedTokenizer] = None
+        self._history: list[HistoryEntry] = []
+        self._done = True
+        self._done_reason: Optional[str] = "no_episode"
+        self._episode_reward = 0.0
+
+    def _draw_seed(self) -> int:
+        if self._seed_stream is not None:
+            return self._seed_stream.randrange(2**31)
+        return secrets.randbelow(2**31)
+
+    def reset(
+        self,
+        seed: Optional[int] = None,
+        episode_id: Optional[str] = None,
+        tokenizer_name: Optional[str] = None,
+        total_budget: Optional[int] = None,
+        **kwargs: Any,
+    ) -> ReasonBudgetObservation:
+        """Start an episode.
+
+        Args:
+            seed: Episode seed (int >= 0); same config and seed give the same questions, order and
+                budget in any process. ``None`` draws a fresh seed (reported in the metadata).
+            episode_id: Identifier to use (default: a new UUID).
+            tokenizer_name: Policy tokenizer for counting and the tokenizer-native budget.
+            total_budget: Explicit budget in tokens (1..100,000,000); overrides everything.
+
+        Returns:
+            The first observation; its ``metadata`` holds ``total_budget``, ``budget_source``,
+            ``tokenizer_name``, ``tokenizer_origin``, ``episode_id``, ``seed``, ``problem_types``,
+            ``sources_used`` and the budget settings.
+
+        Raises:
+            EpisodeError: bad arguments (nothing is changed).
+            TokenizerLoadError: ``tokenizer_name`` cannot be loaded and the config does not allow
+                the config-budget fallback.
+        """
+        if kwargs:
+            raise EpisodeError(f"unknown reset option(s) {sorted(kwargs)}; reset accepts {list(RESET_OPTIONS)}")
+        if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
+            raise EpisodeError(f"seed must be a non-negative integer or null, got {seed!r}")
+        if episode_id is not None and (not isinstance(episode_id, str) or not episode_id or len(episode_id) > 255):
+            raise EpisodeError(f"episode_id must be a non-empty string of at most 255 characters, got {episode_id!r}")
+        if total_budget is not None:
+            if isinstance(total_budget, bool) or not isinstance(total_budget, int):
+                raise EpisodeError(f"total_budget must be an integer number of tokens, got {total_budget!r}")
+            if not 1 <= total_budget <= MAX_TOTAL_BUDGET:
+                raise EpisodeError(f"total_budget must be between 1 and {MAX_TOTAL_BUDGET:,} tokens, got {total_budget}")
+        if tokenizer_name is not None and (not isinstance(tokenizer_name, str)):
+            raise EpisodeError(f"tokenizer_name must be a string (a Hub id or local folder), got {tokenizer_name!r}")
+        tokenizer_name = (tokenizer_name or "").strip() or None
+
+        pools = self.pools
+        ep_seed = seed if seed is not None else self._draw_seed()
+        questions = sample_episode(pools.pools, self.config.num_questions, ep_seed, self.config.mix)
+
+        warning = None
+        tokenizer: Optional[LoadedTokenizer] = None
+        if tokenizer_name is not None:
+            try:
+                tokenizer = get_tokenizer(tokenizer_name)
+            except TokenizerLoadError as exc:
+                if not self.config.allow_config_budget_fallback:
+                    raise
+                warning = (
+                    f"tokenizer {tokenizer_name!r} failed to load ({exc}); budget falls back to the config "
+                    f"formula and tokens are counted with the config tokenizer {self.config.tokenizer_name!r}"
+                )
+                logger.warning(warning)
+        if tokenizer is None:
+            tokenizer = get_tokenizer(self.config.tokenizer_name)
+
+        if total_budget is not None:
+            budget, source = int(total_budget), "client"
+        elif tokenizer_name is not None and warning is None:
+            question_tokens = sum(tokenizer.count(q.text) for q in questions)
+            budget, source = max(1, int(self.config.budget_ratio * question_tokens)), "tokenizer_native"
+        else:
+            budget, source = self.config.config_budget(), "config"
+
+        # Commit the new episode only now: a failed reset leaves the previous one untouched.
+        self._clear_episode()
+        self._episode_id = episode_id or str(uuid.uuid4())
+        self._seed = ep_seed
+        self._questions = questions
+        self._total_budget = budget
+        self._remaining = budget
+        self._budget_source = source
+        self._tokenizer = tokenizer
+        self._done = False
+        self._done_reason = None
+        if self.config.hard_cap_mode and budget < self.config.min_tokens:
+            self._done, self._done_reason = True, "budget_exhausted"
+
+        obs = self._observation(reward=0.0)
+        obs.metadata.update(
+            {
+                "total_budget": budget,
+                "budget_source": source,
+                "tokenizer_name": tokenizer.name,
+                "tokenizer_origin": tokenizer.origin,
+                "episode_id": self._episode_id,
+                "seed": ep_seed,
+                "problem_types": [q.problem_type for q in questions],
+                "question_ids": [q.id for q in questions],
+                "sources_used": [dict(s) for s in pools.sources_used],
+                "num_questions": len(questions),
+                "budget_ratio": self.config.budget_ratio,
+                "min_tokens": self.config.min_tokens,
+                "max_tokens": self.config.max_tokens,
+                "max_tokens_per_step": self.config.max_tokens_per_step,
+                "hard_cap_mode": self.config.hard_cap_mode,
+            }
+        )
+        if warning:
+            obs.metadata["budget_warning"] = warning
+        return obs
+
+    # ------------------------------------------------------------------ step
+    def step(
+        self,
+        action: Union[ReasonBudgetAction, dict, str],
+        timeout_s: Optional[float] = None,
+        **kwargs: Any,
+    ) -> ReasonBudgetObservation:
+        """Answer the current question.
+
+        Args:
+            action: A :class:`ReasonBudgetAction` (a dict of its fields or a bare response string
+                are accepted too).
+            timeout_s: Grading time limit for this step (seconds; default the config's).
+
+        Returns:
+            The next observation; ``last_step`` holds what this step did (tokens, extracted answer,
+            verdict, reward components, and the gold answer). After the episode is over, a done
+            observation with ``done_reason="episode_already_done"`` and reward 0 (nothing changes).
+
+        Raises:
+            EpisodeError: the action is malformed (not a string response, bad metadata); nothing
+                is charged.
+            TokenizerLoadError: ``metadata["tokenizer_name"]`` cannot be loaded; nothing is charged.
+        """
+        action = self._coerce_action(action)
+        md = action.metadata or {}
+        grading_response = md.get("grading_response")
+        if grading_response is not None and not isinstance(grading_response, str):
+            raise EpisodeError(f"metadata.grading_response must be a string, got {type(grading_response).__name__}")
+        step_tok = md.get("tokenizer_name")
+        if step_tok is not None and not isinstance(step_tok, str):
+            raise EpisodeError(f"metadata.tokenizer_name must be a string, got {type(step_tok).__name__}")
+
+        if self._done:
+            reason = self._done_reason or "episode_already_done"
+            obs = self._observation(reward=0.0)
+            obs.done_reason = "no_episode" if reason == "no_episode" else "episode_already_done"
+            obs.metadata["error"] = (
+                "no episode: call reset() first" if reason == "no_episode"
+                else f"the episode is over ({reason}); call reset() to start a new one"
+            )
+            obs.metadata["episode_id"] = self._episode_id
+            return obs
+
+        if step_tok and step_tok.strip() and step_tok.strip() != self._tokenizer.name:
+            self._tokenizer = get_tokenizer(step_tok.strip())  # raises before anything is charged
+
+        q = self._questions[self._index]
+        raw = self._tokenizer.count(action.response)
+        if self.config.hard_cap_mode:
+            charged = min(raw, max(0, self._remaining))
+        else:
+            charged = raw
+        graded_text = "grading_response" if (grading_response and grading_response.strip()) else "response"
+        text = grading_response if graded_text == "grading_response" else action.response
+        result = self._grader.grade(text, q.gold_answer, timeout_s=timeout_s or self.config.grading_timeout_s)
+
+        spent_before = self._total_budget - self._remaining
+        ctx = StepContext(
+            correct=result.correct,
+            has_answer=result.extracted is not None,
+            tokens=charged,
+            raw_tokens=raw,
+            total_budget=self._total_budget,
+            num_questions=len(self._questions),
+            spent_before=spent_before,
+            question_index=self._index,
+            hard_cap_mode=self.config.hard_cap_mode,
+            problem_type=q.problem_type,
+            difficulty=q.difficulty,
+            response=text,
+        )
+        components = {k: float(v) for k, v in self.reward_fn.step_components(ctx).items()}
+
+        self._remaining -= charged
+        if not self.config.hard_cap_mode and not self.config.soft_allow_negative_budget:
+            self._remaining = max(0, self._remaining)
+        self._correct += int(result.correct)
+        self._index += 1
+
+        if self._index >= len(self._questions):
+            self._done, self._done_reason = True, "all_answered"
+        elif self.config.hard_cap_mode and self._remaining < self.config.min_tokens:
+            self._done, self._done_reason = True, "budget_exhausted"
+
+        if self._done:
+            ep = EpisodeContext(
+                num_correct=self._correct,
+                num_answered=self._index,
+                num_questions=len(self._questions),
+                total_spent=self._total_budget - self._remaining,
+                total_budget=self._total_budget,
+                ran_dry=self._done_reason == "budget_exhausted",
+            )
+            components.update({k: float(v) for k, v in self.reward_fn.episode_components(ep).items()})
+        reward = float(sum(components.values()))
+        self._episode_reward += reward
+
+        entry = dict(
+            index=self._index - 1,
+            question_id=q.id,
+            problem_type=q.problem_type,
+            difficulty=q.difficulty,
+            raw_tokens=raw,
+            tokens=charged,
+            extracted_answer=result.extracted,
+            correct=result.correct,
+            grade_reason=result.reason,
+            reward=reward,
+            reward_components=components,
+        )
+        self._history.append(HistoryEntry(**entry))
+        record = StepRecord(
+            **entry,
+            gold_answer=q.gold_answer,
+            question=q.text,
+            graded_text=graded_text,
+            grade_time_s=result.time_s,
+            remaining_budget_after=self._remaining,
+        )
+        obs = self._observation(reward=reward)
+        obs.last_step = record
+        obs.metadata.update(
+            {
+                "tokenizer_name": self._tokenizer.name,
+                "episode_id": self._episode_id,
+                "step": self._index,
+                "episode_reward": self._episode_reward,
+            }
+        )
+        return obs
+
+    def close(self) -> None:
+        """Release the episode (OpenEnv calls this when a session ends)."""
+        self._clear_episode()
+
+    # ------------------------------------------------------------------ helpers
+    @staticmethod
+    def _coerce_action(action: Any) -> ReasonBudgetAction:
+        if isinstance(action, ReasonBudgetAction):
+            return action
+        if isinstance(action, str):
+            return ReasonBudgetAction(response=action)
+        if isinstance(action, dict):
+            from pydantic import ValidationError
+
+            try:
+                return ReasonBudgetAction(**action)
+            except ValidationError as exc:
+                raise EpisodeError(f"invalid action: {exc.errors()[0].get('msg')} at {exc.errors()[0].get('loc')}") from None
+        raise EpisodeError(
+            f"step() takes a ReasonBudgetAction (or its dict, or a response string), got {type(action).__name__}"
+        )
+
+    def _observation(self, reward: Optional[float]) -> ReasonBudgetObservation:
+        n = len(self._questions)
+        left = 0 if self._done else n - self._index
+        current = self._questions[self._index] if (not self._done and self._index < n) else None
+        cap = self.config.max_tokens_per_step
+        if self.config.hard_cap_mode:
+            cap = max(0, min(cap, self._remaining))
+        return ReasonBudgetObservation(
+            question=current.text if current else "",
+            question_id=current.id if current else None,
+            problem_type=current.problem_type if current else None,
+            difficulty=current.difficulty if current else None,
+            question_index=self._index,
+            num_questions=n,
+            total_budget=self._total_budget,
+            remaining_budget=self._remaining,
+            questions_remaining=left,
+            budget_per_remaining_question=(self._remaining / left) if left else 0.0,
+            accuracy_so_far=self._correct / self._index if self._index else 0.0,
+            step_token_cap=cap if not self._done else 0,
+            history=list(self._history),
+            done=self._done,
+            reward=reward,
+            done_reason=self._done_reason if self._done else None,
+            metadata={"problem_type": current.problem_type if current else None},
+        )

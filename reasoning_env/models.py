@@ -1,0 +1,109 @@
+"""OpenEnv models of the environment: action, observation, state, and the per-step records.
+
+Built on OpenEnv's pydantic ``Action`` / ``Observation`` / ``State`` so that the same classes
+serve in-process use, the HTTP/WebSocket server and the typed client.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+from openenv.core.env_server.types import Action, Observation, State
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class ReasonBudgetAction(Action):
+    """The policy's answer to the current question.
+
+    Attributes:
+        response: The full model output (reasoning trace + final answer). Its tokens are counted
+            in full with the session tokenizer and charged to the budget.
+        metadata: Optional keys: ``tokenizer_name`` (count this step's tokens with that tokenizer
+            and keep it for the session) and ``grading_response`` (if non-empty, grade this text
+            instead of ``response``; tokens are still counted on ``response``).
+    """
+
+    response: str = Field(..., description="Full model output: reasoning trace ending in a final answer (\\boxed{}).")
+
+
+class HistoryEntry(BaseModel):
+    """What one answered question did (no gold answer: see :class:`StepRecord`).
+
+    Token counts are in tokens of the session tokenizer. ``reward_components`` are signed and
+    sum to ``reward``.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    index: int = Field(..., description="0-based position of the question in the episode.")
+    question_id: str
+    problem_type: str
+    difficulty: Optional[int] = None
+    raw_tokens: int = Field(..., description="Tokens of the response as counted, before clipping.")
+    tokens: int = Field(..., description="Tokens charged to the budget (clipped to the remaining budget in hard-cap mode).")
+    extracted_answer: Optional[str] = Field(None, description="Final answer found in the graded text, or null.")
+    correct: bool
+    grade_reason: str = Field(..., description="Why the grader decided (e.g. 'exact', 'equivalent', 'mismatch', 'no_answer', 'timeout').")
+    reward: float
+    reward_components: dict[str, float] = Field(default_factory=dict)
+
+
+class StepRecord(HistoryEntry):
+    """The result of the step that answered a question: the history entry plus what only this
+    step reveals (the gold answer) and diagnostics."""
+
+    gold_answer: str = Field(..., description="The question's gold answer (revealed only after it was answered).")
+    question: str = Field("", description="The question text that was answered.")
+    graded_text: str = Field("response", description="'response' or 'grading_response': which text was graded.")
+    grade_time_s: float = Field(0.0, description="Wall-clock seconds spent grading.")
+    remaining_budget_after: int = Field(0, description="Remaining budget after this step (tokens; may be negative in soft mode).")
+
+
+class ReasonBudgetObservation(Observation):
+    """What the policy sees before answering (and what the last step did).
+
+    The gold answer of a question never appears before that question is answered; the answered
+    question's gold is in ``last_step`` only.
+    """
+
+    question: str = Field("", description="Current question text ('' when done).")
+    question_id: Optional[str] = None
+    problem_type: Optional[str] = None
+    difficulty: Optional[int] = None
+    question_index: int = Field(0, description="0-based index of the current question (= questions answered).")
+    num_questions: int = 0
+    total_budget: int = Field(0, description="Episode budget (tokens).")
+    remaining_budget: int = Field(0, description="Tokens left (negative possible in soft mode).")
+    questions_remaining: int = 0
+    budget_per_remaining_question: float = Field(0.0, description="remaining_budget / questions_remaining.")
+    accuracy_so_far: float = Field(0.0, description="Correct / answered so far (0 before the first answer).")
+    step_token_cap: int = Field(0, description="Tokens the next response may use before clipping: min(max_tokens_per_step, remaining) in hard-cap mode, else max_tokens_per_step.")
+    history: list[HistoryEntry] = Field(default_factory=list)
+    last_step: Optional[StepRecord] = Field(None, description="What the step that produced this observation did (null after reset).")
+    done_reason: Optional[str] = Field(None, description="'all_answered', 'budget_exhausted', 'episode_already_done' or 'no_episode' when done.")
+
+
+class ReasonBudgetState(State):
+    """Internal episode state (``/state``). Holds no gold answers."""
+
+    total_budget: int = 0
+    spent_budget: int = 0
+    remaining_budget: int = 0
+    questions_answered: int = 0
+    num_questions: int = 0
+    total_correct: int = 0
+    current_accuracy: float = 0.0
+    budget_remaining_ratio: float = 0.0
+    budget_source: Optional[str] = None
+    tokenizer_name: Optional[str] = None
+    seed: Optional[int] = None
+    done: bool = False
+    done_reason: Optional[str] = None
+    question_ids: list[str] = Field(default_factory=list)
+    problem_types: list[str] = Field(default_factory=list)
+    episode_reward: float = 0.0
+
+
+def observation_to_dict(obs: ReasonBudgetObservation) -> dict[str, Any]:
+    """JSON-ready dict of an observation (for logs and the UI)."""
+    return obs.model_dump(mode="json")

