@@ -79,7 +79,7 @@ class EnvConfig(BaseModel):
     gamma: float = Field(0.1, ge=0, description="Efficiency bonus weight (correct answers): gamma * (1 - tokens/fair_share).")
     lambda_ep: float = Field(0.5, ge=0, description="Episode bonus weight on the final step.")
     target_utilization: float = Field(0.9, gt=0, le=2.0, description="Budget utilisation the episode bonus peaks at.")
-    reward: Optional[dict[str, Any]] = Field(None, description="Reward spec for reasoning_env.rewards.build(); None = the seed economics reward with the weights above.")
+    reward: Optional[dict[str, Any]] = Field(None, description="Reward spec for reasoning_env.rewards.build(): {type, weight, params} or {type: combined, rewards: [...]}, types from reasoning_env.rewards.available(); the weights above fill unset economics/budget_aware params. None = the seed economics reward with the weights above. Group rewards (kimi_length, shorter_better, arora_zanette) are rejected: they need a GRPO group.")
 
     # Data
     sources: list[SourceSpec] = Field(default_factory=_default_sources, min_length=1)

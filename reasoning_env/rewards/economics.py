@@ -1,6 +1,7 @@
-"""The seed reward of ReasoningEconomicsEnv v2 (the default).
+"""The seed reward of ReasoningEconomicsEnv v2 (the default), and its budget-aware variant.
 
-Per step (``fair_share = total_budget / num_questions``, ``r = tokens / fair_share``):
+Per step (``fair_share = total_budget / num_questions``, ``r = tokens / fair_share``, tokens =
+tokens charged to the budget):
 
 - ``correctness``: ``correct_reward`` (+1) if correct else ``wrong_reward`` (-0.1);
 - ``efficiency_bonus``: ``gamma * (1 - r)`` if correct else 0 (negative when ``r > 1``, as in the seed);
@@ -13,22 +14,82 @@ On the final step, ``episode_bonus``: ``lambda_ep * accuracy * max(0, 1 - |spent
 with ``accuracy = num_correct / num_questions``.
 
 Source: the ReasoningEconomicsEnv v2 contract (README "Environment contract").
+
+:class:`BudgetAwareReward` keeps every term but measures each step against its own share instead
+of the uniform fair share: the remaining budget per remaining question, a difficulty-weighted
+fair share, or both, so that spending more on a harder question is not charged as waste.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 from reasoning_env.rewards.base import EpisodeContext, StepContext
+from reasoning_env.rewards.batch import EpisodeBatch, RewardShape, StepBatch
+from reasoning_env.rewards.registry import Param, register
 
 STEP_COMPONENTS = ("correctness", "efficiency_bonus", "cost_penalty", "overspend_penalty")
 EPISODE_COMPONENTS = ("episode_bonus",)
 COMPONENTS = STEP_COMPONENTS + EPISODE_COMPONENTS
 
+SEED_SOURCE = "ReasoningEconomicsEnv v2 contract (seed reward; README 'Environment contract')"
 
+ECONOMICS_PARAMS = (
+    Param("correct_reward", 1.0, "Correctness term for a correct answer.", min=0.0, max=2.0, step=0.05, unit="reward"),
+    Param("wrong_reward", -0.1, "Correctness term for a wrong or missing answer.", min=-1.0, max=0.5, step=0.05, unit="reward"),
+    Param("beta", 0.05, "Cost penalty weight: -beta * max(0, tokens/share - 1).", min=0.0, max=1.0, step=0.01, hard_min=0.0),
+    Param("gamma", 0.1, "Efficiency bonus weight for correct answers: gamma * (1 - tokens/share).", min=0.0, max=1.0, step=0.01, hard_min=0.0),
+    Param("soft_overspend_penalty", 0.25, "Soft mode: penalty per fair share of cumulative overspend.", min=0.0, max=2.0, step=0.05, hard_min=0.0),
+    Param("lambda_ep", 0.5, "Episode bonus weight (final step).", min=0.0, max=2.0, step=0.05, hard_min=0.0),
+    Param("target_utilization", 0.9, "Budget utilisation (spent/budget) the episode bonus peaks at.", min=0.1, max=1.5, step=0.05, unit="fraction", hard_min=1e-9, hard_max=2.0),
+)
+
+
+def _economics_step(rw, b: StepBatch, share: np.ndarray) -> dict[str, np.ndarray]:
+    """The seed's step terms measured against ``share`` (tokens, per row); vectorised."""
+    fair = b.fair_share
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = np.where(share > 0, b.tokens / share, 0.0)
+        ov = b.overspend_tokens
+        overspend = np.where(
+            (~b.hard_cap_mode) & (fair > 0) & (ov > 0), -rw.soft_overspend_penalty * ov / fair, 0.0
+        )
+    return {
+        "correctness": np.where(b.correct, rw.correct_reward, rw.wrong_reward).astype(np.float64),
+        "efficiency_bonus": np.where(b.correct & (share > 0), rw.gamma * (1.0 - ratio), 0.0),
+        "cost_penalty": -rw.beta * np.maximum(0.0, ratio - 1.0),
+        "overspend_penalty": overspend,
+    }
+
+
+def _economics_episode(rw, e: EpisodeBatch) -> dict[str, np.ndarray]:
+    ok = (e.num_questions > 0) & (e.total_budget > 0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        accuracy = e.num_correct / e.num_questions
+        util = np.maximum(0.0, 1.0 - np.abs(e.total_spent / e.total_budget - rw.target_utilization))
+        bonus = rw.lambda_ep * accuracy * util
+    return {"episode_bonus": np.where(ok, bonus, 0.0)}
+
+
+@register(
+    "economics",
+    summary="The seed reward (default): correctness, efficiency vs the fair share, cost and soft-mode overspend penalties, episode bonus.",
+    formula=(
+        "step: (correct ? correct_reward : wrong_reward) + [correct] gamma (1 - t/F) - beta max(0, t/F - 1) "
+        "- [soft] soft_overspend_penalty * max(0, spent_after - B)/F,  F = B/N, t = charged tokens; "
+        "final step: + lambda_ep * (correct/N) * max(0, 1 - |spent/B - target_utilization|)"
+    ),
+    source=SEED_SOURCE,
+    scope="step+episode",
+    components=COMPONENTS,
+    params=ECONOMICS_PARAMS,
+    length="tokens",
+)
 @dataclass(frozen=True)
-class EconomicsReward:
-    """The seed economics reward; parameters default to the v2 contract."""
+class EconomicsReward(RewardShape):
+    """The seed economics reward; parameters default to the v2 contract (see module docstring)."""
 
     correct_reward: float = 1.0
     wrong_reward: float = -0.1
@@ -37,6 +98,9 @@ class EconomicsReward:
     soft_overspend_penalty: float = 0.25
     lambda_ep: float = 0.5
     target_utilization: float = 0.9
+
+    def __post_init__(self) -> None:
+        self._check_params()
 
     def step_components(self, ctx: StepContext) -> dict[str, float]:
         """Signed per-step components (sum = step reward before any episode bonus)."""
@@ -59,3 +123,86 @@ class EconomicsReward:
         accuracy = ctx.num_correct / ctx.num_questions
         utilisation_score = max(0.0, 1.0 - abs(ctx.total_spent / ctx.total_budget - self.target_utilization))
         return {"episode_bonus": self.lambda_ep * accuracy * utilisation_score}
+
+    def step_batch(self, batch: StepBatch) -> dict[str, np.ndarray]:
+        """Vectorised :meth:`step_components` (same formula, same operation order)."""
+        return _economics_step(self, batch, batch.fair_share)
+
+    def episode_batch(self, batch: EpisodeBatch) -> dict[str, np.ndarray]:
+        """Vectorised :meth:`episode_components`."""
+        return _economics_episode(self, batch)
+
+
+#: Difficulty levels the difficulty weights are normalised over (the MATH scale).
+DIFFICULTY_LEVELS = (1, 2, 3, 4, 5)
+
+
+def difficulty_weight(difficulty: np.ndarray, growth: float) -> np.ndarray:
+    """Relative share of a question of ``difficulty``: ``growth**(d - 3) / mean_{l=1..5} growth**(l - 3)``.
+
+    The weights of levels 1..5 average to 1, so an even mix of levels shares the budget out in
+    full; unknown difficulty (``NaN``) gets weight 1 (the plain fair share).
+    """
+    d = np.asarray(difficulty, dtype=np.float64)
+    mean_w = float(np.mean([growth ** (lvl - 3) for lvl in DIFFICULTY_LEVELS]))
+    with np.errstate(invalid="ignore"):
+        w = np.power(growth, d - 3.0) / mean_w
+    return np.where(np.isnan(d), 1.0, w)
+
+
+@register(
+    "budget_aware",
+    summary="The seed reward measured against each question's own share (remaining budget per remaining question and/or difficulty-weighted), so harder questions may spend more.",
+    formula=(
+        "as economics with F replaced by the step's share s in the efficiency and cost terms: "
+        "share='remaining': s = max(min_share*F, (B - spent_before)/(N - i)); "
+        "share='difficulty': s = F * w(d), w(d) = growth^(d-3) / mean_{l=1..5} growth^(l-3) (unknown d: w = 1); "
+        "share='both': s = max(min_share*F, (B - spent_before)/(N - i)) * w(d). "
+        "Overspend penalty and episode bonus as economics."
+    ),
+    source=SEED_SOURCE + "; difficulty-weighted share: this project (t50 doubling per MATH level, FIELD_NOTES section 1)",
+    scope="step+episode",
+    components=COMPONENTS,
+    params=ECONOMICS_PARAMS + (
+        Param("share", "both", "What each step is measured against: the remaining budget per remaining question, a difficulty-weighted fair share, or both.", kind="choice", choices=("remaining", "difficulty", "both")),
+        Param("growth", 2.0, "Share ratio between consecutive difficulty levels (2 = doubling per level).", min=1.0, max=4.0, step=0.1, hard_min=1e-6),
+        Param("min_share", 0.1, "Floor of the remaining-budget share, in fair shares (when the budget is nearly gone).", min=0.01, max=1.0, step=0.01, unit="fair shares", hard_min=1e-6),
+    ),
+    length="tokens",
+)
+@dataclass(frozen=True)
+class BudgetAwareReward(RewardShape):
+    """Economics reward with a per-question share (see the registered formula)."""
+
+    correct_reward: float = 1.0
+    wrong_reward: float = -0.1
+    beta: float = 0.05
+    gamma: float = 0.1
+    soft_overspend_penalty: float = 0.25
+    lambda_ep: float = 0.5
+    target_utilization: float = 0.9
+    share: str = "both"
+    growth: float = 2.0
+    min_share: float = 0.1
+
+    def __post_init__(self) -> None:
+        self._check_params()
+
+    def shares(self, b: StepBatch) -> np.ndarray:
+        """Each step's share (tokens)."""
+        fair = b.fair_share
+        if self.share in ("remaining", "both"):
+            base = np.maximum(self.min_share * fair, b.remaining_before / b.questions_left)
+        else:
+            base = fair
+        if self.share in ("difficulty", "both"):
+            base = base * difficulty_weight(b.difficulty, self.growth)
+        return base
+
+    def step_batch(self, batch: StepBatch) -> dict[str, np.ndarray]:
+        """Economics step terms against :meth:`shares`."""
+        return _economics_step(self, batch, self.shares(batch))
+
+    def episode_batch(self, batch: EpisodeBatch) -> dict[str, np.ndarray]:
+        """The seed's episode bonus."""
+        return _economics_episode(self, batch)

@@ -1,0 +1,182 @@
+"""Rewards as TRL-style reward callables: ``f(completions, **kwargs) -> list[float]``.
+
+TRL's ``GRPOTrainer`` calls each reward function with ``prompts``, ``completions``,
+``completion_ids`` and every dataset column as keyword lists (one entry per completion). The
+callables built here read, per completion:
+
+- length (tokens): ``tokens`` column if present, else ``len(completion_ids[i])``, else the
+  ``tokenizer`` argument's count of the completion text;
+- verdict: ``correct`` (and optionally ``has_answer``) columns if present, else the completion is
+  graded against the ``gold_answer`` / ``answer`` / ``solution`` column with
+  :class:`reasoning_env.grading.Grader`;
+- budget context: ``total_budget``, ``num_questions``, ``spent_before``, ``question_index``,
+  ``difficulty``, ``problem_type`` columns if present, else the ``config``'s values (by default
+  the default EnvConfig's config budget: 16,200 tokens for 10 questions, first question);
+- groups (for group rewards): a ``group`` column if present, else completions of the same prompt.
+
+Only step and group components are paid (an episode bonus needs a finished episode: use the
+environment, or re-score the run). Caveat: TRL computes rewards per process, so a group reward
+sees the members of a group that this process generated.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Callable, Optional, Sequence
+
+import numpy as np
+
+from reasoning_env.rewards.batch import StepBatch
+
+
+def completion_text(c: Any) -> str:
+    """Text of a TRL completion: a string, or (conversational) the last message's content."""
+    if isinstance(c, str):
+        return c
+    if isinstance(c, dict):
+        return str(c.get("content", ""))
+    if isinstance(c, (list, tuple)) and c:
+        last = c[-1]
+        return str(last.get("content", "")) if isinstance(last, dict) else str(last)
+    return "" if c is None else str(c)
+
+
+def _column(kwargs: dict, name: str, n: int) -> Optional[list]:
+    v = kwargs.get(name)
+    if v is None:
+        return None
+    if isinstance(v, (list, tuple, np.ndarray)):
+        if len(v) != n:
+            raise ValueError(f"column {name!r} has {len(v)} values for {n} completions")
+        return list(v)
+    return [v] * n
+
+
+def _group_ids(prompts: Optional[Sequence[Any]], kwargs: dict, n: int) -> np.ndarray:
+    g = _column(kwargs, "group", n)
+    keys = g if g is not None else (
+        [json.dumps(p, sort_keys=True, default=str) if not isinstance(p, str) else p for p in prompts]
+        if prompts is not None else list(range(n))
+    )
+    index: dict[Any, int] = {}
+    return np.array([index.setdefault(k if g is None else str(k), len(index)) for k in keys], dtype=np.int64)
+
+
+def steps_from_completions(
+    completions: Sequence[Any],
+    *,
+    prompts: Optional[Sequence[Any]] = None,
+    completion_ids: Optional[Sequence[Sequence[int]]] = None,
+    tokenizer: Any = None,
+    grader: Any = None,
+    config: Any = None,
+    **kwargs: Any,
+) -> StepBatch:
+    """The :class:`StepBatch` a TRL reward call describes (see the module docstring)."""
+    texts = [completion_text(c) for c in completions]
+    n = len(texts)
+    tok = _column(kwargs, "tokens", n)
+    if tok is None and completion_ids is not None:
+        if len(completion_ids) != n:
+            raise ValueError(f"{len(completion_ids)} completion_ids for {n} completions")
+        tok = [len(ids) for ids in completion_ids]
+    if tok is None and tokenizer is not None:
+        count = getattr(tokenizer, "count", None)
+        tok = [count(t) if count else len(tokenizer.encode(t, add_special_tokens=False)) for t in texts]
+    if tok is None:
+        raise ValueError("token counts unknown: pass completion_ids (TRL does), a 'tokens' column, or tokenizer=")
+
+    correct = _column(kwargs, "correct", n)
+    has_answer = _column(kwargs, "has_answer", n)
+    if correct is None:
+        gold = next((_column(kwargs, k, n) for k in ("gold_answer", "answer", "solution") if kwargs.get(k) is not None), None)
+        if gold is None:
+            raise ValueError("verdicts unknown: pass a 'correct' column or a gold column ('gold_answer', 'answer' or 'solution')")
+        if grader is None:
+            from reasoning_env.grading import Grader
+
+            grader = Grader()
+        results = [grader.grade(t, str(g)) for t, g in zip(texts, gold)]
+        correct = [r.correct for r in results]
+        if has_answer is None:
+            has_answer = [r.extracted is not None for r in results]
+    if has_answer is None:
+        from reasoning_env.grading.extract import extract_final_answer
+
+        has_answer = [extract_final_answer(t).answer is not None for t in texts]
+
+    if config is None:
+        from reasoning_env.config import EnvConfig
+
+        config = EnvConfig()
+    budget = _column(kwargs, "total_budget", n) or config.config_budget()
+    nq = _column(kwargs, "num_questions", n) or config.num_questions
+    return StepBatch.build(
+        n,
+        correct=correct,
+        has_answer=has_answer,
+        tokens=tok,
+        raw_tokens=tok,
+        total_budget=budget,
+        num_questions=nq,
+        spent_before=_column(kwargs, "spent_before", n) or 0,
+        question_index=_column(kwargs, "question_index", n) or 0,
+        hard_cap_mode=_column(kwargs, "hard_cap_mode", n) or config.hard_cap_mode,
+        difficulty=_column(kwargs, "difficulty", n) or [None] * n,
+        problem_type=_column(kwargs, "problem_type", n) or "",
+        response=texts,
+        group=_group_ids(prompts, kwargs, n),
+    )
+
+
+def trl_reward_function(
+    spec: Any = None,
+    *,
+    tokenizer: Any = None,
+    grader: Any = None,
+    config: Any = None,
+    name: Optional[str] = None,
+) -> Callable[..., list[float]]:
+    """A TRL reward callable paying the step (and group) components of ``spec``.
+
+    Args:
+        spec: Reward spec (dict, YAML, registry name) or a built reward; default: the seed reward.
+        tokenizer: Counts tokens when TRL gives no ``completion_ids`` and there is no ``tokens`` column.
+        grader: A :class:`~reasoning_env.grading.Grader` (default: a new one).
+        config: EnvConfig supplying budget defaults (see module docstring).
+        name: ``__name__`` of the callable (TRL logs rewards under it); default ``reward_<type>``.
+
+    Returns:
+        ``f(completions, prompts=None, completion_ids=None, **kwargs) -> list[float]``.
+    """
+    from reasoning_env.rewards import build_reward
+
+    reward = build_reward(spec, context="training")
+
+    def reward_fn(completions: Sequence[Any], prompts: Optional[Sequence[Any]] = None,
+                  completion_ids: Optional[Sequence[Sequence[int]]] = None, **kwargs: Any) -> list[float]:
+        batch = steps_from_completions(
+            completions, prompts=prompts, completion_ids=completion_ids, tokenizer=tokenizer,
+            grader=grader, config=config, **kwargs,
+        )
+        total = np.zeros(len(batch))
+        for v in reward.step_batch(batch).values():
+            total = total + v
+        return [float(x) for x in total]
+
+    reward_fn.__name__ = name or f"reward_{reward.info.name}"
+    reward_fn.reward = reward  # type: ignore[attr-defined]
+    return reward_fn
+
+
+def trl_reward_functions(spec: Any, **kwargs: Any) -> list[Callable[..., list[float]]]:
+    """One TRL callable per member of a combined spec (weights applied inside), so TRL logs each
+    under its label; a single spec gives a one-element list. ``kwargs`` as :func:`trl_reward_function`."""
+    from reasoning_env.rewards import build_reward
+    from reasoning_env.rewards.compose import CombinedReward
+
+    reward = build_reward(spec, context="training")
+    if isinstance(reward, CombinedReward) and len(reward.entries) > 1:
+        kwargs.pop("name", None)
+        return [trl_reward_function(CombinedReward((e,)), name=f"reward_{e.label}", **kwargs) for e in reward.entries]
+    return [trl_reward_function(reward, **kwargs)]
