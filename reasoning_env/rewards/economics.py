@@ -164,7 +164,7 @@ def difficulty_weight(difficulty: np.ndarray, growth: float) -> np.ndarray:
     scope="step+episode",
     components=COMPONENTS,
     params=ECONOMICS_PARAMS + (
-        Param("share", "both", "What each step is measured against: the remaining budget per remaining question, a difficulty-weighted fair share, or both.", kind="choice", choices=("remaining", "difficulty", "both")),
+        Param("share", "remaining", "What each step is measured against: the remaining budget per remaining question, a difficulty-weighted fair share, or both.", kind="choice", choices=("remaining", "difficulty", "both")),
         Param("growth", 2.0, "Share ratio between consecutive difficulty levels (2 = doubling per level).", min=1.0, max=4.0, step=0.1, hard_min=1e-6),
         Param("min_share", 0.1, "Floor of the remaining-budget share, in fair shares (when the budget is nearly gone).", min=0.01, max=1.0, step=0.01, unit="fair shares", hard_min=1e-6),
     ),
@@ -181,7 +181,7 @@ class BudgetAwareReward(RewardShape):
     soft_overspend_penalty: float = 0.25
     lambda_ep: float = 0.5
     target_utilization: float = 0.9
-    share: str = "both"
+    share: str = "remaining"
     growth: float = 2.0
     min_share: float = 0.1
 
