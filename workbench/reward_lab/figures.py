@@ -22,6 +22,8 @@ from workbench.reward_lab.rescore import Rescored
 
 PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf", "#7f7f7f", "#bcbd22")
 ORACLE_COLOR = "#111111"
+#: The other rollouts of the group a group reward's curve is drawn against: (tokens, correct).
+DEFAULT_GROUP_OTHERS: tuple[tuple[float, bool], ...] = ((200.0, True), (400.0, True), (800.0, False))
 
 
 def _as_mapping(rewards: Any) -> dict[str, Any]:
@@ -48,7 +50,7 @@ def step_reward_curve(
     question_index: int = 0,
     difficulty: Optional[int] = 3,
     hard_cap_mode: bool = True,
-    group_others: Sequence[tuple[float, bool]] = ((200.0, True), (400.0, True), (800.0, False)),
+    group_others: Sequence[tuple[float, bool]] = DEFAULT_GROUP_OTHERS,
 ) -> np.ndarray:
     """Step reward (sum of step components) of one response of ``tokens`` tokens (array).
 
@@ -98,13 +100,18 @@ def reward_curves_figure(
         total_budget, num_questions: Episode budget (tokens) and size; the fair share is marked.
         max_tokens: Right end of the token axis (default ``max(2048, 2.5 x fair share)``).
         difficulty, spent_before, question_index, hard_cap_mode: The step's context.
+
+    Text rewards are drawn without a text (a clean, answered response: ``format`` pays its
+    present value, ``repetition`` 0); group rewards against :data:`DEFAULT_GROUP_OTHERS`.
     """
     specs = _as_mapping(rewards)
     fair = total_budget / num_questions
     hi = max_tokens or int(max(2048, 2.5 * fair))
     t = np.linspace(0, hi, points)
     rows = math.ceil(len(specs) / cols)
-    fig = make_subplots(rows=rows, cols=min(cols, len(specs)), subplot_titles=list(specs), shared_xaxes=False)
+    group_note = ", ".join(f"{o[0]:.0f}{'✓' if o[1] else '✗'}" for o in DEFAULT_GROUP_OTHERS)
+    titles = [f"{k} (group: {group_note})" if getattr(build_reward(v, context="rescore"), "is_group", False) else k for k, v in specs.items()]
+    fig = make_subplots(rows=rows, cols=min(cols, len(specs)), subplot_titles=titles, shared_xaxes=False)
     for k, (label, spec) in enumerate(specs.items()):
         r, c = k // cols + 1, k % cols + 1
         for correct, dash, color in ((True, "solid", PALETTE[0]), (False, "dash", PALETTE[1])):
@@ -187,6 +194,9 @@ def rescore_comparison_figure(base: Rescored, other: Rescored, *, labels: tuple[
         customdata=np.stack([acc, a["total_spent"]], axis=1),
         hovertemplate=f"{labels[0]} %{{x:.3f}}<br>{labels[1]} %{{y:.3f}}<br>accuracy %{{customdata[0]:.2f}}<br>%{{customdata[1]:,}} tokens<extra></extra>",
     ))
+    lo = float(min(a["reward"].min(), b["reward"].min())) if len(a) else 0.0
+    hi = float(max(a["reward"].max(), b["reward"].max())) if len(a) else 1.0
+    fig.add_trace(go.Scatter(x=[lo, hi], y=[lo, hi], mode="lines", line=dict(color="#999", dash="dot"), showlegend=False, hoverinfo="skip"))
     fig.update_layout(template="plotly_white", height=450, title="Episode reward: counterfactual vs recorded",
                       xaxis_title=f"{labels[0]} episode reward", yaxis_title=f"{labels[1]} episode reward")
     return fig
