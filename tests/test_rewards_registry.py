@@ -114,7 +114,8 @@ rewards:
     ({"type": "combined", "rewards": []}, "non-empty"),
     ({"type": "combined", "rewards": ["accuracy", "accuracy"]}, "distinct 'label'"),
     ({"type": "combined", "rewards": [{"type": "combined", "rewards": ["accuracy"]}]}, "nested"),
-    ({"params": {}}, "needs a 'type'"),
+    ({"type": "combined", "rewards": [{"params": {}}]}, "needs a 'type'"),
+    ({"label": "x"}, "needs a 'type'"),
 ])
 def test_bad_specs_say_what_is_wrong(spec, match):
     with pytest.raises(ValueError, match=match):
@@ -135,6 +136,8 @@ def test_build_envconfig_default_is_the_seed_with_flat_weights():
     # legacy {name: economics, params} and the new form: spec params override flat weights
     assert build(EnvConfig(beta=0.2, reward={"name": "economics", "params": {"gamma": 0.4}})) == EconomicsReward(beta=0.2, gamma=0.4)
     assert build(EnvConfig(beta=0.2, reward={"type": "economics"})) == EconomicsReward(beta=0.2)
+    assert build(EnvConfig(reward={"params": {"gamma": 0.4}})) == EconomicsReward(gamma=0.4)  # legacy: no type
+    assert build(EnvConfig(reward={})) == EconomicsReward()
     # flat weights fill economics/budget_aware entries of a combined spec
     rw = build(EnvConfig(lambda_ep=0.0, reward={"type": "combined", "rewards": ["accuracy", "budget_aware"]}))
     assert rw.entries[1].reward.lambda_ep == 0.0

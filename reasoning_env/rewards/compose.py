@@ -14,8 +14,8 @@ or a weighted sum of several::
       - {type: dapo_overlong, weight: 0.5, params: {l_max: 2048, l_cache: 512}}
       - {type: l1_exact, label: l1, params: {alpha: 0.0003}}
 
-Parameters may also be written inline (``{type: l1_max, alpha: 0.0005}``); the legacy form
-``{name: economics, params: {...}}`` is read as ``type: economics``.
+Parameters may also be written inline (``{type: l1_max, alpha: 0.0005}``); the legacy forms
+``{name: economics, params: {...}}`` and ``{params: {...}}`` are read as ``type: economics``.
 
 Component names: a single reward reports its own component names (the seed reward keeps
 ``correctness``, ``efficiency_bonus``, ``cost_penalty``, ``overspend_penalty``, ``episode_bonus``).
@@ -220,6 +220,8 @@ def normalize_spec(spec: Any, *, _nested: bool = False, _where: str = "reward") 
     spec = dict(spec)
     if "type" not in spec and "name" in spec:  # legacy {name: economics, params: ...}
         spec["type"] = spec.pop("name")
+    if "type" not in spec and not _nested and set(spec) <= {"params", "weight"}:
+        spec["type"] = "economics"  # legacy: a bare {params: ...} configured the seed reward
     rtype = spec.get("type")
     if not isinstance(rtype, str) or not rtype:
         raise ValueError(f"{_where} needs a 'type' naming a registered reward; available: {list(registered()) + ['combined']}")
@@ -313,6 +315,8 @@ def _inject_defaults(spec: dict, defaults: Mapping[str, Mapping[str, Any]]) -> d
     spec = dict(spec)
     if "type" not in spec and "name" in spec:
         spec["type"] = spec.pop("name")
+    if "type" not in spec and set(spec) <= {"params", "weight"}:
+        spec["type"] = "economics"
     rtype = spec.get("type")
     if rtype == "combined":
         members = spec.get("rewards", (spec.get("params") or {}).get("rewards"))
