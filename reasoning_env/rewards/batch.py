@@ -100,10 +100,12 @@ class StepBatch:
         """A batch of ``n`` steps; scalars broadcast. ``raw_tokens`` defaults to ``tokens``;
         ``difficulty`` may hold ``None`` for unknown."""
         tok = _arr(tokens, n, np.float64)
-        diff = np.asarray(difficulty, dtype=object)
-        if diff.ndim == 0:
-            diff = np.full(n, diff, dtype=object)
-        diff = np.array([np.nan if d is None else float(d) for d in diff], dtype=np.float64) if n else np.zeros(0)
+        if difficulty is None or np.ndim(difficulty) == 0:
+            diff = np.full(n, np.nan if difficulty is None else float(difficulty), dtype=np.float64)
+        else:
+            diff = np.array([np.nan if d is None else float(d) for d in difficulty], dtype=np.float64)
+            if diff.shape != (n,):
+                raise ValueError(f"expected {n} difficulties, got shape {diff.shape}")
         pt = np.asarray(problem_type, dtype=object)
         if pt.ndim == 0:
             pt = np.full(n, pt, dtype=object)
