@@ -144,6 +144,7 @@ def load_pools(
     pools: dict[str, list[Question]] = {}
     used: list[dict] = []
     seen_ids: set[str] = set()
+    fallbacks: list[str] = []
     for spec in specs:
         if isinstance(spec, str):
             name, options = spec, {}
@@ -163,9 +164,7 @@ def load_pools(
             questions = load_source("builtin", {"subset": src.standin, **({"types": types} if types else {})}, ctx)
             origin = f"builtin:{src.standin}"
             reason = str(exc)
-            logger.warning(
-                "source %r unavailable, using %d builtin stand-in questions (%s)", name, len(questions), reason
-            )
+            fallbacks.append(f"{name} -> {len(questions)} builtin stand-ins")
         used.append({"source": name, "used": origin, "questions": len(questions), "reason": reason})
         for q in questions:
             if q.id in seen_ids:
@@ -173,4 +172,10 @@ def load_pools(
                 continue
             seen_ids.add(q.id)
             pools.setdefault(q.problem_type, []).append(q)
+    if fallbacks:
+        logger.warning(
+            "question sources unavailable (%s): using %s; see sources_used for details",
+            "Hub unreachable" if not ctx.hub else "load failed",
+            ", ".join(fallbacks),
+        )
     return PoolSet(pools={k: tuple(pools[k]) for k in sorted(pools)}, sources_used=tuple(used))

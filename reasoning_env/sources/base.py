@@ -202,11 +202,11 @@ def load_hf_rows(
             return _cap(_load_files(files), options), f"files:{','.join(files)}"
         tried.append(f"no file matching {list(local_patterns)} in data_dir {ctx.data_dir!r}")
 
-    import datasets
-
-    datasets.disable_progress_bars()
     if ctx.hub:
         try:
+            import datasets
+
+            datasets.disable_progress_bars()
             ds = datasets.load_dataset(hf_id, hf_config, split=split, revision=revision)
             return _cap(ds.to_list(), options), f"hub:{hf_id}"
         except Exception as exc:  # network errors, gated datasets...
@@ -218,10 +218,18 @@ def load_hf_rows(
         from huggingface_hub import snapshot_download
 
         local = snapshot_download(hf_id, repo_type="dataset", revision=revision, local_files_only=True)
-        ds = datasets.load_dataset(local, hf_config, split=split)
-        return _cap(ds.to_list(), options), f"cache:{hf_id}"
     except Exception as exc:
-        tried.append(f"no usable copy of {hf_id!r} in the local HF cache ({type(exc).__name__})")
+        local = None
+        tried.append(f"no copy of {hf_id!r} in the local HF cache ({type(exc).__name__})")
+    if local is not None:
+        try:
+            import datasets
+
+            datasets.disable_progress_bars()
+            ds = datasets.load_dataset(local, hf_config, split=split)
+            return _cap(ds.to_list(), options), f"cache:{hf_id}"
+        except Exception as exc:
+            tried.append(f"the cached copy of {hf_id!r} could not be loaded ({type(exc).__name__}: {exc})")
 
     raise SourceUnavailable(
         f"source {source!r} could not load {hf_id!r}: " + "; ".join(tried)

@@ -1,0 +1,82 @@
+"""EnvConfig: contract defaults, validation, YAML round trip."""
+
+from __future__ import annotations
+
+import pytest
+
+from reasoning_env import ConfigError, EnvConfig
+
+
+def test_defaults_follow_the_v2_contract():
+    c = EnvConfig()
+    assert (c.num_questions, c.budget_ratio, c.min_tokens, c.max_tokens, c.max_tokens_per_step) == (10, 4.0, 10, 800, 2048)
+    assert (c.beta, c.gamma, c.lambda_ep, c.target_utilization, c.soft_overspend_penalty) == (0.05, 0.1, 0.5, 0.9, 0.25)
+    assert (c.correct_reward, c.wrong_reward) == (1.0, -0.1)
+    assert c.hard_cap_mode is True
+    assert c.tokenizer_name == "Qwen/Qwen2.5-0.5B-Instruct"
+    assert [s.name for s in c.sources] == ["metamathqa", "numina_tir"]
+
+
+def test_config_budget_formula():
+    # budget_ratio * num_questions * (min_tokens + max_tokens) / 2 = 4 * 10 * 810 / 2
+    assert EnvConfig().config_budget() == 16200
+    assert EnvConfig(total_budget=777).config_budget() == 777
+
+
+def test_yaml_round_trip(tmp_path):
+    c = EnvConfig.build(
+        num_questions=4, budget_ratio=2.5, hard_cap_mode=False, beta=0.2,
+        sources=["gsm8k", {"name": "reasoning_gym", "options": {"datasets": ["gcd"], "size": 5}}],
+        mix={"GSM8K": 2.0}, seed=7,
+    )
+    path = tmp_path / "env.yaml"
+    c.to_yaml(path)
+    back = EnvConfig.from_yaml(path)
+    assert back == c
+    assert back.sources[1].options == {"datasets": ["gcd"], "size": 5}
+
+
+def test_yaml_with_env_section(tmp_path):
+    path = tmp_path / "train.yaml"
+    path.write_text("env:\n  num_questions: 3\n  hard_cap_mode: false\n")
+    c = EnvConfig.from_yaml(path)
+    assert c.num_questions == 3 and c.hard_cap_mode is False
+
+
+@pytest.mark.parametrize(
+    "values, needle",
+    [
+        ({"total_budget": -5}, "total_budget"),
+        ({"budget_ratio": 0}, "budget_ratio"),
+        ({"num_questions": 0}, "num_questions"),
+        ({"sources": ["nope"]}, "unknown source 'nope'"),
+        ({"sources": [{"name": "gsm8k", "options": {"colour": 1}}]}, "does not take option"),
+        ({"sources": [{"name": "metamathqa", "options": {"types": ["GSM_XX"]}}]}, "unknown type"),
+        ({"mix": {"GSM8K": -1}}, "mix weight"),
+        ({"min_tokens": 900, "max_tokens": 800}, "min_tokens"),
+        ({"typo_field": 1}, "unknown setting 'typo_field'"),
+        ({"tokenizer_name": ""}, "tokenizer_name"),
+    ],
+)
+def test_invalid_values_are_clear_errors(values, needle):
+    with pytest.raises(ConfigError) as exc:
+        EnvConfig.build(**values)
+    assert needle in str(exc.value)
+
+
+def test_missing_and_malformed_yaml(tmp_path):
+    with pytest.raises(ConfigError, match="does not exist"):
+        EnvConfig.from_yaml(tmp_path / "missing.yaml")
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("num_questions: [1,\n")
+    with pytest.raises(ConfigError, match="not valid YAML"):
+        EnvConfig.from_yaml(bad)
+
+
+def test_config_is_immutable_and_replace_validates():
+    c = EnvConfig()
+    with pytest.raises(Exception):
+        c.num_questions = 3  # type: ignore[misc]
+    assert c.replace(num_questions=3).num_questions == 3
+    with pytest.raises(ConfigError):
+        c.replace(num_questions=-1)

@@ -1,0 +1,104 @@
+"""The seed economics reward: every component against hand-computed values, live in the env."""
+
+from __future__ import annotations
+
+import pytest
+
+from reasoning_env import EnvConfig, ReasoningEconomicsEnv
+from reasoning_env.rewards import EconomicsReward, EpisodeContext, StepContext
+from reasoning_env.tokenization import get_tokenizer
+from test_env_contract import make_pools
+
+TOK = get_tokenizer("Qwen/Qwen2.5-0.5B-Instruct")
+
+
+def ctx(**kw):
+    base = dict(correct=True, has_answer=True, tokens=50, raw_tokens=50, total_budget=1000, num_questions=10,
+                spent_before=0, question_index=0, hard_cap_mode=True)
+    base.update(kw)
+    return StepContext(**base)
+
+
+def test_correct_under_fair_share():
+    # fair share 100; r = 0.5 -> 1 + 0.1 * 0.5 = 1.05, no cost
+    c = EconomicsReward().step_components(ctx(tokens=50))
+    assert c == pytest.approx({"correctness": 1.0, "efficiency_bonus": 0.05, "cost_penalty": 0.0, "overspend_penalty": 0.0})
+
+
+def test_correct_over_fair_share_pays_negative_efficiency_and_cost():
+    # r = 3: efficiency 0.1 * (1 - 3) = -0.2; cost -0.05 * (3 - 1) = -0.1
+    c = EconomicsReward().step_components(ctx(tokens=300))
+    assert c["efficiency_bonus"] == pytest.approx(-0.2) and c["cost_penalty"] == pytest.approx(-0.1)
+    assert sum(c.values()) == pytest.approx(0.7)
+
+
+def test_wrong_answer_gets_minus_point_one_and_cost_only():
+    c = EconomicsReward().step_components(ctx(correct=False, tokens=200))
+    assert c == pytest.approx({"correctness": -0.1, "efficiency_bonus": 0.0, "cost_penalty": -0.05, "overspend_penalty": 0.0})
+
+
+def test_exactly_fair_share_boundary():
+    c = EconomicsReward().step_components(ctx(tokens=100))
+    assert c["efficiency_bonus"] == 0.0 and c["cost_penalty"] == 0.0
+
+
+def test_soft_overspend_is_cumulative_overspend_over_fair_share():
+    # budget 1000, spent 950 before, 150 now -> overspend 100 -> -0.25 * 100/100 = -0.25
+    c = EconomicsReward().step_components(ctx(hard_cap_mode=False, tokens=150, spent_before=950))
+    assert c["overspend_penalty"] == pytest.approx(-0.25)
+    # next step, already 100 over, 50 more -> overspend 150 -> -0.375
+    c = EconomicsReward().step_components(ctx(hard_cap_mode=False, tokens=50, spent_before=1100))
+    assert c["overspend_penalty"] == pytest.approx(-0.375)
+    # hard-cap mode never pays it
+    assert EconomicsReward().step_components(ctx(tokens=150, spent_before=950))["overspend_penalty"] == 0.0
+
+
+def test_episode_bonus_peaks_at_target_utilisation():
+    r = EconomicsReward()
+    # accuracy 0.8, utilisation 0.9 -> 0.5 * 0.8 * 1 = 0.4
+    assert r.episode_components(EpisodeContext(8, 10, 10, 900, 1000))["episode_bonus"] == pytest.approx(0.4)
+    # utilisation 0.5 -> 1 - 0.4 = 0.6 -> 0.24
+    assert r.episode_components(EpisodeContext(8, 10, 10, 500, 1000))["episode_bonus"] == pytest.approx(0.24)
+    # utilisation 2.0 (soft overspend) -> max(0, 1 - 1.1) = 0
+    assert r.episode_components(EpisodeContext(8, 10, 10, 2000, 1000))["episode_bonus"] == 0.0
+    # accuracy counts unanswered questions as wrong (ran dry after 5)
+    assert r.episode_components(EpisodeContext(5, 5, 10, 900, 1000, ran_dry=True))["episode_bonus"] == pytest.approx(0.25)
+
+
+def test_live_episode_rewards_equal_hand_computation():
+    """Play 4 questions with known token counts and check every reward the env pays."""
+    cfg = EnvConfig.build(sources=["builtin"], num_questions=4)
+    env = ReasoningEconomicsEnv(cfg, pools=make_pools())
+    obs = env.reset(seed=11, total_budget=400)  # fair share 100
+    plan = [(True, 10), (False, 40), (True, 120), (True, 5)]
+    spent = 0
+    total = 0.0
+    for i, (right, filler) in enumerate(plan):
+        q = env.questions[i]
+        gold = q.gold_answer if right else str(int(q.gold_answer) + 7)
+        resp = "step " * filler + f"\\boxed{{{gold}}}"
+        n = TOK.count(resp)
+        n_charged = min(n, 400 - spent)
+        obs = env.step(resp)
+        r = n_charged / 100
+        expected = (1.0 if right else -0.1) + (0.1 * (1 - r) if right else 0.0) - 0.05 * max(0.0, r - 1)
+        spent += n_charged
+        if i == len(plan) - 1:
+            acc = sum(1 for ok, _ in plan if ok) / 4
+            expected += 0.5 * acc * max(0.0, 1 - abs(spent / 400 - 0.9))
+        assert obs.last_step.tokens == n_charged
+        assert obs.reward == pytest.approx(expected, abs=1e-12)
+        total += obs.reward
+    assert env.state.episode_reward == pytest.approx(total)
+    assert obs.done
+
+
+def test_config_weights_reach_the_env_reward():
+    cfg = EnvConfig.build(sources=["builtin"], num_questions=2, beta=1.0, gamma=0.0, wrong_reward=-1.0)
+    env = ReasoningEconomicsEnv(cfg, pools=make_pools())
+    env.reset(seed=1, total_budget=20)  # fair share 10
+    resp = "pad " * 30 + "\\boxed{nope}"
+    obs = env.step(resp)
+    r = obs.last_step.tokens / 10
+    assert obs.last_step.reward_components["correctness"] == -1.0
+    assert obs.last_step.reward_components["cost_penalty"] == pytest.approx(-(r - 1))
