@@ -109,7 +109,7 @@ class ReasoningEconomicsEnv(Environment[ReasonBudgetAction, ReasonBudgetObservat
     @property
     def state(self) -> ReasonBudgetState:
         """The episode's internal state (no gold answers)."""
-        spent = self._total_budget - self._remaining
+        spent = self._spent
         return ReasonBudgetState(
             episode_id=self._episode_id,
             step_count=self._index,
@@ -153,6 +153,7 @@ class ReasoningEconomicsEnv(Environment[ReasonBudgetAction, ReasonBudgetObservat
         self._correct = 0
         self._total_budget = 0
         self._remaining = 0
+        self._spent = 0  # tokens charged so far (differs from budget - remaining when soft mode floors at 0)
         self._budget_source: Optional[str] = None
         self._tokenizer: Optional[LoadedTokenizer] = None
         self._history: list[HistoryEntry] = []
@@ -267,6 +268,7 @@ class ReasoningEconomicsEnv(Environment[ReasonBudgetAction, ReasonBudgetObservat
                 "max_tokens": self.config.max_tokens,
                 "max_tokens_per_step": self.config.max_tokens_per_step,
                 "hard_cap_mode": self.config.hard_cap_mode,
+                "reward": self.config.reward or {"type": "economics"},
             }
         )
         if warning:
@@ -330,7 +332,7 @@ class ReasoningEconomicsEnv(Environment[ReasonBudgetAction, ReasonBudgetObservat
         text = grading_response if graded_text == "grading_response" else action.response
         result = self._grader.grade(text, q.gold_answer, timeout_s=timeout_s or self.config.grading_timeout_s)
 
-        spent_before = self._total_budget - self._remaining
+        spent_before = self._spent
         ctx = StepContext(
             correct=result.correct,
             has_answer=result.extracted is not None,
@@ -348,6 +350,7 @@ class ReasoningEconomicsEnv(Environment[ReasonBudgetAction, ReasonBudgetObservat
         components = {k: float(v) for k, v in self.reward_fn.step_components(ctx).items()}
 
         self._remaining -= charged
+        self._spent += charged
         if not self.config.hard_cap_mode and not self.config.soft_allow_negative_budget:
             self._remaining = max(0, self._remaining)
         self._correct += int(result.correct)
@@ -363,7 +366,7 @@ class ReasoningEconomicsEnv(Environment[ReasonBudgetAction, ReasonBudgetObservat
                 num_correct=self._correct,
                 num_answered=self._index,
                 num_questions=len(self._questions),
-                total_spent=self._total_budget - self._remaining,
+                total_spent=self._spent,
                 total_budget=self._total_budget,
                 ran_dry=self._done_reason == "budget_exhausted",
             )
@@ -391,6 +394,7 @@ class ReasoningEconomicsEnv(Environment[ReasonBudgetAction, ReasonBudgetObservat
             question=q.text,
             graded_text=graded_text,
             grade_time_s=result.time_s,
+            spent_before=spent_before,
             remaining_budget_after=self._remaining,
         )
         obs = self._observation(reward=reward)

@@ -56,6 +56,7 @@ class StepRecord(HistoryEntry):
     question: str = Field("", description="The question text that was answered.")
     graded_text: str = Field("response", description="'response' or 'grading_response': which text was graded.")
     grade_time_s: float = Field(0.0, description="Wall-clock seconds spent grading.")
+    spent_before: int = Field(0, description="Tokens charged before this step (tokens).")
     remaining_budget_after: int = Field(0, description="Remaining budget after this step (tokens; may be negative in soft mode).")
 
 

@@ -165,7 +165,7 @@ def step_row_from_observation(
         subject=subject,
         raw_tokens=int(ls["raw_tokens"]),
         tokens=int(ls["tokens"]),
-        spent_before=int(o["total_budget"]) - int(ls["remaining_budget_after"]) - int(ls["tokens"]),
+        spent_before=int(ls["spent_before"]) if "spent_before" in ls else int(o["total_budget"]) - int(ls["remaining_budget_after"]) - int(ls["tokens"]),
         remaining_budget_after=int(ls["remaining_budget_after"]),
         total_budget=int(o["total_budget"]),
         num_questions=int(o["num_questions"]),
@@ -205,7 +205,7 @@ def episode_row_from_steps(steps: list[StepRow], *, num_questions: Optional[int]
         for k, v in s.components.items():
             comps[k] = comps.get(k, 0.0) + float(v)
     n = num_questions if num_questions is not None else first.num_questions
-    spent = first.total_budget - last.remaining_budget_after
+    spent = last.spent_before + last.tokens
     return EpisodeRow(
         run_id=first.run_id,
         policy=first.policy,

@@ -112,7 +112,11 @@ def _frame(records: list[dict], columns: tuple[str, ...]) -> pd.DataFrame:
     if df.empty:
         return pd.DataFrame(columns=list(columns))
     ordered = [c for c in columns if c in df.columns] + [c for c in df.columns if c not in columns]
-    return df[ordered]
+    df = df[ordered]
+    # A component a row did not pay (another reward's, or the episode bonus before the end) is 0, not missing.
+    reward_cols = [c for c in df.columns if c.startswith("reward_")]
+    df[reward_cols] = df[reward_cols].fillna(0.0)
+    return df
 
 
 @dataclass

@@ -8,8 +8,8 @@ re-tokenising): :class:`Rescorer` prepares the arrays once (about 10-30 ms for 1
 
 Semantics match the environment: step components on every row; episode components (e.g. the
 seed's ``episode_bonus``) on the row that ended the episode (``done``), computed from the
-episode's answered steps (``num_correct``, ``num_answered``), ``total_spent = total_budget -
-remaining_budget_after`` and ``ran_dry = done_reason == "budget_exhausted"``; the step reward is
+episode's answered steps (``num_correct``, ``num_answered``), ``total_spent = spent_before +
+tokens`` of the final row and ``ran_dry = done_reason == "budget_exhausted"``; the step reward is
 the sum of its components in the order the environment adds them. Re-scoring a run with the
 reward it was recorded with therefore reproduces the stored rewards (to float rounding).
 
@@ -155,10 +155,9 @@ class Rescorer:
         num_correct = np.bincount(codes, weights=self.batch.correct.astype(np.float64), minlength=n_ep)
         num_answered = np.bincount(codes, minlength=n_ep).astype(np.float64)
         fr = self.final_rows
-        if "remaining_budget_after" in df.columns:
-            spent = self.batch.total_budget[fr] - col("remaining_budget_after", 0.0, np.float64)[fr]
-        else:
-            spent = self.batch.spent_before[fr] + self.batch.tokens[fr]
+        # Tokens charged over the episode (the budget may have been floored at 0 in soft mode,
+        # so total_budget - remaining_budget_after can understate it).
+        spent = self.batch.spent_before[fr] + self.batch.tokens[fr]
         ran_dry = (col("done_reason", "", object)[fr] == "budget_exhausted") if "done_reason" in df.columns else np.zeros(len(fr), bool)
         self.episode_batch = EpisodeBatch(
             num_correct=num_correct[fcodes],
