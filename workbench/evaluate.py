@@ -54,7 +54,7 @@ from reasoning_env.records import EpisodeRow, StepRow, episode_row_from_steps, s
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["EvalResult", "OracleCache", "RemoteEnv", "episode_seed", "evaluate", "main", "run_episode"]
+__all__ = ["EvalResult", "OracleCache", "RemoteEnv", "episode_seed", "evaluate", "main", "oracle_allocation_for", "run_episode"]
 
 BUDGET_MODES = ("tokenizer_native", "config")
 
@@ -70,35 +70,51 @@ def episode_seed(base_seed: int, index: int) -> int:
 class OracleCache:
     """Expected correct answers of the oracle allocation per (questions, budget), cached.
 
+    The oracle may give a question as little as its shortest possible response (``lows``, e.g.
+    the tokens of ``\\boxed{gold}``), except the last question, which gets at least
+    ``min_tokens`` so that a hard-cap episode never ends early (the remaining budget before any
+    question is then at least the last question's share).
+
     Args:
         curves: The solver curves.
         cap: Per-question token cap (the config's ``max_tokens_per_step``).
-        floor: Minimum tokens per question (``max(1, min_tokens)``).
+        min_tokens: The config's ``min_tokens``.
         max_units: DP grid resolution (see :func:`reasoning_env.policies.optimal_allocation`).
     """
 
-    def __init__(self, curves: SolverCurves, *, cap: int, floor: int, max_units: int = 400) -> None:
+    def __init__(self, curves: SolverCurves, *, cap: int, min_tokens: int, max_units: int = 1000) -> None:
         self.curves = curves
         self.cap = int(cap)
-        self.floor = int(floor)
+        self.min_tokens = int(min_tokens)
         self.max_units = int(max_units)
         self._cache: dict[tuple, float] = {}
         self._lock = threading.Lock()
 
-    def expected_correct(self, questions: Sequence[tuple[Optional[str], Optional[float]]], budget: int) -> float:
-        """Oracle expected correct answers for ``(problem_type, difficulty)`` questions and a
-        budget (tokens)."""
-        key = (tuple((str(p), None if d is None or (isinstance(d, float) and math.isnan(d)) else float(d)) for p, d in questions), int(budget))
+    def expected_correct(self, questions: Sequence[tuple[Optional[str], Optional[float]]], budget: int, lows: Optional[Sequence[int]] = None) -> float:
+        """Oracle expected correct answers for ``(problem_type, difficulty)`` questions, a budget
+        (tokens) and per-question minimum lengths (tokens; default 1)."""
+        qs = tuple((str(p), None if d is None or (isinstance(d, float) and math.isnan(d)) else float(d)) for p, d in questions)
+        lows = list(lows) if lows is not None else [1] * len(qs)
+        key = (qs, int(budget), tuple(lows))
         with self._lock:
             if key in self._cache:
                 return self._cache[key]
-        fns = [self.curves.question_fn(p, d) for p, d in key[0]]
-        n = max(1, len(fns))
-        floor = min(self.floor, max(1, int(budget) // n))
-        alloc = optimal_allocation(fns, int(budget), lo=floor, cap=max(1, min(self.cap, int(budget))), max_units=self.max_units)
+        value = oracle_allocation_for(self.curves, qs, int(budget), lows, cap=self.cap, min_tokens=self.min_tokens, max_units=self.max_units).expected_correct
         with self._lock:
-            self._cache[key] = alloc.expected_correct
-        return alloc.expected_correct
+            self._cache[key] = value
+        return value
+
+
+def oracle_allocation_for(curves: SolverCurves, questions: Sequence[tuple[Optional[str], Optional[float]]], budget: int, lows: Sequence[int], *, cap: int, min_tokens: int, max_units: int = 400):
+    """The oracle's allocation of ``budget`` tokens over ``(problem_type, difficulty)`` questions
+    with minimum lengths ``lows`` (see :class:`OracleCache`); an
+    :class:`~reasoning_env.policies.Allocation`."""
+    from reasoning_env.policies.simulated import oracle_lows
+
+    fns = [curves.question_fn(p, d) for p, d in questions]
+    cap = max(1, min(int(cap), int(budget)))
+    lo = oracle_lows(list(lows), int(budget), int(min_tokens), cap)
+    return optimal_allocation(fns, int(budget), lo=lo, cap=cap, max_units=max_units)
 
 
 # ----------------------------------------------------------------------------- remote server
@@ -281,11 +297,19 @@ def run_episode(
         )
     exp = float(sum(e["expected_correct"] for e in extras))
     qinfo: Optional[list[tuple]] = None
+    golds: list[str] = []
     if questions is not None:
         qinfo = [(q.problem_type, q.difficulty) for q in questions]
+        golds = [q.gold_answer for q in questions]
     elif rows and len(rows) == n_q:
         qinfo = [(r.problem_type, r.difficulty) for r in rows]
-    oracle_exp = oracle.expected_correct(qinfo, ep.total_budget) if (oracle is not None and qinfo is not None) else float("nan")
+        golds = [r.gold_answer for r in rows]
+    oracle_exp = float("nan")
+    if oracle is not None and qinfo is not None:
+        from reasoning_env.policies.text import minimal_tokens
+
+        lows = [minimal_tokens(tokenizer, g) for g in golds] if tokenizer is not None else None
+        oracle_exp = oracle.expected_correct(qinfo, ep.total_budget, lows)
     ep_extras = {
         "kind": policy.kind,
         "unanswered": int(n_q - ep.num_answered),
@@ -430,7 +454,7 @@ def evaluate(
     run_dir = Path(out) if out else Path("runs") / f"eval-{datetime.now().strftime('%Y%m%d-%H%M%S')}"
     run_id = run_dir.name
     seeds = [episode_seed(seed, i) for i in range(n_episodes)]
-    oracle = OracleCache(curves, cap=config.max_tokens_per_step, floor=max(1, config.min_tokens))
+    oracle = OracleCache(curves, cap=config.max_tokens_per_step, min_tokens=config.min_tokens)
 
     env_pools = None
     grader = Grader(timeout_s=config.grading_timeout_s)

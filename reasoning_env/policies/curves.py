@@ -29,7 +29,7 @@ other           2.0  50    2.0    0.90    3
 ============== ==== ===== ====== ======= ==================
 
 So a GSM8K question (level 2) is solved half the time (of its 0.95 ceiling) at 100 tokens and
-with p = 0.80 at 250; a MATH level-5 question needs 800 tokens for p = 0.45.
+with p = 0.76 at 200; a MATH level-5 question needs 800 tokens for p = 0.45.
 
 :meth:`SolverCurves.fit` estimates ``k``, ``t50`` and ``growth`` by maximum likelihood from
 ``(tokens, problem_type, difficulty, correct)`` rows (e.g. a run folder's

@@ -25,7 +25,9 @@ Strategies (``t`` is then clipped to ``[1, step_token_cap]``):
   (marginal gains on concave envelopes), replanned every step; spends the current share.
 - ``oracle`` (:class:`OracleAllocationPolicy`): :func:`~.allocation.optimal_allocation` over the
   true curves of *all* the episode's questions with the whole budget (an upper bound on expected
-  correct answers for any policy under these curves); replanned if spend deviates from the plan.
+  correct answers for any policy under these curves); each question may get as little as its
+  shortest response (``\\boxed{gold}``), the last one at least ``min_tokens`` (:func:`oracle_lows`);
+  replanned if the spend deviates from the plan.
 """
 
 from __future__ import annotations
@@ -40,7 +42,7 @@ import numpy as np
 from reasoning_env.policies.allocation import greedy_allocation, optimal_allocation
 from reasoning_env.policies.base import BasePolicy, EpisodeInfo, PolicyError, PolicyOutput, obs_get
 from reasoning_env.policies.curves import SolverCurves
-from reasoning_env.policies.text import write_response
+from reasoning_env.policies.text import minimal_tokens, write_response
 
 __all__ = ["OracleAllocationPolicy", "SimulatedSolverPolicy", "STRATEGIES", "question_uniform", "wrong_answer"]
 
@@ -88,6 +90,19 @@ def wrong_answer(gold: str, rng: random.Random) -> str:
         new = str((int(g[i]) + rng.randint(1, 8)) % 10)
         return g[:i] + new + g[i + 1:]
     return f"{g}+1"
+
+
+def oracle_lows(minimal: list[int], budget: int, min_tokens: int, cap: int) -> list[int]:
+    """Per-question lower bounds of the oracle's allocation (tokens): each question's shortest
+    response, and at least ``min_tokens`` for the last one, so that a hard-cap episode cannot
+    end early (the remaining budget before any question is at least the last one's share).
+    Bounds are clipped to ``cap`` and, if they do not fit, lowered to 1."""
+    lows = [max(1, min(int(m), cap)) for m in minimal]
+    if lows:
+        lows[-1] = max(lows[-1], min(int(min_tokens), cap))
+    if sum(lows) > budget:
+        lows = [1] * len(lows)
+    return lows
 
 
 class SimulatedSolverPolicy(BasePolicy):
@@ -183,9 +198,9 @@ class SimulatedSolverPolicy(BasePolicy):
                 return int(toks[k])
         rest = (self.info.questions or [])[idx:]
         fns = [self.curves.question_fn(q.problem_type, q.difficulty) for q in rest]
-        floor = min(self._floor_tokens(), max(1, remaining // max(1, len(rest))))
         cap = max(1, min(int(self.info.max_tokens_per_step), remaining))
-        alloc = optimal_allocation(fns, remaining, lo=floor, cap=cap, max_units=self.max_units)
+        lows = oracle_lows([minimal_tokens(self.info.tokenizer, q.gold_answer) for q in rest], remaining, int(self.info.min_tokens), cap)
+        alloc = optimal_allocation(fns, remaining, lo=lows, cap=cap, max_units=self.max_units)
         self._plan = (idx, remaining, list(alloc.tokens))
         return int(alloc.tokens[0]) if alloc.tokens else 0
 
