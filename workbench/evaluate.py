@@ -24,6 +24,7 @@ import hashlib
 import logging
 import math
 import os
+import shlex
 import sys
 import threading
 import time
@@ -469,6 +470,14 @@ def evaluate(
         def make_env() -> Any:
             return ReasoningEconomicsEnv(config, pools=env_pools, grader=grader)
 
+    # Warm up what every policy needs (tokenizer, grader imports) so per-policy wall_s is comparable.
+    try:
+        from reasoning_env.tokenization import get_tokenizer
+
+        get_tokenizer(config.tokenizer_name)
+    except Exception:  # reported by the env on reset
+        pass
+    grader.grade("\\boxed{1}", "2")
     writer = RunWriter(run_dir, kind="evaluation", config=config)
     timing: dict[str, dict[str, float]] = {}
     failed: dict[str, str] = {}
@@ -685,6 +694,7 @@ def main(argv: Optional[list[str]] = None) -> int:
             progress=args.progress,
             report=args.report,
             max_response_chars=args.max_response_chars,
+            run_meta={"command": "python -m workbench.evaluate " + shlex.join(sys.argv[1:] if argv is None else list(argv))},
         )
     except (ValueError, RuntimeError) as exc:
         print(f"error: {exc}", file=sys.stderr)

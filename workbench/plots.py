@@ -18,6 +18,7 @@ from workbench import analysis
 
 __all__ = [
     "accuracy_vs_tokens_figure",
+    "policy_colors",
     "budget_spend_figure",
     "length_histogram_figure",
     "regret_figure",
@@ -27,6 +28,19 @@ __all__ = [
 ]
 
 _TEMPLATE = "plotly_white"
+_PALETTE = (
+    "#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf", "#e377c2", "#8c564b", "#bcbd22", "#7f7f7f",
+    "#393b79", "#ad494a", "#637939", "#7b4173", "#e6550d", "#3182bd",
+)
+
+
+def policy_colors(policies: list[str]) -> dict[str, str]:
+    """A stable colour per policy (by position in ``policies``), shared by all figures of a run."""
+    return {p: _PALETTE[i % len(_PALETTE)] for i, p in enumerate(policies)}
+
+
+def _colors(frame: pd.DataFrame) -> dict[str, str]:
+    return policy_colors(analysis.policy_order(frame))
 
 
 def _empty(title: str) -> go.Figure:
@@ -45,9 +59,10 @@ def budget_spend_figure(steps: pd.DataFrame) -> go.Figure:
     fig = go.Figure()
     n = int(curve["question"].max())
     fig.add_trace(go.Scatter(x=list(range(0, n + 1)), y=[i / n for i in range(0, n + 1)], mode="lines", name="even spend", line=dict(dash="dot", color="grey")))
+    colors = _colors(curve)
     for pol in analysis.policy_order(curve):
         c = curve[curve["policy"] == pol]
-        fig.add_trace(go.Scatter(x=[0] + c["question"].tolist(), y=[0.0] + c["spent_fraction"].tolist(), mode="lines+markers", name=pol))
+        fig.add_trace(go.Scatter(x=[0] + c["question"].tolist(), y=[0.0] + c["spent_fraction"].tolist(), mode="lines+markers", name=pol, line=dict(color=colors[pol])))
     fig.update_layout(title=title, template=_TEMPLATE, xaxis_title="questions answered", yaxis_title="share of budget spent (mean over episodes)", yaxis=dict(rangemode="tozero"))
     return fig
 
@@ -57,11 +72,12 @@ def _grouped_bars(steps: pd.DataFrame, by: str, title: str, xlabel: str) -> go.F
     if g.empty:
         return _empty(title)
     fig = go.Figure()
+    colors = _colors(g)
     for pol in analysis.policy_order(g):
         c = g[g["policy"] == pol]
         fig.add_trace(
             go.Bar(
-                x=c[by], y=c["tokens"], name=pol,
+                x=c[by], y=c["tokens"], name=pol, marker_color=colors[pol],
                 customdata=np.stack([c["accuracy"], c["n"]], axis=1),
                 hovertemplate="%{x}<br>%{y:.0f} tokens<br>accuracy %{customdata[0]:.2f} (n=%{customdata[1]})<extra>" + pol + "</extra>",
             )
@@ -81,20 +97,35 @@ def tokens_by_difficulty_figure(steps: pd.DataFrame) -> go.Figure:
 
 
 def accuracy_vs_tokens_figure(steps: pd.DataFrame, summary: Optional[pd.DataFrame] = None) -> go.Figure:
-    """Accuracy vs tokens: one marker per policy (mean tokens per question, accuracy) and, per
-    policy, accuracy of answered questions by token bin (thin lines, log-scale x)."""
+    """Accuracy vs tokens: per policy, accuracy of answered questions by token bin (powers of
+    two, log-scale x; hover shows the count), and a large marker at the policy's mean tokens per
+    question and accuracy (from ``summary`` when given)."""
     title = "Accuracy vs tokens"
     if steps is None or steps.empty:
         return _empty(title)
     fig = go.Figure()
+    colors = _colors(steps)
     binned = analysis.accuracy_vs_tokens(steps)
-    for pol in analysis.policy_order(binned):
+    for pol in analysis.policy_order(steps):
         c = binned[binned["policy"] == pol]
-        fig.add_trace(go.Scatter(x=c["tokens_mid"], y=c["accuracy"], mode="lines", name=f"{pol} (by length)", line=dict(width=1), opacity=0.6, legendgroup=pol, customdata=c["n"], hovertemplate="~%{x:.0f} tokens: accuracy %{y:.2f} (n=%{customdata})"))
-    if summary is not None and not summary.empty:
-        s = summary.dropna(subset=["tokens_per_question", "accuracy"])
-        fig.add_trace(go.Scatter(x=s["tokens_per_question"], y=s["accuracy"], mode="markers+text", text=s["policy"], textposition="top center", marker=dict(size=11, symbol="diamond"), name="policy mean"))
-    fig.update_layout(title=title, template=_TEMPLATE, xaxis_title="tokens per question (log scale)", yaxis_title="accuracy", xaxis_type="log", yaxis=dict(range=[-0.02, 1.05]))
+        fig.add_trace(
+            go.Scatter(
+                x=c["tokens_mid"], y=c["accuracy"], mode="lines+markers", name=pol, legendgroup=pol,
+                line=dict(width=1, color=colors[pol]), marker=dict(size=5), opacity=0.7, customdata=c["n"],
+                hovertemplate="~%{x:.0f} tokens: accuracy %{y:.2f} (n=%{customdata})<extra>" + pol + "</extra>",
+            )
+        )
+        if summary is not None and not summary.empty and pol in set(summary["policy"]):
+            r = summary[summary["policy"] == pol].iloc[0]
+            if pd.notna(r.get("tokens_per_question")) and pd.notna(r.get("accuracy")):
+                fig.add_trace(
+                    go.Scatter(
+                        x=[r["tokens_per_question"]], y=[r["accuracy"]], mode="markers", name=f"{pol} (mean)", legendgroup=pol, showlegend=False,
+                        marker=dict(size=14, symbol="diamond", color=colors[pol], line=dict(width=1, color="black")),
+                        hovertemplate=f"{pol}: %{{x:.0f}} tokens/question, accuracy %{{y:.3f}}<extra></extra>",
+                    )
+                )
+    fig.update_layout(title=title + " (lines: by response length; diamonds: policy means)", template=_TEMPLATE, xaxis_title="tokens (log scale)", yaxis_title="accuracy", xaxis_type="log", yaxis=dict(range=[-0.02, 1.05]))
     return fig
 
 
@@ -125,9 +156,10 @@ def regret_figure(episodes: pd.DataFrame) -> go.Figure:
     if episodes is None or episodes.empty or "regret" not in episodes.columns or episodes["regret"].isna().all():
         return _empty(title)
     fig = go.Figure()
+    colors = _colors(episodes)
     for pol in analysis.policy_order(episodes):
         r = episodes.loc[episodes["policy"] == pol, "regret"].dropna()
-        fig.add_trace(go.Box(y=r, name=pol, boxmean=True))
+        fig.add_trace(go.Box(y=r, name=pol, boxmean=True, marker_color=colors[pol]))
     fig.update_layout(title=title, template=_TEMPLATE, yaxis_title="oracle expected correct - policy expected correct", showlegend=False)
     return fig
 

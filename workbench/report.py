@@ -35,7 +35,7 @@ _CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:2rem auto;max-width:1200px;color:#222}
 table{border-collapse:collapse;font-size:13px}td,th{border:1px solid #ddd;padding:4px 8px;text-align:right}
 th{background:#f4f4f4}td:first-child,th:first-child{text-align:left}
-.meta{font-size:13px;color:#555}.note{background:#fffbe6;border:1px solid #f0e0a0;padding:6px 10px;font-size:13px}
+.scroll{overflow-x:auto}.meta{font-size:13px;color:#555}.note{background:#fffbe6;border:1px solid #f0e0a0;padding:6px 10px;font-size:13px}
 """
 
 _TABLE_FIELDS = [
@@ -43,6 +43,21 @@ _TABLE_FIELDS = [
     "reward", "reward_correctness", "reward_efficiency_bonus", "reward_cost_penalty", "reward_overspend_penalty",
     "reward_episode_bonus", "acc_per_1k_tokens", "regret", "wall_s",
 ]
+
+
+_SHORT = {
+    "expected_accuracy": "exp. accuracy",
+    "tokens_per_question": "tokens / q",
+    "utilisation": "util.",
+    "run_dry_rate": "run dry",
+    "reward_correctness": "correctness",
+    "reward_efficiency_bonus": "efficiency",
+    "reward_cost_penalty": "cost",
+    "reward_overspend_penalty": "overspend",
+    "reward_episode_bonus": "episode bonus",
+    "acc_per_1k_tokens": "acc / 1k tok",
+    "wall_s": "wall s",
+}
 
 
 def build_report(steps: pd.DataFrame, episodes: pd.DataFrame, summary: pd.DataFrame, meta: Optional[dict[str, Any]] = None) -> str:
@@ -65,7 +80,8 @@ def build_report(steps: pd.DataFrame, episodes: pd.DataFrame, summary: pd.DataFr
     if summary is not None and not summary.empty:
         cols = [c for c in _TABLE_FIELDS if c in summary.columns]
         parts.append("<h2>Summary</h2>")
-        parts.append(summary[cols].to_html(index=False, float_format=lambda v: f"{v:.3f}", na_rep="-", border=0))
+        table = summary[cols].rename(columns=lambda c: _SHORT.get(c, c))
+        parts.append("<div class='scroll'>" + table.to_html(index=False, float_format=lambda v: f"{v:.3f}", na_rep="-", border=0) + "</div>")
         parts.append(
             "<p class='meta'>accuracy: correct / questions served (unanswered = wrong); expected_accuracy: "
             "under the simulated solver's curves at the charged tokens; tokens_per_question: per answered "

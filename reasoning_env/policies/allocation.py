@@ -185,18 +185,24 @@ def greedy_allocation(
     if left < 0:
         return _fallback(curves, budget, lows)
     segments = []  # (-slope, question, order, d_units)
+    hulls: dict[tuple[int, int], list[tuple[float, int]]] = {}  # the same curve object is enveloped once
     for i, (f, lmin) in enumerate(zip(curves, units)):
-        levels = np.arange(lmin, lmax + 1)
-        if len(levels) < 2:
-            continue
-        vals = np.asarray(f(levels.astype(float) * g), dtype=float)
-        hull = upper_concave_envelope(levels.astype(float), vals)
-        for j in range(1, len(hull)):
-            du = int(levels[hull[j]] - levels[hull[j - 1]])
-            dv = float(vals[hull[j]] - vals[hull[j - 1]])
-            if dv <= 0:
-                break
-            segments.append((-dv / du, i, j, du))
+        key = (id(f), lmin)
+        if key not in hulls:
+            levels = np.arange(lmin, lmax + 1)
+            segs: list[tuple[float, int]] = []
+            if len(levels) >= 2:
+                vals = np.asarray(f(levels.astype(float) * g), dtype=float)
+                hull = upper_concave_envelope(levels.astype(float), vals)
+                for j in range(1, len(hull)):
+                    du = int(levels[hull[j]] - levels[hull[j - 1]])
+                    dv = float(vals[hull[j]] - vals[hull[j - 1]])
+                    if dv <= 0:
+                        break
+                    segs.append((dv / du, du))
+            hulls[key] = segs
+        for j, (slope, du) in enumerate(hulls[key]):
+            segments.append((-slope, i, j, du))
     segments.sort()
     for _neg_slope, i, _j, du in segments:
         if left <= 0:

@@ -122,7 +122,7 @@ class SimulatedSolverPolicy(BasePolicy):
     kind = "simulated"
     needs_trusted_context = True
 
-    def __init__(self, strategy: str = "greedy", curves: Optional[SolverCurves] = None, *, name: Optional[str] = None, max_units: int = 400) -> None:
+    def __init__(self, strategy: str = "greedy", curves: Optional[SolverCurves] = None, *, name: Optional[str] = None, max_units: int = 1000) -> None:
         super().__init__()
         if strategy not in STRATEGIES:
             raise ValueError(f"unknown strategy {strategy!r}; choose one of {list(STRATEGIES)}")
@@ -242,5 +242,5 @@ class OracleAllocationPolicy(SimulatedSolverPolicy):
 
     kind = "oracle"
 
-    def __init__(self, curves: Optional[SolverCurves] = None, *, name: Optional[str] = None, max_units: int = 400) -> None:
+    def __init__(self, curves: Optional[SolverCurves] = None, *, name: Optional[str] = None, max_units: int = 1000) -> None:
         super().__init__("oracle", curves, name=name or "oracle_allocation", max_units=max_units)
