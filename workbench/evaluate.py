@@ -41,7 +41,6 @@ from reasoning_env.config import ConfigError, EnvConfig
 from reasoning_env.models import ReasonBudgetAction
 from reasoning_env.policies import (
     DEFAULT_POLICIES,
-    LLM_POLICIES,
     POLICY_NAMES,
     BasePolicy,
     EpisodeInfo,
@@ -532,7 +531,6 @@ def evaluate(
                         bar.update(1)
         except PolicyError as exc:
             failed[policy.name] = str(exc)
-            bar.close()
             print(f"[{policy.name}] failed: {exc}", file=sys.stderr)
             continue
         finally:

@@ -59,7 +59,7 @@ def question_uniform(seed: int, question_id: str) -> float:
 
 _INT_RE = re.compile(r"^-?\d+$")
 _DEC_RE = re.compile(r"^-?\d+\.\d+$")
-_CHOICE_RE = re.compile(r"^(\(?)([A-Ea-e])(\)?)$")
+_CHOICE_RE = re.compile(r"^((?:\\text\{)?\(?)([A-Ea-e])(\)?\}?)$")
 _FIRST_NUM_RE = re.compile(r"\d+")
 
 
