@@ -3,15 +3,40 @@
 Layout of ``<run_dir>/`` (schema version 1):
 
 - ``run.json``: ``{"schema_version": 1, "kind": "evaluation"|"training", "run_id", "created_at",
-  "command", "seed", "n_episodes", "policies", "versions", ...}``
+  "command", "seed", "n_episodes", "policies", "versions", ...}``. Evaluation adds
+  ``episode_seeds`` (list, episode i's seed), ``budget_mode``, ``budget_note``, ``tokenizer_name``,
+  ``sources_used``, ``curves`` (their source), ``server_url``, ``workers``, ``wall_s`` and
+  ``notes`` (warnings such as a tokenizer fallback); ``policies`` is a list of
+  ``{"name", "kind", "class", ...settings}``.
 - ``config.yaml``: the :class:`~reasoning_env.config.EnvConfig` the episodes ran with.
 - ``trajectories.parquet`` and ``trajectories.jsonl``: one row per step,
-  columns :data:`reasoning_env.records.STEP_COLUMNS` (``reward_<component>`` flattened).
-- ``episodes.parquet``: one row per episode, columns :data:`reasoning_env.records.EPISODE_COLUMNS`.
-- ``summary.csv``: one row per policy (evaluation) -- written by ``workbench.evaluate``.
+  columns :data:`reasoning_env.records.STEP_COLUMNS` (``reward_<component>`` flattened), then
+  any extra columns a writer adds (:meth:`RunWriter.add_steps` ``extras``). Evaluation adds
+  (:data:`EVAL_STEP_EXTRAS`): ``kind`` (policy kind), ``graded_text`` (``response`` or
+  ``grading_response``), ``grading_response`` (the graded text when it was not the response),
+  ``expected_correct`` (the solver curve's probability of a correct answer at the charged tokens:
+  the basis of the regret; 0 for no tokens), and ``policy_<key>`` columns from the policy's
+  diagnostics (``policy_target_tokens``: length aimed for; ``policy_tokens``: tokens the
+  generator/endpoint reported; ``policy_prompt_tokens``; ``policy_max_tokens``: the generation
+  cap sent; ``policy_finish_reason``; ``policy_p_correct`` / ``policy_u`` /
+  ``policy_intended_correct``: the simulated solver's probability, seeded draw and decision;
+  ``policy_attempts``: HTTP attempts), present only for policies that report them.
+- ``episodes.parquet``: one row per episode, columns :data:`reasoning_env.records.EPISODE_COLUMNS`,
+  then extras; evaluation adds (:data:`EVAL_EPISODE_EXTRAS`) ``kind``, ``unanswered``,
+  ``expected_correct`` (sum of the steps'), ``oracle_expected_correct`` (the oracle allocation's
+  expected correct answers on the same questions and budget) and ``regret``
+  (``oracle_expected_correct - expected_correct``; NaN when the questions are unknown, e.g. runs
+  against a remote server).
+- ``summary.csv``: one row per policy (evaluation) -- written by ``workbench.evaluate``; columns
+  :data:`workbench.analysis.SUMMARY_COLUMNS` then the timing columns ``wall_s`` and
+  ``latency_s_mean`` (seconds; the only columns that differ between reruns with the same seed).
+- ``curves.json``: evaluation: the simulated solver's curves used for the simulated policies and
+  the regret (:meth:`reasoning_env.policies.SolverCurves.to_dict`).
 - ``metrics.jsonl``: training only, one JSON object per logged trainer step
   (``step``, ``reward``, ``reward_std``, ``accuracy``, ``tokens_per_question``, ``episode_length``, ...).
-- ``report.html``: evaluation report with Plotly figures.
+- ``report.html``: evaluation report with Plotly figures (self-contained, works offline).
+
+Readers must tolerate extra columns and missing optional files.
 """
 
 from __future__ import annotations
@@ -31,6 +56,11 @@ from reasoning_env.config import EnvConfig
 from reasoning_env.records import EPISODE_COLUMNS, STEP_COLUMNS, EpisodeRow, StepRow
 
 SCHEMA_VERSION = 1
+
+#: Extra step columns written by ``workbench.evaluate`` (plus ``policy_<key>`` diagnostics).
+EVAL_STEP_EXTRAS = ("kind", "graded_text", "grading_response", "expected_correct")
+#: Extra episode columns written by ``workbench.evaluate``.
+EVAL_EPISODE_EXTRAS = ("kind", "unanswered", "expected_correct", "oracle_expected_correct", "regret")
 
 
 class RunFolderError(ValueError):
@@ -70,22 +100,54 @@ class RunWriter:
         self.run_id = self.meta.get("run_id") or self.run_dir.name
         self.steps: list[StepRow] = []
         self.episodes: list[EpisodeRow] = []
+        self.step_extras: list[dict] = []
+        self.episode_extras: list[dict] = []
 
-    def add_steps(self, rows: Iterable[StepRow]) -> None:
-        """Append step rows."""
+    def add_steps(self, rows: Iterable[StepRow], extras: Optional[Iterable[dict]] = None) -> None:
+        """Append step rows; ``extras`` (one dict per row) become extra columns.
+
+        Raises:
+            ValueError: ``extras`` does not have one dict per row, or reuses a standard column.
+        """
+        rows = list(rows)
+        ex = [dict(e or {}) for e in extras] if extras is not None else [{} for _ in rows]
+        if len(ex) != len(rows):
+            raise ValueError(f"extras must hold one dict per step row ({len(rows)} rows, {len(ex)} extras)")
+        for e in ex:
+            clash = set(e) & set(STEP_COLUMNS)
+            if clash:
+                raise ValueError(f"extra step columns may not reuse standard columns: {sorted(clash)}")
         self.steps.extend(rows)
+        self.step_extras.extend(ex)
 
-    def add_episode(self, row: EpisodeRow) -> None:
-        """Append one episode row."""
+    def add_episode(self, row: EpisodeRow, extras: Optional[dict] = None) -> None:
+        """Append one episode row; ``extras`` become extra columns.
+
+        Raises:
+            ValueError: ``extras`` reuses a standard column.
+        """
+        e = dict(extras or {})
+        clash = set(e) & set(EPISODE_COLUMNS)
+        if clash:
+            raise ValueError(f"extra episode columns may not reuse standard columns: {sorted(clash)}")
         self.episodes.append(row)
+        self.episode_extras.append(e)
 
     def steps_frame(self) -> pd.DataFrame:
-        """The step rows as a frame with :data:`STEP_COLUMNS` first."""
-        return _frame([r.to_flat() for r in self.steps], STEP_COLUMNS)
+        """The step rows as a frame with :data:`STEP_COLUMNS` first, extra columns after."""
+        extras = self.step_extras if len(self.step_extras) == len(self.steps) else [{}] * len(self.steps)
+        return _frame([{**r.to_flat(), **e} for r, e in zip(self.steps, extras)], STEP_COLUMNS)
 
     def episodes_frame(self) -> pd.DataFrame:
-        """The episode rows as a frame with :data:`EPISODE_COLUMNS` first."""
-        return _frame([r.to_flat() for r in self.episodes], EPISODE_COLUMNS)
+        """The episode rows as a frame with :data:`EPISODE_COLUMNS` first, extra columns after."""
+        extras = self.episode_extras if len(self.episode_extras) == len(self.episodes) else [{}] * len(self.episodes)
+        return _frame([{**r.to_flat(), **e} for r, e in zip(self.episodes, extras)], EPISODE_COLUMNS)
+
+    def write_summary(self, summary: pd.DataFrame) -> Path:
+        """Write ``summary.csv`` (one row per policy). Returns its path."""
+        path = self.run_dir / "summary.csv"
+        summary.to_csv(path, index=False)
+        return path
 
     def write(self) -> Path:
         """Write ``run.json``, ``config.yaml``, trajectories and episodes. Returns the folder."""

@@ -1,0 +1,250 @@
+"""LLM policies against a real OpenAI-compatible HTTP server on loopback, and a tiny local
+transformers model (random weights: gibberish, but it must run, respect the token cap, and be
+counted exactly)."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import threading
+import time
+
+import pandas as pd
+import pytest
+
+import evalpol_fixtures as fx
+from reasoning_env.policies import OpenAIChatPolicy, PolicyError, TransformersPolicy, make_policy, split_thinking
+from reasoning_env.tokenization import get_tokenizer
+
+fastapi = pytest.importorskip("fastapi")
+uvicorn = pytest.importorskip("uvicorn")
+from fastapi import FastAPI, Request  # noqa: E402  (module level: FastAPI resolves string annotations here)
+from fastapi.responses import JSONResponse  # noqa: E402
+
+GOLD = {q.text: q.gold_answer for q in fx.questions()}
+
+
+def _truncate(tok, text: str, n: int) -> str:
+    ids = tok.encode(text)[:n]
+    return tok.tokenizer.decode(ids)
+
+
+def _make_app(state: dict):
+    app = FastAPI()
+    tok = get_tokenizer(fx.TOKENIZER)
+
+    @app.post("/v1/chat/completions")
+    async def chat(request: Request):
+        body = await request.json()
+        state["calls"].append({"body": body, "auth": request.headers.get("authorization")})
+        model = body["model"]
+        cap = int(body["max_tokens"])
+        if model == "bad-model":
+            return JSONResponse({"error": {"message": f"model {model} not found"}}, status_code=404)
+        if model == "flaky" and state["fail"] > 0:
+            state["fail"] -= 1
+            return JSONResponse({"error": {"message": "overloaded"}}, status_code=503, headers={"Retry-After": "0"})
+        if model == "slow":
+            await asyncio.sleep(1.5)
+        user = body["messages"][-1]["content"]
+        question = next((q for q in GOLD if q in user), None)
+        gold = GOLD.get(question, "0")
+        msg: dict = {"role": "assistant"}
+        if model == "thinker":
+            text = "<think>\nMaybe \\boxed{999}? No, recompute.\n</think>\n\nThe result is \\boxed{" + gold + "}."
+        else:
+            text = "Let me solve it step by step. The quantities combine directly. So the result is \\boxed{" + gold + "}."
+        text = _truncate(tok, text, cap)
+        if model == "reasoner":  # vLLM-style separate reasoning field
+            msg["reasoning_content"] = "I will add the numbers."
+            msg["content"] = "\\boxed{" + gold + "}"
+            completion = tok.count("<think>\nI will add the numbers.\n</think>\n\n") + tok.count(msg["content"])
+        else:
+            msg["content"] = text
+            completion = tok.count(text)
+        full = tok.count(text) >= cap
+        return {
+            "id": "cmpl-1",
+            "object": "chat.completion",
+            "model": model,
+            "choices": [{"index": 0, "message": msg, "finish_reason": "length" if full else "stop"}],
+            "usage": {"prompt_tokens": sum(tok.count(m["content"]) for m in body["messages"]), "completion_tokens": completion, "total_tokens": 0},
+        }
+
+    return app
+
+
+@pytest.fixture(scope="module")
+def server():
+    """A real uvicorn server on a free loopback port; yields ``(base_url, state)``."""
+    state = {"calls": [], "fail": 0}
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    config = uvicorn.Config(_make_app(state), host="127.0.0.1", port=port, log_level="error", lifespan="off")
+    srv = uvicorn.Server(config)
+    th = threading.Thread(target=srv.run, daemon=True)
+    th.start()
+    deadline = time.time() + 20
+    while not srv.started and time.time() < deadline:
+        time.sleep(0.05)
+    assert srv.started, "loopback server did not start"
+    yield f"http://127.0.0.1:{port}/v1", state
+    srv.should_exit = True
+    th.join(timeout=10)
+
+
+def test_split_thinking():
+    assert split_thinking("a <think>x</think> \\boxed{1}") == ("a <think>x</think> \\boxed{1}", "\\boxed{1}")
+    assert split_thinking("plain \\boxed{2}") == ("plain \\boxed{2}", None)
+
+
+def test_openai_policy_plays_an_episode_with_exact_accounting(server):
+    url, state = server
+    cfg = fx.config()
+    env = fx.make_env(cfg)
+    pol = OpenAIChatPolicy(url, fx.TOKENIZER, api_key="sk-test", tokenizer_name=fx.TOKENIZER)
+    state["calls"].clear()
+    outs, steps, obs = fx.play(env, pol, cfg, seed=3)
+    assert obs.done and len(steps) == obs.num_questions
+    assert all(s.correct for s in steps), [(s.gold_answer, s.extracted_answer) for s in steps]
+    for call, out, s in zip(state["calls"], outs, steps):
+        assert call["auth"] == "Bearer sk-test"
+        assert call["body"]["messages"][0]["role"] == "system"
+        assert out.meta["tokens"] == s.raw_tokens  # endpoint usage == the env's own count
+        assert out.meta["max_tokens"] == call["body"]["max_tokens"]
+        assert out.meta["finish_reason"] == "stop" and out.meta["attempts"] == 1
+    pol.close()
+
+
+def test_max_tokens_follows_the_remaining_budget(server):
+    url, state = server
+    cfg = fx.config()
+    env = fx.make_env(cfg)
+    pol = OpenAIChatPolicy(url, fx.TOKENIZER, tokenizer_name=fx.TOKENIZER)
+    state["calls"].clear()
+    _outs, steps, obs = fx.play(env, pol, cfg, seed=1, total_budget=60)
+    caps = [c["body"]["max_tokens"] for c in state["calls"]]
+    assert caps[0] == 60
+    remaining = 60
+    for cap, s in zip(caps, steps):
+        assert cap == min(cfg.max_tokens_per_step, remaining)
+        assert s.raw_tokens <= cap
+        remaining -= s.tokens
+    assert obs.done_reason == "budget_exhausted"
+
+
+def test_thinking_is_charged_but_not_graded(server):
+    url, _state = server
+    cfg = fx.config()
+    env = fx.make_env(cfg)
+    for model in ("thinker", "reasoner"):
+        pol = OpenAIChatPolicy(url, model, tokenizer_name=fx.TOKENIZER)
+        outs, steps, _obs = fx.play(env, pol, cfg, seed=2)
+        for out, s in zip(outs, steps):
+            assert "<think>" in out.response and "</think>" in out.response
+            assert s.graded_text == "grading_response" and s.correct
+            assert s.raw_tokens == get_tokenizer(fx.TOKENIZER).count(out.response)
+        if model == "reasoner":
+            assert all(o.meta["tokens"] == s.raw_tokens for o, s in zip(outs, steps))
+
+
+def test_retries_with_backoff_then_succeeds(server):
+    url, state = server
+    state["fail"] = 2
+    pol = OpenAIChatPolicy(url, "flaky", retries=3, backoff_s=0.01)
+    obs = {"question": fx.questions()[0].text, "step_token_cap": 50, "num_questions": 1}
+    out = pol.act(obs)
+    assert out.meta["attempts"] == 3 and "\\boxed{8}" in out.response
+
+
+def test_gives_up_with_a_clear_error(server):
+    url, _state = server
+    obs = {"question": "x", "step_token_cap": 5}
+    with pytest.raises(PolicyError, match="refused"):
+        OpenAIChatPolicy(url, "bad-model", retries=3, backoff_s=0.01).act(obs)
+    t0 = time.perf_counter()
+    with pytest.raises(PolicyError, match="gave up after 2 attempts"):
+        OpenAIChatPolicy(url, "slow", timeout_s=0.3, retries=1, backoff_s=0.01).act(obs)
+    assert time.perf_counter() - t0 < 5
+    with pytest.raises(PolicyError, match="gave up"):
+        OpenAIChatPolicy("http://127.0.0.1:9/v1", "m", retries=1, backoff_s=0.01, timeout_s=1).act(obs)
+
+
+def test_env_vars_configure_the_seed_baselines(monkeypatch, server):
+    url, _state = server
+    monkeypatch.setenv("BASELINE_LOCAL_BASE_URL", url)
+    monkeypatch.setenv("BASELINE_LOCAL_API_KEY", "local")
+    monkeypatch.setenv("BASELINE_LOCAL_MODEL", fx.TOKENIZER)
+    monkeypatch.setenv("BASELINE_API_BASE_URL", "https://api.example/v1")
+    monkeypatch.setenv("BASELINE_API_KEY", "k")
+    monkeypatch.setenv("BASELINE_API_MODEL", "m1")
+    local = make_policy("llm_local")
+    api = make_policy("llm_api")
+    assert (local.name, local.base_url, local.api_key, local.model) == ("llm_local", url, "local", fx.TOKENIZER)
+    assert (api.name, api.base_url, api.api_key, api.model) == ("llm_api", "https://api.example/v1", "k", "m1")
+    assert make_policy("llm_api", llm={"model": "other"}).model == "other"
+    monkeypatch.delenv("BASELINE_API_MODEL")
+    with pytest.raises(ValueError, match="BASELINE_API_MODEL"):
+        make_policy("llm_api")
+
+
+def test_evaluate_llm_local_end_to_end(monkeypatch, server, tmp_path):
+    from workbench.evaluate import evaluate
+
+    url, _state = server
+    monkeypatch.setenv("BASELINE_LOCAL_BASE_URL", url)
+    monkeypatch.setenv("BASELINE_LOCAL_MODEL", fx.TOKENIZER)
+    pol = make_policy("llm_local")
+    res = evaluate([pol], config=fx.config(), pools=fx.pools(), n_episodes=3, seed=1, out=tmp_path / "run", workers=2, progress=False, report=False)
+    assert not res.failed
+    s = pd.read_parquet(tmp_path / "run" / "trajectories.parquet")
+    assert (s["policy_tokens"] == s["raw_tokens"]).all()
+    assert (s["raw_tokens"] <= s["policy_max_tokens"]).all()
+    assert s["tokenizer_name"].eq(fx.TOKENIZER).all()
+    assert res.summary.loc[0, "accuracy"] == 1.0
+    assert res.meta["policies"][0]["model"] == fx.TOKENIZER and "api_key" not in res.meta["policies"][0]
+
+
+def test_unknown_model_tokenizer_falls_back_with_a_note(server, tmp_path):
+    from workbench.evaluate import evaluate
+
+    url, _state = server
+    pol = OpenAIChatPolicy(url, "my-hosted-model", name="llm_api")
+    res = evaluate([pol], config=fx.config(), pools=fx.pools(), n_episodes=1, seed=1, out=tmp_path / "run", progress=False, report=False)
+    assert any("my-hosted-model" in n for n in res.meta["notes"])
+    assert res.episodes["tokenizer_name"].iloc[0] == fx.config().tokenizer_name
+
+
+# ----------------------------------------------------------------------------- transformers
+@pytest.fixture(scope="module")
+def tiny_model_dir(tmp_path_factory):
+    torch = pytest.importorskip("torch")
+    from transformers import AutoTokenizer, Qwen2Config, Qwen2ForCausalLM
+
+    from reasoning_env.tokenization import QWEN25, embedded_tokenizer_dir
+
+    d = tmp_path_factory.mktemp("tiny-qwen")
+    cfg = Qwen2Config(hidden_size=64, num_hidden_layers=2, num_attention_heads=2, num_key_value_heads=1, intermediate_size=128, vocab_size=151936, max_position_embeddings=4096)
+    torch.manual_seed(0)
+    Qwen2ForCausalLM(cfg).save_pretrained(d)
+    AutoTokenizer.from_pretrained(str(embedded_tokenizer_dir(QWEN25))).save_pretrained(d)
+    return d
+
+
+def test_transformers_policy_runs_and_respects_the_cap(tiny_model_dir, tmp_path):
+    from workbench.evaluate import evaluate
+
+    cfg = fx.config(max_tokens_per_step=12)
+    pol = TransformersPolicy(str(tiny_model_dir), device="cpu")
+    assert pol.tokenizer_name == str(tiny_model_dir)
+    res = evaluate([pol], config=cfg, pools=fx.pools(), n_episodes=1, seed=4, out=tmp_path / "run", progress=False, report=False)
+    assert not res.failed, res.failed
+    s = res.steps
+    assert len(s) == 10
+    tok = get_tokenizer(str(tiny_model_dir))
+    assert (s["policy_tokens"] <= s["policy_max_tokens"]).all() and (s["policy_max_tokens"] <= 12).all()
+    assert (s["tokenizer_name"] == str(tiny_model_dir)).all()
+    for _, r in s.iterrows():
+        assert r["raw_tokens"] == tok.count(r["response"])  # counted with the policy's own tokenizer
+    assert s["budget_source"].eq("tokenizer_native").all()
