@@ -2,36 +2,45 @@
 under one shared token budget, counts tokens with the policy's tokenizer, grades answers, and
 pays rewards for correctness and economy.
 
-No torch and no UI here: ``workbench/`` and ``training/`` build on this package.
+No torch and no UI here: ``workbench/`` and ``training/`` build on this package. The public names
+below are imported lazily (PEP 562), so ``import reasoning_env.grading`` (e.g. in a grading worker
+process) does not pay for OpenEnv's import (~5 s, it pulls its web UI stack).
 """
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
 
 __version__ = "0.1.0"
 
-from reasoning_env.config import ConfigError, EnvConfig, SourceSpec  # noqa: E402
-from reasoning_env.questions import Question  # noqa: E402
-from reasoning_env.models import (  # noqa: E402
-    HistoryEntry,
-    ReasonBudgetAction,
-    ReasonBudgetObservation,
-    ReasonBudgetState,
-    StepRecord,
-)
-from reasoning_env.env import EpisodeError, ReasoningEconomicsEnv  # noqa: E402
-from reasoning_env.tokenization import TokenizerLoadError, get_tokenizer  # noqa: E402
+_EXPORTS = {
+    "ConfigError": "reasoning_env.config",
+    "EnvConfig": "reasoning_env.config",
+    "SourceSpec": "reasoning_env.config",
+    "Question": "reasoning_env.questions",
+    "HistoryEntry": "reasoning_env.models",
+    "ReasonBudgetAction": "reasoning_env.models",
+    "ReasonBudgetObservation": "reasoning_env.models",
+    "ReasonBudgetState": "reasoning_env.models",
+    "StepRecord": "reasoning_env.models",
+    "EpisodeError": "reasoning_env.env",
+    "ReasoningEconomicsEnv": "reasoning_env.env",
+    "TokenizerLoadError": "reasoning_env.tokenization",
+    "get_tokenizer": "reasoning_env.tokenization",
+}
 
-__all__ = [
-    "ConfigError",
-    "EnvConfig",
-    "EpisodeError",
-    "HistoryEntry",
-    "Question",
-    "ReasonBudgetAction",
-    "ReasonBudgetObservation",
-    "ReasonBudgetState",
-    "ReasoningEconomicsEnv",
-    "SourceSpec",
-    "StepRecord",
-    "TokenizerLoadError",
-    "get_tokenizer",
-    "__version__",
-]
+__all__ = sorted(_EXPORTS) + ["__version__"]
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'reasoning_env' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_EXPORTS))

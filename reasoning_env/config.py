@@ -69,6 +69,7 @@ class EnvConfig(BaseModel):
 
     # Budget modes
     hard_cap_mode: bool = Field(True, description="True: clip each step's spend to the remaining budget and stop when it runs dry. False: soft budget, overspend penalised.")
+    grade_beyond_budget: bool = Field(False, description="Hard-cap mode: also grade the tokens that did not fit in the remaining budget (the seed's behaviour). False: only the paid prefix is graded.")
     soft_allow_negative_budget: bool = Field(True, description="Soft mode: let the remaining budget go negative (else floor at 0).")
     soft_overspend_penalty: float = Field(0.25, ge=0, description="Soft mode: penalty per fair share of cumulative overspend.")
 

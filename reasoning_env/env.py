@@ -330,6 +330,10 @@ class ReasoningEconomicsEnv(Environment[ReasonBudgetAction, ReasonBudgetObservat
             charged = raw
         graded_text = "grading_response" if (grading_response and grading_response.strip()) else "response"
         text = grading_response if graded_text == "grading_response" else action.response
+        if charged < raw and not self.config.grade_beyond_budget:
+            # Hard cap: tokens past the remaining budget were never paid for, so they are not read.
+            # (grading_response is ignored then: the visible answer may lie in the unpaid part.)
+            graded_text, text = "paid_prefix", self._tokenizer.prefix(action.response, charged)
         result = self._grader.grade(text, q.gold_answer, timeout_s=timeout_s or self.config.grading_timeout_s)
 
         spent_before = self._spent

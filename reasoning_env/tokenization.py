@@ -250,6 +250,16 @@ class LoadedTokenizer:
         """Token ids of ``text`` (no special tokens added)."""
         return self.tokenizer.backend_tokenizer.encode(text, add_special_tokens=False).ids
 
+    def prefix(self, text: str, n_tokens: int) -> str:
+        """The part of ``text`` covered by its first ``n_tokens`` tokens (character offsets, so
+        no decode artefacts): what a model that stopped after ``n_tokens`` tokens had written."""
+        if n_tokens <= 0:
+            return ""
+        enc = self.tokenizer.backend_tokenizer.encode(text, add_special_tokens=False)
+        if n_tokens >= len(enc.ids):
+            return text
+        return text[: enc.offsets[n_tokens - 1][1]]
+
     def split(self, text: str) -> list[str]:
         """``text`` cut into the substrings each token covers (for highlighting)."""
         enc = self.tokenizer.backend_tokenizer.encode(text, add_special_tokens=False)

@@ -287,3 +287,30 @@ def test_failed_reset_keeps_the_previous_episode():
     with pytest.raises(EpisodeError):
         env.reset(total_budget=-1)
     assert env.state.total_budget == 300 and not env.state.done
+
+
+def test_hard_cap_grades_only_the_paid_prefix():
+    env = make_env(min_tokens=1)
+    obs = env.reset(seed=1, total_budget=30)
+    resp = answer(env, obs, filler=60)  # the box sits past the 30 tokens that fit
+    obs = env.step(resp)
+    ls = obs.last_step
+    assert ls.tokens == 30 and ls.raw_tokens > 30
+    assert ls.graded_text == "paid_prefix" and not ls.correct and ls.grade_reason == "no_answer"
+
+
+def test_grade_beyond_budget_restores_the_seed_behaviour():
+    env = make_env(min_tokens=1, grade_beyond_budget=True)
+    obs = env.reset(seed=1, total_budget=30)
+    obs = env.step(answer(env, obs, filler=60))
+    assert obs.last_step.tokens == 30 and obs.last_step.correct and obs.last_step.graded_text == "response"
+
+
+def test_tokenizer_prefix_is_the_first_n_tokens():
+    tok = get_tokenizer(TOK)
+    text = "Let me think: 12 + 35 = 47, 你好 😀 so \\boxed{47}."
+    ids = tok.encode(text)
+    for n in (0, 1, 5, len(ids) - 1, len(ids), len(ids) + 3):
+        pre = tok.prefix(text, n)
+        assert text.startswith(pre)
+        assert tok.encode(pre) == ids[: max(0, n)] or (0 < n < len(ids) and tok.count(pre) <= n)

@@ -66,12 +66,22 @@ DEFAULT_POLICIES = BUDGET_BASELINES + SIMULATED + ORACLE
 POLICY_NAMES = DEFAULT_POLICIES + LLM_POLICIES
 
 
-def make_policy(name: str, *, curves: Optional[SolverCurves] = None, llm: Optional[dict[str, Any]] = None, hf: Optional[dict[str, Any]] = None) -> BasePolicy:
+def make_policy(
+    name: str,
+    *,
+    curves: Optional[SolverCurves] = None,
+    llm: Optional[dict[str, Any]] = None,
+    hf: Optional[dict[str, Any]] = None,
+    baseline_answer: str = "solver",
+) -> BasePolicy:
     """Build a policy by name (see the module table).
 
     Args:
         name: One of :data:`POLICY_NAMES`.
         curves: Curves of the simulated solver (default: defaults).
+        baseline_answer: How the budget baselines answer: ``"solver"`` (default: like the simulated
+            solver at the length they spend, so their accuracy reflects their allocation rule) or
+            ``"placeholder"`` (``\\boxed{0}``, the seed's pure budget smoke test).
         llm: Overrides for ``llm_api`` / ``llm_local`` (:func:`openai_policy_from_env` arguments).
         hf: Arguments of :class:`TransformersPolicy` for ``hf_local`` (``model`` required, or
             ``BASELINE_LOCAL_MODEL`` set).
@@ -81,11 +91,11 @@ def make_policy(name: str, *, curves: Optional[SolverCurves] = None, llm: Option
     """
     curves = curves or SolverCurves()
     if name == "uniform":
-        return UniformPolicy(curves=curves)
+        return UniformPolicy(curves=curves, answer=baseline_answer)
     if name == "greedy_max":
-        return GreedyMaxPolicy(curves=curves)
+        return GreedyMaxPolicy(curves=curves, answer=baseline_answer)
     if name == "difficulty_oracle":
-        return DifficultyOraclePolicy(curves=curves)
+        return DifficultyOraclePolicy(curves=curves, answer=baseline_answer)
     if name in SIMULATED:
         return SimulatedSolverPolicy(name.split("_", 1)[1], curves)
     if name in ("oracle_allocation", "oracle"):
