@@ -115,3 +115,7 @@ def start_app(runs_root: Path, config=None, environ: Optional[dict] = None) -> L
 
     app = create_app(config, runs_root=str(runs_root), environ=environ or {})
     return LiveApp(app, free_port()).start()
+
+
+#: The repository root (where ``app.py`` lives).
+REPO_ROOT = Path(__file__).resolve().parents[1]

@@ -50,7 +50,7 @@ def build_workbench(ctx: Optional[Any] = None, *, title: str = "Reasoning Econom
 
     ctx = ctx or AppContext()
     play, lab, runs = PlayTab(ctx), LabTab(ctx), RunsTab(ctx)
-    with gr.Blocks(title=title) as demo:
+    with gr.Blocks(title=title, analytics_enabled=False) as demo:
         gr.Markdown(
             "# Reasoning Economics Workbench\n"
             "Mixed math questions under **one shared token budget**: every token of a reasoning trace is counted with the "
