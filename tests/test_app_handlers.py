@@ -239,7 +239,9 @@ def runs(ctx):
 
 def test_refresh_lists_runs_and_selects_the_newest(runs, ctx):
     picker, status = runs.refresh(ctx.runs_root, [])
-    assert len(picker.choices) == 2 and len(picker.value) == 1 and "2 run folder(s)" in status
+    assert len(picker.choices) == 2 and len(picker.value) == 2 and "2 run folder(s)" in status
+    kept, _ = runs.refresh(ctx.runs_root, [picker.choices[1][1]])
+    assert kept.value == [picker.choices[1][1]]
 
 
 def test_refresh_of_an_empty_folder_explains_what_to_do(runs, tmp_path):

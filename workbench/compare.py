@@ -271,7 +271,8 @@ def utilisation_figure(runs: RunSet) -> go.Figure:
     fig = go.Figure(go.Bar(
         x=order, y=g["util"], marker_color=[colors[p] for p in order],
         error_y=dict(type="data", array=g["sd"].fillna(0.0), visible=True, color="#888"),
-        text=[f"dry {d:.0%}" for d in g["dry"].astype(float)], textposition="outside",
+        text=[f"{u:.2f} · ran dry {d:.0%}" for u, d in zip(g["util"].astype(float), g["dry"].astype(float))], textposition="inside",
+        insidetextanchor="start", textfont=dict(color="white"),
         customdata=np.stack([g["dry"].astype(float), g["n"]], axis=1),
         hovertemplate="%{x}<br>utilisation %{y:.2f}<br>ran dry in %{customdata[0]:.0%} of %{customdata[1]} episodes<extra></extra>",
     ))

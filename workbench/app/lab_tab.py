@@ -130,7 +130,9 @@ class LabTab:
         bs = rt.parse_budgets(budgets)
         hard = lab.hard_cap_mode if lab is not None else True
         recorded = lab.recorded if lab is not None else rt.recorded_spec(None)
-        res, notes = rt.induced({"tuned": spec, "recorded": recorded}, bs, hard_cap_mode=hard)
+        same = normalize_spec(spec) == normalize_spec(recorded)
+        specs = {"tuned = recorded": spec} if same else {"tuned": spec, "recorded": recorded}
+        res, notes = rt.induced(specs, bs, hard_cap_mode=hard)
         if res is None:
             empty = pd.DataFrame(columns=["reward", "budget"])
             return gr.Plot(value=None), gr.Plot(value=None), empty, "\n".join(f"- {esc(n)}" for n in notes)

@@ -368,8 +368,10 @@ class PlayTab:
                                                    placeholder="Let me think... so the answer is \\boxed{42}", elem_id="ree-response")
                         c["answer_btn"] = gr.Button("Submit answer", variant="primary", elem_id="ree-answer")
                 with gr.Row(equal_height=False):
-                    c["verdict"] = gr.Markdown(render_verdict(None), elem_id="ree-verdict")
-                    c["components"] = gr.Markdown("", elem_id="ree-components")
+                    with gr.Column(scale=3, min_width=360):
+                        c["verdict"] = gr.Markdown(render_verdict(None), elem_id="ree-verdict")
+                    with gr.Column(scale=2, min_width=240):
+                        c["components"] = gr.Markdown("", elem_id="ree-components")
                 c["tokens"] = gr.HighlightedText(value=[], label="Response tokens", color_map=TOKEN_COLORS, show_legend=False,
                                                  show_inline_category=False, combine_adjacent=False, elem_id="ree-tokens")
         with gr.Row():

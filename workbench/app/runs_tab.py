@@ -17,6 +17,8 @@ from workbench.app.common import AppContext, user_errors
 
 __all__ = ["RunsTab"]
 
+#: How many of the newest runs are selected when nothing is.
+DEFAULT_SELECTION = 3
 HEADERS = {
     "run": "run", "policy": "policy", "kind": "kind", "episodes": "episodes", "accuracy": "accuracy",
     "expected_accuracy": "exp. accuracy", "tokens_per_question": "tokens/question", "utilisation": "utilisation",
@@ -47,7 +49,7 @@ class RunsTab:
         choices = [(e.choice, str(e.path)) for e in found]
         keep = [v for v in (current or []) if v in {p for _l, p in choices}]
         if not keep and found:
-            keep = [str(found[0].path)]
+            keep = [str(e.path) for e in found[:DEFAULT_SELECTION]]
         status = f"{len(found)} run folder(s) under `{root}`." if found else (
             f"No run folders under `{root}` yet: run `python -m workbench.evaluate --n_episodes 5`, or save an episode from the Play tab.")
         return gr.Dropdown(choices=choices, value=keep, multiselect=True), status
@@ -94,7 +96,7 @@ class RunsTab:
             c["refresh"] = gr.Button("Refresh list", scale=1)
         c["status"] = gr.Markdown(first_status)
         with gr.Row(equal_height=True):
-            c["runs"] = gr.Dropdown(first_choices, value=[first_choices[0][1]] if first_choices else [], multiselect=True,
+            c["runs"] = gr.Dropdown(first_choices, value=[v for _l, v in first_choices[:DEFAULT_SELECTION]], multiselect=True,
                                     label="Runs to compare", scale=4, elem_id="ree-runs-picker")
             c["path"] = gr.Textbox("", label="…or a folder path (commas for several)", scale=2)
         with gr.Row(equal_height=True):
@@ -102,7 +104,7 @@ class RunsTab:
             c["compare_btn"] = gr.Button("Compare", variant="primary", scale=1, elem_id="ree-compare")
         c["describe"] = gr.Markdown("")
         c["table"] = gr.Dataframe(pd.DataFrame(columns=list(HEADERS.values())), interactive=False, label="Summary (one row per run and policy)",
-                                  wrap=True, elem_id="ree-runs-table")
+                                  wrap=False, elem_id="ree-runs-table")
         with gr.Row():
             c["acc_plot"] = gr.Plot(show_label=False, elem_id="ree-runs-acc")
             c["util_plot"] = gr.Plot(show_label=False, elem_id="ree-runs-util")
