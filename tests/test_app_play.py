@@ -233,3 +233,44 @@ def test_saved_run_loads_with_the_standard_reader(tmp_path):
     assert run.summary.iloc[0]["episodes"] == 1
     assert run.episodes.iloc[0]["oracle_expected_correct"] >= run.episodes.iloc[0]["expected_correct"] - 0.05  # regret >= 0 up to the grid
     assert run.config.sources == s.config.sources
+
+
+# ------------------------------------------------------------------------------- LLM endpoint
+def test_llm_settings_read_the_baseline_variables():
+    from workbench.play import llm_settings
+
+    env = {"BASELINE_API_BASE_URL": "https://x/v1", "BASELINE_API_MODEL": "m", "BASELINE_API_KEY": "k"}
+    assert llm_settings("llm_api", env) == {"base_url": "https://x/v1", "model": "m", "api_key": "k", "timeout_s": 120.0, "retries": 1}
+    assert "api_key" not in llm_settings("llm_local", {"BASELINE_LOCAL_BASE_URL": "http://h/v1"})
+    with pytest.raises(ValueError):
+        llm_settings("sim_greedy", env)
+
+
+def test_an_openai_compatible_endpoint_answers_in_the_play_tab():
+    import evalpol_fixtures as fx
+    from test_app_support import fake_openai_app, serve_in_thread
+    from workbench.play import llm_settings
+
+    url, server = serve_in_thread(fake_openai_app({q.text: q.gold_answer for q in fx.questions()}))
+    try:
+        env = {"BASELINE_LOCAL_BASE_URL": url + "v1", "BASELINE_LOCAL_MODEL": "fake"}
+        s = play_session()
+        s.reset(fixture_settings())
+        r = s.step_policy("llm_local", llm=llm_settings("llm_local", env))
+        ls = r.observation.last_step
+        assert r.actor == "llm_local" and ls.correct and ls.tokens == s.tokenizer.count(r.response)
+        assert r.latency_s is not None
+    finally:
+        server.stop()
+
+
+def test_an_unreachable_endpoint_is_a_play_error():
+    from test_app_support import free_port
+    from workbench.play import llm_settings
+
+    env = {"BASELINE_LOCAL_BASE_URL": f"http://127.0.0.1:{free_port()}/v1", "BASELINE_LOCAL_MODEL": "fake"}
+    s = play_session()
+    s.reset(fixture_settings())
+    with pytest.raises(PlayError, match="llm_local"):
+        s.step_policy("llm_local", llm=dict(llm_settings("llm_local", env), retries=0, timeout_s=2))
+    assert s.results == []

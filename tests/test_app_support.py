@@ -119,3 +119,40 @@ def start_app(runs_root: Path, config=None, environ: Optional[dict] = None) -> L
 
 #: The repository root (where ``app.py`` lives).
 REPO_ROOT = Path(__file__).resolve().parents[1]
+
+
+def fake_openai_app(golds: dict):
+    """A minimal OpenAI-compatible ``/v1/chat/completions``: answers ``\\boxed{gold}`` for the
+    question found in the last user message (``golds``: question text -> gold), ``0`` otherwise."""
+    from starlette.applications import Starlette
+    from starlette.responses import JSONResponse
+    from starlette.routing import Route
+
+    async def chat(request):
+        body = await request.json()
+        user = body["messages"][-1]["content"]
+        gold = next((g for q, g in golds.items() if q in user), "0")
+        text = "Working it out step by step. The result is \\boxed{" + gold + "}."
+        return JSONResponse({"id": "x", "object": "chat.completion", "model": body["model"],
+                             "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+                             "usage": {"prompt_tokens": 10, "completion_tokens": 12, "total_tokens": 22}})
+
+    return Starlette(routes=[Route("/v1/chat/completions", chat, methods=["POST"])])
+
+
+def serve_in_thread(app) -> tuple[str, "LiveApp"]:
+    """Serve a plain ASGI app on a free loopback port (no /health needed); returns ``(base url, server)``."""
+    import uvicorn
+
+    port = free_port()
+    live = LiveApp.__new__(LiveApp)
+    live.app, live.port, live.url = app, port, f"http://127.0.0.1:{port}/"
+    live.server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="error", lifespan="off"))
+    live.thread = threading.Thread(target=live.server.run, daemon=True)
+    live.thread.start()
+    deadline = time.monotonic() + 30
+    while not live.server.started and time.monotonic() < deadline:
+        time.sleep(0.05)
+    if not live.server.started:
+        raise RuntimeError("loopback server did not start")
+    return live.url, live

@@ -57,6 +57,7 @@ __all__ = [
     "StepResult",
     "TOKENIZER_CHOICES",
     "available_policies",
+    "llm_settings",
     "parse_play_settings",
     "token_spans",
 ]
@@ -201,6 +202,28 @@ def available_policies(environ: Optional[dict] = None) -> list[str]:
         if env.get(prefix + "BASE_URL") and env.get(prefix + "MODEL"):
             names.append(name)
     return names
+
+
+def llm_settings(name: str, environ: Optional[dict] = None, *, timeout_s: float = 120.0, retries: int = 1) -> dict[str, Any]:
+    """Settings of ``llm_api`` / ``llm_local`` from ``BASELINE_*`` variables (of ``environ``,
+    default ``os.environ``), with a shorter timeout and fewer retries than evaluation uses: a
+    person is waiting for the answer.
+
+    Returns:
+        Keyword overrides for :func:`reasoning_env.policies.make_policy`'s ``llm`` (``base_url``,
+        ``model``, ``api_key``, ``timeout_s``, ``retries``); unset variables are left out.
+
+    Raises:
+        ValueError: ``name`` is not an LLM policy of this kind.
+    """
+    if name not in ("llm_api", "llm_local"):
+        raise ValueError(f"{name!r} is not an OpenAI-compatible LLM policy (llm_api, llm_local)")
+    env = os.environ if environ is None else environ
+    prefix = "BASELINE_API_" if name == "llm_api" else "BASELINE_LOCAL_"
+    key = env.get(prefix + "KEY") if name == "llm_api" else env.get(prefix + "API_KEY")
+    out: dict[str, Any] = {"base_url": env.get(prefix + "BASE_URL"), "model": env.get(prefix + "MODEL"), "api_key": key,
+                           "timeout_s": float(timeout_s), "retries": int(retries)}
+    return {k: v for k, v in out.items() if v not in (None, "")}
 
 
 # ------------------------------------------------------------------------------- tokens

@@ -28,6 +28,7 @@ from workbench.play import (
     PlaySession,
     StepResult,
     available_policies,
+    llm_settings,
     parse_play_settings,
     token_spans,
 )
@@ -291,7 +292,8 @@ class PlayTab:
         """Let the chosen policy answer the current question."""
         if session is None:
             raise PlayError("no episode yet: press Reset to start one")
-        session.step_policy(self._check_policy(policy))
+        name = self._check_policy(policy)
+        session.step_policy(name, llm=self._llm(name))
         return (session, *self.view(session))
 
     @user_errors
@@ -300,7 +302,7 @@ class PlayTab:
         if session is None:
             raise PlayError("no episode yet: press Reset to start one")
         name = self._check_policy(policy)
-        for _ in session.run_iter(name):
+        for _ in session.run_iter(name, llm=self._llm(name)):
             yield (session, *self.view(session))
         # the final state (also when the generator yielded nothing new)
         yield (session, *self.view(session))
@@ -314,6 +316,9 @@ class PlayTab:
         folder = session.save_run(root)
         done = "" if session.done else " (the episode is not finished: the unanswered questions count as wrong)"
         return f"Saved to `{folder}`{done}. Open it in the **Runs** tab, or re-score it in the **Reward lab**."
+
+    def _llm(self, name: str) -> Optional[dict]:
+        return llm_settings(name, self.ctx.environ) if name in ("llm_api", "llm_local") else None
 
     def _check_policy(self, policy: str) -> str:
         name = (policy or "").strip()
