@@ -47,8 +47,9 @@ def file_of(button) -> Path:
 
 
 def as_dict(out):
-    """Handler output (session, *view) -> (session, {name: value})."""
-    return out[0], dict(zip(VIEW, out[1:]))
+    """Handler output (session, *view) -> (session, {name: value}); Markdown updates unwrapped."""
+    view = {k: (v.value if isinstance(v, gr.Markdown) else v) for k, v in zip(VIEW, out[1:])}
+    return out[0], view
 
 
 # ------------------------------------------------------------------------------- Play
@@ -109,6 +110,13 @@ def test_policy_step_answers_one_question(play):
     session, _ = as_dict(reset(play))
     session, view = as_dict(play.policy_step(session, "sim_greedy"))
     assert len(session.results) == 1 and "sim_greedy" in view["verdict"]
+
+
+def test_question_math_renders_except_for_money_questions():
+    from workbench.app.play_tab import question_latex
+
+    assert any(d["left"] == "$" for d in question_latex("MATH-500"))
+    assert not any(d["left"] == "$" for d in question_latex("GSM_FOBAR"))
 
 
 def test_run_to_end_yields_after_every_step(play):

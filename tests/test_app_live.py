@@ -56,6 +56,11 @@ def client(live):
     c.close()
 
 
+def text_of(value) -> str:
+    """A text output as gradio_client returns it (a string, or a component update dict)."""
+    return value.get("value", "") if isinstance(value, dict) else value
+
+
 def local_file(value) -> Path:
     """A file output as gradio_client returns it: a path, a file dict, or a component update
     (``{"__type__": "update", "value": ...}``), all naming a file on this machine."""
@@ -108,7 +113,7 @@ def test_openenv_routes_answer_beside_the_page(live):
 # ------------------------------------------------------------------------------- gradio_client
 def test_whole_episode_through_gradio_client(client, runs_root):
     out = client.predict(*FORM, api_name="/reset")
-    assert "Question 1 of 10" in out[0] and "Budget left" in out[1]
+    assert "Question 1 of 10" in text_of(out[0]) and "Budget left" in out[1]
     out = client.predict("The answer is \\boxed{7}", api_name="/answer")
     assert "answered by you" in out[2] and out[-1] == ""
     out = client.predict("sim_uniform", api_name="/policy_step")
@@ -149,7 +154,7 @@ def test_sessions_are_independent(live):
     form[1], form[3] = "explicit", "500"
     b.predict(*form, api_name="/reset")
     out_a = a.predict("uniform", api_name="/policy_step")
-    assert "Question 2 of 10" in out_a[0]
+    assert "Question 2 of 10" in text_of(out_a[0])
     out_b = b.predict("\\boxed{1}", api_name="/answer")
     a.close(), b.close()
     assert "of 500 tokens" in out_b[1] and "of 500 tokens" not in out_a[1]

@@ -136,6 +136,20 @@ def render_question(session: Optional[PlaySession]) -> str:
             f"<small>This answer may use up to **{obs.step_token_cap:,} tokens** before the cap clips it. End it with `\\boxed{{...}}`.</small>")
 
 
+#: KaTeX delimiters of the question display. ``$...$`` is math only for competition-style types:
+#: GSM-style questions use ``$`` for money ("$x per night ... a $60 dinner").
+LATEX_BASE = [{"left": "$$", "right": "$$", "display": True}, {"left": "\\(", "right": "\\)", "display": False},
+              {"left": "\\[", "right": "\\]", "display": True}]
+LATEX_WITH_DOLLAR = LATEX_BASE + [{"left": "$", "right": "$", "display": False}]
+
+
+def question_latex(problem_type: Optional[str]) -> list[dict]:
+    """KaTeX delimiters for a question of ``problem_type``: single ``$`` counts as math except
+    for GSM-style (money) types."""
+    pt = str(problem_type or "")
+    return LATEX_BASE if (pt.startswith("GSM") or pt.lower().startswith("gsm")) else LATEX_WITH_DOLLAR
+
+
 def _quote(text: str) -> str:
     return "\n".join("> " + (line if line.strip() else "") for line in str(text).splitlines() or [""])
 
@@ -246,8 +260,9 @@ class PlayTab:
             spans = token_spans(session.tokenizer, last.response, charged=ls.tokens if ls.raw_tokens > ls.tokens else None)
             label = f"Response tokens, as {obs.metadata.get('tokenizer_name')} splits them ({ls.raw_tokens:,} tokens; shades alternate per token" + (", red: past the budget" if ls.raw_tokens > ls.tokens else "") + ")"
         path = self._download_path(session)
+        current = session.observation if session is not None else None
         return (
-            render_question(session),
+            gr.Markdown(value=render_question(session), latex_delimiters=question_latex(current.problem_type if current is not None else None)),
             render_gauges(session),
             render_verdict(last),
             render_components(last),
@@ -359,7 +374,7 @@ class PlayTab:
                 c["info"] = gr.Markdown("", elem_classes=["ree-info"])
             with gr.Column(scale=3, min_width=520):
                 c["gauges"] = gr.HTML(render_gauges(None), elem_id="ree-gauges")
-                c["question"] = gr.Markdown(render_question(None), elem_id="ree-question")
+                c["question"] = gr.Markdown(render_question(None), elem_id="ree-question", latex_delimiters=LATEX_BASE)
                 with gr.Tabs():
                     with gr.Tab("Let a policy answer"):
                         with gr.Row(equal_height=True):
