@@ -23,14 +23,6 @@ CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-backg
                  "--disable-component-update", "--disable-sync", "--no-first-run"]
 FORM = (["metamathqa", "numina_tir"], "tokenizer_native", 4, "", "Qwen/Qwen2.5-0.5B-Instruct", "7", True, 10, "")
 
-try:
-    import importlib.util
-
-    HAS_SERVER = importlib.util.find_spec("reasoning_env.server.app") is not None
-except ModuleNotFoundError:
-    HAS_SERVER = False
-
-
 @pytest.fixture(scope="module")
 def runs_root(tmp_path_factory):
     return tmp_path_factory.mktemp("live-runs")
@@ -102,12 +94,23 @@ def test_page_and_api_share_the_process(live):
     assert page.status_code == 200 and "gradio" in page.text.lower()
 
 
-@pytest.mark.skipif(not HAS_SERVER, reason="reasoning_env.server (branch 'server') is not merged yet: the OpenEnv routes are not mounted")
 def test_openenv_routes_answer_beside_the_page(live):
     schema = httpx.get(live.url + "schema", timeout=10)
     assert schema.status_code == 200 and "action" in schema.json()
     r = httpx.post(live.url + "reset", json={"seed": 3}, timeout=60)
     assert r.status_code == 200 and r.json()["observation"]["question"]
+    assert httpx.get(live.url + "docs", timeout=10).status_code == 200
+
+
+def test_an_episode_over_the_websocket_beside_the_page(live):
+    from reasoning_env.client import ReasoningEconomicsClient
+    from reasoning_env.models import ReasonBudgetAction
+
+    with ReasoningEconomicsClient(base_url=live.url.rstrip("/")).sync() as env:
+        first = env.reset(seed=5, total_budget=300)
+        assert first.observation.total_budget == 300 and first.observation.question
+        nxt = env.step(ReasonBudgetAction(response="Quick guess: \\boxed{1}"))
+        assert nxt.observation.last_step is not None and nxt.observation.remaining_budget < 300
 
 
 # ------------------------------------------------------------------------------- gradio_client

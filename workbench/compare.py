@@ -14,7 +14,6 @@ as ``<run>:<policy>`` in the combined frames, so the figure builders of :mod:`wo
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -323,11 +322,3 @@ def training_curves_figure(runs: RunSet, *, smooth: int = 1) -> go.Figure:
     fig.update_layout(title="Training curves" + (f" (rolling mean over {smooth} steps)" if smooth > 1 else ""), template="plotly_white", height=560)
     return fig
 
-
-def finite_or_none(value: float) -> Optional[float]:
-    """``value`` as a float, or ``None`` when it is NaN or infinite (for JSON tables)."""
-    try:
-        v = float(value)
-    except (TypeError, ValueError):
-        return None
-    return v if math.isfinite(v) else None

@@ -16,7 +16,7 @@ import argparse
 import logging
 import os
 import sys
-from typing import Any, Optional, Sequence
+from typing import Optional, Sequence
 
 from fastapi import FastAPI
 
@@ -57,29 +57,6 @@ def default_host(environ: Optional[dict] = None) -> str:
     return (env.get("GRADIO_SERVER_NAME") or "").strip() or ("0.0.0.0" if env.get("SPACE_ID") else "127.0.0.1")
 
 
-def _fallback_api(config: EnvConfig, reason: str) -> FastAPI:
-    """A FastAPI app without the OpenEnv routes (when ``reasoning_env.server`` is missing)."""
-    from reasoning_env.grading import Grader
-    from reasoning_env.sources import load_pools
-
-    app = FastAPI(title="Reasoning Economics Workbench")
-    pools = load_pools(config.sources, data_dir=config.data_dir, offline_fallback=config.offline_fallback)
-    grader = Grader(timeout_s=config.grading_timeout_s)
-
-    class _Runtime:
-        pass
-
-    rt = _Runtime()
-    rt.config, rt.pools, rt.grader, rt.settings = config, pools, grader, None
-    app.state.reasoning_env = rt
-
-    @app.get("/health")
-    async def health() -> dict:
-        return {"status": "healthy", "openenv_api": False, "reason": reason}
-
-    return app
-
-
 def create_app(
     config: Optional[EnvConfig] = None,
     *,
@@ -109,18 +86,12 @@ def create_app(
     """
     import gradio as gr
 
+    from reasoning_env.server.app import build_app_from_env, create_server_app
     from workbench.app import CSS, THEME, build_workbench
     from workbench.app.common import AppContext
 
     env = dict(os.environ if environ is None else environ)
-    try:
-        from reasoning_env.server.app import build_app_from_env, create_server_app
-    except ImportError as exc:  # the server package is not installed in this checkout
-        cfg = config or (EnvConfig.from_yaml(env["REE_CONFIG"]) if env.get("REE_CONFIG") else EnvConfig())
-        logger.warning("OpenEnv API not mounted (%s); serving the workbench only", exc)
-        api = _fallback_api(cfg, f"reasoning_env.server unavailable: {exc}")
-    else:
-        api = create_server_app(config) if config is not None else build_app_from_env(env, announce=announce)
+    api = create_server_app(config) if config is not None else build_app_from_env(env, announce=announce)
     runtime = api.state.reasoning_env
     ctx = AppContext(
         base_config=runtime.config,
