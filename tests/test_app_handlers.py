@@ -280,3 +280,12 @@ def test_compare_draws_the_table_and_figures(runs, ctx):
 def test_compare_if_any_skips_without_a_selection(runs):
     out = runs.compare_if_any([], "")
     assert len(out) == 7
+
+
+def test_a_saved_episode_is_added_to_the_runs_selection(play, runs, ctx, tmp_path):
+    session, _ = as_dict(reset(play))
+    play.policy_step(session, "uniform")
+    play.save_run(session, str(tmp_path))
+    picker, status = runs.include_saved(session, ctx.runs_root, [])
+    assert str(session.saved_to) in picker.value and "added" in status
+    assert str(session.saved_to) in [v for _l, v in picker.choices]

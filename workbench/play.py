@@ -352,6 +352,12 @@ class PlaySession:
         return self._episode.config if self._episode else None
 
     @property
+    def saved_to(self) -> Optional[Path]:
+        """The run folder the current episode was last saved to (``None``: not saved since its
+        last step)."""
+        return self._episode.saved_to if self._episode else None
+
+    @property
     def tokenizer(self) -> Optional[LoadedTokenizer]:
         """The tokenizer counting the current episode's tokens."""
         if self._episode is None:

@@ -67,5 +67,9 @@ def build_workbench(ctx: Optional[Any] = None, *, title: str = "Reasoning Econom
                 runs_c = runs.build()
         lab.wire_tab(lab_tab, lab_c)
         runs.wire_tab(runs_tab, runs_c)
+        # a saved Play episode appears (selected) in the Runs tab and in the reward lab's run picker
+        play_c["save_event"].success(runs.include_saved, [play_c["state"], runs_c["root"], runs_c["runs"]],
+                                  [runs_c["runs"], runs_c["status"]], api_visibility="private").then(
+            lab.refresh, [lab_c["runs_root"]], [lab_c["run"]], api_visibility="private")
     demo.workbench = {"ctx": ctx, "play": (play, play_c), "lab": (lab, lab_c), "runs": (runs, runs_c)}
     return demo

@@ -418,5 +418,5 @@ class PlayTab:
         c["policy_btn"].click(self.policy_step, [state, c["policy"]], [state, *view], api_name="policy_step")
         run = c["run_btn"].click(self.run_to_end, [state, c["policy"]], [state, *view], api_name="run_to_end")
         c["stop_btn"].click(None, None, None, cancels=[run], api_visibility="private")
-        c["save_btn"].click(self.save_run, [state, c["runs_root"]], [c["save_status"]], api_name="save_run")
+        c["save_event"] = c["save_btn"].click(self.save_run, [state, c["runs_root"]], [c["save_status"]], api_name="save_run")
         return c

@@ -7,6 +7,7 @@ Thin layer over :mod:`workbench.compare` (discovery, loading, combined frames, f
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any, Optional, Sequence
 
 import gradio as gr
@@ -127,6 +128,21 @@ class RunsTab:
             return [], (f"No run folders under `{self.ctx.runs_root}` yet: run `python -m workbench.evaluate --n_episodes 5`, "
                         "or save an episode from the Play tab.")
         return [(e.choice, str(e.path)) for e in found], f"{len(found)} run folder(s) under `{self.ctx.runs_root}`."
+
+    def include_saved(self, session: Any, root: str, current: Optional[Sequence[str]]) -> tuple:
+        """After the Play tab saved an episode: re-list the runs folder and add the saved run to
+        the selection (also when it was saved outside the runs folder)."""
+        saved = getattr(session, "saved_to", None) if session is not None else None
+        if saved is None:
+            return gr.skip(), gr.skip()
+        saved = str(saved)
+        base = (root or "").strip() or self.ctx.runs_root
+        choices = [(e.choice, str(e.path)) for e in compare.discover_runs(base)]
+        if saved not in {v for _l, v in choices}:
+            choices.insert(0, (f"{Path(saved).name}  (saved episode)", saved))
+        chosen = [v for v in (current or []) if v in {c for _l, c in choices}] + [saved]
+        return (gr.Dropdown(choices=choices, value=list(dict.fromkeys(chosen)), multiselect=True),
+                f"Saved episode `{saved}` added to the comparison; press **Compare**.")
 
     def compare_if_any(self, selected: Optional[Sequence[str]], extra_path: str, smooth: float = 1) -> tuple:
         """:meth:`compare` when something is chosen; otherwise leave the outputs as they are."""
