@@ -240,6 +240,7 @@ def build_trainer(args: argparse.Namespace, *, policy: Any = None) -> TrainingSe
     from training.run_folder import TrainingRunWriter, make_metrics_callback
     from training.trl_rollout import GRPORollout, build_episode_dataset, environment_reward
 
+    os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")  # rollout_func is experimental in TRL; we know
     if not args.model and policy is None:
         raise TrainSetupError("--model is required (a Hub id, a local folder, or 'tiny'; or use --smoke)")
     if args.num_generations < 2:
@@ -321,12 +322,13 @@ def main(argv: Optional[list[str]] = None) -> int:
             print(f"error: --unsloth requires a CUDA GPU; install requirements-gpu.txt ({exc})", file=sys.stderr)
             return 2
     from reasoning_env.config import ConfigError
+    from training.chat import ChatFormatError
     from training.models import ModelLoadError
 
     t0 = time.time()
     try:
         setup = build_trainer(args)
-    except (TrainSetupError, ModelLoadError, ConfigError, ImportError, FileNotFoundError) as exc:
+    except (TrainSetupError, ModelLoadError, ConfigError, ChatFormatError, ImportError, FileNotFoundError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     print(f"training: backend={setup.backend} output_dir={setup.output_dir} "
