@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from training.grpo_train import apply_smoke_defaults, build_parser, build_trainer, main
+from training.grpo_train import build_trainer, main, parse_args
 from training.run_folder import METRIC_KEYS, metrics_row
 from training.trl_rollout import assign_groups, build_episode_dataset, environment_reward, episode_prompt, parse_episode_prompt
 
@@ -52,6 +52,13 @@ def test_environment_reward_returns_episode_rewards_and_logs_metrics():
         environment_reward(prompts=["p"], completions=["a"])
 
 
+def test_smoke_defaults_respect_explicit_options():
+    args = parse_args(["--smoke", "--report_to", "trackio", "--num_generations", "4"])
+    assert args.report_to == "trackio" and args.num_generations == 4 and args.model == "tiny"
+    assert parse_args(["--smoke"]).report_to == "none"
+    assert parse_args(["--model", "x"]).report_to == "trackio"
+
+
 def test_metrics_row_has_the_workbench_keys():
     row = metrics_row(3, {"reward": 0.5, "loss": 0.1, "kl": float("nan"), "note": "x", "flag": True})
     assert list(row)[: len(METRIC_KEYS)] == list(METRIC_KEYS)
@@ -63,7 +70,7 @@ def test_metrics_row_has_the_workbench_keys():
 @pytest.fixture(scope="module")
 def smoke_run(tmp_path_factory):
     out = tmp_path_factory.mktemp("runs") / "smoke"
-    args = apply_smoke_defaults(build_parser().parse_args(["--smoke", "--output_dir", str(out)]))
+    args = parse_args(["--smoke", "--output_dir", str(out)])
     t0 = time.time()
     setup = build_trainer(args)
     calls = []

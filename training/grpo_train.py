@@ -96,20 +96,32 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def apply_smoke_defaults(args: argparse.Namespace) -> argparse.Namespace:
-    """Fill the ``--smoke`` settings (only where the user left the default)."""
+def apply_smoke_defaults(args: argparse.Namespace, argv: Optional[list[str]] = None) -> argparse.Namespace:
+    """Fill the ``--smoke`` settings for every option not given on the command line ``argv``
+    (when ``argv`` is ``None``: every option still at its default)."""
     if not args.smoke:
         return args
     defaults = build_parser().parse_args([])
+    given = set()
+    for token in argv or []:
+        if token.startswith("--"):
+            given.add(token[2:].split("=", 1)[0])
     # total_budget 40 over 3 questions: members overspend differently (cost penalty) and run dry
     # after 2 turns, so rewards differ within a group and the loss is not zero.
     smoke = dict(model="tiny", num_episodes=2, num_generations=2, per_device_train_batch_size=4, max_steps=2,
                  max_episode_tokens=2048, report_to="none", learning_rate=1e-4, backend="transformers",
                  total_budget=40)
     for key, value in smoke.items():
-        if getattr(args, key) == getattr(defaults, key):
+        user_set = key in given if argv is not None else getattr(args, key) != getattr(defaults, key)
+        if not user_set:
             setattr(args, key, value)
     return args
+
+
+def parse_args(argv: Optional[list[str]] = None) -> argparse.Namespace:
+    """Parse the command line (``sys.argv[1:]`` by default) and apply the ``--smoke`` settings."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    return apply_smoke_defaults(build_parser().parse_args(argv), argv)
 
 
 def load_env_config(path: Optional[str], smoke: bool = False):
@@ -201,7 +213,12 @@ def _grpo_config(args: argparse.Namespace, backend: str, env_cfg: Any):
         vllm_gpu_memory_utilization=args.vllm_gpu_memory_utilization,
         vllm_max_model_length=args.max_episode_tokens,
     )
-    known = {f.name for f in dataclasses.fields(GRPOConfig)}
+    try:
+        known = {f.name for f in dataclasses.fields(GRPOConfig)}
+    except TypeError:  # a patched config class that is not a dataclass (e.g. Unsloth's)
+        import inspect
+
+        known = set(inspect.signature(GRPOConfig.__init__).parameters)
     dropped = sorted(k for k in values if k not in known)
     if dropped:
         logger.warning("this TRL version's GRPOConfig has no %s; ignored", dropped)
@@ -222,13 +239,14 @@ class TrainingSetup:
     output_dir: Path
 
 
-def build_trainer(args: argparse.Namespace, *, policy: Any = None) -> TrainingSetup:
+def build_trainer(args: argparse.Namespace, *, policy: Any = None, env_config: Any = None) -> TrainingSetup:
     """Build the ``GRPOTrainer`` for parsed ``args`` (see :func:`build_parser`).
 
     Args:
-        args: Parsed options (``apply_smoke_defaults`` already applied).
+        args: Parsed options (:func:`parse_args`).
         policy: A pre-loaded :class:`~training.models.LoadedPolicy` (tests, notebooks); default:
             loaded from ``--model``.
+        env_config: An :class:`EnvConfig` to use instead of ``--config`` (notebooks).
     Raises:
         TrainSetupError / ModelLoadError / ConfigError / ImportError: bad options, missing
             model, GPU or packages (messages say what to fix).
@@ -245,7 +263,7 @@ def build_trainer(args: argparse.Namespace, *, policy: Any = None) -> TrainingSe
         raise TrainSetupError("--model is required (a Hub id, a local folder, or 'tiny'; or use --smoke)")
     if args.num_generations < 2:
         raise TrainSetupError("--num_generations must be >= 2 (GRPO compares rollouts within a group)")
-    env_cfg = load_env_config(args.config, smoke=args.smoke)
+    env_cfg = env_config if env_config is not None else load_env_config(args.config, smoke=args.smoke)
     if args.output_dir is None:
         args.output_dir = str(Path("runs") / time.strftime("grpo-%Y%m%d-%H%M%S"))
     out = Path(args.output_dir)
@@ -308,7 +326,7 @@ def build_trainer(args: argparse.Namespace, *, policy: Any = None) -> TrainingSe
 
 def main(argv: Optional[list[str]] = None) -> int:
     """Entry point; returns the exit status (2 on a setup error, with the reason on stderr)."""
-    args = apply_smoke_defaults(build_parser().parse_args(argv))
+    args = parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
     if args.unsloth:
