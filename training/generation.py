@@ -181,26 +181,26 @@ def _sampler_class():
     class InverseCdfSampler(LogitsProcessor):
         """Last logits processor: samples the next token itself and records its log-prob.
 
-        The (already warped) scores become ``log p = log_softmax(scores)``; a token is drawn by
-        inverse-CDF sampling (``searchsorted`` of a uniform draw in the cumulative sum of ``p``:
-        exact, and several times faster on CPU than ``torch.multinomial`` over a 150k vocabulary);
-        the scores returned are ``0`` for that token and ``-inf`` elsewhere, so ``generate``'s
-        greedy step (``do_sample=False``) picks exactly it. ``logprobs`` collects ``log p`` of each
-        drawn token (``[B]`` per step).
+        With ``m = max(scores)`` and ``c = cumsum(exp(scores - m))`` (unnormalised CDF), the token
+        is the first index where ``c > u * c[-1]`` for a uniform ``u`` (inverse-CDF sampling:
+        exact, and far cheaper on CPU than ``torch.multinomial`` over a 150k vocabulary); its
+        log-prob is ``scores[tok] - m - log(c[-1])``. The scores returned are the input with
+        ``+inf`` at the drawn token, so ``generate``'s greedy step (``do_sample=False``) picks
+        exactly it. ``logprobs`` collects one ``[B]`` tensor per step.
         """
 
         def __init__(self) -> None:
             self.logprobs: list = []
 
         def __call__(self, input_ids, scores):
-            logp = torch.log_softmax(scores.float(), dim=-1)
-            cdf = logp.exp().cumsum(dim=-1)
-            u = torch.rand((scores.size(0), 1), device=scores.device) * cdf[:, -1:]
-            tok = torch.searchsorted(cdf, u, right=True).clamp_(max=scores.size(-1) - 1)
-            self.logprobs.append(logp.gather(1, tok).squeeze(1))
-            out = torch.full_like(scores, float("-inf"))
-            out.scatter_(1, tok, 0.0)
-            return out
+            s = scores.float()
+            m = s.max(dim=-1, keepdim=True).values
+            cdf = (s - m).exp_().cumsum_(dim=-1)
+            total = cdf[:, -1:]
+            u = torch.rand((s.size(0), 1), device=s.device) * total
+            tok = torch.searchsorted(cdf, u, right=True).clamp_(max=s.size(-1) - 1)
+            self.logprobs.append((s.gather(1, tok) - m - total.log()).squeeze(1))
+            return scores.scatter_(1, tok, float("inf"))  # in place: the scores are not used again
 
         def stacked(self, batch: int):
             if not self.logprobs:
@@ -224,7 +224,7 @@ class TransformersBackend(GenerationBackend):
 
     The log-probs are those of the sampling distribution: temperature, top-k and top-p are
     applied by this backend's own processors, then its sampler draws the token (inverse CDF)
-    and records ``log p`` of it; ``generate`` runs greedy over the sampler's one-hot scores.
+    and records ``log p`` of it; ``generate`` then runs greedy, which picks the drawn token.
     """
 
     def __init__(
@@ -273,8 +273,8 @@ class TransformersBackend(GenerationBackend):
             processors.append(TopPLogitsWarper(top_p=s.top_p))
         sampler = _sampler_class()()
         processors.append(sampler)
-        # Greedy over the sampler's one-hot scores: our processors run in a known order and no
-        # built-in warper or multinomial runs after them.
+        # Greedy over the sampler's output (+inf at the drawn token): our processors run in a known
+        # order and no built-in warper or multinomial runs after them.
         gen_config = GenerationConfig(
             do_sample=False,
             max_new_tokens=call_max,
