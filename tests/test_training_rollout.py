@@ -60,6 +60,7 @@ def test_sampler_draws_from_the_softmax():
     sampler = _sampler_class()()
     out = sampler(torch.zeros((20000, 1), dtype=torch.long), scores)
     tok = out.argmax(-1)
+    assert (out == float("inf")).sum() == 20000
     freq = torch.bincount(tok, minlength=4).float() / 20000
     assert freq[1] == 0
     assert torch.allclose(freq, probs, atol=0.015)

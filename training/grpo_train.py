@@ -352,8 +352,9 @@ def main(argv: Optional[list[str]] = None) -> int:
     print(f"training: backend={setup.backend} output_dir={setup.output_dir} "
           f"groups/step={setup.trainer.args.generation_batch_size // args.num_generations}", flush=True)
     setup.trainer.train()
-    setup.writer.meta["train_seconds"] = round(time.time() - t0, 2)
-    setup.writer.write()
+    if setup.trainer.is_world_process_zero():
+        setup.writer.meta["train_seconds"] = round(time.time() - t0, 2)
+        setup.writer.write()
     # final weights (a LoRA adapter when LoRA is on: merge it with `python -m training.export`)
     setup.trainer.save_model(str(setup.output_dir / "final"))
     setup.policy.tokenizer.save_pretrained(str(setup.output_dir / "final"))

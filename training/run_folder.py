@@ -7,7 +7,9 @@ A training run folder holds, besides the trainer's own checkpoints:
   every checkpoint save and at the end; step and episode rows carry ``group``/``member`` (GRPO
   groups) and an extra ``train_step`` column (the optimizer step whose rollouts they are).
 - ``episodes.jsonl``: one JSON object per played episode, appended as soon as it is played
-  (:meth:`TrainingRunWriter.log_episode`), so a crashed run keeps its rollouts.
+  (:meth:`TrainingRunWriter.log_episode`), so a crashed run keeps its rollouts. With several
+  processes, process ``k > 0`` writes ``episodes.rank<k>.jsonl`` and the parquet files hold the
+  main process's episodes.
 - ``metrics.jsonl``: one JSON object per logged trainer step (:class:`MetricsJsonlCallback`).
 """
 
