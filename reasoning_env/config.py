@@ -62,7 +62,7 @@ class EnvConfig(BaseModel):
     # Episode shape and budget
     num_questions: int = Field(10, ge=1, le=10_000, description="Questions per episode.")
     budget_ratio: float = Field(4.0, gt=0, description="Budget = ratio x question tokens (tokenizer_native) or x config formula.")
-    total_budget: Optional[int] = Field(None, gt=0, description="Fixed budget in tokens for every episode (source 'config'); None = formula.")
+    total_budget: Optional[int] = Field(None, gt=0, description="Fixed 'config' budget in tokens, used when a reset passes neither total_budget nor tokenizer_name (the contract's priority: client > tokenizer_native > config); None = the formula.")
     min_tokens: int = Field(10, ge=0, description="Hard-cap mode ends the episode when the remaining budget drops below this.")
     max_tokens: int = Field(800, ge=1, description="Upper end of the config budget formula (abstract units).")
     max_tokens_per_step: int = Field(2048, ge=1, description="Generation cap per step that policies and trainers should apply (tokens).")

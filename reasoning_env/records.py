@@ -17,6 +17,18 @@ from reasoning_env.rewards.economics import COMPONENTS
 REWARD_COMPONENT_COLUMNS = tuple(f"reward_{c}" for c in COMPONENTS)
 
 
+def _flatten(row: Any) -> dict[str, Any]:
+    """``asdict(row)`` with ``components`` spread into ``reward_<name>`` columns; the seed's five
+    component columns are always present (0.0 when the reward did not pay them)."""
+    d = asdict(row)
+    comps = d.pop("components") or {}
+    for col in REWARD_COMPONENT_COLUMNS:
+        d[col] = float(comps.get(col[len("reward_"):], 0.0))
+    for name, value in comps.items():
+        d.setdefault(f"reward_{name}", float(value))
+    return d
+
+
 @dataclass
 class StepRow:
     """One step of one episode (a row of ``trajectories.parquet``).
@@ -73,13 +85,7 @@ class StepRow:
 
     def to_flat(self) -> dict[str, Any]:
         """Flat dict with one ``reward_<name>`` column per component (missing ones = 0.0)."""
-        d = asdict(self)
-        comps = d.pop("components") or {}
-        for col in REWARD_COMPONENT_COLUMNS:
-            d[col] = float(comps.get(col[len("reward_"):], 0.0))
-        for name, value in comps.items():
-            d.setdefault(f"reward_{name}", float(value))
-        return d
+        return _flatten(self)
 
 
 @dataclass
@@ -112,14 +118,8 @@ class EpisodeRow:
     member: Optional[int] = None
 
     def to_flat(self) -> dict[str, Any]:
-        """Flat dict with one ``reward_<name>`` column per component."""
-        d = asdict(self)
-        comps = d.pop("components") or {}
-        for col in REWARD_COMPONENT_COLUMNS:
-            d[col] = float(comps.get(col[len("reward_"):], 0.0))
-        for name, value in comps.items():
-            d.setdefault(f"reward_{name}", float(value))
-        return d
+        """Flat dict with one ``reward_<name>`` column per component (summed over the episode)."""
+        return _flatten(self)
 
 
 def step_row_from_observation(

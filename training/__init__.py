@@ -1,1 +1,17 @@
-"""GRPO training on the Reasoning Economics environment (TRL; Unsloth/vLLM on a GPU)."""
+"""GRPO training on the Reasoning Economics environment (TRL; Unsloth/vLLM on a GPU).
+
+Modules (one job each):
+
+- :mod:`training.grpo_train`: the command line and :func:`~training.grpo_train.build_trainer`.
+- :mod:`training.trl_rollout`: the episode-seed dataset, TRL's ``rollout_func`` and the reward.
+- :mod:`training.rollout`: playing episodes in lockstep as token ids with ``env_mask``.
+- :mod:`training.chat`: first prompt and between-turn environment text, from the chat template.
+- :mod:`training.generation`: batched, per-sequence-capped generation (transformers, vLLM via TRL).
+- :mod:`training.envs`: in-process or remote (OpenEnv server) environment sessions.
+- :mod:`training.models`: the tiny CPU model, Hugging Face models, Unsloth loading.
+- :mod:`training.run_folder`: the workbench run folder, ``episodes.jsonl`` and ``metrics.jsonl``.
+- :mod:`training.export`: merge LoRA adapters into a Hugging Face checkpoint.
+- :mod:`training.bench_rollout`: lockstep vs one-episode-at-a-time benchmark.
+
+Heavy dependencies (torch, transformers, TRL, Unsloth, vLLM) are imported lazily inside functions.
+"""

@@ -33,7 +33,14 @@ Layout of ``<run_dir>/`` (schema version 1):
 - ``curves.json``: evaluation: the simulated solver's curves used for the simulated policies and
   the regret (:meth:`reasoning_env.policies.SolverCurves.to_dict`).
 - ``metrics.jsonl``: training only, one JSON object per logged trainer step
-  (``step``, ``reward``, ``reward_std``, ``accuracy``, ``tokens_per_question``, ``episode_length``, ...).
+  (``step``, ``reward``, ``reward_std``, ``accuracy``, ``tokens_per_question``, ``episode_length``, ...;
+  ``training.grpo_train`` also writes every other numeric value TRL logs: ``loss``, ``kl`` (when
+  ``beta > 0``), ``entropy``, ``grad_norm``, ``ran_dry``, ``utilisation``, ``env/<component>``,
+  ``rewards/environment_reward/mean``, ``completions/mean_length``, ...; ``null`` when not finite).
+- Training runs only: ``trajectories`` and ``episodes`` carry an extra ``train_step`` column (the
+  optimizer step whose rollouts they are; ``episode`` is the GRPO group index, ``member`` the
+  rollout within it), and ``episodes.jsonl`` holds one JSON object per played episode, appended
+  as it is played (seed, group, member, reward and components, tokens, turn caps, steps).
 - ``report.html``: evaluation report with Plotly figures (self-contained, works offline).
 
 Readers must tolerate extra columns and missing optional files.

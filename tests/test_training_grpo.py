@@ -1,0 +1,216 @@
+"""GRPO training through TRL's GRPOTrainer: the CPU smoke path, the rollout_func contract, the
+run folder, and the command line's errors."""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+
+import pytest
+
+from training.grpo_train import build_trainer, main, parse_args
+from training.run_folder import METRIC_KEYS, metrics_row
+from training.trl_rollout import assign_groups, build_episode_dataset, environment_reward, episode_prompt, parse_episode_prompt
+
+
+# ----------------------------------------------------------------------------- units
+def test_episode_prompts_round_trip():
+    assert parse_episode_prompt(episode_prompt(123)) == 123
+    assert parse_episode_prompt([{"role": "user", "content": episode_prompt(7)}]) == 7
+    with pytest.raises(ValueError, match="build_episode_dataset"):
+        parse_episode_prompt("What is 2+2?")
+    ds = build_episode_dataset(5, base_seed=3)
+    assert len(set(ds["seed"])) == 5
+    assert [parse_episode_prompt(p) for p in ds["prompt"]] == ds["seed"]
+    assert build_episode_dataset(5, base_seed=3)["seed"] == ds["seed"]
+
+
+def test_assign_groups_global_positions():
+    specs = assign_groups([5, 5, 9, 9], num_generations=2, offset=0, first_group=10)
+    assert [(s.group, s.member, s.episode) for s in specs] == [(10, 0, 10), (10, 1, 10), (11, 0, 11), (11, 1, 11)]
+    # second process of two: its slice starts at global position 4
+    specs = assign_groups([7, 7], num_generations=4, offset=2, first_group=0)
+    assert [(s.group, s.member) for s in specs] == [(0, 2), (0, 3)]
+    with pytest.raises(ValueError, match="misaligned"):
+        assign_groups([5, 6], num_generations=2, offset=0, first_group=0)
+
+
+def test_environment_reward_returns_episode_rewards_and_logs_metrics():
+    logged = {}
+    rewards = environment_reward(
+        prompts=["p", "p"], completions=["a", "b"], episode_reward=[1.5, -0.2],
+        episode_accuracy=[1.0, 0.0], episode_tokens_per_question=[10.0, 30.0], episode_length=[3, 2],
+        episode_ran_dry=[False, True], episode_utilisation=[0.5, 1.0],
+        episode_components=[{"correctness": 1.0, "cost_penalty": 0.0}, {"correctness": -0.2}],
+        log_metric=lambda k, v: logged.__setitem__(k, v),
+    )
+    assert rewards == [1.5, -0.2]
+    assert logged["accuracy"] == 0.5 and logged["tokens_per_question"] == 20.0 and logged["episode_length"] == 2.5
+    assert logged["ran_dry"] == 0.5 and logged["env/correctness"] == pytest.approx(0.4)
+    with pytest.raises(ValueError, match="episode_reward"):
+        environment_reward(prompts=["p"], completions=["a"])
+
+
+def test_smoke_defaults_respect_explicit_options():
+    args = parse_args(["--smoke", "--report_to", "trackio", "--num_generations", "4"])
+    assert args.report_to == "trackio" and args.num_generations == 4 and args.model == "tiny"
+    assert parse_args(["--smoke"]).report_to == "none"
+    assert parse_args(["--model", "x"]).report_to == "trackio"
+
+
+def test_metrics_row_has_the_workbench_keys():
+    row = metrics_row(3, {"reward": 0.5, "loss": 0.1, "kl": float("nan"), "note": "x", "flag": True})
+    assert list(row)[: len(METRIC_KEYS)] == list(METRIC_KEYS)
+    assert row["step"] == 3 and row["reward"] == 0.5 and row["accuracy"] is None
+    assert row["loss"] == 0.1 and row["kl"] is None and "note" not in row and "flag" not in row
+
+
+# ----------------------------------------------------------------------------- smoke run
+@pytest.fixture(scope="module")
+def smoke_run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("runs") / "smoke"
+    args = parse_args(["--smoke", "--output_dir", str(out)])
+    t0 = time.time()
+    setup = build_trainer(args)
+    calls = []
+
+    def recording_rollout(prompts, trainer):
+        output = setup.rollout(prompts, trainer)
+        calls.append({"prompts": list(prompts), "output": output, "traces": list(setup.rollout.last_traces),
+                      "step": trainer.state.global_step})
+        return output
+
+    setup.trainer.rollout_func = recording_rollout
+    setup.trainer.train()
+    setup.writer.write()
+    seconds = time.time() - t0
+    print(f"\nCPU smoke run (build + 2 GRPO steps): {seconds:.1f} s")
+    return setup, calls, out, seconds
+
+
+def test_smoke_run_two_steps_two_groups(smoke_run):
+    setup, calls, out, seconds = smoke_run
+    assert len(calls) == 2 and setup.trainer.state.global_step == 2
+    for call in calls:
+        assert len(call["prompts"]) == 4
+        assert call["output"]["episode_member"] == [0, 1, 0, 1]
+    assert calls[0]["output"]["episode_group"] == [0, 0, 1, 1]
+    assert calls[1]["output"]["episode_group"] == [2, 2, 3, 3]
+    assert setup.rollout.backend.stats.calls <= 2 * 3  # lockstep: at most one call per turn
+    assert seconds < 300, f"smoke run took {seconds:.0f} s (target: under 180 s on 2 CPU cores)"
+
+
+def test_smoke_group_members_played_identical_episodes(smoke_run):
+    _, calls, _, _ = smoke_run
+    for call in calls:
+        traces = call["traces"]
+        for a, b in zip(traces[0::2], traces[1::2]):
+            assert a.spec.group == b.spec.group and a.spec.seed == b.spec.seed
+            assert a.prompt_ids == b.prompt_ids
+            assert a.reset_metadata["question_ids"] == b.reset_metadata["question_ids"]
+            assert a.reset_metadata["total_budget"] == b.reset_metadata["total_budget"] == 40
+            n = min(len(a.steps), len(b.steps))  # members may run dry at different steps
+            assert [s.question_id for s in a.steps][:n] == [s.question_id for s in b.steps][:n]
+
+
+def test_smoke_masks_and_logprobs_line_up_with_the_ids(smoke_run):
+    setup, calls, _, _ = smoke_run
+    tok = setup.policy.tokenizer
+    for call in calls:
+        out = call["output"]
+        for i, tr in enumerate(call["traces"]):
+            ids, mask, lps = out["completion_ids"][i], out["env_mask"][i], out["logprobs"][i]
+            assert out["prompt_ids"][i] == tr.prompt_ids
+            assert len(ids) == len(mask) == len(lps) >= 1
+            assert set(mask) <= {0, 1}
+            assert all(lp == 0.0 for lp, m in zip(lps, mask) if m == 0)
+            assert all(lp < 0 and math.isfinite(lp) for lp, m in zip(lps, mask) if m == 1)
+            for turn, step in zip(tr.turns, tr.steps):
+                assert all(mask[turn.start:turn.end])
+                assert tok.decode(ids[turn.start:turn.end], skip_special_tokens=True) == step.response
+                assert turn.end - turn.start <= turn.cap <= 16
+
+
+def test_smoke_logged_rewards_equal_the_environments(smoke_run, tmp_path):
+    setup, calls, out, _ = smoke_run
+    for call in calls:
+        for tr, r in zip(call["traces"], call["output"]["episode_reward"]):
+            assert r == pytest.approx(tr.env_episode_reward) == pytest.approx(sum(s.reward for s in tr.steps))
+    metrics = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    assert [m["step"] for m in metrics] == [1, 2]
+    for m, call in zip(metrics, calls):
+        rewards = call["output"]["episode_reward"]
+        assert m["reward"] == pytest.approx(sum(rewards) / len(rewards), abs=1e-6)
+        assert m["accuracy"] == pytest.approx(sum(call["output"]["episode_accuracy"]) / 4, abs=1e-6)
+        assert m["episode_length"] == pytest.approx(sum(call["output"]["episode_length"]) / 4, abs=1e-6)
+        for key in METRIC_KEYS:
+            assert key in m
+        assert "loss" in m and "entropy" in m
+    # TRL's own record of the rewards it normalised (a deque holding the last generation batch)
+    trl_rewards = list(setup.trainer._logs["rewards"]["environment_reward"])
+    assert trl_rewards == pytest.approx(calls[-1]["output"]["episode_reward"], abs=1e-6)
+    ours = [r for call in calls for r in call["output"]["episode_reward"]]
+    episodes = [json.loads(line) for line in (out / "episodes.jsonl").read_text().splitlines()]
+    assert [e["reward"] for e in episodes] == pytest.approx(ours)
+    assert [e["train_step"] for e in episodes] == [0] * 4 + [1] * 4
+
+
+def test_smoke_run_folder_loads_in_the_workbench(smoke_run):
+    from workbench.runs import load_run
+
+    _, calls, out, _ = smoke_run
+    run = load_run(out)
+    assert run.meta["kind"] == "training" and run.meta["n_episodes"] == 8
+    assert run.config is not None and run.config.num_questions == 3
+    assert len(run.episodes) == 8 and run.metrics is not None and len(run.metrics) == 2
+    assert {"group", "member", "train_step"} <= set(run.steps.columns)
+    n_steps = sum(len(tr.steps) for call in calls for tr in call["traces"])
+    assert len(run.steps) == n_steps
+    for (group, member), rows in run.steps.groupby(["group", "member"]):
+        assert rows["seed"].nunique() == 1
+    per_group = run.steps.groupby("group")["seed"].nunique()
+    assert (per_group == 1).all()
+    assert run.episodes["episode_reward"].tolist() == pytest.approx(
+        [tr.reward for call in calls for tr in call["traces"]])
+
+
+# ----------------------------------------------------------------------------- command-line errors
+def test_unknown_model_path_is_a_clear_error(tmp_path, capsys):
+    assert main(["--model", "./no/such/model", "--output_dir", str(tmp_path / "r")]) == 2
+    assert "does not exist" in capsys.readouterr().err
+
+
+def test_unsloth_without_a_gpu_is_a_clear_error(tmp_path, capsys):
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("a CUDA GPU is present")
+    assert main(["--model", "tiny", "--unsloth", "--output_dir", str(tmp_path / "r")]) == 2
+    assert "requires a CUDA GPU; install requirements-gpu.txt" in capsys.readouterr().err
+
+
+def test_vllm_backend_without_vllm_is_a_clear_error(tmp_path, capsys):
+    import importlib.util
+
+    import torch
+
+    if importlib.util.find_spec("vllm") and torch.cuda.is_available():
+        pytest.skip("vLLM and a GPU are present")
+    assert main(["--smoke", "--backend", "vllm", "--output_dir", str(tmp_path / "r")]) == 2
+    assert "requires a CUDA GPU; install requirements-gpu.txt" in capsys.readouterr().err
+
+
+def test_config_errors_are_clear(tmp_path, capsys):
+    assert main(["--smoke", "--config", str(tmp_path / "missing.yaml"), "--output_dir", str(tmp_path / "r")]) == 2
+    assert "does not exist" in capsys.readouterr().err
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("env:\n  num_questions: -3\n")
+    assert main(["--model", "tiny", "--config", str(bad), "--output_dir", str(tmp_path / "r")]) == 2
+    assert "num_questions" in capsys.readouterr().err
+    assert main(["--smoke", "--num_generations", "1", "--output_dir", str(tmp_path / "r")]) == 2
+    assert "num_generations" in capsys.readouterr().err
+    assert main(["--output_dir", str(tmp_path / "r")]) == 2
+    assert "--model is required" in capsys.readouterr().err
+    assert main(["--smoke", "--reasoning_mode", "on", "--output_dir", str(tmp_path / "r")]) == 2
+    assert "enable_thinking" in capsys.readouterr().err

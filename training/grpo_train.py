@@ -1,0 +1,368 @@
+"""GRPO training on the Reasoning Economics environment (TRL ``GRPOTrainer`` + ``rollout_func``).
+
+    python -m training.grpo_train --model Qwen/Qwen2.5-0.5B-Instruct --config env.yaml \\
+        --output_dir runs/grpo-qwen05 [--unsloth] [--env_base_url http://127.0.0.1:8000]
+    python -m training.grpo_train --smoke --output_dir runs/smoke     # tiny CPU model, 2 steps
+
+Every dataset row is one episode seed; TRL repeats it ``--num_generations`` times and every copy
+plays the same episode (a GRPO group). All episodes of a generation batch advance in lockstep,
+one batched generate call per turn, each turn capped by the environment's ``step_token_cap``;
+turns are appended as token ids with ``env_mask`` (1 = model, 0 = environment text); the episode
+reward is the environment's. Logs land in ``--output_dir`` in the workbench's run-folder format
+(``run.json`` kind "training", ``trajectories.parquet``, ``episodes.parquet``, ``episodes.jsonl``,
+``metrics.jsonl``) plus ``--report_to`` (trackio by default; wandb, tensorboard or none).
+
+Generation: vLLM (TRL's ``vllm_generation``, colocate or server mode) when installed on a CUDA
+machine, else ``transformers`` generate; ``--unsloth`` loads the model with Unsloth
+(``FastLanguageModel``, LoRA, ``fast_inference``). The GPU paths are written against TRL
+1.15/1.16, Unsloth 2026.10.9 and vLLM 0.33 but were not run in this repository's CI (no GPU).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import importlib.util
+import json
+import logging
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any, Optional
+
+logger = logging.getLogger("training.grpo_train")
+
+#: Environment settings of ``--smoke`` (overriding ``--config``): 3 short reasoning-gym questions,
+#: 16 tokens per turn.
+SMOKE_ENV = {"sources": ["reasoning_gym"], "num_questions": 3, "max_tokens_per_step": 16}
+
+
+class TrainSetupError(RuntimeError):
+    """A training option is invalid or needs hardware/packages that are missing."""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The command-line options (see ``--help`` and docs/readme/training.md)."""
+    p = argparse.ArgumentParser(prog="python -m training.grpo_train", description=__doc__.splitlines()[0],
+                                formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    g = p.add_argument_group("model")
+    g.add_argument("--model", default=None, help="Hub id, local folder, or 'tiny' (random 2-layer Qwen2 for CPU smoke runs).")
+    g.add_argument("--tokenizer_name", default=None, help="Tokenizer the environment counts with (default: the model's).")
+    g.add_argument("--lora_rank", type=int, default=0, help="LoRA rank (0 = full fine-tuning; --unsloth defaults to 32).")
+    g.add_argument("--dtype", default="auto", choices=["auto", "float32", "bfloat16", "float16"])
+    g.add_argument("--unsloth", action="store_true", help="Load with Unsloth (FastLanguageModel + LoRA + fast_inference); CUDA only.")
+    g.add_argument("--load_in_4bit", action="store_true", help="Unsloth: 4-bit base weights (QLoRA).")
+    g.add_argument("--no_fast_inference", action="store_true", help="Unsloth: no vLLM engine (generate with transformers).")
+    g.add_argument("--reasoning_mode", default="auto", choices=["auto", "on", "off"],
+                   help="Qwen3 thinking: auto = the chat template's default; the text after </think> is graded.")
+    g = p.add_argument_group("environment")
+    g.add_argument("--config", default=None, help="Environment YAML (EnvConfig; an 'env:' key is accepted). Default: the project default config.")
+    g.add_argument("--env_base_url", default=None, help="Play against an OpenEnv server at this URL instead of in-process.")
+    g.add_argument("--total_budget", type=int, default=None, help="Fixed budget (tokens) for every episode; default: tokenizer-native.")
+    g.add_argument("--num_episodes", type=int, default=256, help="Distinct episode seeds in the training set (one GRPO group each).")
+    g.add_argument("--max_episode_tokens", type=int, default=8192,
+                   help="Prompt + completion tokens per episode (model context); when full, remaining questions are forfeited.")
+    g = p.add_argument_group("GRPO (TRL GRPOConfig)")
+    g.add_argument("--output_dir", default=None, help="Run folder (default runs/grpo-<time>).")
+    g.add_argument("--run_name", default=None)
+    g.add_argument("--seed", type=int, default=42)
+    g.add_argument("--num_generations", type=int, default=4, help="Group size G: rollouts per episode seed.")
+    g.add_argument("--per_device_train_batch_size", type=int, default=None, help="Rollouts per device per step (default 2 x G).")
+    g.add_argument("--gradient_accumulation_steps", type=int, default=1)
+    g.add_argument("--learning_rate", type=float, default=5e-6)
+    g.add_argument("--num_train_epochs", type=float, default=1.0)
+    g.add_argument("--max_steps", type=int, default=-1)
+    g.add_argument("--beta", type=float, default=0.0, help="KL coefficient (TRL default 0).")
+    g.add_argument("--loss_type", default="dapo")
+    g.add_argument("--temperature", type=float, default=1.0)
+    g.add_argument("--top_p", type=float, default=1.0)
+    g.add_argument("--top_k", type=int, default=0)
+    g.add_argument("--logging_steps", type=int, default=1)
+    g.add_argument("--save_steps", type=int, default=0, help="Checkpoint every N steps (0 = only at the end).")
+    g.add_argument("--gradient_checkpointing", action="store_true")
+    g.add_argument("--bf16", default="auto", choices=["auto", "true", "false"], help="auto = on when CUDA supports it.")
+    g.add_argument("--report_to", default="trackio", help="trackio, wandb, tensorboard, none (comma-separated).")
+    g.add_argument("--project", default="reasoning-economics", help="Trackio project.")
+    g = p.add_argument_group("generation backend")
+    g.add_argument("--backend", default="auto", choices=["auto", "transformers", "vllm"],
+                   help="auto = vLLM when installed with a CUDA GPU (or Unsloth fast_inference), else transformers.")
+    g.add_argument("--vllm_mode", default="colocate", choices=["colocate", "server"])
+    g.add_argument("--vllm_server_base_url", default=None, help="vLLM server mode: URL of `trl vllm-serve`.")
+    g.add_argument("--vllm_gpu_memory_utilization", type=float, default=0.3)
+    g.add_argument("--smoke", action="store_true",
+                   help="CPU smoke run: tiny model, 3-question reasoning-gym episodes, budget 40, 16 tokens/turn, "
+                        "2 steps of 2 groups of 2, no tracker.")
+    return p
+
+
+def apply_smoke_defaults(args: argparse.Namespace, argv: Optional[list[str]] = None) -> argparse.Namespace:
+    """Fill the ``--smoke`` settings for every option not given on the command line ``argv``
+    (when ``argv`` is ``None``: every option still at its default)."""
+    if not args.smoke:
+        return args
+    defaults = build_parser().parse_args([])
+    given = set()
+    for token in argv or []:
+        if token.startswith("--"):
+            given.add(token[2:].split("=", 1)[0])
+    # total_budget 40 over 3 questions: members overspend differently (cost penalty) and run dry
+    # after 2 turns, so rewards differ within a group and the loss is not zero.
+    smoke = dict(model="tiny", num_episodes=2, num_generations=2, per_device_train_batch_size=4, max_steps=2,
+                 max_episode_tokens=2048, report_to="none", learning_rate=1e-4, backend="transformers",
+                 total_budget=40)
+    for key, value in smoke.items():
+        user_set = key in given if argv is not None else getattr(args, key) != getattr(defaults, key)
+        if not user_set:
+            setattr(args, key, value)
+    return args
+
+
+def parse_args(argv: Optional[list[str]] = None) -> argparse.Namespace:
+    """Parse the command line (``sys.argv[1:]`` by default) and apply the ``--smoke`` settings."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    return apply_smoke_defaults(build_parser().parse_args(argv), argv)
+
+
+def load_env_config(path: Optional[str], smoke: bool = False):
+    """The :class:`EnvConfig` (``--config`` YAML, or the project default) with the ``--smoke``
+    overrides. Raises :class:`reasoning_env.config.ConfigError`."""
+    from reasoning_env.config import EnvConfig
+
+    cfg = EnvConfig.from_yaml(path) if path else EnvConfig()
+    if smoke:
+        cfg = cfg.replace(**SMOKE_ENV)
+    return cfg
+
+
+def cuda_available() -> bool:
+    try:
+        import torch
+
+        return bool(torch.cuda.is_available())
+    except Exception:
+        return False
+
+
+def resolve_backend(args: argparse.Namespace, policy: Any) -> str:
+    """``"vllm"`` or ``"transformers"`` for ``--backend`` (see its help).
+
+    Raises:
+        TrainSetupError: ``--backend vllm`` without vLLM or without a CUDA GPU.
+    """
+    unsloth_engine = bool(getattr(policy, "unsloth", False) and getattr(policy.model, "vllm_engine", None) is not None)
+    if args.backend == "transformers":
+        if unsloth_engine:
+            raise TrainSetupError("--backend transformers with Unsloth fast_inference: add --no_fast_inference")
+        return "transformers"
+    has_vllm = importlib.util.find_spec("vllm") is not None
+    if args.backend == "vllm":
+        if args.vllm_mode == "server" and has_vllm:
+            return "vllm"
+        if not (has_vllm and cuda_available()):
+            raise TrainSetupError("--backend vllm requires a CUDA GPU; install requirements-gpu.txt")
+        return "vllm"
+    if unsloth_engine or (has_vllm and cuda_available()):
+        return "vllm"
+    return "transformers"
+
+
+def _grpo_config(args: argparse.Namespace, backend: str, env_cfg: Any):
+    from trl import GRPOConfig
+
+    per_device = args.per_device_train_batch_size or 2 * args.num_generations
+    bf16 = {"true": True, "false": False}.get(args.bf16)
+    if bf16 is None:
+        bf16 = False
+        if cuda_available():
+            import torch
+
+            bf16 = bool(torch.cuda.is_bf16_supported())
+    report_to = [r.strip() for r in str(args.report_to).split(",") if r.strip()]
+    if report_to == ["none"]:
+        report_to = []
+    values = dict(
+        output_dir=args.output_dir,
+        run_name=args.run_name or Path(args.output_dir).name,
+        seed=args.seed,
+        learning_rate=args.learning_rate,
+        num_train_epochs=args.num_train_epochs,
+        max_steps=args.max_steps,
+        per_device_train_batch_size=per_device,
+        gradient_accumulation_steps=args.gradient_accumulation_steps,
+        num_generations=args.num_generations,
+        # One "completion" is a whole episode: Dr.GRPO's normaliser and vLLM's context use this.
+        max_completion_length=args.max_episode_tokens,
+        temperature=args.temperature,
+        top_p=args.top_p,
+        top_k=args.top_k or None,
+        beta=args.beta,
+        loss_type=args.loss_type,
+        logging_steps=args.logging_steps,
+        save_strategy="steps" if args.save_steps else "no",
+        save_steps=args.save_steps or 500,
+        report_to=report_to,
+        project=args.project,
+        bf16=bf16,
+        gradient_checkpointing=args.gradient_checkpointing,
+        remove_unused_columns=False,
+        log_completions=False,
+        use_vllm=backend == "vllm",
+        vllm_mode=args.vllm_mode,
+        vllm_server_base_url=args.vllm_server_base_url,
+        vllm_gpu_memory_utilization=args.vllm_gpu_memory_utilization,
+        vllm_max_model_length=args.max_episode_tokens,
+    )
+    try:
+        known = {f.name for f in dataclasses.fields(GRPOConfig)}
+    except TypeError:  # a patched config class that is not a dataclass (e.g. Unsloth's)
+        import inspect
+
+        known = set(inspect.signature(GRPOConfig.__init__).parameters)
+    dropped = sorted(k for k in values if k not in known)
+    if dropped:
+        logger.warning("this TRL version's GRPOConfig has no %s; ignored", dropped)
+    return GRPOConfig(**{k: v for k, v in values.items() if k in known})
+
+
+@dataclasses.dataclass
+class TrainingSetup:
+    """What :func:`build_trainer` made: the trainer, the rollout function, the run writer, the
+    environment config and the resolved settings."""
+
+    trainer: Any
+    rollout: Any
+    writer: Any
+    env_config: Any
+    policy: Any
+    backend: str
+    output_dir: Path
+
+
+def build_trainer(args: argparse.Namespace, *, policy: Any = None, env_config: Any = None) -> TrainingSetup:
+    """Build the ``GRPOTrainer`` for parsed ``args`` (see :func:`build_parser`).
+
+    Args:
+        args: Parsed options (:func:`parse_args`).
+        policy: A pre-loaded :class:`~training.models.LoadedPolicy` (tests, notebooks); default:
+            loaded from ``--model``.
+        env_config: An :class:`EnvConfig` to use instead of ``--config`` (notebooks).
+    Raises:
+        TrainSetupError / ModelLoadError / ConfigError / ImportError: bad options, missing
+            model, GPU or packages (messages say what to fix).
+    """
+    from training.chat import ChatFormat
+    from training.envs import InProcessEnvFactory, RemoteEnvFactory
+    from training.models import eos_token_ids, load_policy
+    from training.rollout import RolloutLimits
+    from training.run_folder import TrainingRunWriter, make_metrics_callback
+    from training.trl_rollout import GRPORollout, build_episode_dataset, environment_reward
+
+    os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")  # rollout_func is experimental in TRL; we know
+    if not args.model and policy is None:
+        raise TrainSetupError("--model is required (a Hub id, a local folder, or 'tiny'; or use --smoke)")
+    if args.num_generations < 2:
+        raise TrainSetupError("--num_generations must be >= 2 (GRPO compares rollouts within a group)")
+    env_cfg = env_config if env_config is not None else load_env_config(args.config, smoke=args.smoke)
+    if args.output_dir is None:
+        args.output_dir = str(Path("runs") / time.strftime("grpo-%Y%m%d-%H%M%S"))
+    out = Path(args.output_dir)
+    out.mkdir(parents=True, exist_ok=True)
+
+    if policy is None:
+        policy = load_policy(
+            args.model, lora_rank=args.lora_rank, seed=args.seed, dtype=args.dtype, unsloth=args.unsloth,
+            max_seq_length=args.max_episode_tokens, load_in_4bit=args.load_in_4bit,
+            fast_inference=not args.no_fast_inference, gpu_memory_utilization=args.vllm_gpu_memory_utilization,
+        )
+    backend = resolve_backend(args, policy)
+    tokenizer_name = args.tokenizer_name or policy.tokenizer_name
+    chat = ChatFormat(policy.tokenizer, reasoning_mode=args.reasoning_mode)
+    limits = RolloutLimits(max_episode_tokens=args.max_episode_tokens, tokenizer_name=tokenizer_name,
+                           total_budget=args.total_budget)
+    env_factory = RemoteEnvFactory(args.env_base_url, env_cfg) if args.env_base_url else InProcessEnvFactory(env_cfg)
+    meta = {
+        "run_id": out.name,
+        "seed": args.seed,
+        "policies": ["grpo"],
+        "model": policy.name,
+        "tokenizer_name": tokenizer_name,
+        "backend": backend,
+        "unsloth": bool(policy.unsloth),
+        "reasoning_mode": args.reasoning_mode,
+        "thinking": chat.thinking,
+        "env_base_url": args.env_base_url,
+        "num_generations": args.num_generations,
+        "num_episode_seeds": args.num_episodes,
+        "max_episode_tokens": args.max_episode_tokens,
+        "learning_rate": args.learning_rate,
+        "lora_rank": args.lora_rank or (32 if policy.unsloth else 0),
+        "beta": args.beta,
+        "loss_type": args.loss_type,
+    }
+    for stale in ("episodes.jsonl", "metrics.jsonl"):
+        if (out / stale).exists():
+            (out / stale).unlink()
+    writer = TrainingRunWriter(out, config=env_cfg, meta=meta)
+    rollout = GRPORollout(env_factory, chat, limits, eos_token_ids(policy.tokenizer, policy.model), writer=writer,
+                          run_id=out.name)
+
+    from trl import GRPOTrainer
+
+    config = _grpo_config(args, backend, env_cfg)
+    dataset = build_episode_dataset(args.num_episodes, base_seed=args.seed)
+    trainer = GRPOTrainer(
+        model=policy.model,
+        reward_funcs=[environment_reward],
+        args=config,
+        train_dataset=dataset,
+        processing_class=policy.tokenizer,
+        peft_config=None if policy.unsloth else policy.peft_config,
+        rollout_func=rollout,
+        callbacks=[make_metrics_callback(out / "metrics.jsonl", on_save=writer.write)],
+    )
+    return TrainingSetup(trainer, rollout, writer, env_cfg, policy, backend, out)
+
+
+def main(argv: Optional[list[str]] = None) -> int:
+    """Entry point; returns the exit status (2 on a setup error, with the reason on stderr)."""
+    args = parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
+    if args.unsloth:
+        # Unsloth patches TRL/transformers on import: it must come first.
+        from training.models import ModelLoadError, require_cuda
+
+        try:
+            require_cuda("--unsloth")
+            import unsloth  # noqa: F401
+        except (ModelLoadError, ImportError) as exc:
+            print(f"error: --unsloth requires a CUDA GPU; install requirements-gpu.txt ({exc})", file=sys.stderr)
+            return 2
+    from reasoning_env.config import ConfigError
+    from training.chat import ChatFormatError
+    from training.models import ModelLoadError
+
+    t0 = time.time()
+    try:
+        setup = build_trainer(args)
+    except (TrainSetupError, ModelLoadError, ConfigError, ChatFormatError, ImportError, FileNotFoundError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print(f"training: backend={setup.backend} output_dir={setup.output_dir} "
+          f"groups/step={setup.trainer.args.generation_batch_size // args.num_generations}", flush=True)
+    setup.trainer.train()
+    if setup.trainer.is_world_process_zero():
+        setup.writer.meta["train_seconds"] = round(time.time() - t0, 2)
+        setup.writer.write()
+    # final weights (a LoRA adapter when LoRA is on: merge it with `python -m training.export`)
+    setup.trainer.save_model(str(setup.output_dir / "final"))
+    setup.policy.tokenizer.save_pretrained(str(setup.output_dir / "final"))
+    summary = {"output_dir": str(setup.output_dir), "episodes": len(setup.writer.episodes),
+               "seconds": round(time.time() - t0, 2), "generate_calls": setup.rollout.backend.stats.calls if setup.rollout.backend else 0}
+    print(json.dumps(summary))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,139 @@
+"""Training logs in the run-folder format the workbench reads (``workbench.runs``).
+
+A training run folder holds, besides the trainer's own checkpoints:
+
+- ``run.json`` (``kind: "training"``), ``config.yaml``, ``trajectories.parquet`` / ``.jsonl`` and
+  ``episodes.parquet``: written by :class:`TrainingRunWriter` (a ``workbench.runs.RunWriter``) at
+  every checkpoint save and at the end; step and episode rows carry ``group``/``member`` (GRPO
+  groups) and an extra ``train_step`` column (the optimizer step whose rollouts they are).
+- ``episodes.jsonl``: one JSON object per played episode, appended as soon as it is played
+  (:meth:`TrainingRunWriter.log_episode`), so a crashed run keeps its rollouts. With several
+  processes, process ``k > 0`` writes ``episodes.rank<k>.jsonl`` and the parquet files hold the
+  main process's episodes.
+- ``metrics.jsonl``: one JSON object per logged trainer step (:class:`MetricsJsonlCallback`).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from pathlib import Path
+from typing import Any, Optional, Union
+
+from reasoning_env.config import EnvConfig
+from workbench.runs import RunWriter
+
+#: Keys every metrics.jsonl row has (``None`` when the trainer did not log them).
+METRIC_KEYS = ("step", "reward", "reward_std", "accuracy", "tokens_per_question", "episode_length")
+
+
+class TrainingRunWriter(RunWriter):
+    """A :class:`~workbench.runs.RunWriter` for training: adds ``train_step`` columns and the
+    streaming ``episodes.jsonl``.
+
+    Args:
+        run_dir: The output folder.
+        config: The environment config the episodes ran with.
+        meta: Extra ``run.json`` fields.
+        episodes_log: File name of the per-episode JSONL log (``None`` = no log).
+    """
+
+    def __init__(self, run_dir: Union[str, Path], *, config: EnvConfig, meta: Optional[dict] = None,
+                 episodes_log: Optional[str] = "episodes.jsonl") -> None:
+        super().__init__(run_dir, kind="training", config=config, meta=meta)
+        self.step_train_steps: list[int] = []
+        self.episode_train_steps: list[int] = []
+        self.episodes_log = self.run_dir / episodes_log if episodes_log else None
+
+    def add_trace(self, trace: Any, train_step: int, *, mode: str = "train") -> None:
+        """Record one :class:`~training.rollout.EpisodeTrace` (rows kept for the parquet files,
+        its summary appended to ``episodes.jsonl``)."""
+        self.add_steps(trace.steps)
+        self.step_train_steps += [int(train_step)] * len(trace.steps)
+        row = trace.episode_row()
+        if row is not None:
+            self.add_episode(row)
+            self.episode_train_steps.append(int(train_step))
+        self.log_episode({"train_step": int(train_step), "mode": mode, "time": time.time(), **trace.summary()})
+
+    def log_episode(self, record: dict) -> None:
+        """Append one JSON line to ``episodes.jsonl``."""
+        if self.episodes_log is None:
+            return
+        with open(self.episodes_log, "a", encoding="utf-8") as fh:
+            fh.write(json.dumps(record, default=_json_default) + "\n")
+
+    def steps_frame(self):
+        df = super().steps_frame()
+        if len(df) == len(self.step_train_steps) and len(df):
+            df["train_step"] = self.step_train_steps
+        return df
+
+    def episodes_frame(self):
+        df = super().episodes_frame()
+        if len(df) == len(self.episode_train_steps) and len(df):
+            df["train_step"] = self.episode_train_steps
+        return df
+
+    def write(self) -> Path:
+        """Write ``run.json`` (with ``n_episodes`` updated), config and parquet files."""
+        self.meta["n_episodes"] = len(self.episodes)
+        return super().write()
+
+
+def _json_default(obj: Any) -> Any:
+    if hasattr(obj, "item"):
+        return obj.item()
+    return str(obj)
+
+
+def _clean(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+def metrics_row(step: int, logs: dict) -> dict:
+    """A ``metrics.jsonl`` row from a trainer ``logs`` dict: :data:`METRIC_KEYS` first (the
+    workbench's names), then every other numeric value TRL logged (``loss``, ``kl``,
+    ``entropy``, ``rewards/environment_reward/mean``, ``completions/mean_length``...)."""
+    row: dict = {"step": int(step)}
+    for key in METRIC_KEYS[1:]:
+        row[key] = _clean(logs.get(key))
+    for key, value in logs.items():
+        if key in row:
+            continue
+        if isinstance(value, bool):
+            continue
+        if isinstance(value, (int, float)):
+            row[key] = _clean(float(value) if isinstance(value, float) else value)
+    return row
+
+
+def make_metrics_callback(path: Union[str, Path], on_save: Optional[Any] = None):
+    """A ``transformers.TrainerCallback`` that appends one :func:`metrics_row` per training log
+    (logs holding ``reward``) to ``path`` on the main process, and calls ``on_save()`` after each
+    checkpoint save and at the end of training (to rewrite the run folder)."""
+    from transformers import TrainerCallback
+
+    class MetricsJsonlCallback(TrainerCallback):
+        def __init__(self) -> None:
+            self.path = Path(path)
+
+        def on_log(self, args, state, control, logs=None, **kwargs):
+            if not state.is_world_process_zero or not logs or "reward" not in logs:
+                return
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            with open(self.path, "a", encoding="utf-8") as fh:
+                fh.write(json.dumps(metrics_row(state.global_step, logs)) + "\n")
+
+        def on_save(self, args, state, control, **kwargs):
+            if on_save is not None and state.is_world_process_zero:
+                on_save()
+
+        def on_train_end(self, args, state, control, **kwargs):
+            if on_save is not None and state.is_world_process_zero:
+                on_save()
+
+    return MetricsJsonlCallback()
