@@ -50,7 +50,8 @@ def build_workbench(ctx: Optional[Any] = None, *, title: str = "Reasoning Econom
 
     ctx = ctx or AppContext()
     play, lab, runs = PlayTab(ctx), LabTab(ctx), RunsTab(ctx)
-    with gr.Blocks(title=title, analytics_enabled=False) as demo:
+    # delete_cache: every hour, remove files Gradio cached for downloads more than 6 hours ago
+    with gr.Blocks(title=title, analytics_enabled=False, delete_cache=(3600, 6 * 3600)) as demo:
         gr.Markdown(
             "# Reasoning Economics Workbench\n"
             "Mixed math questions under **one shared token budget**: every token of a reasoning trace is counted with the "

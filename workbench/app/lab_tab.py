@@ -10,6 +10,7 @@ API names: ``/lab_load``, ``/lab_update``, ``/lab_induced``, ``/lab_save``.
 from __future__ import annotations
 
 import re
+import threading
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
@@ -51,6 +52,15 @@ class LabTab:
         self.controls = rt.controls()
         self.names = rt.reward_names()
         self.meta = describe()
+        self._synthetic: Optional[rt.LabRun] = None
+        self._synthetic_lock = threading.Lock()
+
+    def synthetic(self) -> rt.LabRun:
+        """The synthetic demo run, built once and shared by every session (re-scoring only reads it)."""
+        with self._synthetic_lock:
+            if self._synthetic is None:
+                self._synthetic = rt.LabRun.synthetic()
+            return self._synthetic
 
     # ------------------------------------------------------------------ helpers
     def run_choices(self, root: Optional[str] = None) -> list[tuple[str, str]]:
@@ -71,7 +81,7 @@ class LabTab:
             ``(LabRun, description markdown)``.
         """
         choice = (choice or "").strip() or SYNTHETIC
-        lab = rt.LabRun.synthetic() if choice == SYNTHETIC else rt.LabRun.from_path(choice)
+        lab = self.synthetic() if choice == SYNTHETIC else rt.LabRun.from_path(choice)
         return lab, lab.describe() + "".join(f"\n- note: {esc(n)}" for n in lab.notes)
 
     @user_errors
@@ -97,7 +107,7 @@ class LabTab:
             YAML download button)``.
         """
         spec = self._spec(selected, values)
-        lab = lab if lab is not None else rt.LabRun.synthetic()
+        lab = lab if lab is not None else self.synthetic()
         notes: list[str] = []
         table, tuned, base, rnotes = lab.rescore(spec)
         notes += rnotes
