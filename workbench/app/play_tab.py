@@ -12,6 +12,7 @@ API names (for ``gradio_client``): ``/reset``, ``/answer``, ``/policy_step``, ``
 from __future__ import annotations
 
 import re
+import weakref
 from typing import Any, Iterator, Optional
 
 import gradio as gr
@@ -232,6 +233,7 @@ class PlayTab:
     def __init__(self, ctx: AppContext) -> None:
         self.ctx = ctx
         self.policies = available_policies(ctx.environ)
+        self._told_offline: "weakref.WeakSet[PlaySession]" = weakref.WeakSet()  # sessions already shown the stand-in notice
 
     # ------------------------------------------------------------------ helpers
     def new_session(self) -> PlaySession:
@@ -288,7 +290,8 @@ class PlayTab:
         if md.get("budget_warning"):
             warn(md["budget_warning"])
         fallbacks = [u for u in (md.get("sources_used") or []) if str(u.get("used", "")).startswith("builtin:") and u.get("source") != "builtin"]
-        if fallbacks:
+        if fallbacks and session not in self._told_offline:
+            self._told_offline.add(session)
             warn("Offline: serving the builtin stand-in questions for " + ", ".join(u["source"] for u in fallbacks) + " (see the episode info).")
         if obs.done:
             warn(f"the budget ({obs.total_budget} tokens) is below min_tokens: the episode ended at once")
