@@ -195,3 +195,12 @@ def test_browser_plays_an_episode_and_draws_the_charts(live, tmp_path):
         finally:
             browser.close()
     assert (tmp_path / "play.png").stat().st_size > 10_000
+
+
+def test_the_play_tab_follows_the_servers_tokenizer_policy(client):
+    from gradio_client.exceptions import AppError
+
+    form = list(FORM)
+    form[4] = "/etc"
+    with pytest.raises(AppError, match="does not load tokenizer folders"):
+        client.predict(*form, api_name="/reset")

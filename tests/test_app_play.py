@@ -274,3 +274,14 @@ def test_an_unreachable_endpoint_is_a_play_error():
     with pytest.raises(PlayError, match="llm_local"):
         s.step_policy("llm_local", llm=dict(llm_settings("llm_local", env), retries=0, timeout_s=2))
     assert s.results == []
+
+
+def test_a_tokenizer_policy_can_refuse_names():
+    from workbench.play import PlaySession
+    import evalpol_fixtures as fx
+    from test_app_support import play_config
+
+    s = PlaySession(play_config(), pools=fx.pools(), tokenizer_policy=lambda n: None if n.startswith("Qwen/") else f"{n!r} is not allowed here")
+    with pytest.raises(PlayError, match="not allowed"):
+        s.reset(fixture_settings(tokenizer_name="/etc"))
+    assert s.reset(fixture_settings()).total_budget > 0

@@ -30,7 +30,7 @@ import time
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Iterator, Optional, Sequence, Union
+from typing import Any, Callable, Iterator, Optional, Sequence, Union
 
 import pandas as pd
 
@@ -308,10 +308,15 @@ class PlaySession:
         grader: A shared :class:`~reasoning_env.grading.Grader` (default: one per environment).
         curves: Solver curves of the simulated policies and of the saved run's regret.
         pools: Pre-loaded question pools used when the sources are the base config's (tests).
+        tokenizer_policy: ``name -> reason or None``: why a tokenizer name may not be used here
+            (e.g. the OpenEnv server's :meth:`~reasoning_env.server.settings.ServerSettings.check_tokenizer_name`,
+            which refuses local folders on a public server); ``None`` allows every name.
     """
 
-    def __init__(self, base_config: Optional[EnvConfig] = None, *, grader: Any = None, curves: Optional[SolverCurves] = None, pools: Any = None) -> None:
+    def __init__(self, base_config: Optional[EnvConfig] = None, *, grader: Any = None, curves: Optional[SolverCurves] = None,
+                 pools: Any = None, tokenizer_policy: Optional[Callable[[str], Optional[str]]] = None) -> None:
         self.base_config = base_config or EnvConfig()
+        self.tokenizer_policy = tokenizer_policy
         self.grader = grader
         self.curves = curves or SolverCurves()
         self._pools = pools
@@ -411,10 +416,15 @@ class PlaySession:
             ``seed``, ``sources_used`` and the tokenizer's origin.
 
         Raises:
-            PlayError: invalid settings, sources that cannot be loaded here, or a tokenizer that
-                cannot be loaded (the message names it and what to try instead).
+            PlayError: invalid settings, sources that cannot be loaded here, a tokenizer that
+                cannot be loaded (the message names it and what to try instead) or that the
+                ``tokenizer_policy`` refuses.
         """
         settings = settings or PlaySettings()
+        if self.tokenizer_policy is not None:
+            why = self.tokenizer_policy(settings.tokenizer_name)
+            if why:
+                raise PlayError(why)
         with self._lock:
             config = self.config_for(settings)
             kwargs: dict[str, Any] = {"seed": settings.seed}

@@ -39,6 +39,8 @@ class AppContext:
         pools: Question pools of ``base_config`` loaded once (``None``: loaded on first reset).
         download_dir: Folder for files offered for download (episode JSON, tuned YAML).
         environ: Environment variables consulted for optional features (LLM policies).
+        tokenizer_policy: ``name -> reason or None`` for the Play tab's tokenizer names (the
+            server's policy when the OpenEnv API runs in the same process); ``None``: any name.
     """
 
     base_config: EnvConfig = field(default_factory=EnvConfig)
@@ -47,6 +49,7 @@ class AppContext:
     pools: Any = None
     download_dir: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(prefix="workbench-downloads-")))
     environ: dict = field(default_factory=lambda: dict(os.environ))
+    tokenizer_policy: Optional[Callable[[str], Optional[str]]] = None
 
     def __post_init__(self) -> None:
         self.download_dir = Path(self.download_dir)

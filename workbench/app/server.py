@@ -93,12 +93,18 @@ def create_app(
     env = dict(os.environ if environ is None else environ)
     api = create_server_app(config) if config is not None else build_app_from_env(env, announce=announce)
     runtime = api.state.reasoning_env
+
+    def tokenizer_policy(name: str) -> Optional[str]:
+        # the server's rule for client-chosen tokenizers (no folders of its own disk unless allowed)
+        return runtime.settings.check_tokenizer_name(name, runtime.config.tokenizer_name)
+
     ctx = AppContext(
         base_config=runtime.config,
         runs_root=runs_root or env.get("WORKBENCH_RUNS_ROOT") or "runs",
         grader=runtime.grader,
         pools=runtime.pools,
         environ=env,
+        tokenizer_policy=tokenizer_policy,
     )
     demo = build_workbench(ctx)
     limit = concurrency or int(env.get("WORKBENCH_CONCURRENCY") or 16)
