@@ -243,8 +243,13 @@ class LoadedTokenizer:
     origin: str
 
     def count(self, text: str) -> int:
-        """Number of tokens of ``text`` (no special tokens added)."""
-        return len(self.tokenizer.backend_tokenizer.encode(text, add_special_tokens=False).ids)
+        """Number of tokens of ``text`` (no special tokens added).
+
+        Uses ``encode_batch_fast``: the same ids as ``encode`` without computing offsets, and it
+        releases the GIL while it runs (``encode`` holds it: a 1 MB response then froze every other
+        thread, a server's event loop included, for over a second).
+        """
+        return len(self.tokenizer.backend_tokenizer.encode_batch_fast([text], add_special_tokens=False)[0].ids)
 
     def encode(self, text: str) -> list[int]:
         """Token ids of ``text`` (no special tokens added)."""

@@ -54,7 +54,7 @@ from reasoning_env.records import EpisodeRow, StepRow, episode_row_from_steps, s
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["EvalResult", "OracleCache", "RemoteEnv", "episode_seed", "evaluate", "main", "oracle_allocation_for", "run_episode"]
+__all__ = ["EvalResult", "OracleCache", "RemoteEnv", "episode_seed", "evaluate", "main", "make_episode_info", "oracle_allocation_for", "run_episode"]
 
 BUDGET_MODES = ("tokenizer_native", "config")
 
@@ -183,6 +183,57 @@ def connect_remote(url: str) -> RemoteEnv:
 
 
 # ----------------------------------------------------------------------------- one episode
+def make_episode_info(
+    reset_obs: Any,
+    config: EnvConfig,
+    *,
+    policy: Optional[BasePolicy] = None,
+    questions: Optional[Sequence[Any]] = None,
+    episode: int = 0,
+    seed: Optional[int] = None,
+) -> EpisodeInfo:
+    """The :class:`~reasoning_env.policies.EpisodeInfo` a policy is reset with, from the reset
+    observation of an episode (its ``metadata`` holds budget, seed and tokenizer).
+
+    Args:
+        reset_obs: The observation ``env.reset(...)`` returned (or its dict).
+        config: The environment's config (budget mode and token limits).
+        policy: The policy to be reset; the episode's ``questions`` (gold answers included) are
+            passed only when it declares ``needs_trusted_context``. ``None``: never passed.
+        questions: ``env.questions`` of an in-process environment (trusted context), or ``None``.
+        episode: Episode index in the run. seed: Fallback seed when the metadata has none.
+
+    Returns:
+        The info; ``tokenizer`` is ``None`` when the episode's tokenizer cannot be loaded here.
+    """
+    from reasoning_env.tokenization import TokenizerLoadError, get_tokenizer
+
+    md = dict((reset_obs.get("metadata") if isinstance(reset_obs, dict) else getattr(reset_obs, "metadata", None)) or {})
+
+    def field_of(name: str) -> Any:
+        return reset_obs.get(name) if isinstance(reset_obs, dict) else getattr(reset_obs, name, None)
+
+    try:
+        tokenizer = get_tokenizer(md.get("tokenizer_name") or config.tokenizer_name)
+    except (TokenizerLoadError, TypeError):
+        tokenizer = None
+    trusted = policy is not None and policy.needs_trusted_context
+    return EpisodeInfo(
+        episode=int(episode),
+        seed=int(md.get("seed", seed if seed is not None else 0)),
+        total_budget=int(md.get("total_budget", field_of("total_budget") or 0)),
+        num_questions=int(md.get("num_questions", field_of("num_questions") or 0)),
+        tokenizer_name=str(md.get("tokenizer_name") or config.tokenizer_name),
+        tokenizer=tokenizer,
+        min_tokens=config.min_tokens,
+        max_tokens=config.max_tokens,
+        max_tokens_per_step=config.max_tokens_per_step,
+        hard_cap_mode=config.hard_cap_mode,
+        reset_metadata=md,
+        questions=list(questions) if (questions is not None and trusted) else None,
+    )
+
+
 @dataclass
 class EpisodeResult:
     """What one episode produced: step rows with their extra columns, the episode row and its extras."""
@@ -223,29 +274,11 @@ def run_episode(
     Raises:
         PolicyError: the policy failed (e.g. an endpoint down after its retries).
     """
-    from reasoning_env.tokenization import TokenizerLoadError, get_tokenizer
-
     obs = env.reset(seed=seed, episode_id=f"{policy.name}-{index:04d}", **reset_kwargs)
     md = dict(getattr(obs, "metadata", None) or {})
     questions = getattr(env, "questions", None)
-    try:
-        tokenizer = get_tokenizer(md.get("tokenizer_name") or config.tokenizer_name)
-    except (TokenizerLoadError, TypeError):
-        tokenizer = None
-    info = EpisodeInfo(
-        episode=index,
-        seed=int(md.get("seed", seed)),
-        total_budget=int(md.get("total_budget", obs.total_budget)),
-        num_questions=int(md.get("num_questions", obs.num_questions)),
-        tokenizer_name=str(md.get("tokenizer_name") or config.tokenizer_name),
-        tokenizer=tokenizer,
-        min_tokens=config.min_tokens,
-        max_tokens=config.max_tokens,
-        max_tokens_per_step=config.max_tokens_per_step,
-        hard_cap_mode=config.hard_cap_mode,
-        reset_metadata=md,
-        questions=list(questions) if (questions is not None and policy.needs_trusted_context) else None,
-    )
+    info = make_episode_info(obs, config, policy=policy, questions=questions, episode=index, seed=seed)
+    tokenizer = info.tokenizer
     policy.reset(info)
     rows: list[StepRow] = []
     extras: list[dict] = []

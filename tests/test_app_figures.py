@@ -1,0 +1,129 @@
+"""Figures of the workbench: live episode charts (workbench.episode_plots) and run comparison
+(workbench.compare)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from test_app_support import fixture_settings, make_eval_run, make_training_run, play_session
+from workbench import compare, episode_plots
+
+
+@pytest.fixture(scope="module")
+def episode_frame():
+    s = play_session()
+    s.reset(fixture_settings(budget_mode="explicit", total_budget=1200))
+    list(s.run_iter("greedy_max"))
+    return s.steps_frame(), s.reset_observation
+
+
+@pytest.fixture(scope="module")
+def runs_root(tmp_path_factory):
+    root = tmp_path_factory.mktemp("runs")
+    make_eval_run(root)
+    make_training_run(root)
+    (root / "not-a-run").mkdir()
+    return root
+
+
+# ------------------------------------------------------------------------------- episode charts
+def test_empty_episode_figures_have_titles_and_reference_lines():
+    empty = pd.DataFrame()
+    spend = episode_plots.spend_figure(empty, 1000, 10)
+    assert "budget" in spend.layout.title.text.lower()
+    names = [t.name for t in spend.data]
+    assert names == ["fair share", "budget"] and list(spend.data[1].y) == [1000, 1000]
+    assert episode_plots.tokens_per_question_figure(empty, 100.0, 10).layout.title.text
+    assert episode_plots.step_rewards_figure(empty, 10).layout.title.text
+
+
+def test_spend_line_is_the_cumulative_charge(episode_frame):
+    frame, obs = episode_frame
+    fig = episode_plots.spend_figure(frame, obs.total_budget, obs.num_questions)
+    spent = next(t for t in fig.data if t.name == "spent")
+    assert list(spent.y) == [0] + list(np.cumsum(frame["tokens"]))
+    assert list(fig.data[0].y) == [0, obs.total_budget]  # the fair-share line ends at the budget
+
+
+def test_tokens_bars_show_clipped_tokens_separately(episode_frame):
+    frame, obs = episode_frame
+    fig = episode_plots.tokens_per_question_figure(frame, obs.total_budget / obs.num_questions, obs.num_questions)
+    charged = sum(sum(t.y) for t in fig.data if t.name != "clipped (not charged)")
+    assert charged == frame["tokens"].sum()
+    if (frame["raw_tokens"] > frame["tokens"]).any():
+        clipped = next(t for t in fig.data if t.name == "clipped (not charged)")
+        assert sum(clipped.y) == (frame["raw_tokens"] - frame["tokens"]).sum()
+    assert list(fig.layout.xaxis.categoryarray) == [f"Q{i}" for i in range(1, 11)]
+
+
+def test_reward_stack_sums_to_the_step_reward(episode_frame):
+    frame, _ = episode_frame
+    fig = episode_plots.step_rewards_figure(frame, 10)
+    bars = [t for t in fig.data if t.type == "bar"]
+    stacked = np.sum([np.asarray(t.y, dtype=float) for t in bars], axis=0)
+    assert np.allclose(stacked, frame["reward"].to_numpy())
+    assert all(t.name != "overspend_penalty" for t in bars)  # zero everywhere in hard-cap mode: left out
+
+
+def test_type_colors_are_stable():
+    assert episode_plots.type_color("GSM8K") == episode_plots.type_color("GSM8K")
+    assert episode_plots.type_color("GSM8K") in episode_plots.TYPE_COLORS
+
+
+# ------------------------------------------------------------------------------- run comparison
+def test_discover_runs_finds_run_folders_only(runs_root):
+    found = compare.discover_runs(runs_root)
+    assert {e.label for e in found} == {"eval-tiny", "train-tiny"}
+    assert {e.kind for e in found} == {"evaluation", "training"}
+    assert compare.discover_runs(runs_root / "missing") == []
+
+
+def test_load_runs_reports_bad_folders_without_raising(runs_root):
+    rs = compare.load_runs([runs_root / "eval-tiny", runs_root / "not-a-run", ""])
+    assert list(rs.runs) == ["eval-tiny"] and str(runs_root / "not-a-run") in rs.errors
+    assert "run.json" in rs.errors[str(runs_root / "not-a-run")]
+
+
+def test_repeated_folders_get_unique_labels(runs_root):
+    rs = compare.load_runs([runs_root / "eval-tiny", runs_root / "eval-tiny"])
+    assert list(rs.runs) == ["eval-tiny", "eval-tiny#2"]
+
+
+def test_summary_has_one_row_per_run_and_policy(runs_root):
+    rs = compare.load_runs([runs_root / "eval-tiny", runs_root / "train-tiny"])
+    table = rs.summary()
+    assert set(zip(table["run"], table["policy"])) == {("eval-tiny", "uniform"), ("eval-tiny", "sim_greedy"), ("train-tiny", "grpo")}
+    assert list(table.columns[:2]) == ["run", "policy"]
+
+
+def test_combined_frames_tell_runs_apart(runs_root):
+    rs = compare.load_runs([runs_root / "eval-tiny", runs_root / "train-tiny"])
+    assert set(rs.steps()["policy"]) == {"eval-tiny:uniform", "eval-tiny:sim_greedy", "train-tiny:grpo"}
+    single = compare.load_runs([runs_root / "eval-tiny"])
+    assert set(single.steps()["policy"]) == {"uniform", "sim_greedy"}
+
+
+def test_comparison_figures_draw_every_series(runs_root):
+    rs = compare.load_runs([runs_root / "eval-tiny", runs_root / "train-tiny"])
+    acc = compare.accuracy_vs_tokens(rs)
+    assert {t.name for t in acc.data if t.showlegend is not False} >= {"eval-tiny:uniform", "train-tiny:grpo"}
+    util = compare.utilisation_figure(rs)
+    assert list(util.data[0].x) == ["eval-tiny:uniform", "eval-tiny:sim_greedy", "train-tiny:grpo"]
+    assert len(compare.tokens_by_type(rs).data) == 3 and len(compare.budget_spend(rs).data) == 4
+
+
+def test_training_curves_come_from_metrics(runs_root):
+    rs = compare.load_runs([runs_root / "eval-tiny", runs_root / "train-tiny"])
+    fig = compare.training_curves_figure(rs)
+    lines = [t for t in fig.data if t.mode and "lines" in t.mode]
+    assert len(lines) == 4 and all(t.name == "train-tiny" for t in lines)
+    assert list(lines[0].x) == list(range(1, 13))
+    smooth = compare.training_curves_figure(rs, smooth=4)
+    assert "rolling mean" in smooth.layout.title.text
+
+
+def test_training_curves_without_training_runs_say_so(runs_root):
+    fig = compare.training_curves_figure(compare.load_runs([runs_root / "eval-tiny"]))
+    assert any("no training runs" in (a.text or "") for a in fig.layout.annotations)

@@ -1,0 +1,291 @@
+"""The workbench's handlers called as plain functions (one behaviour each): Play, Reward lab, Runs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import gradio as gr
+import pandas as pd
+import plotly.graph_objects as go
+import pytest
+
+import evalpol_fixtures as fx
+from test_app_support import TOKENIZER, make_eval_run, make_training_run, play_config
+from workbench import reward_tuning as rt
+from workbench.app.common import AppContext
+from workbench.app.lab_tab import SYNTHETIC, LabTab
+from workbench.app.play_tab import VIEW, PlayTab, render_gauges
+from workbench.app.runs_tab import RunsTab
+
+FORM = dict(sources=["gsm8k"], budget_mode="tokenizer_native", budget_ratio=4, total_budget="", tokenizer_name=TOKENIZER,
+            seed="5", hard_cap_mode=True, num_questions=10, data_dir="")
+
+
+@pytest.fixture(scope="module")
+def ctx(tmp_path_factory):
+    root = tmp_path_factory.mktemp("runs")
+    make_eval_run(root)
+    make_training_run(root)
+    return AppContext(base_config=play_config(), runs_root=str(root), pools=fx.pools(),
+                      download_dir=tmp_path_factory.mktemp("downloads"), environ={})
+
+
+@pytest.fixture
+def play(ctx):
+    return PlayTab(ctx)
+
+
+def reset(play, **changes):
+    form = dict(FORM, **changes)
+    return play.reset(None, *form.values())
+
+
+def file_of(button) -> Path:
+    """The file a DownloadButton update offers (its value is a path or Gradio's file dict)."""
+    v = button.value
+    return Path(v["path"] if isinstance(v, dict) else v)
+
+
+def as_dict(out):
+    """Handler output (session, *view) -> (session, {name: value}); Markdown updates unwrapped."""
+    view = {k: (v.value if isinstance(v, gr.Markdown) else v) for k, v in zip(VIEW, out[1:])}
+    return out[0], view
+
+
+# ------------------------------------------------------------------------------- Play
+def test_reset_returns_the_session_and_every_view_output(play):
+    out = reset(play)
+    assert len(out) == 1 + len(VIEW)
+    session, view = as_dict(out)
+    assert session.started and "Question 1 of 10" in view["question"]
+    assert "Budget left" in view["gauges"] and f"{session.observation.total_budget:,}" in view["gauges"]
+    assert all(isinstance(view[k], go.Figure) for k in ("spend_plot", "type_plot", "reward_plot"))
+    assert isinstance(view["history"], pd.DataFrame) and view["history"].empty
+
+
+def test_non_numeric_budget_is_a_gradio_error(play):
+    with pytest.raises(gr.Error, match="total budget"):
+        reset(play, budget_mode="explicit", total_budget="lots")
+
+
+def test_unknown_tokenizer_is_a_gradio_error(play):
+    with pytest.raises(gr.Error, match="cannot be loaded"):
+        reset(play, tokenizer_name="nobody/nothing-tokenizer")
+
+
+def test_answer_before_reset_is_a_gradio_error(play):
+    with pytest.raises(gr.Error, match="press Reset"):
+        play.answer(None, "\\boxed{3}")
+
+
+def test_policy_step_before_reset_is_a_gradio_error(play):
+    with pytest.raises(gr.Error, match="press Reset"):
+        play.policy_step(None, "uniform")
+
+
+def test_typed_answer_updates_the_view_and_clears_the_box(play):
+    session, _ = as_dict(reset(play))
+    out = play.answer(session, "I think \\boxed{8}")
+    _, view = as_dict(out[:-1])
+    assert out[-1] == ""
+    assert "answered by you" in view["verdict"] and "correctness" in view["components"]
+    assert len(view["history"]) == 1 and view["history"].iloc[0]["by"] == "human"
+    spans = view["tokens"].value if hasattr(view["tokens"], "value") else view["tokens"]
+    assert spans and file_of(view["download"]).is_file()
+
+
+def test_empty_answer_is_a_gradio_error(play):
+    session, _ = as_dict(reset(play))
+    with pytest.raises(gr.Error, match="empty"):
+        play.answer(session, "")
+
+
+def test_unknown_policy_is_a_gradio_error(play):
+    session, _ = as_dict(reset(play))
+    with pytest.raises(gr.Error, match="unknown policy"):
+        play.policy_step(session, "mind_reader")
+
+
+def test_policy_step_answers_one_question(play):
+    session, _ = as_dict(reset(play))
+    session, view = as_dict(play.policy_step(session, "sim_greedy"))
+    assert len(session.results) == 1 and "sim_greedy" in view["verdict"]
+
+
+def test_question_math_renders_except_for_money_questions():
+    from workbench.app.play_tab import question_latex
+
+    assert any(d["left"] == "$" for d in question_latex("MATH-500"))
+    assert not any(d["left"] == "$" for d in question_latex("GSM_FOBAR"))
+
+
+def test_run_to_end_yields_after_every_step(play):
+    session, _ = as_dict(reset(play))
+    outs = list(play.run_to_end(session, "uniform"))
+    assert len(outs) == len(session.results) + 1 and session.done
+    _, last = as_dict(outs[-1])
+    assert "Episode over" in last["gauges"] and "Episode over" in last["question"]
+
+
+def test_step_after_done_is_a_gradio_error(play):
+    session, _ = as_dict(reset(play))
+    list(play.run_to_end(session, "uniform"))
+    with pytest.raises(gr.Error, match="episode is over"):
+        play.answer(session, "\\boxed{1}")
+
+
+def test_save_run_writes_a_folder_and_says_where(play, tmp_path):
+    session, _ = as_dict(reset(play))
+    play.policy_step(session, "uniform")
+    msg = play.save_run(session, str(tmp_path))
+    assert "Saved to" in msg and "not finished" in msg
+    assert len(list(tmp_path.glob("play-*/run.json"))) == 1
+
+
+def test_save_before_playing_is_a_gradio_error(play, tmp_path):
+    session, _ = as_dict(reset(play))
+    with pytest.raises(gr.Error, match="nothing to save"):
+        play.save_run(session, str(tmp_path))
+
+
+def test_gauges_before_reset_are_placeholders():
+    html = render_gauges(None)
+    assert "Budget left" in html and "–" in html
+
+
+def test_llm_policies_appear_when_configured(ctx):
+    env = {"BASELINE_API_BASE_URL": "http://127.0.0.1:9/v1", "BASELINE_API_MODEL": "m"}
+    tab = PlayTab(AppContext(base_config=ctx.base_config, pools=ctx.pools, environ=env, download_dir=ctx.download_dir))
+    assert "llm_api" in tab.policies and "llm_api" not in PlayTab(ctx).policies
+
+
+# ------------------------------------------------------------------------------- Reward lab
+@pytest.fixture
+def lab(ctx):
+    return LabTab(ctx)
+
+
+def defaults(lab):
+    return [c.default for c in lab.controls]
+
+
+def test_lab_lists_the_synthetic_run_and_the_runs_folder(lab, ctx):
+    values = [v for _label, v in lab.run_choices()]
+    assert values[0] == SYNTHETIC and any(v.endswith("eval-tiny") for v in values)
+
+
+def test_lab_loads_a_run_folder(lab, ctx):
+    data, text = lab.load(str(Path(ctx.runs_root) / "eval-tiny"))
+    assert isinstance(data, rt.LabRun) and "eval-tiny" in text
+
+
+def test_lab_load_of_a_bad_path_is_a_gradio_error(lab, tmp_path):
+    with pytest.raises(gr.Error, match="not a folder"):
+        lab.load(str(tmp_path / "nothing"))
+
+
+def test_lab_update_rescores_and_offers_the_yaml(lab, ctx):
+    data, _ = lab.load(str(Path(ctx.runs_root) / "eval-tiny"))
+    values = defaults(lab)
+    values[[c.key for c in lab.controls].index("economics.gamma")] = 0.5
+    yaml_text, notes, table, comparison, curves, download = lab.update(data, ["economics"], *values)
+    assert "gamma: 0.5" in yaml_text and set(table["policy"]) == {"uniform", "sim_greedy"}
+    assert isinstance(comparison, go.Figure) and isinstance(curves, go.Figure)
+    assert file_of(download).read_text(encoding="utf-8").count("gamma: 0.5") == 1
+
+
+def test_lab_update_with_nothing_selected_is_a_gradio_error(lab):
+    with pytest.raises(gr.Error, match="at least one"):
+        lab.update(None, [], *defaults(lab))
+
+
+def test_lab_group_reward_cannot_be_downloaded_as_env_config(lab):
+    out = lab.update(None, ["kimi_length"], *defaults(lab))
+    assert "cannot save as an environment config" in out[1] and out[-1].interactive is False
+
+
+def test_lab_induced_returns_figures_and_a_table(lab):
+    tokens_fig, pareto, table, notes = lab.induced(None, ["l1_max"], "1000, 4000", *defaults(lab))
+    assert isinstance(tokens_fig, go.Figure) and isinstance(pareto, go.Figure)
+    assert set(table["budget"]) == {1000, 4000} and {"oracle", "tuned", "recorded"} <= set(table["reward"])
+
+
+def test_lab_bad_budgets_are_a_gradio_error(lab):
+    with pytest.raises(gr.Error, match="budget"):
+        lab.induced(None, ["economics"], "lots", *defaults(lab))
+
+
+def test_lab_recorded_controls_load_the_run_reward(lab, ctx):
+    data, _ = lab.load(str(Path(ctx.runs_root) / "eval-tiny"))
+    selected, *values = lab.recorded_controls(data)
+    assert selected == ["economics"] and rt.values_to_spec(selected, values) == data.recorded
+
+
+def test_lab_save_writes_yaml_the_config_loader_reads(lab, tmp_path):
+    from reasoning_env.config import EnvConfig
+
+    msg = lab.save(None, ["l1_max"], str(tmp_path / "cfg" / "tuned"), *defaults(lab))
+    path = tmp_path / "cfg" / "tuned.yaml"
+    assert "Saved" in msg and EnvConfig.from_yaml(path).reward["type"] == "l1_max"
+
+
+def test_lab_save_of_a_group_reward_is_a_gradio_error(lab, tmp_path):
+    with pytest.raises(gr.Error, match="group reward"):
+        lab.save(None, ["shorter_better"], str(tmp_path / "x.yaml"), *defaults(lab))
+
+
+def test_lab_visibility_follows_the_selection(lab):
+    ups = lab.visibility(["l1_max"])
+    assert [u.visible for u in ups] == [n == "l1_max" for n in lab.names]
+
+
+# ------------------------------------------------------------------------------- Runs
+@pytest.fixture
+def runs(ctx):
+    return RunsTab(ctx)
+
+
+def test_refresh_lists_runs_and_selects_the_newest(runs, ctx):
+    picker, status = runs.refresh(ctx.runs_root, [])
+    assert len(picker.choices) == 2 and len(picker.value) == 2 and "2 run folder(s)" in status
+    kept, _ = runs.refresh(ctx.runs_root, [picker.choices[1][1]])
+    assert kept.value == [picker.choices[1][1]]
+
+
+def test_refresh_of_an_empty_folder_explains_what_to_do(runs, tmp_path):
+    picker, status = runs.refresh(str(tmp_path), [])
+    assert picker.choices == [] and "workbench.evaluate" in status
+
+
+def test_compare_with_nothing_chosen_is_a_gradio_error(runs):
+    with pytest.raises(gr.Error, match="at least one"):
+        runs.compare([], "")
+
+
+def test_compare_of_unloadable_paths_is_a_gradio_error(runs, tmp_path):
+    with pytest.raises(gr.Error, match="no run could be loaded"):
+        runs.compare([], str(tmp_path))
+
+
+def test_compare_draws_the_table_and_figures(runs, ctx):
+    root = Path(ctx.runs_root)
+    out = runs.compare([str(root / "eval-tiny")], str(root / "train-tiny"), 3)
+    describe, table, *figs = out
+    assert "eval-tiny" in describe and "train-tiny" in describe
+    assert len(table) == 3 and "tokens/question" in table.columns
+    assert len(figs) == 5 and all(isinstance(f, go.Figure) for f in figs)
+    assert "rolling mean over 3" in figs[-1].layout.title.text
+
+
+def test_compare_if_any_skips_without_a_selection(runs):
+    out = runs.compare_if_any([], "")
+    assert len(out) == 7
+
+
+def test_a_saved_episode_is_added_to_the_runs_selection(play, runs, ctx, tmp_path):
+    session, _ = as_dict(reset(play))
+    play.policy_step(session, "uniform")
+    play.save_run(session, str(tmp_path))
+    picker, status = runs.include_saved(session, ctx.runs_root, [])
+    assert str(session.saved_to) in picker.value and "added" in status
+    assert str(session.saved_to) in [v for _l, v in picker.choices]

@@ -1,0 +1,125 @@
+"""What the workbench's tabs share: the app context, error translation and small renderers.
+
+Handlers raise :class:`gradio.Error` (a message in the page, no traceback) for anything a user
+can fix; :func:`user_errors` converts the library's errors (``PlayError``, ``ValueError``,
+``RescoreError``, ``RunFolderError``...) and turns unexpected exceptions into a short message
+while logging the traceback on the server.
+"""
+
+from __future__ import annotations
+
+import functools
+import html
+import inspect
+import logging
+import os
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Optional
+
+import gradio as gr
+
+from reasoning_env.config import EnvConfig
+
+logger = logging.getLogger("workbench.app")
+
+__all__ = ["AppContext", "fmt_float", "fmt_int", "user_errors", "warn"]
+
+
+@dataclass
+class AppContext:
+    """Process-wide settings and shared resources of one workbench app.
+
+    Attributes:
+        base_config: The environment config the Play tab starts from (the served config when
+            the OpenEnv API runs in the same process).
+        runs_root: Default folder of run folders (Runs tab, Reward lab, Play's "save as run").
+        grader: Grader shared by every session's environment (``None``: one per environment).
+        pools: Question pools of ``base_config`` loaded once (``None``: loaded on first reset).
+        download_dir: Folder for files offered for download (episode JSON, tuned YAML).
+        environ: Environment variables consulted for optional features (LLM policies).
+        tokenizer_policy: ``name -> reason or None`` for the Play tab's tokenizer names (the
+            server's policy when the OpenEnv API runs in the same process); ``None``: any name.
+    """
+
+    base_config: EnvConfig = field(default_factory=EnvConfig)
+    runs_root: str = "runs"
+    grader: Any = None
+    pools: Any = None
+    download_dir: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(prefix="workbench-downloads-")))
+    environ: dict = field(default_factory=lambda: dict(os.environ))
+    tokenizer_policy: Optional[Callable[[str], Optional[str]]] = None
+
+    def __post_init__(self) -> None:
+        self.download_dir = Path(self.download_dir)
+        self.download_dir.mkdir(parents=True, exist_ok=True)
+
+
+#: Errors whose message is meant for the user as is.
+def _user_error_types() -> tuple[type, ...]:
+    from reasoning_env.config import ConfigError
+    from reasoning_env.env import EpisodeError
+    from reasoning_env.policies import PolicyError
+    from reasoning_env.tokenization import TokenizerLoadError
+    from workbench.play import PlayError
+    from workbench.reward_lab import RescoreError
+    from workbench.runs import RunFolderError
+
+    return (PlayError, ConfigError, EpisodeError, PolicyError, TokenizerLoadError, RescoreError, RunFolderError, ValueError, FileNotFoundError)
+
+
+def _to_gr_error(exc: BaseException, where: str) -> gr.Error:
+    if isinstance(exc, gr.Error):
+        return exc
+    if isinstance(exc, _user_error_types()):
+        return gr.Error(str(exc), title="Cannot do that", print_exception=False)
+    logger.exception("unexpected error in %s", where)
+    return gr.Error(f"unexpected error in {where}: {type(exc).__name__}: {exc}. The server log has the details.", title="Error", print_exception=False)
+
+
+def user_errors(fn: Callable) -> Callable:
+    """Decorator for handlers (functions or generators): user-fixable errors become a
+    :class:`gradio.Error` with the library's message; anything else a short message (logged)."""
+    where = fn.__name__.replace("_", " ")
+    if inspect.isgeneratorfunction(fn):
+        @functools.wraps(fn)
+        def gen_wrapper(*args: Any, **kwargs: Any):
+            try:
+                yield from fn(*args, **kwargs)
+            except Exception as exc:  # noqa: BLE001 - translated for the page
+                raise _to_gr_error(exc, where) from None
+        return gen_wrapper
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any):
+        try:
+            return fn(*args, **kwargs)
+        except Exception as exc:  # noqa: BLE001 - translated for the page
+            raise _to_gr_error(exc, where) from None
+    return wrapper
+
+
+def warn(message: str) -> None:
+    """Show a warning toast in the page (a no-op outside a Gradio request)."""
+    try:
+        gr.Warning(message)
+    except Exception:  # outside a request context
+        logger.warning(message)
+
+
+def fmt_int(value: Optional[float]) -> str:
+    """``1,234`` (``–`` for ``None``)."""
+    return "–" if value is None else f"{int(round(value)):,}"
+
+
+def fmt_float(value: Optional[float], digits: int = 3, signed: bool = False) -> str:
+    """A float with ``digits`` decimals (``+`` sign when ``signed``; ``–`` for ``None``)."""
+    if value is None:
+        return "–"
+    return f"{value:+.{digits}f}" if signed else f"{value:.{digits}f}"
+
+
+def esc(text: Any) -> str:
+    """HTML-escaped ``str(text)``."""
+    return html.escape(str(text))

@@ -1,0 +1,160 @@
+"""The Runs tab: pick run folders (evaluation runs, training logs, saved Play episodes) and
+compare them side by side.
+
+Thin layer over :mod:`workbench.compare` (discovery, loading, combined frames, figures) and
+:mod:`workbench.plots`. API names: ``/runs_refresh``, ``/runs_compare``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Optional, Sequence
+
+import gradio as gr
+import pandas as pd
+
+from workbench import compare
+from workbench.app.common import AppContext, user_errors
+
+__all__ = ["RunsTab"]
+
+#: How many of the newest runs are selected when nothing is.
+DEFAULT_SELECTION = 3
+HEADERS = {
+    "run": "run", "policy": "policy", "kind": "kind", "episodes": "episodes", "accuracy": "accuracy",
+    "expected_accuracy": "exp. accuracy", "tokens_per_question": "tokens/question", "utilisation": "utilisation",
+    "run_dry_rate": "ran dry", "reward": "reward", "acc_per_1k_tokens": "acc/1k tokens", "regret": "regret",
+    "mean_total_budget": "mean budget",
+}
+
+
+class RunsTab:
+    """Handlers and layout of the Runs tab.
+
+    Args:
+        ctx: The app context (default runs folder).
+    """
+
+    def __init__(self, ctx: AppContext) -> None:
+        self.ctx = ctx
+
+    @user_errors
+    def refresh(self, root: str, current: Optional[Sequence[str]] = None) -> tuple:
+        """List the run folders under ``root`` (newest first), keeping the current selection.
+
+        Returns:
+            ``(run picker update, status markdown)``.
+        """
+        root = (root or "").strip() or self.ctx.runs_root
+        found = compare.discover_runs(root)
+        choices = [(e.choice, str(e.path)) for e in found]
+        keep = [v for v in (current or []) if v in {p for _l, p in choices}]
+        if not keep and found:
+            keep = [str(e.path) for e in found[:DEFAULT_SELECTION]]
+        status = f"{len(found)} run folder(s) under `{root}`." if found else (
+            f"No run folders under `{root}` yet: run `python -m workbench.evaluate --n_episodes 5`, or save an episode from the Play tab.")
+        return gr.Dropdown(choices=choices, value=keep, multiselect=True), status
+
+    @user_errors
+    def compare(self, selected: Optional[Sequence[str]], extra_path: str, smooth: float = 1) -> tuple:
+        """Load the chosen folders (plus ``extra_path``) and draw the comparison.
+
+        Returns:
+            ``(description markdown, summary table, accuracy-vs-tokens, utilisation, budget spend,
+            tokens-by-type, training-curves figures)``.
+
+        Raises ``gr.Error`` when nothing is chosen or nothing could be loaded.
+        """
+        paths = list(selected or [])
+        for p in (extra_path or "").replace(";", ",").split(","):
+            if p.strip():
+                paths.append(p.strip())
+        if not paths:
+            raise ValueError("choose at least one run folder (or type a path)")
+        runs = compare.load_runs(dict.fromkeys(paths))
+        if not len(runs):
+            raise ValueError("no run could be loaded: " + "; ".join(f"{k}: {v}" for k, v in runs.errors.items()))
+        table = runs.summary().rename(columns=HEADERS)
+        for col in table.columns:
+            if pd.api.types.is_float_dtype(table[col]):
+                table[col] = table[col].round(3)
+        figs = [compare.accuracy_vs_tokens(runs), compare.utilisation_figure(runs), compare.budget_spend(runs),
+                compare.tokens_by_type(runs), compare.training_curves_figure(runs, smooth=max(1, int(smooth or 1)))]
+        for f in figs[:4]:
+            f.update_layout(height=400, margin=dict(l=55, r=15, t=60, b=50), legend=dict(font=dict(size=11)))
+        return (runs.describe(), table, *figs)
+
+    def build(self) -> dict[str, Any]:
+        """Create the tab's components inside the current ``gr.Blocks`` and wire the events.
+
+        Returns:
+            The components by name.
+        """
+        c: dict[str, Any] = {}
+        first_choices, first_status = self._initial()
+        with gr.Row(equal_height=True):
+            c["root"] = gr.Textbox(self.ctx.runs_root, label="Runs folder", scale=2)
+            c["refresh"] = gr.Button("Refresh list", scale=1)
+        c["status"] = gr.Markdown(first_status)
+        with gr.Row(equal_height=True):
+            c["runs"] = gr.Dropdown(first_choices, value=[v for _l, v in first_choices[:DEFAULT_SELECTION]], multiselect=True,
+                                    label="Runs to compare", scale=4, elem_id="ree-runs-picker")
+            c["path"] = gr.Textbox("", label="…or a folder path (commas for several)", scale=2)
+        with gr.Row(equal_height=True):
+            c["smooth"] = gr.Slider(1, 50, value=1, step=1, label="Smooth training curves (rolling mean, logged steps)", scale=3)
+            c["compare_btn"] = gr.Button("Compare", variant="primary", scale=1, elem_id="ree-compare")
+        c["describe"] = gr.Markdown("")
+        c["table"] = gr.Dataframe(pd.DataFrame(columns=list(HEADERS.values())), interactive=False, label="Summary (one row per run and policy)",
+                                  wrap=False, elem_id="ree-runs-table")
+        with gr.Row():
+            c["acc_plot"] = gr.Plot(show_label=False, elem_id="ree-runs-acc")
+            c["util_plot"] = gr.Plot(show_label=False, elem_id="ree-runs-util")
+        with gr.Row():
+            c["spend_plot"] = gr.Plot(show_label=False)
+            c["type_plot"] = gr.Plot(show_label=False)
+        c["train_plot"] = gr.Plot(show_label=False, elem_id="ree-runs-train")
+
+        outputs = [c["describe"], c["table"], c["acc_plot"], c["util_plot"], c["spend_plot"], c["type_plot"], c["train_plot"]]
+        c["refresh"].click(self.refresh, [c["root"], c["runs"]], [c["runs"], c["status"]], api_name="runs_refresh")
+        c["root"].submit(self.refresh, [c["root"], c["runs"]], [c["runs"], c["status"]], api_visibility="private")
+        c["compare_btn"].click(self.compare, [c["runs"], c["path"], c["smooth"]], outputs, api_name="runs_compare")
+        c["smooth"].release(self.compare, [c["runs"], c["path"], c["smooth"]], outputs, api_visibility="private")
+        c["_refresh_io"] = ([c["root"], c["runs"]], [c["runs"], c["status"]])
+        return c
+
+    def _initial(self) -> tuple[list[tuple[str, str]], str]:
+        found = compare.discover_runs(self.ctx.runs_root)
+        if not found:
+            return [], (f"No run folders under `{self.ctx.runs_root}` yet: run `python -m workbench.evaluate --n_episodes 5`, "
+                        "or save an episode from the Play tab.")
+        return [(e.choice, str(e.path)) for e in found], f"{len(found)} run folder(s) under `{self.ctx.runs_root}`."
+
+    def include_saved(self, session: Any, root: str, current: Optional[Sequence[str]]) -> tuple:
+        """After the Play tab saved an episode: re-list the runs folder and add the saved run to
+        the selection (also when it was saved outside the runs folder)."""
+        saved = getattr(session, "saved_to", None) if session is not None else None
+        if saved is None:
+            return gr.skip(), gr.skip()
+        saved = str(saved)
+        base = (root or "").strip() or self.ctx.runs_root
+        choices = [(e.choice, str(e.path)) for e in compare.discover_runs(base)]
+        if saved not in {v for _l, v in choices}:
+            choices.insert(0, (f"{Path(saved).name}  (saved episode)", saved))
+        chosen = [v for v in (current or []) if v in {c for _l, c in choices}] + [saved]
+        return (gr.Dropdown(choices=choices, value=list(dict.fromkeys(chosen)), multiselect=True),
+                f"Saved episode `{saved}` added to the comparison; press **Compare**.")
+
+    def compare_if_any(self, selected: Optional[Sequence[str]], extra_path: str, smooth: float = 1) -> tuple:
+        """:meth:`compare` when something is chosen; otherwise leave the outputs as they are."""
+        if not selected and not (extra_path or "").strip():
+            return tuple(gr.skip() for _ in range(7))
+        return self.compare(selected, extra_path, smooth)
+
+    def wire_tab(self, tab: Any, c: dict[str, Any]) -> None:
+        """When ``tab`` is selected: refresh the list of runs (a Play episode may have been saved),
+        then draw the comparison of the selection."""
+        inputs, outputs = c["_refresh_io"]
+        tab.select(self.refresh, inputs, outputs, api_visibility="private").then(
+            self.compare_if_any, [c["runs"], c["path"], c["smooth"]],
+            [c["describe"], c["table"], c["acc_plot"], c["util_plot"], c["spend_plot"], c["type_plot"], c["train_plot"]],
+            api_visibility="private")

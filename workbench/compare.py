@@ -1,0 +1,324 @@
+"""Comparing run folders side by side: the library behind the workbench's Runs tab and the
+``03_compare_runs`` notebook.
+
+    from workbench import compare
+    found = compare.discover_runs("runs")                 # run folders under a root, newest first
+    runs = compare.load_runs([f.path for f in found[:3]]) # RunSet: runs + load errors
+    runs.summary()                                        # one row per (run, policy)
+    compare.accuracy_vs_tokens(runs); compare.utilisation_figure(runs); compare.training_curves_figure(runs)
+
+Runs are labelled by their folder name (made unique); policies of different runs are told apart
+as ``<run>:<policy>`` in the combined frames, so the figure builders of :mod:`workbench.plots`
+(pure functions over frames) draw one series per run and policy.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Iterable, Optional, Sequence, Union
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from workbench import analysis, plots
+from workbench.runs import Run, RunFolderError, load_run
+
+__all__ = [
+    "RunEntry",
+    "RunSet",
+    "SUMMARY_DISPLAY_COLUMNS",
+    "TRAINING_METRICS",
+    "accuracy_vs_tokens",
+    "budget_spend",
+    "discover_runs",
+    "load_runs",
+    "tokens_by_type",
+    "training_curves_figure",
+    "utilisation_figure",
+]
+
+#: Summary columns shown in the comparison table, in order (those present).
+SUMMARY_DISPLAY_COLUMNS = (
+    "run", "policy", "kind", "episodes", "accuracy", "expected_accuracy", "tokens_per_question", "utilisation",
+    "run_dry_rate", "reward", "acc_per_1k_tokens", "regret", "mean_total_budget",
+)
+#: ``metrics.jsonl`` keys drawn as training curves, with their axis titles.
+TRAINING_METRICS = (
+    ("reward", "reward (mean per episode)"),
+    ("accuracy", "accuracy"),
+    ("tokens_per_question", "tokens per question"),
+    ("episode_length", "episode length (questions answered)"),
+)
+
+
+@dataclass(frozen=True)
+class RunEntry:
+    """A run folder found under a root.
+
+    Attributes:
+        path: The folder. label: Its path relative to the root (display name).
+        kind: ``run.json``'s ``kind`` (``"evaluation"``, ``"training"``) or ``"?"``.
+        modified: Last modification time of ``run.json`` (seconds since the epoch).
+    """
+
+    path: Path
+    label: str
+    kind: str
+    modified: float
+
+    @property
+    def choice(self) -> str:
+        """``"<label>  (<kind>, <date>)"``: the label a picker shows."""
+        when = datetime.fromtimestamp(self.modified).strftime("%Y-%m-%d %H:%M")
+        return f"{self.label}  ({self.kind}, {when})"
+
+
+def discover_runs(root: Union[str, Path], *, max_depth: int = 3) -> list[RunEntry]:
+    """Run folders (holding a ``run.json``) under ``root``, newest first.
+
+    Args:
+        root: Folder to search (a run folder itself counts too).
+        max_depth: How many folder levels below ``root`` to search.
+
+    Returns:
+        The entries (empty when ``root`` does not exist).
+    """
+    import json
+
+    base = Path(root).expanduser()
+    if not base.is_dir():
+        return []
+    found: list[RunEntry] = []
+    frontier = [(base, 0)]
+    while frontier:
+        folder, depth = frontier.pop()
+        meta = folder / "run.json"
+        if meta.is_file():
+            try:
+                kind = str(json.loads(meta.read_text(encoding="utf-8")).get("kind") or "?")
+            except (OSError, ValueError):
+                kind = "?"
+            label = folder.name if folder == base else str(folder.relative_to(base))
+            found.append(RunEntry(folder, label, kind, meta.stat().st_mtime))
+            continue
+        if depth < max_depth:
+            try:
+                children = [p for p in folder.iterdir() if p.is_dir() and not p.name.startswith(".")]
+            except OSError:
+                continue
+            frontier.extend((c, depth + 1) for c in children)
+    found.sort(key=lambda e: (-e.modified, e.label))
+    return found
+
+
+@dataclass
+class RunSet:
+    """Loaded runs with unique labels, and the folders that failed to load.
+
+    Attributes:
+        runs: ``{label: Run}`` in the order given.
+        errors: ``{path: message}`` of folders that could not be read.
+    """
+
+    runs: dict[str, Run] = field(default_factory=dict)
+    errors: dict[str, str] = field(default_factory=dict)
+
+    def __len__(self) -> int:
+        return len(self.runs)
+
+    def _frames(self, attr: str) -> pd.DataFrame:
+        parts = []
+        for label, run in self.runs.items():
+            df = getattr(run, attr)
+            if df is None or df.empty:
+                continue
+            df = df.copy()
+            df.insert(0, "run", label)
+            df["policy"] = label + ":" + df["policy"].astype(str) if len(self.runs) > 1 else df["policy"].astype(str)
+            parts.append(df)
+        return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
+
+    def steps(self) -> pd.DataFrame:
+        """Every run's trajectories, ``run`` column added, ``policy`` = ``<run>:<policy>`` when
+        several runs are loaded."""
+        return self._frames("steps")
+
+    def episodes(self) -> pd.DataFrame:
+        """Every run's episode rows (labelled as :meth:`steps`)."""
+        return self._frames("episodes")
+
+    def summary(self, columns: Optional[Sequence[str]] = SUMMARY_DISPLAY_COLUMNS) -> pd.DataFrame:
+        """One row per (run, policy): the run's ``summary.csv`` when present, else computed from
+        its episodes (:func:`workbench.analysis.summary_table`); training runs without episodes
+        get one row from their last logged metrics.
+
+        Args:
+            columns: Columns to keep, in order (those present); ``None`` keeps all.
+        """
+        parts = []
+        for label, run in self.runs.items():
+            table = run.summary
+            if (table is None or table.empty) and not run.episodes.empty:
+                table = analysis.summary_table(run.episodes, run.steps)
+            if (table is None or table.empty) and run.metrics is not None and not run.metrics.empty:
+                last = run.metrics.iloc[-1]
+                table = pd.DataFrame([{
+                    "policy": "(training, last logged step)", "kind": "training",
+                    "accuracy": last.get("accuracy"), "tokens_per_question": last.get("tokens_per_question"),
+                    "reward": last.get("reward"),
+                }])
+            if table is None or table.empty:
+                continue
+            table = table.copy()
+            table.insert(0, "run", label)
+            parts.append(table)
+        if not parts:
+            return pd.DataFrame(columns=list(columns or ()))
+        out = pd.concat(parts, ignore_index=True)
+        if columns is not None:
+            out = out[[c for c in columns if c in out.columns]]
+        return out
+
+    def metrics(self) -> pd.DataFrame:
+        """Every training run's ``metrics.jsonl`` rows with a ``run`` column (empty if none)."""
+        parts = []
+        for label, run in self.runs.items():
+            if run.metrics is not None and not run.metrics.empty:
+                m = run.metrics.copy()
+                m.insert(0, "run", label)
+                parts.append(m)
+        return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
+
+    def describe(self) -> str:
+        """One line per run (kind, policies, episodes, steps, notes) and per load error, as
+        Markdown bullets."""
+        lines = []
+        for label, run in self.runs.items():
+            pols = analysis.policy_order(run.episodes) if not run.episodes.empty else []
+            extra = f", {len(run.metrics)} logged training steps" if run.metrics is not None else ""
+            lines.append(f"- **{label}** ({run.meta.get('kind', '?')}): {len(pols)} policies, {len(run.episodes)} episodes, "
+                         f"{len(run.steps)} steps{extra}")
+            for note in list(run.notes) + list(run.meta.get("notes") or []):
+                lines.append(f"  - note: {note}")
+        for path, err in self.errors.items():
+            lines.append(f"- could not load `{path}`: {err}")
+        return "\n".join(lines)
+
+
+def load_runs(paths: Iterable[Union[str, Path]]) -> RunSet:
+    """Load run folders; those that fail are reported in :attr:`RunSet.errors` (never raised).
+
+    Labels are the folder names, with ``#2``, ``#3``... appended to repeats.
+    """
+    out = RunSet()
+    for p in paths:
+        if p is None or not str(p).strip():
+            continue
+        path = Path(str(p).strip()).expanduser()
+        try:
+            run = load_run(path)
+        except (RunFolderError, OSError, ValueError) as exc:
+            out.errors[str(path)] = str(exc)
+            continue
+        label = run.name
+        k = 2
+        while label in out.runs:
+            label = f"{run.name}#{k}"
+            k += 1
+        out.runs[label] = run
+    return out
+
+
+# ------------------------------------------------------------------------------- figures
+def accuracy_vs_tokens(runs: RunSet) -> go.Figure:
+    """Accuracy vs tokens of every (run, policy): :func:`workbench.plots.accuracy_vs_tokens_figure`
+    over the combined frames, diamonds at each policy's mean."""
+    steps = runs.steps()
+    summary = None
+    if not steps.empty:
+        summary = analysis.summary_table(runs.episodes(), steps)
+    return plots.accuracy_vs_tokens_figure(steps, summary)
+
+
+def budget_spend(runs: RunSet) -> go.Figure:
+    """Mean share of the budget spent after each question, per (run, policy)."""
+    return plots.budget_spend_figure(runs.steps())
+
+
+def tokens_by_type(runs: RunSet) -> go.Figure:
+    """Mean tokens per answered question by problem type, per (run, policy): the allocation."""
+    return plots.tokens_by_type_figure(runs.steps())
+
+
+def utilisation_figure(runs: RunSet) -> go.Figure:
+    """Budget utilisation per (run, policy): mean spent / budget over episodes (bars, with the
+    spread of episodes as error bars) and the share of episodes that ran dry (hover and labels)."""
+    title = "Budget utilisation (spent / budget, mean over episodes)"
+    eps = runs.episodes()
+    if eps.empty:
+        fig = go.Figure()
+        fig.update_layout(title=title, template="plotly_white",
+                          annotations=[dict(text="no episodes", showarrow=False, xref="paper", yref="paper", x=0.5, y=0.5)])
+        return fig
+    order = analysis.policy_order(eps)
+    g = eps.groupby("policy").agg(util=("utilisation", "mean"), sd=("utilisation", "std"), dry=("ran_dry", "mean"), n=("utilisation", "size")).reindex(order)
+    colors = plots.policy_colors(order)
+    fig = go.Figure(go.Bar(
+        x=order, y=g["util"], marker_color=[colors[p] for p in order],
+        error_y=dict(type="data", array=g["sd"].fillna(0.0), visible=True, color="#888"),
+        text=[f"{u:.2f} · ran dry {d:.0%}" for u, d in zip(g["util"].astype(float), g["dry"].astype(float))], textposition="inside",
+        insidetextanchor="start", textfont=dict(color="white"),
+        customdata=np.stack([g["dry"].astype(float), g["n"]], axis=1),
+        hovertemplate="%{x}<br>utilisation %{y:.2f}<br>ran dry in %{customdata[0]:.0%} of %{customdata[1]} episodes<extra></extra>",
+    ))
+    fig.add_hline(y=1.0, line=dict(color="#333", width=1), annotation_text="budget", annotation_position="top left")
+    fig.update_layout(title=title, template="plotly_white", yaxis_title="spent / budget", yaxis=dict(rangemode="tozero"), showlegend=False)
+    return fig
+
+
+def _smooth(y: pd.Series, window: int) -> pd.Series:
+    return y.rolling(window, min_periods=1).mean() if window > 1 else y
+
+
+def training_curves_figure(runs: RunSet, *, smooth: int = 1) -> go.Figure:
+    """Training curves of every training run (``metrics.jsonl``): reward, accuracy, tokens per
+    question and episode length against the trainer step, one colour per run.
+
+    Args:
+        smooth: Rolling-mean window (logged steps; 1 = raw).
+    """
+    metrics = runs.metrics()
+    fig = make_subplots(rows=2, cols=2, subplot_titles=[t for _k, t in TRAINING_METRICS], horizontal_spacing=0.1, vertical_spacing=0.16)
+    if metrics.empty:
+        fig.update_layout(title="Training curves", template="plotly_white", height=520,
+                          annotations=list(fig.layout.annotations) + [dict(text="no training runs (metrics.jsonl) selected", showarrow=False, xref="paper", yref="paper", x=0.5, y=0.5, font=dict(size=14, color="#888"))])
+        return fig
+    labels = list(dict.fromkeys(metrics["run"]))
+    colors = plots.policy_colors(labels)
+    for k, (key, _title) in enumerate(TRAINING_METRICS):
+        r, c = k // 2 + 1, k % 2 + 1
+        for label in labels:
+            m = metrics[metrics["run"] == label]
+            if key not in m.columns or m[key].isna().all() or "step" not in m.columns:
+                continue
+            y = _smooth(pd.to_numeric(m[key], errors="coerce"), smooth)
+            fig.add_trace(go.Scatter(x=m["step"], y=y, mode="lines+markers" if len(m) < 30 else "lines", name=label, legendgroup=label,
+                                     showlegend=k == 0, line=dict(color=colors[label]), marker=dict(size=5),
+                                     hovertemplate=f"{label}<br>step %{{x}}<br>{key} %{{y:.3f}}<extra></extra>"), row=r, col=c)
+        if key == "reward" and "reward_std" in metrics.columns:
+            for label in labels:
+                m = metrics[metrics["run"] == label]
+                if m["reward_std"].notna().any() and m["reward"].notna().any():
+                    lo = _smooth(m["reward"] - m["reward_std"], smooth)
+                    hi = _smooth(m["reward"] + m["reward_std"], smooth)
+                    fig.add_trace(go.Scatter(x=pd.concat([m["step"], m["step"][::-1]]), y=pd.concat([hi, lo[::-1]]), fill="toself",
+                                             line=dict(width=0), fillcolor=colors[label], opacity=0.15, showlegend=False, hoverinfo="skip",
+                                             legendgroup=label), row=1, col=1)
+    fig.update_xaxes(title_text="trainer step", row=2)
+    fig.update_layout(title="Training curves" + (f" (rolling mean over {smooth} steps)" if smooth > 1 else ""), template="plotly_white", height=560)
+    return fig
+

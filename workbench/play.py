@@ -1,0 +1,755 @@
+"""Playing one episode by hand or with a policy: the library behind the workbench's Play tab.
+
+A :class:`PlaySession` owns one :class:`~reasoning_env.env.ReasoningEconomicsEnv` (one per
+browser session in the app) and records what each step did, so that the UI is a thin layer:
+
+    session = PlaySession()
+    session.reset(PlaySettings(seed=7))                 # or parse_play_settings(...) from form fields
+    session.step("Twelve minus five is 7. \\boxed{7}")   # a typed answer ("human")
+    session.step_policy("sim_greedy")                    # or let a policy answer
+    for result in session.run_iter("uniform"): ...       # ... to the end, one step at a time
+    session.export()                                     # JSON-ready episode
+    session.save_run("runs")                             # a run folder the Runs tab loads
+
+Policies come from :func:`reasoning_env.policies.make_policy`; the simulated solver and the
+oracle get the episode's questions (trusted, in-process) through
+:func:`workbench.evaluate.make_episode_info`, like in evaluation. A policy may take over in the
+middle of an episode (it is reset with the episode's info when it first answers).
+
+Every user-facing failure (bad form values, an unknown tokenizer, a step before reset or after
+the end, an unreachable LLM endpoint) raises :class:`PlayError` with a message meant for a person.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import threading
+import time
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Callable, Iterator, Optional, Sequence, Union
+
+import pandas as pd
+
+from reasoning_env.config import DEFAULT_TOKENIZER_NAME, ConfigError, EnvConfig
+from reasoning_env.env import MAX_TOTAL_BUDGET, EpisodeError, ReasoningEconomicsEnv
+from reasoning_env.models import ReasonBudgetAction, ReasonBudgetObservation
+from reasoning_env.policies import (
+    DEFAULT_POLICIES,
+    BasePolicy,
+    PolicyError,
+    SolverCurves,
+    make_policy,
+)
+from reasoning_env.records import EpisodeRow, StepRow, episode_row_from_steps, step_row_from_observation
+from reasoning_env.sources import SourceError, SourceUnavailable
+from reasoning_env.tokenization import LoadedTokenizer, TokenizerLoadError
+
+__all__ = [
+    "BUDGET_MODES",
+    "HUMAN",
+    "PlayError",
+    "PlaySession",
+    "PlaySettings",
+    "StepResult",
+    "TOKENIZER_CHOICES",
+    "available_policies",
+    "llm_settings",
+    "parse_play_settings",
+    "token_spans",
+]
+
+#: How the episode budget is set: the tokenizer-native formula, the config formula, or a number.
+BUDGET_MODES = ("tokenizer_native", "config", "explicit")
+#: Actor name of typed answers.
+HUMAN = "human"
+#: Tokenizers offered in the UI (others may be typed: a Hub id, a local folder when allowed).
+TOKENIZER_CHOICES = (DEFAULT_TOKENIZER_NAME, "Qwen/Qwen2.5-7B-Instruct", "Qwen/Qwen3-4B", "embedded:qwen2.5", "embedded:qwen3")
+#: Largest response accepted from the text box (characters), as a guard against pasted files.
+MAX_RESPONSE_CHARS = 200_000
+#: Largest number of questions per episode the Play tab accepts.
+MAX_PLAY_QUESTIONS = 100
+
+
+class PlayError(ValueError):
+    """A user-facing problem with a Play action; the message says what is wrong and how to fix it."""
+
+
+# ------------------------------------------------------------------------------- settings
+@dataclass(frozen=True)
+class PlaySettings:
+    """What the Play tab's form sets for the next episode.
+
+    Attributes:
+        sources: Question sources (``reasoning_env.sources.available()`` names).
+        budget_mode: ``"tokenizer_native"`` (``int(budget_ratio x tokens of the questions)``),
+            ``"config"`` (``budget_ratio x num_questions x (min_tokens + max_tokens) / 2``) or
+            ``"explicit"`` (``total_budget``).
+        budget_ratio: The budget formulas' ratio (> 0).
+        total_budget: The explicit budget (tokens; ``budget_mode="explicit"`` only).
+        tokenizer_name: Counts the tokens (Hub id, local folder, or an embedded Qwen name).
+        seed: Episode seed (``None``: a fresh one, reported after reset).
+        hard_cap_mode: Hard cap (clip spend, stop when dry) or soft budget (overspend penalised).
+        num_questions: Questions per episode.
+        data_dir: Folder with local data files for the Hub-backed sources (``None``: none).
+    """
+
+    sources: tuple[str, ...] = ("metamathqa", "numina_tir")
+    budget_mode: str = "tokenizer_native"
+    budget_ratio: float = 4.0
+    total_budget: Optional[int] = None
+    tokenizer_name: str = DEFAULT_TOKENIZER_NAME
+    seed: Optional[int] = None
+    hard_cap_mode: bool = True
+    num_questions: int = 10
+    data_dir: Optional[str] = None
+
+
+def _blank(value: Any) -> bool:
+    return value is None or (isinstance(value, str) and not value.strip()) or (isinstance(value, float) and math.isnan(value))
+
+
+def _parse_int(value: Any, what: str, *, lo: int, hi: int) -> int:
+    text = str(value).strip().replace(",", "").replace("_", "")
+    try:
+        number = float(text)
+    except ValueError:
+        raise PlayError(f"{what} must be a whole number, got {str(value)!r}") from None
+    if not math.isfinite(number) or number != int(number):
+        raise PlayError(f"{what} must be a whole number, got {str(value)!r}")
+    number = int(number)
+    if not lo <= number <= hi:
+        raise PlayError(f"{what} must be between {lo:,} and {hi:,}, got {number:,}")
+    return number
+
+
+def parse_play_settings(
+    sources: Union[Sequence[str], str, None] = None,
+    budget_mode: Optional[str] = "tokenizer_native",
+    budget_ratio: Any = 4.0,
+    total_budget: Any = None,
+    tokenizer_name: Optional[str] = DEFAULT_TOKENIZER_NAME,
+    seed: Any = None,
+    hard_cap_mode: bool = True,
+    num_questions: Any = 10,
+    data_dir: Optional[str] = None,
+) -> PlaySettings:
+    """Validate the Play form's raw values (strings or numbers, as a UI sends them).
+
+    Args:
+        sources: Source names (a list, or a comma-separated string); empty = the defaults.
+        budget_mode: One of :data:`BUDGET_MODES`.
+        budget_ratio: Positive number.
+        total_budget: Whole number of tokens (1..100,000,000); required for ``"explicit"``.
+        tokenizer_name: Non-empty name; blank = the default Qwen2.5 tokenizer.
+        seed: Blank (fresh seed) or a whole number >= 0.
+        num_questions: Whole number, 1..:data:`MAX_PLAY_QUESTIONS`.
+        data_dir: Folder; blank = none.
+
+    Returns:
+        The settings.
+
+    Raises:
+        PlayError: any value is invalid (the message names the field and the accepted values).
+    """
+    from reasoning_env.sources import available as available_sources
+
+    if isinstance(sources, str):
+        sources = [s.strip() for s in sources.split(",")]
+    names = tuple(s for s in (sources or []) if s and str(s).strip()) or PlaySettings.sources
+    known = available_sources()
+    unknown = [s for s in names if s not in known]
+    if unknown:
+        raise PlayError(f"unknown question source(s) {unknown}; available: {', '.join(known)}")
+    mode = (budget_mode or "tokenizer_native").strip()
+    if mode not in BUDGET_MODES:
+        raise PlayError(f"budget mode must be one of {list(BUDGET_MODES)}, got {budget_mode!r}")
+    if _blank(budget_ratio):
+        raise PlayError("budget ratio is empty: enter a positive number such as 4")
+    try:
+        ratio = float(str(budget_ratio).strip())
+    except ValueError:
+        raise PlayError(f"budget ratio must be a positive number, got {str(budget_ratio)!r}") from None
+    if not math.isfinite(ratio) or ratio <= 0:
+        raise PlayError(f"budget ratio must be a positive number, got {str(budget_ratio)!r}")
+    budget = None
+    if mode == "explicit":
+        if _blank(total_budget):
+            raise PlayError("budget mode 'explicit' needs a total budget: enter a whole number of tokens, e.g. 2000")
+        budget = _parse_int(total_budget, "total budget (tokens)", lo=1, hi=MAX_TOTAL_BUDGET)
+    tok = (tokenizer_name or "").strip() or DEFAULT_TOKENIZER_NAME
+    seed_value = None if _blank(seed) else _parse_int(seed, "seed", lo=0, hi=2**31 - 1)
+    n_q = 10 if _blank(num_questions) else _parse_int(num_questions, "number of questions", lo=1, hi=MAX_PLAY_QUESTIONS)
+    folder = None if _blank(data_dir) else str(data_dir).strip()
+    if folder is not None and not os.path.isdir(os.path.expanduser(folder)):
+        raise PlayError(f"data folder {folder!r} does not exist")
+    return PlaySettings(
+        sources=tuple(names), budget_mode=mode, budget_ratio=ratio, total_budget=budget, tokenizer_name=tok,
+        seed=seed_value, hard_cap_mode=bool(hard_cap_mode), num_questions=n_q, data_dir=folder,
+    )
+
+
+def available_policies(environ: Optional[dict] = None) -> list[str]:
+    """Policies the Play tab offers: the budget baselines, the simulated strategies and the
+    oracle, plus ``llm_api`` / ``llm_local`` when their ``BASELINE_*_BASE_URL`` and
+    ``BASELINE_*_MODEL`` variables are set."""
+    env = os.environ if environ is None else environ
+    names = list(DEFAULT_POLICIES)
+    for name, prefix in (("llm_api", "BASELINE_API_"), ("llm_local", "BASELINE_LOCAL_")):
+        if env.get(prefix + "BASE_URL") and env.get(prefix + "MODEL"):
+            names.append(name)
+    return names
+
+
+def llm_settings(name: str, environ: Optional[dict] = None, *, timeout_s: float = 120.0, retries: int = 1) -> dict[str, Any]:
+    """Settings of ``llm_api`` / ``llm_local`` from ``BASELINE_*`` variables (of ``environ``,
+    default ``os.environ``), with a shorter timeout and fewer retries than evaluation uses: a
+    person is waiting for the answer.
+
+    Returns:
+        Keyword overrides for :func:`reasoning_env.policies.make_policy`'s ``llm`` (``base_url``,
+        ``model``, ``api_key``, ``timeout_s``, ``retries``); unset variables are left out.
+
+    Raises:
+        ValueError: ``name`` is not an LLM policy of this kind.
+    """
+    if name not in ("llm_api", "llm_local"):
+        raise ValueError(f"{name!r} is not an OpenAI-compatible LLM policy (llm_api, llm_local)")
+    env = os.environ if environ is None else environ
+    prefix = "BASELINE_API_" if name == "llm_api" else "BASELINE_LOCAL_"
+    key = env.get(prefix + "KEY") if name == "llm_api" else env.get(prefix + "API_KEY")
+    out: dict[str, Any] = {"base_url": env.get(prefix + "BASE_URL"), "model": env.get(prefix + "MODEL"), "api_key": key,
+                           "timeout_s": float(timeout_s), "retries": int(retries)}
+    return {k: v for k, v in out.items() if v not in (None, "")}
+
+
+# ------------------------------------------------------------------------------- tokens
+def token_spans(tokenizer: LoadedTokenizer, text: str, *, charged: Optional[int] = None, max_tokens: int = 4000) -> list[tuple[str, Optional[str]]]:
+    """``text`` cut into the pieces its tokens cover, labelled for highlighting.
+
+    Labels alternate ``"token"`` / ``"token·"`` so neighbouring tokens are told apart; tokens
+    past ``charged`` (the hard cap clipped them: never paid for, never graded) are labelled
+    ``"unpaid"``. Characters no token covers (rare) are kept unlabelled, so the pieces always
+    join back to ``text``.
+
+    Args:
+        tokenizer: The episode's tokenizer.
+        text: The response.
+        charged: Tokens charged to the budget (``None``: all).
+        max_tokens: Show at most this many tokens; the rest is one unlabelled piece.
+
+    Returns:
+        ``[(piece, label or None), ...]``.
+    """
+    if not text:
+        return []
+    enc = tokenizer.tokenizer.backend_tokenizer.encode(text, add_special_tokens=False)
+    spans: list[tuple[str, Optional[str]]] = []
+    pos = 0
+    for i, (start, end) in enumerate(enc.offsets):
+        if i >= max_tokens:
+            break
+        if end <= pos:  # a token sharing the previous one's characters (multi-token character)
+            continue
+        start = max(start, pos)
+        if start > pos:
+            spans.append((text[pos:start], None))
+        label = "unpaid" if charged is not None and i >= charged else ("token" if i % 2 == 0 else "token·")
+        spans.append((text[start:end], label))
+        pos = end
+    if pos < len(text):
+        spans.append((text[pos:], None))
+    return spans
+
+
+# ------------------------------------------------------------------------------- session
+@dataclass
+class StepResult:
+    """What one step did.
+
+    Attributes:
+        observation: The observation the step returned (``last_step`` holds the verdict).
+        row: The step's :class:`~reasoning_env.records.StepRow` (run-folder row).
+        actor: ``"human"`` or the policy name that answered.
+        response: The full response text. grading_response: the text graded instead, if any.
+        latency_s: Seconds the policy took to answer (``None`` for typed answers).
+    """
+
+    observation: ReasonBudgetObservation
+    row: StepRow
+    actor: str
+    response: str
+    grading_response: Optional[str] = None
+    latency_s: Optional[float] = None
+
+
+@dataclass
+class _Episode:
+    settings: PlaySettings
+    config: EnvConfig
+    reset_obs: ReasonBudgetObservation
+    obs: ReasonBudgetObservation
+    results: list[StepResult] = field(default_factory=list)
+    policies: dict[str, BasePolicy] = field(default_factory=dict)
+    saved_to: Optional[Path] = None
+
+
+class PlaySession:
+    """One person's episodes: an environment, the current episode and its steps. Thread-safe
+    (one lock: a second action waits for the first).
+
+    Args:
+        base_config: Config whose other settings (reward, limits, grading time) every episode
+            keeps; the Play form overrides sources, budget ratio, budget mode, questions and data
+            folder. Default: the project default :class:`EnvConfig`.
+        grader: A shared :class:`~reasoning_env.grading.Grader` (default: one per environment).
+        curves: Solver curves of the simulated policies and of the saved run's regret.
+        pools: Pre-loaded question pools used when the sources are the base config's (tests).
+        tokenizer_policy: ``name -> reason or None``: why a tokenizer name may not be used here
+            (e.g. the OpenEnv server's :meth:`~reasoning_env.server.settings.ServerSettings.check_tokenizer_name`,
+            which refuses local folders on a public server); ``None`` allows every name.
+    """
+
+    def __init__(self, base_config: Optional[EnvConfig] = None, *, grader: Any = None, curves: Optional[SolverCurves] = None,
+                 pools: Any = None, tokenizer_policy: Optional[Callable[[str], Optional[str]]] = None) -> None:
+        self.base_config = base_config or EnvConfig()
+        self.tokenizer_policy = tokenizer_policy
+        self.grader = grader
+        self.curves = curves or SolverCurves()
+        self._pools = pools
+        self._env: Optional[ReasoningEconomicsEnv] = None
+        self._env_key: Optional[str] = None
+        self._episode: Optional[_Episode] = None
+        self._lock = threading.RLock()
+
+    # ------------------------------------------------------------------ state
+    @property
+    def started(self) -> bool:
+        """Whether an episode was reset in this session."""
+        return self._episode is not None
+
+    @property
+    def observation(self) -> Optional[ReasonBudgetObservation]:
+        """The latest observation (``None`` before the first reset)."""
+        return self._episode.obs if self._episode else None
+
+    @property
+    def reset_observation(self) -> Optional[ReasonBudgetObservation]:
+        """The current episode's reset observation (its ``metadata`` has budget, seed, sources)."""
+        return self._episode.reset_obs if self._episode else None
+
+    @property
+    def done(self) -> bool:
+        """Whether the current episode is over (``True`` before any reset)."""
+        return self._episode is None or bool(self._episode.obs.done)
+
+    @property
+    def results(self) -> list[StepResult]:
+        """The current episode's steps, in order."""
+        return list(self._episode.results) if self._episode else []
+
+    @property
+    def config(self) -> Optional[EnvConfig]:
+        """The current episode's config."""
+        return self._episode.config if self._episode else None
+
+    @property
+    def saved_to(self) -> Optional[Path]:
+        """The run folder the current episode was last saved to (``None``: not saved since its
+        last step)."""
+        return self._episode.saved_to if self._episode else None
+
+    @property
+    def tokenizer(self) -> Optional[LoadedTokenizer]:
+        """The tokenizer counting the current episode's tokens."""
+        if self._episode is None:
+            return None
+        from reasoning_env.tokenization import get_tokenizer
+
+        return get_tokenizer(str(self._episode.reset_obs.metadata.get("tokenizer_name") or self._episode.config.tokenizer_name))
+
+    # ------------------------------------------------------------------ reset
+    def config_for(self, settings: PlaySettings) -> EnvConfig:
+        """The EnvConfig an episode with ``settings`` runs with.
+
+        Raises:
+            PlayError: the resulting config is invalid (message from the config's validation).
+        """
+        base_names = tuple(spec.name for spec in self.base_config.sources)
+        changes: dict[str, Any] = {
+            # the base config's own specs (with their options) when its sources are chosen
+            "sources": [spec.model_dump() for spec in self.base_config.sources] if tuple(settings.sources) == base_names else list(settings.sources),
+            "budget_ratio": settings.budget_ratio,
+            "hard_cap_mode": settings.hard_cap_mode,
+            "num_questions": settings.num_questions,
+            "tokenizer_name": settings.tokenizer_name,
+            "total_budget": None,
+        }
+        if settings.data_dir is not None:
+            changes["data_dir"] = settings.data_dir
+        try:
+            return self.base_config.replace(**changes)
+        except ConfigError as exc:
+            raise PlayError(str(exc)) from None
+
+    def _env_for(self, config: EnvConfig) -> ReasoningEconomicsEnv:
+        key = json.dumps(config.to_dict(), sort_keys=True, default=str)
+        if self._env is None or self._env_key != key:
+            pools = None
+            if self._pools is not None and config.sources == self.base_config.sources and config.data_dir == self.base_config.data_dir:
+                pools = self._pools
+            kwargs: dict[str, Any] = {"pools": pools}
+            if self.grader is not None:
+                kwargs["grader"] = self.grader
+            self._env = ReasoningEconomicsEnv(config, **kwargs)
+            self._env_key = key
+        return self._env
+
+    def reset(self, settings: Optional[PlaySettings] = None) -> ReasonBudgetObservation:
+        """Start a new episode (the previous one is dropped; save it first to keep it).
+
+        Returns:
+            The reset observation; ``metadata`` holds ``total_budget``, ``budget_source``,
+            ``seed``, ``sources_used`` and the tokenizer's origin.
+
+        Raises:
+            PlayError: invalid settings, sources that cannot be loaded here, a tokenizer that
+                cannot be loaded (the message names it and what to try instead) or that the
+                ``tokenizer_policy`` refuses.
+        """
+        settings = settings or PlaySettings()
+        if self.tokenizer_policy is not None:
+            why = self.tokenizer_policy(settings.tokenizer_name)
+            if why:
+                raise PlayError(why)
+        with self._lock:
+            config = self.config_for(settings)
+            kwargs: dict[str, Any] = {"seed": settings.seed}
+            if settings.budget_mode == "explicit":
+                if settings.total_budget is None:
+                    raise PlayError("budget mode 'explicit' needs a total budget (tokens)")
+                kwargs["total_budget"] = int(settings.total_budget)
+                kwargs["tokenizer_name"] = settings.tokenizer_name
+            elif settings.budget_mode == "tokenizer_native":
+                kwargs["tokenizer_name"] = settings.tokenizer_name
+            try:
+                env = self._env_for(config)
+                obs = env.reset(**kwargs)
+            except TokenizerLoadError as exc:
+                raise PlayError(f"tokenizer {settings.tokenizer_name!r} cannot be loaded here: {exc}") from None
+            except (SourceUnavailable, SourceError) as exc:
+                raise PlayError(f"the questions cannot be loaded: {exc}") from None
+            except (EpisodeError, ConfigError) as exc:
+                raise PlayError(str(exc)) from None
+            except ValueError as exc:  # e.g. a reward spec the environment rejects
+                raise PlayError(str(exc)) from None
+            for pol in (self._episode.policies.values() if self._episode else ()):
+                pol.close()
+            self._episode = _Episode(settings=settings, config=config, reset_obs=obs, obs=obs)
+            return obs
+
+    # ------------------------------------------------------------------ steps
+    def _require_open(self) -> _Episode:
+        if self._episode is None:
+            raise PlayError("no episode yet: press Reset to start one")
+        if self._episode.obs.done:
+            reason = self._episode.obs.done_reason or "over"
+            raise PlayError(f"the episode is over ({reason.replace('_', ' ')}): press Reset to start a new one")
+        return self._episode
+
+    def _apply(self, ep: _Episode, actor: str, response: str, grading_response: Optional[str], latency: Optional[float]) -> StepResult:
+        md: dict[str, Any] = {}
+        if grading_response is not None and grading_response.strip():
+            md["grading_response"] = grading_response
+        try:
+            obs = self._env.step(ReasonBudgetAction(response=response, metadata=md))
+        except (EpisodeError, TokenizerLoadError) as exc:
+            raise PlayError(str(exc)) from None
+        if obs.last_step is None:  # the environment refused (after the end): nothing changed
+            raise PlayError(str(obs.metadata.get("error") or "the episode is over: press Reset"))
+        row = step_row_from_observation(
+            obs, run_id="play", policy=actor, episode=0, reset_metadata=ep.reset_obs.metadata,
+            hard_cap_mode=ep.config.hard_cap_mode, response=response, latency_s=latency,
+        )
+        result = StepResult(obs, row, actor, response, md.get("grading_response"), latency)
+        ep.obs = obs
+        ep.results.append(result)
+        ep.saved_to = None
+        return result
+
+    def step(self, response: str, *, grading_response: Optional[str] = None) -> StepResult:
+        """Answer the current question with a typed response (actor ``"human"``).
+
+        Raises:
+            PlayError: no episode, the episode is over, or the response is empty or too long.
+        """
+        if not isinstance(response, str) or not response.strip():
+            raise PlayError("the answer is empty: write a response ending in \\boxed{your answer}")
+        if len(response) > MAX_RESPONSE_CHARS:
+            raise PlayError(f"the answer is {len(response):,} characters long; the limit is {MAX_RESPONSE_CHARS:,}")
+        with self._lock:
+            ep = self._require_open()
+            return self._apply(ep, HUMAN, response, grading_response, None)
+
+    def _policy(self, ep: _Episode, name: str, llm: Optional[dict]) -> BasePolicy:
+        pol = ep.policies.get(name)
+        if pol is not None:
+            return pol
+        from workbench.evaluate import make_episode_info
+
+        try:
+            pol = make_policy(name, curves=self.curves, llm=llm)
+        except ValueError as exc:
+            raise PlayError(str(exc)) from None
+        info = make_episode_info(ep.reset_obs, ep.config, policy=pol, questions=self._env.questions, episode=0)
+        try:
+            pol.reset(info)
+        except PolicyError as exc:
+            raise PlayError(str(exc)) from None
+        ep.policies[name] = pol
+        return pol
+
+    def step_policy(self, name: str, *, llm: Optional[dict] = None) -> StepResult:
+        """Let policy ``name`` answer the current question.
+
+        Args:
+            name: A :func:`available_policies` name (any :data:`reasoning_env.policies.POLICY_NAMES`).
+            llm: Overrides for ``llm_api`` / ``llm_local`` (base URL, model, timeout...).
+
+        Raises:
+            PlayError: no open episode, unknown or unconfigured policy, or the policy failed
+                (e.g. its endpoint is down after retries).
+        """
+        with self._lock:
+            ep = self._require_open()
+            pol = self._policy(ep, name, llm)
+            t0 = time.perf_counter()
+            try:
+                out = pol.act(ep.obs)
+            except PolicyError as exc:
+                raise PlayError(f"policy {name!r} failed: {exc}") from None
+            latency = time.perf_counter() - t0
+            return self._apply(ep, name, out.response, out.grading_response, latency)
+
+    def run_iter(self, name: str, *, max_steps: Optional[int] = None, llm: Optional[dict] = None) -> Iterator[StepResult]:
+        """Let policy ``name`` answer until the episode ends (or ``max_steps`` steps), yielding
+        each step's result as it happens.
+
+        Raises:
+            PlayError: as :meth:`step_policy` (steps already taken stay).
+        """
+        self._require_open()
+        n = 0
+        while not self.done and (max_steps is None or n < max_steps):
+            yield self.step_policy(name, llm=llm)
+            n += 1
+
+    # ------------------------------------------------------------------ frames and export
+    def steps_frame(self) -> pd.DataFrame:
+        """The steps so far as a trajectories frame (run-folder columns, plus ``actor``)."""
+        from reasoning_env.records import STEP_COLUMNS
+
+        results = self.results
+        if not results:
+            return pd.DataFrame(columns=list(STEP_COLUMNS) + ["actor"])
+        frame = pd.DataFrame([r.row.to_flat() for r in results])
+        reward_cols = [c for c in frame.columns if c.startswith("reward_")]
+        frame[reward_cols] = frame[reward_cols].fillna(0.0)
+        frame["actor"] = [r.actor for r in results]
+        return frame
+
+    def label(self) -> str:
+        """Policy label of the episode: the actor, or the actors joined by ``+`` when several
+        answered (e.g. ``human+sim_greedy``)."""
+        actors = list(dict.fromkeys(r.actor for r in self.results)) or [HUMAN]
+        return "+".join(actors)
+
+    def _kind(self) -> str:
+        kinds = set()
+        for r in self.results:
+            pol = self._episode.policies.get(r.actor) if self._episode else None
+            kinds.add(pol.kind if pol is not None else HUMAN)
+        return kinds.pop() if len(kinds) == 1 else "mixed"
+
+    def episode_row(self, *, run_id: str = "play") -> Optional[EpisodeRow]:
+        """The episode row of the steps so far (``None`` before the first step)."""
+        rows = [r.row for r in self.results]
+        if not rows:
+            return None
+        label = self.label()
+        relabelled = [_relabel(r, label, run_id) for r in rows]
+        return episode_row_from_steps(relabelled, num_questions=int(self._episode.reset_obs.num_questions))
+
+    def summary(self) -> dict[str, Any]:
+        """Numbers of the episode so far: budget, spent, remaining, answered, correct, accuracy
+        (correct / answered), reward and its components (sums), done and why."""
+        if self._episode is None:
+            return {}
+        obs, reset = self._episode.obs, self._episode.reset_obs
+        results = self._episode.results
+        comps: dict[str, float] = {}
+        for r in results:
+            for k, v in (r.observation.last_step.reward_components or {}).items():
+                comps[k] = comps.get(k, 0.0) + float(v)
+        spent = sum(r.row.tokens for r in results)
+        correct = sum(int(r.row.correct) for r in results)
+        return {
+            "episode_id": reset.metadata.get("episode_id"),
+            "seed": reset.metadata.get("seed"),
+            "total_budget": int(reset.total_budget),
+            "budget_source": reset.metadata.get("budget_source"),
+            "tokenizer_name": reset.metadata.get("tokenizer_name"),
+            "num_questions": int(reset.num_questions),
+            "answered": len(results),
+            "correct": correct,
+            "accuracy": correct / len(results) if results else 0.0,
+            "spent": int(spent),
+            "remaining_budget": int(obs.remaining_budget),
+            "utilisation": spent / reset.total_budget if reset.total_budget else 0.0,
+            "reward": float(sum(r.row.reward for r in results)),
+            "reward_components": comps,
+            "done": bool(obs.done),
+            "done_reason": obs.done_reason,
+            "actors": list(dict.fromkeys(r.actor for r in results)),
+        }
+
+    def export(self) -> dict[str, Any]:
+        """The episode as a JSON-ready dict: ``format``, ``config``, ``reset_metadata``,
+        ``summary``, ``steps`` (run-folder step rows with ``actor``, full ``response`` and
+        ``grading_response``) and ``episode`` (the episode row).
+
+        Raises:
+            PlayError: no episode yet.
+        """
+        with self._lock:
+            if self._episode is None:
+                raise PlayError("no episode yet: press Reset and play first")
+            steps = []
+            for r in self._episode.results:
+                d = r.row.to_flat()
+                d["actor"] = r.actor
+                d["grading_response"] = r.grading_response
+                d["question"] = r.observation.last_step.question
+                d["graded_text"] = r.observation.last_step.graded_text
+                steps.append(d)
+            ep = self.episode_row()
+            return {
+                "format": "reasoning-economics/episode-v1",
+                "exported_at": datetime.now().isoformat(timespec="seconds"),
+                "config": self._episode.config.to_dict(),
+                "reset_metadata": _jsonable(self._episode.reset_obs.metadata),
+                "summary": self.summary(),
+                "steps": steps,
+                "episode": ep.to_flat() if ep else None,
+            }
+
+    def export_json(self, path: Union[str, Path]) -> Path:
+        """Write :meth:`export` to ``path`` (UTF-8 JSON). Returns the path.
+
+        Raises:
+            PlayError: no episode yet.
+        """
+        p = Path(path)
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(json.dumps(self.export(), indent=2, default=str, ensure_ascii=False), encoding="utf-8")
+        return p
+
+    def save_run(self, root: Union[str, Path] = "runs", *, name: Optional[str] = None) -> Path:
+        """Write the episode as a run folder (``workbench.runs`` layout, ``kind: "evaluation"``,
+        one episode, policy = :meth:`label`) under ``root``; the Runs tab and the reward lab load it.
+
+        Adds the evaluation extras: ``expected_correct`` per step (the solver curves at the
+        charged tokens), ``actor``, and per episode ``oracle_expected_correct`` and ``regret``.
+
+        Args:
+            root: Parent folder (created). name: Folder name (default ``play-<time>-<id>``).
+
+        Returns:
+            The run folder.
+
+        Raises:
+            PlayError: nothing to save (no answered question), or the folder cannot be written.
+        """
+        from reasoning_env.policies.text import minimal_tokens
+        from workbench import analysis
+        from workbench.evaluate import OracleCache
+        from workbench.runs import RunWriter
+
+        with self._lock:
+            ep = self._episode
+            if ep is None or not ep.results:
+                raise PlayError("nothing to save yet: answer at least one question first")
+            md = ep.reset_obs.metadata
+            stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
+            folder = Path(root) / (name or f"play-{stamp}-{str(md.get('episode_id', ''))[:8]}")
+            label, kind = self.label(), self._kind()
+            rows = [_relabel(r.row, label, folder.name) for r in ep.results]
+            extras = []
+            for r in ep.results:
+                ls = r.observation.last_step
+                extras.append({
+                    "kind": kind,
+                    "actor": r.actor,
+                    "graded_text": ls.graded_text,
+                    "grading_response": r.grading_response,
+                    "expected_correct": float(self.curves.p(ls.tokens, ls.problem_type, ls.difficulty)) if ls.tokens > 0 else 0.0,
+                })
+            episode = episode_row_from_steps(rows, num_questions=int(ep.reset_obs.num_questions))
+            questions = self._env.questions
+            tok = self.tokenizer
+            oracle = OracleCache(self.curves, cap=ep.config.max_tokens_per_step, min_tokens=ep.config.min_tokens)
+            lows = [minimal_tokens(tok, q.gold_answer) for q in questions] if tok is not None else None
+            oracle_exp = oracle.expected_correct([(q.problem_type, q.difficulty) for q in questions], episode.total_budget, lows)
+            exp = float(sum(e["expected_correct"] for e in extras))
+            try:
+                writer = RunWriter(folder, kind="evaluation", config=ep.config, meta={
+                    "run_id": folder.name,
+                    "source": "workbench play tab",
+                    "seed": md.get("seed"),
+                    "n_episodes": 1,
+                    "episode_seeds": [md.get("seed")],
+                    "policies": [{"name": label, "kind": kind, "actors": list(dict.fromkeys(r.actor for r in ep.results))}],
+                    "budget_mode": ep.settings.budget_mode,
+                    "tokenizer_name": [md.get("tokenizer_name")],
+                    "sources_used": _jsonable(md.get("sources_used")),
+                    "curves": self.curves.source,
+                    "notes": [] if ep.obs.done else [f"saved before the end: {len(ep.results)} of {ep.reset_obs.num_questions} questions answered"],
+                })
+                writer.add_steps(rows, extras)
+                writer.add_episode(episode, {
+                    "kind": kind,
+                    "unanswered": int(episode.num_questions - episode.num_answered),
+                    "expected_correct": exp,
+                    "oracle_expected_correct": oracle_exp,
+                    "regret": oracle_exp - exp,
+                })
+                writer.write()
+                writer.write_summary(analysis.summary_table(writer.episodes_frame(), writer.steps_frame()))
+                self.curves.save(folder / "curves.json")
+            except OSError as exc:
+                raise PlayError(f"cannot write the run folder {str(folder)!r}: {exc}") from None
+            ep.saved_to = folder
+            return folder
+
+    def close(self) -> None:
+        """Release the policies' resources and the environment (idempotent)."""
+        with self._lock:
+            if self._episode is not None:
+                for pol in self._episode.policies.values():
+                    pol.close()
+            if self._env is not None:
+                self._env.close()
+            self._episode = None
+
+
+def _relabel(row: StepRow, policy: str, run_id: str) -> StepRow:
+    from dataclasses import replace
+
+    return replace(row, policy=policy, run_id=run_id)
+
+
+def _jsonable(value: Any) -> Any:
+    return json.loads(json.dumps(value, default=str))
