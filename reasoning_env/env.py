@@ -398,6 +398,7 @@ class ReasoningEconomicsEnv(Environment[ReasonBudgetAction, ReasonBudgetObservat
             question=q.text,
             graded_text=graded_text,
             grade_time_s=result.time_s,
+            paid_chars=len(text) if graded_text == "paid_prefix" else None,
             spent_before=spent_before,
             remaining_budget_after=self._remaining,
         )

@@ -56,6 +56,7 @@ class StepRecord(HistoryEntry):
     question: str = Field("", description="The question text that was answered.")
     graded_text: str = Field("response", description="Which text was graded: 'response', 'grading_response', or 'paid_prefix' (hard cap: only the tokens that fit in the remaining budget).")
     grade_time_s: float = Field(0.0, description="Wall-clock seconds spent grading.")
+    paid_chars: Optional[int] = Field(None, description="Hard cap: characters of the response that fit in the remaining budget and were graded ('paid_prefix'); null when the whole text was graded.")
     spent_before: int = Field(0, description="Tokens charged before this step (tokens).")
     remaining_budget_after: int = Field(0, description="Remaining budget after this step (tokens; may be negative in soft mode).")
 

@@ -45,6 +45,9 @@ class StepRow:
         reward: total step reward; components: name -> signed value (flattened to ``reward_<name>``).
         done, done_reason: episode status after the step.
         response: the response text (may be truncated by writers that cap storage; see ``response_chars``).
+        graded_response: the text that was graded and that text rewards (format, repetition) saw,
+            when it is not ``response``: the ``grading_response`` sent, or the paid prefix of a
+            hard-capped response; ``None`` when it was the response itself.
         response_chars: length of the full response in characters.
         latency_s: policy generation time for this step (seconds), when measured.
     """
@@ -82,6 +85,7 @@ class StepRow:
     response: str = ""
     response_chars: int = 0
     latency_s: Optional[float] = None
+    graded_response: Optional[str] = None
 
     def to_flat(self) -> dict[str, Any]:
         """Flat dict with one ``reward_<name>`` column per component (missing ones = 0.0)."""
@@ -131,6 +135,7 @@ def step_row_from_observation(
     reset_metadata: dict[str, Any],
     hard_cap_mode: bool,
     response: str = "",
+    grading_response: Optional[str] = None,
     max_response_chars: Optional[int] = None,
     group: Optional[int] = None,
     member: Optional[int] = None,
@@ -142,6 +147,8 @@ def step_row_from_observation(
     Args:
         obs: The step's :class:`~reasoning_env.models.ReasonBudgetObservation` (or its dict).
         reset_metadata: The reset observation's metadata (budget source, seed, tokenizer...).
+        response: The action's response text; grading_response: the action's
+            ``metadata["grading_response"]`` if any (recorded as ``graded_response`` when graded).
         max_response_chars: Keep at most this many characters of ``response`` (``None`` = all).
     Raises:
         ValueError: ``obs`` has no ``last_step`` (it is a reset or an after-done observation).
@@ -151,6 +158,13 @@ def step_row_from_observation(
     if not ls:
         raise ValueError("observation has no last_step: pass the observation returned by a step that answered a question")
     kept = response if max_response_chars is None else response[:max_response_chars]
+    graded_kind = ls.get("graded_text", "response")
+    if graded_kind == "paid_prefix" and ls.get("paid_chars") is not None:
+        graded: Optional[str] = response[: int(ls["paid_chars"])]
+    elif graded_kind == "grading_response":
+        graded = grading_response
+    else:
+        graded = None
     md = o.get("metadata") or {}
     return StepRow(
         run_id=run_id,
@@ -185,6 +199,7 @@ def step_row_from_observation(
         member=member,
         response=kept,
         response_chars=len(response),
+        graded_response=graded,
         latency_s=latency_s,
     )
 

@@ -12,7 +12,8 @@ import plotly.graph_objects as go
 import pytest
 
 import evalpol_fixtures as fx
-from reasoning_env.policies import DEFAULT_POLICIES, SimulatedSolverPolicy, UniformPolicy, make_policy
+from reasoning_env.config import EnvConfig
+from reasoning_env.policies import DEFAULT_POLICIES, GreedyMaxPolicy, SimulatedSolverPolicy, UniformPolicy, make_policy
 from reasoning_env.records import EPISODE_COLUMNS, STEP_COLUMNS
 from workbench import analysis, plots
 from workbench.evaluate import RemoteEnv, episode_seed, evaluate, main
@@ -158,11 +159,19 @@ def test_remote_server_path_with_a_fake_client(tmp_path):
         evaluate([SimulatedSolverPolicy("uniform")], config=fx.config(), n_episodes=1, out=tmp_path / "r2", server_url="http://fake:8000", remote_factory=factory, progress=False)
 
 
-def test_remote_server_with_the_real_client_when_available():
-    pytest.importorskip("reasoning_env.client", reason="reasoning_env.client is not merged yet")
-    from reasoning_env.client import ReasoningEconomicsClient  # noqa: F401
+def test_remote_server_on_loopback_gives_the_in_process_results(tmp_path):
+    """--server-url against a real OpenEnv server: same questions, tokens and rewards as in-process."""
+    from reasoning_env.server.app import create_server_app
+    from test_server import LiveServer
 
-    pytest.skip("wire a loopback OpenEnv server here once reasoning_env.server lands (see workbench.evaluate.connect_remote)")
+    cfg = EnvConfig(sources=[{"name": "reasoning_gym", "options": {"size": 30}}])
+    policies = lambda: [UniformPolicy(), GreedyMaxPolicy()]  # noqa: E731  (no trusted context needed)
+    local = evaluate(policies(), config=cfg, n_episodes=2, seed=5, out=tmp_path / "local", progress=False, report=False)
+    with LiveServer(create_server_app(cfg, max_sessions=4)) as srv:
+        remote = evaluate(policies(), config=cfg, n_episodes=2, seed=5, out=tmp_path / "remote", server_url=srv.url, progress=False, report=False)
+    cols = ["policy", "episode", "step", "question_id", "raw_tokens", "tokens", "correct", "reward", "done_reason"]
+    pd.testing.assert_frame_equal(local.steps[cols].reset_index(drop=True), remote.steps[cols].reset_index(drop=True))
+    assert remote.meta["server_url"] == srv.url
 
 
 # ----------------------------------------------------------------------------- command line

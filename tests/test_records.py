@@ -50,3 +50,25 @@ def test_reward_columns_are_flat_and_never_missing(tmp_path):
     assert (steps["reward_episode_bonus"].iloc[:-1] == 0).all() and steps["reward_episode_bonus"].iloc[-1] > 0
     total = steps[[c for c in steps.columns if c.startswith("reward_")]].sum(axis=1)
     assert (abs(total - steps["reward"]) < 1e-12).all()
+
+
+def test_rows_record_the_text_that_was_graded():
+    cfg = EnvConfig.build(sources=["builtin"], num_questions=3, min_tokens=1)
+    env = ReasoningEconomicsEnv(cfg, pools=make_pools())
+    obs = env.reset(seed=1, total_budget=30)
+    md = dict(obs.metadata)
+    kw = dict(run_id="r", policy="p", episode=0, reset_metadata=md, hard_cap_mode=True)
+    # grading_response: the visible answer is what was graded
+    visible = f"\\boxed{{{env.questions[0].gold_answer}}}"
+    obs = env.step({"response": "<think>hmm</think>" + visible, "metadata": {"grading_response": visible}})
+    row = step_row_from_observation(obs, response="<think>hmm</think>" + visible, grading_response=visible, **kw)
+    assert row.graded_response == visible
+    # plain response: nothing extra stored
+    obs = env.step("\\boxed{1}")
+    assert step_row_from_observation(obs, response="\\boxed{1}", **kw).graded_response is None
+    # hard cap: only the paid prefix was graded, and the row says which characters
+    long = "pad " * 80 + "\\boxed{1}"
+    obs = env.step(long)
+    row = step_row_from_observation(obs, response=long, **kw)
+    assert obs.last_step.graded_text == "paid_prefix"
+    assert row.graded_response == long[: obs.last_step.paid_chars] and "boxed" not in row.graded_response

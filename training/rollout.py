@@ -263,7 +263,7 @@ class _LiveEpisode:
         text = self.r.tokenizer.decode(gen.ids, skip_special_tokens=True)
         grading = self.r.chat.grading_response(text)
         obs = self.session.step(text, grading)
-        self._record(obs, text, latency_s)
+        self._record(obs, text, latency_s, grading)
         if obs.done:
             self._finish(obs)
             return
@@ -275,7 +275,7 @@ class _LiveEpisode:
         tr.env_mask += [0] * len(env_ids)
         tr.logprobs += [0.0] * len(env_ids)
 
-    def _record(self, obs: Any, response: str, latency_s: Optional[float]) -> None:
+    def _record(self, obs: Any, response: str, latency_s: Optional[float], grading_response: Optional[str] = None) -> None:
         self.obs = obs
         tr = self.trace
         row = step_row_from_observation(
@@ -286,6 +286,7 @@ class _LiveEpisode:
             reset_metadata=tr.reset_metadata,
             hard_cap_mode=bool(tr.reset_metadata.get("hard_cap_mode", True)),
             response=response,
+            grading_response=grading_response,
             max_response_chars=self.r.limits.max_response_chars,
             group=tr.spec.group,
             member=tr.spec.member,

@@ -304,6 +304,7 @@ def run_episode(
             reset_metadata=md,
             hard_cap_mode=config.hard_cap_mode,
             response=out.response,
+            grading_response=action_md.get("grading_response"),
             max_response_chars=max_response_chars,
             latency_s=latency,
             subject=subject,
@@ -311,7 +312,6 @@ def run_episode(
         ex: dict[str, Any] = {
             "kind": policy.kind,
             "graded_text": ls.graded_text,
-            "grading_response": action_md.get("grading_response"),
             "expected_correct": float(curves.p(ls.tokens, ls.problem_type, ls.difficulty)) if ls.tokens > 0 else 0.0,
         }
         for k, v in (out.meta or {}).items():

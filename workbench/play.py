@@ -472,7 +472,8 @@ class PlaySession:
             raise PlayError(str(obs.metadata.get("error") or "the episode is over: press Reset"))
         row = step_row_from_observation(
             obs, run_id="play", policy=actor, episode=0, reset_metadata=ep.reset_obs.metadata,
-            hard_cap_mode=ep.config.hard_cap_mode, response=response, latency_s=latency,
+            hard_cap_mode=ep.config.hard_cap_mode, response=response, grading_response=md.get("grading_response"),
+            latency_s=latency,
         )
         result = StepResult(obs, row, actor, response, md.get("grading_response"), latency)
         ep.obs = obs

@@ -12,9 +12,7 @@ Layout of ``<run_dir>/`` (schema version 1):
 - ``trajectories.parquet`` and ``trajectories.jsonl``: one row per step,
   columns :data:`reasoning_env.records.STEP_COLUMNS` (``reward_<component>`` flattened), then
   any extra columns a writer adds (:meth:`RunWriter.add_steps` ``extras``). Evaluation adds
-  (:data:`EVAL_STEP_EXTRAS`): ``kind`` (policy kind), ``graded_text`` (``response`` or
-  ``grading_response``), ``grading_response`` (the graded text when it was not the response),
-  ``expected_correct`` (the solver curve's probability of a correct answer at the charged tokens:
+  (:data:`EVAL_STEP_EXTRAS`): ``kind`` (policy kind), ``graded_text`` (``response``, ``grading_response`` or ``paid_prefix``), ``expected_correct`` (the solver curve's probability of a correct answer at the charged tokens:
   the basis of the regret; 0 for no tokens), and ``policy_<key>`` columns from the policy's
   diagnostics (``policy_target_tokens``: length aimed for; ``policy_tokens``: tokens the
   generator/endpoint reported; ``policy_prompt_tokens``; ``policy_max_tokens``: the generation
@@ -65,7 +63,7 @@ from reasoning_env.records import EPISODE_COLUMNS, STEP_COLUMNS, EpisodeRow, Ste
 SCHEMA_VERSION = 1
 
 #: Extra step columns written by ``workbench.evaluate`` (plus ``policy_<key>`` diagnostics).
-EVAL_STEP_EXTRAS = ("kind", "graded_text", "grading_response", "expected_correct")
+EVAL_STEP_EXTRAS = ("kind", "graded_text", "expected_correct")
 #: Extra episode columns written by ``workbench.evaluate``.
 EVAL_EPISODE_EXTRAS = ("kind", "unanswered", "expected_correct", "oracle_expected_correct", "regret")
 

@@ -107,6 +107,11 @@ class Rescorer:
         self.notes: list[str] = []
         if "response" in df.columns:
             resp = df["response"].to_numpy(dtype=object)
+            if "graded_response" in df.columns:
+                # Text rewards saw the graded text (grading_response, or a hard cap's paid prefix).
+                graded = df["graded_response"].to_numpy(dtype=object)
+                has = pd.notna(graded)
+                resp = np.where(has, graded, resp)
             lengths = df["response"].fillna("").str.len().to_numpy()
             if n and lengths.max() > 0:
                 response = resp
