@@ -243,21 +243,44 @@ def _phase_report(phase: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def main(argv: Optional[Sequence[str]] = None) -> int:
-    """``python -m reasoning_env.bench server [...]``; prints the JSON report. Returns the exit status."""
-    p = argparse.ArgumentParser(prog="python -m reasoning_env.bench server", description=__doc__.splitlines()[0])
-    p.add_argument("--sessions", type=int, default=64, help="concurrent WebSocket sessions (default 64)")
-    p.add_argument("--episodes", type=int, default=256, help="episodes N per measured phase (default 256)")
-    p.add_argument("--rate", type=float, default=500.0,
+def _number(kind: type, low: float, high: float = float("inf")) -> Callable[[str], Any]:
+    def parse(text: str) -> Any:
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"{value} is outside [{low:g}, {high:g}]")
+        return value
+    return parse
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """Add this benchmark's options to ``p`` (the ``bench`` dispatcher's protocol)."""
+    p.add_argument("--sessions", type=_number(int, 1), default=64, help="concurrent WebSocket sessions (default 64)")
+    p.add_argument("--episodes", type=_number(int, 1), default=256, help="episodes N per measured phase (default 256)")
+    p.add_argument("--rate", type=_number(float, 0), default=500.0,
                    help="steps/s offered in the latency phase (default 500; 0 skips the phase)")
     p.add_argument("--memory-check", action=argparse.BooleanOptionalAction, default=True,
                    help="go on to 10 N episodes in all and report the server's memory after N and after 10 N (default on)")
-    p.add_argument("--accuracy", type=float, default=0.6, help="share of right answers (default 0.6)")
+    p.add_argument("--accuracy", type=_number(float, 0, 1), default=0.6, help="share of right answers (default 0.6)")
     p.add_argument("--url", default=None, help="benchmark a running server instead of starting one (no server figures)")
-    args = p.parse_args(argv)
-    if args.sessions < 1 or args.episodes < 1 or args.rate < 0 or not 0 <= args.accuracy <= 1:
-        p.error("--sessions and --episodes must be >= 1, --rate >= 0 and --accuracy within [0, 1]")
 
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    """``python -m reasoning_env.bench server [...]``; prints the JSON report. Returns the exit status."""
+    p = argparse.ArgumentParser(prog="python -m reasoning_env.bench server", description=__doc__.splitlines()[0])
+    add_arguments(p)
+    return run(p.parse_args(argv))
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the benchmark for parsed ``args`` (see :func:`add_arguments`); prints the JSON report.
+
+    Raises:
+        RuntimeError: the server could not be started.
+        ServerConfigError: the ``REE_*`` variables are invalid.
+    """
     from reasoning_env.server.settings import config_from_env
     from reasoning_env.sources import load_pools
 
