@@ -24,7 +24,7 @@ import pytest
 import uvicorn
 import websockets.sync.client as ws_sync
 
-from reasoning_env import EnvConfig, ReasoningEconomicsEnv
+from reasoning_env import EnvConfig, ReasonBudgetAction, ReasoningEconomicsEnv
 from reasoning_env.client import ReasoningEconomicsClient, ServerError
 from reasoning_env.server import create_server_app
 
@@ -136,6 +136,12 @@ def test_step_takes_grading_response_and_tokenizer(live, gold):
         r = env.step("<think>maybe \\boxed{0}</think> hmm", grading_response=f"\\boxed{{{gold[qid]}}}", tokenizer_name=QWEN3)
         assert r.observation.last_step.graded_text == "grading_response" and r.observation.last_step.correct
         assert r.observation.metadata["tokenizer_name"] == QWEN3
+        qid = r.observation.question_id
+        action = ReasonBudgetAction(response="hmm", metadata={"grading_response": f"\\boxed{{{gold[qid]}}}"})
+        r = env.step(action, tokenizer_name=QWEN25)  # an action works too; the keyword adds to its metadata
+        assert r.observation.last_step.correct and r.observation.metadata["tokenizer_name"] == QWEN25
+        with pytest.raises(TypeError, match="grading_response and tokenizer_name"):
+            env.step("x", timeout_s=600)
 
 
 def test_http_routes(live):

@@ -2,10 +2,10 @@
 and reaping an idle WebSocket session also closes its socket.
 
 Threads. OpenEnv's :class:`HTTPEnvServer` runs each session's calls on a thread of its own. With
-64 busy sessions on 2 cores that cost ~40% more server CPU per step than a shared pool of 2-4
+64 busy sessions on 2 cores that cost 15-40% more server CPU per step than a shared pool of 2-8
 threads (GIL hand-offs between 64 runnable threads), and the tokenizer's native allocations,
-spread over 64 threads, grew the server's memory steadily (+83 MB over 3,000 episodes, still
-growing; with 2 threads +3 MB). :class:`SessionServer` runs every session's resets and steps on
+spread over 64 threads, grew the server's memory steadily (+80 MB from 256 to 2,560 episodes and
+still growing; +10 MB with 4 threads). :class:`SessionServer` runs every session's resets and steps on
 one pool of ``worker_threads`` threads. A session never has two calls in flight (the route awaits
 each), so its environment is still used by one thread at a time. The price: ``worker_threads``
 steps that wait on slow grades (up to the grader's time limit) hold up the others meanwhile.

@@ -34,7 +34,7 @@ import fnmatch
 import os
 import re
 from dataclasses import asdict, dataclass
-from typing import Any, Mapping, Optional
+from typing import Any, Callable, Mapping, Optional
 
 from reasoning_env.config import ConfigError, EnvConfig
 
@@ -48,22 +48,6 @@ DEFAULT_MAX_RESPONSE_BYTES = 1_000_000
 DEFAULT_WORKER_THREADS = min(8, 2 * (os.cpu_count() or 1))
 #: Longest tokenizer name accepted from a client (characters).
 MAX_TOKENIZER_NAME_CHARS = 200
-
-#: Environment variables that configure the server (printed at start-up when set).
-ENV_VARS = (
-    "REE_CONFIG",
-    "REE_DEFAULT_TOKENIZER_NAME",
-    "REE_HARD_CAP_MODE",
-    "REE_SOURCES",
-    "REE_DATA_DIR",
-    "REE_MAX_SESSIONS",
-    "REE_SESSION_TIMEOUT_S",
-    "REE_MAX_RESPONSE_BYTES",
-    "REE_ALLOWED_TOKENIZERS",
-    "REE_ALLOW_LOCAL_TOKENIZERS",
-    "REE_WORKER_THREADS",
-    "REE_CACHE_DIR",
-)
 
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off"}
@@ -162,11 +146,12 @@ class ServerSettings:
 
 
 # ------------------------------------------------------------------------ environment variables
-def _bool(environ: Mapping[str, str], var: str) -> Optional[bool]:
-    raw = environ.get(var)
-    if raw is None or not raw.strip():
-        return None
-    v = raw.strip().lower()
+def _text(raw: str, var: str) -> str:
+    return raw
+
+
+def _bool(raw: str, var: str) -> bool:
+    v = raw.lower()
     if v in _TRUE:
         return True
     if v in _FALSE:
@@ -174,28 +159,61 @@ def _bool(environ: Mapping[str, str], var: str) -> Optional[bool]:
     raise ServerConfigError(f"{var}={raw!r} is not a boolean; use true or false")
 
 
-def _int(environ: Mapping[str, str], var: str) -> Optional[int]:
-    raw = environ.get(var)
-    if raw is None or not raw.strip():
-        return None
+def _int(raw: str, var: str) -> int:
     try:
-        return int(raw.strip().replace("_", ""))
+        return int(raw.replace("_", ""))
     except ValueError:
         raise ServerConfigError(f"{var}={raw!r} is not an integer") from None
 
 
-def _list(environ: Mapping[str, str], var: str) -> Optional[list[str]]:
-    raw = environ.get(var)
-    if raw is None or not raw.strip():
+def _seconds(raw: str, var: str) -> Optional[float]:
+    if raw.lower() in ("none", "off", "never", "0"):
         return None
-    items = [p.strip() for p in raw.split(",") if p.strip()]
+    try:
+        return float(raw)
+    except ValueError:
+        raise ServerConfigError(f"{var}={raw!r} is not a number of seconds (or 'none')") from None
+
+
+def _names(raw: str, var: str) -> tuple[str, ...]:
+    items = tuple(p.strip() for p in raw.split(",") if p.strip())
     if not items:
         raise ServerConfigError(f"{var}={raw!r} names nothing; give a comma-separated list")
     return items
 
 
+#: Variable -> (EnvConfig field, parser). They override the field of REE_CONFIG's file.
+CONFIG_VARS: dict[str, tuple[str, Callable[[str, str], Any]]] = {
+    "REE_DEFAULT_TOKENIZER_NAME": ("tokenizer_name", _text),
+    "REE_HARD_CAP_MODE": ("hard_cap_mode", _bool),
+    "REE_SOURCES": ("sources", lambda raw, var: list(_names(raw, var))),
+    "REE_DATA_DIR": ("data_dir", _text),
+}
+#: Variable -> (ServerSettings field, parser).
+SETTINGS_VARS: dict[str, tuple[str, Callable[[str, str], Any]]] = {
+    "REE_MAX_SESSIONS": ("max_sessions", _int),
+    "REE_SESSION_TIMEOUT_S": ("session_timeout_s", _seconds),
+    "REE_MAX_RESPONSE_BYTES": ("max_response_bytes", _int),
+    "REE_ALLOWED_TOKENIZERS": ("allowed_tokenizers", _names),
+    "REE_ALLOW_LOCAL_TOKENIZERS": ("allow_local_tokenizers", _bool),
+    "REE_WORKER_THREADS": ("worker_threads", _int),
+}
+#: Environment variables that configure the server (printed at start-up when set).
+ENV_VARS = ("REE_CONFIG", *CONFIG_VARS, *SETTINGS_VARS, "REE_CACHE_DIR")
+
+
+def _read(environ: Mapping[str, str], table: dict[str, tuple[str, Callable[[str, str], Any]]]) -> dict[str, tuple[str, Any]]:
+    """``{field: (variable, parsed value)}`` for the variables of ``table`` that are set (non-blank)."""
+    out = {}
+    for var, (field, parse) in table.items():
+        raw = (environ.get(var) or "").strip()
+        if raw:
+            out[field] = (var, parse(raw, var))
+    return out
+
+
 def config_from_env(environ: Optional[Mapping[str, str]] = None) -> EnvConfig:
-    """The EnvConfig described by ``REE_CONFIG`` and the per-field ``REE_*`` variables.
+    """The EnvConfig described by ``REE_CONFIG`` and the per-field variables of :data:`CONFIG_VARS`.
 
     Args:
         environ: Variables to read (default ``os.environ``).
@@ -210,67 +228,28 @@ def config_from_env(environ: Optional[Mapping[str, str]] = None) -> EnvConfig:
         config = EnvConfig.from_yaml(path) if path else EnvConfig()
     except ConfigError as exc:
         raise ServerConfigError(f"REE_CONFIG={path!r}: {exc}") from None
-    changes: dict[str, Any] = {}
-    tok = (environ.get("REE_DEFAULT_TOKENIZER_NAME") or "").strip()
-    if tok:
-        changes["tokenizer_name"] = tok
-    hard = _bool(environ, "REE_HARD_CAP_MODE")
-    if hard is not None:
-        changes["hard_cap_mode"] = hard
-    sources = _list(environ, "REE_SOURCES")
-    if sources is not None:
-        changes["sources"] = sources
-    data_dir = (environ.get("REE_DATA_DIR") or "").strip()
-    if data_dir:
-        changes["data_dir"] = data_dir
+    changes = _read(environ, CONFIG_VARS)
     if not changes:
         return config
     try:
-        return config.replace(**changes)
+        return config.replace(**{field: value for field, (_, value) in changes.items()})
     except ConfigError as exc:
-        names = {"tokenizer_name": "REE_DEFAULT_TOKENIZER_NAME", "hard_cap_mode": "REE_HARD_CAP_MODE",
-                 "sources": "REE_SOURCES", "data_dir": "REE_DATA_DIR"}
-        raise ServerConfigError(
-            f"the config from {', '.join(names[k] for k in changes)} is invalid: {exc}"
-        ) from None
+        names = ", ".join(var for var, _ in changes.values())
+        raise ServerConfigError(f"the config from {names} is invalid: {exc}") from None
 
 
 def settings_from_env(environ: Optional[Mapping[str, str]] = None) -> ServerSettings:
-    """The :class:`ServerSettings` described by the ``REE_*`` variables (defaults for unset ones).
+    """The :class:`ServerSettings` described by the variables of :data:`SETTINGS_VARS`
+    (defaults for unset ones).
 
     Raises:
         ServerConfigError: a variable is malformed or out of range (the message names it).
     """
     environ = os.environ if environ is None else environ
-    values: dict[str, Any] = {}
-    n = _int(environ, "REE_MAX_SESSIONS")
-    if n is not None:
-        values["max_sessions"] = n
-    raw = (environ.get("REE_SESSION_TIMEOUT_S") or "").strip()
-    if raw:
-        if raw.lower() in ("none", "off", "never", "0"):
-            values["session_timeout_s"] = None
-        else:
-            try:
-                values["session_timeout_s"] = float(raw)
-            except ValueError:
-                raise ServerConfigError(f"REE_SESSION_TIMEOUT_S={raw!r} is not a number of seconds (or 'none')") from None
-    b = _int(environ, "REE_MAX_RESPONSE_BYTES")
-    if b is not None:
-        values["max_response_bytes"] = b
-    allowed = _list(environ, "REE_ALLOWED_TOKENIZERS")
-    if allowed is not None:
-        values["allowed_tokenizers"] = tuple(allowed)
-    local = _bool(environ, "REE_ALLOW_LOCAL_TOKENIZERS")
-    if local is not None:
-        values["allow_local_tokenizers"] = local
-    threads = _int(environ, "REE_WORKER_THREADS")
-    if threads is not None:
-        values["worker_threads"] = threads
-    try:
-        return ServerSettings(**values)
-    except ServerConfigError as exc:
-        var = {"max_sessions": "REE_MAX_SESSIONS", "session_timeout_s": "REE_SESSION_TIMEOUT_S",
-               "max_response_bytes": "REE_MAX_RESPONSE_BYTES", "worker_threads": "REE_WORKER_THREADS"}
-        field = str(exc).split(" ", 1)[0]
-        raise ServerConfigError(f"{var.get(field, 'server setting')}: {exc}") from None
+    values = _read(environ, SETTINGS_VARS)
+    for field, (var, value) in values.items():
+        try:  # check each value alone, so that the error names its variable
+            ServerSettings(**{field: value})
+        except ServerConfigError as exc:
+            raise ServerConfigError(f"{var}: {exc}") from None
+    return ServerSettings(**{field: value for field, (_, value) in values.items()})
