@@ -264,30 +264,23 @@ def test_observations_from_wire_formats():
         as_obs(42)
 
 
-def test_remote_factory_without_client_is_a_clear_error():
-    try:
-        import reasoning_env.client  # noqa: F401
-    except ImportError:
-        with pytest.raises(ImportError, match="env_base_url"):
-            RemoteEnvFactory("http://127.0.0.1:1")
-    else:
-        pytest.skip("reasoning_env.client exists; see test_remote_episodes_match_in_process")
-
-
 def test_remote_episodes_match_in_process(policy, factory):
     """Against a live OpenEnv server (started here in a thread) the episodes of a seed are the
-    in-process ones. Skips until the server/client engineer's modules land."""
-    pytest.importorskip("reasoning_env.client", reason="reasoning_env.client is not available yet")
-    server = pytest.importorskip("reasoning_env.server.app", reason="reasoning_env.server.app is not available yet")
-    uvicorn = pytest.importorskip("uvicorn")
+    in-process ones."""
     import socket
+
+    import uvicorn
+
+    from reasoning_env.server import app as server
     import threading
     import time
 
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    config = uvicorn.Config(server.app, host="127.0.0.1", port=port, log_level="warning")
+    # The tiny policy counts with the embedded tokenizer's folder: let this test server load it.
+    app = server.create_server_app(tiny_env_config(), allow_local_tokenizers=True)
+    config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning")
     srv = uvicorn.Server(config)
     thread = threading.Thread(target=srv.run, daemon=True)
     thread.start()
@@ -301,7 +294,11 @@ def test_remote_episodes_match_in_process(policy, factory):
         runner = EpisodeRunner(backend, remote, ChatFormat(policy.tokenizer),
                                limits=RolloutLimits(tokenizer_name=policy.tokenizer_name))
         traces = runner.play_lockstep(_specs(groups=1, members=2))
+        local = EpisodeRunner(ScriptedBackend(policy.tokenizer, lambda ctx: "\\boxed{0}"), factory, ChatFormat(policy.tokenizer),
+                              limits=RolloutLimits(tokenizer_name=policy.tokenizer_name)).play_lockstep(_specs(groups=1, members=1))
         assert traces[0].reset_metadata.get("question_ids") == traces[1].reset_metadata.get("question_ids")
+        assert traces[0].reset_metadata.get("question_ids") == local[0].reset_metadata.get("question_ids")
+        assert [s.reward for s in traces[0].steps] == pytest.approx([s.reward for s in local[0].steps])
         assert traces[0].prompt_ids == traces[1].prompt_ids
         for tr in traces:
             tr.check()
