@@ -24,7 +24,7 @@ from __future__ import annotations
 from typing import Optional
 
 from reasoning_env.grading.extract import Extraction, extract_final_answer
-from reasoning_env.grading.gold import GoldInfo, GoldReport, prepare_gold
+from reasoning_env.grading.gold import GoldInfo, GoldReport, log_gold_issues, prepare_gold
 from reasoning_env.grading.grader import DEFAULT_TIMEOUT_S, REASONS, GradeResult, Grader
 from reasoning_env.grading.normalize import normalize_answer
 
@@ -38,6 +38,7 @@ __all__ = [
     "REASONS",
     "extract_final_answer",
     "grade",
+    "log_gold_issues",
     "normalize_answer",
     "prepare_gold",
 ]

@@ -301,9 +301,11 @@ def _scalar_compare(p: Any, g: Any, deadline: float) -> Verdict:
     vg = free_vars(g)
     if not vp and not vg:
         return _const_compare(p, g)
-    if vp != vg:
+    verdict = _point_compare(p, g, sorted(vp | vg), deadline)
+    if verdict.equal is False and vp != vg:
+        # A + B/x vs C + D/x: integration constants named differently.
         return _renamed_constants_compare(p, g, vp, vg, deadline)
-    return _point_compare(p, g, sorted(vp), deadline)
+    return verdict
 
 
 def _base_compare(p: Any, g: Any) -> Verdict:
@@ -333,8 +335,7 @@ def _renamed_constants_compare(p: Any, g: Any, vp: frozenset, vg: frozenset, dea
             v = _point_compare(renamed, g, sorted(vg), deadline)
             if v.equal:
                 return _yes("equivalent", "equal after renaming arbitrary constants")
-        return _no("different expressions")
-    return _no("different variables")
+    return _no("different expressions")
 
 
 # ----------------------------------------------------------------------------- relations
@@ -510,6 +511,19 @@ def _seq_compare(p: Any, g: Seq, deadline: float) -> Verdict:
     return _no(f"{describe_kind(p)} vs {g.kind}")
 
 
+def _letters_word(p: Any) -> Optional[str]:
+    """A short bare word parsed as a product of letters (``no`` -> ``n * o``), lower-cased."""
+    if not isinstance(p, tuple) or not p:
+        return None
+    parts = p[1] if p[0] == "*" else (p,)
+    letters = []
+    for x in parts:
+        if not (isinstance(x, tuple) and x and x[0] in ("v", "c") and len(x[1]) == 1):
+            return None
+        letters.append(x[1])
+    return "".join(letters).lower()
+
+
 # ----------------------------------------------------------------------------- entry point
 def compare(p: Any, g: Any, deadline: float) -> Verdict:
     """Compare a parsed prediction ``p`` with a parsed gold ``g``.
@@ -542,6 +556,10 @@ def compare(p: Any, g: Any, deadline: float) -> Verdict:
     if isinstance(g, Relation) or isinstance(p, Relation):
         return _relation_compare(p, g, deadline)
     if isinstance(g, tuple):
+        if isinstance(p, Text):
+            word = _letters_word(g)
+            if word is not None:
+                return _yes("equivalent", "same words") if word == p.text else _no("different words")
         if isinstance(p, tuple):
             return _scalar_compare(p, g, deadline)
         return _no(f"{describe_kind(p)} vs a single value")
@@ -563,8 +581,9 @@ def compare(p: Any, g: Any, deadline: float) -> Verdict:
             return _ordered(p.items, items, deadline) if items is not None else _no("tuple vs matrix")
         return _no(f"{describe_kind(p)} vs a matrix")
     if isinstance(g, Text):
-        if isinstance(p, Text):
-            return _yes("equivalent", "same words") if p.text == g.text else _no("different words")
+        word = p.text if isinstance(p, Text) else _letters_word(p)
+        if word is not None:
+            return _yes("equivalent", "same words") if word == g.text else _no("different words")
         return _no(f"{describe_kind(p)} vs a word answer")
     if isinstance(g, Choice):
         if isinstance(p, Choice):

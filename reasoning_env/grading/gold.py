@@ -7,15 +7,18 @@ is reported once at load time, not at every step; each ``grade()`` then reuses t
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Optional
 
 from reasoning_env.grading.compare import describe_kind
 from reasoning_env.grading.latex import ParseError, parse_answer
-from reasoning_env.grading.normalize import match_key, normalize_answer
+from reasoning_env.grading.normalize import is_wrapped_text, match_key, normalize_answer
 
-__all__ = ["GoldInfo", "GoldReport", "prepare_gold", "GOLD_CACHE_SIZE"]
+__all__ = ["GoldInfo", "GoldReport", "prepare_gold", "log_gold_issues", "GOLD_CACHE_SIZE"]
+
+logger = logging.getLogger(__name__)
 
 #: Distinct gold strings kept parsed per process (MetaMathQA has ~395k rows; most repeat).
 GOLD_CACHE_SIZE = 262_144
@@ -84,9 +87,21 @@ def prepare_gold(gold: str) -> GoldInfo:
     normalised = normalize_answer(gold)
     key = match_key(normalised)
     try:
-        value = parse_answer(normalised)
+        value = parse_answer(normalised, is_wrapped_text(gold))
     except ParseError as exc:
         return GoldInfo(gold, normalised, key, None, "unparsed", f"fast parser: {exc}")
     except RecursionError:  # pragma: no cover - depth is capped well below the limit
         return GoldInfo(gold, normalised, key, None, "unparsed", "fast parser: too deep")
     return GoldInfo(gold, normalised, key, value, describe_kind(value))
+
+
+def log_gold_issues(report: GoldReport) -> None:
+    """Log (warning) the golds the fast parser could not read, with up to 5 examples."""
+    if not report.issues:
+        return
+    examples = "; ".join(f"{g!r}: {why}" for g, why in report.issues[:5])
+    logger.warning(
+        "%d of %d gold answers are outside the fast grader's subset; they are graded by exact "
+        "match and math-verify (slower). Examples: %s",
+        len(report.issues), report.total, examples,
+    )

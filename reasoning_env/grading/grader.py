@@ -17,6 +17,7 @@ Reasons (``GradeResult.reason``) form this small vocabulary: :data:`REASONS`.
 from __future__ import annotations
 
 import math
+import re
 import threading
 import time
 from dataclasses import dataclass
@@ -26,7 +27,7 @@ from reasoning_env.grading.compare import compare
 from reasoning_env.grading.extract import extract_final_answer
 from reasoning_env.grading.gold import GoldInfo, GoldReport, prepare_gold
 from reasoning_env.grading.latex import MAX_PARSE_CHARS, ParseError, parse_answer
-from reasoning_env.grading.normalize import match_key, normalize_answer
+from reasoning_env.grading.normalize import is_wrapped_text, match_key, normalize_answer
 
 __all__ = ["GradeResult", "Grader", "REASONS", "DEFAULT_TIMEOUT_S"]
 
@@ -69,9 +70,13 @@ class GradeResult:
     detail: str = ""
 
 
-def _for_math_verify(normalised: str) -> str:
-    # '%' starts a comment in LaTeX: give math-verify the escaped form.
-    return normalised.replace("%", "\\%")
+_UNESCAPED_DOLLAR = re.compile(r"(?<!\\)\$")
+
+
+def _for_math_verify(raw: str) -> str:
+    """The raw answer for math-verify (its own normaliser expects raw LaTeX, e.g. keeps
+    ``\\operatorname``), minus unescaped ``$`` that would break the ``$...$`` wrapper."""
+    return _UNESCAPED_DOLLAR.sub("", raw).strip()
 
 
 class Grader:
@@ -200,7 +205,7 @@ class Grader:
         detail = ""
         if info.value is not None:
             try:
-                pred_value = parse_answer(normalised)
+                pred_value = parse_answer(normalised, is_wrapped_text(answer))
             except ParseError as exc:
                 detail = f"prediction not parsed: {exc}"
             except RecursionError:  # pragma: no cover - depth is capped
@@ -219,7 +224,7 @@ class Grader:
         remaining = deadline - time.perf_counter()
         if remaining <= 0:
             return GradeResult(False, answer, "timeout", time.perf_counter() - t0, ext.method, detail)
-        status, value = self.pool.verify(_for_math_verify(normalised), _for_math_verify(info.normalised), remaining)
+        status, value = self.pool.verify(_for_math_verify(answer), _for_math_verify(info.gold), remaining)
         elapsed = time.perf_counter() - t0
         if status == "ok":
             ok = bool(value)

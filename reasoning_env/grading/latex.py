@@ -101,7 +101,7 @@ _CMD_TOKENS = {
 }
 _REL_OPS = {"=": "=", "<": "<", ">": ">", "<=": "<=", ">=": ">=", "!=": "!=", "in": "in"}
 _CHOICE_RE = re.compile(r"^\(?\s*([A-E])\s*\)?$")
-_TEXTY_RE = re.compile(r"^[A-Za-z][A-Za-z0-9 .,'\-()]*$")
+_TEXTY_RE = re.compile(r"^[A-Za-z][A-Za-z .,'\-]*$")
 _EOF = ("eof", "")
 
 
@@ -742,6 +742,8 @@ def _finish_value(v: Any) -> Any:
         lhs, rhs = v.sides
         if _is_node(lhs) and lhs[0] == "v" and not (_is_node(rhs) and lhs[1] in free_vars(rhs)):
             return Assign(lhs[1], _finish_value(rhs))
+        if _is_node(rhs) and rhs[0] == "v" and _is_node(lhs) and not free_vars(lhs):
+            return Assign(rhs[1], _finish_value(lhs))  # "5 = x"
         return v
     if isinstance(v, Assign):
         return Assign(v.lhs, _finish_value(v.value))
@@ -766,15 +768,9 @@ def _finish_items(items: list) -> Any:
         for v in vals:
             flat.extend(v.value.items if isinstance(v.value, Seq) and v.value.kind == "set" else (v.value,))
         return Assign(vals[0].lhs, Seq("list", tuple(flat)))
-    flat = []
-    for v in vals:
-        if isinstance(v, Seq) and v.kind == "set" and any(_is_node(x) and False for x in v.items):
-            flat.append(v)
-        else:
-            flat.append(v)
     # \pm inside a list item ("1 \pm \sqrt 2, 3") contributes both readings.
     expanded = []
-    for it, v in zip(items, flat):
+    for it, v in zip(items, vals):
         if _is_node(it) and has_pm(it):
             expanded.extend(expand_pm(it))
         else:
@@ -790,13 +786,16 @@ def _canon_text(s: str) -> str:
 
 
 @lru_cache(maxsize=16384)
-def parse_answer(s: str) -> Any:
+def parse_answer(s: str, as_text: bool = False) -> Any:
     """Parse a normalised answer into an answer value (see :mod:`reasoning_env.grading.values`).
 
     Cached (the cache holds immutable values only).
 
     Args:
         s: A normalised answer (output of :func:`~reasoning_env.grading.normalize.normalize_answer`).
+        as_text: The raw answer was one ``\\text{...}`` of words (see
+            :func:`~reasoning_env.grading.normalize.is_wrapped_text`): read it as words even when
+            short (``\\text{No}`` is not ``N \\cdot o``).
     Returns:
         An expression node or a structured value (:class:`Seq`, :class:`Relation`,
         :class:`Assign`, :class:`Union`, :class:`Matrix`, :class:`Text`, :class:`Choice`).
@@ -810,6 +809,10 @@ def parse_answer(s: str) -> Any:
     m = _CHOICE_RE.match(s)
     if m is not None:
         return Choice(m.group(1))
+    if as_text and _TEXTY_RE.match(s):
+        text = _canon_text(s)
+        if text:
+            return Text(text)
     try:
         toks = tokenize(s)
         p = _Parser(toks)

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["normalize_answer", "match_key", "MAX_NORMALISE_CHARS", "UNIT_WORDS"]
+__all__ = ["normalize_answer", "match_key", "is_wrapped_text", "MAX_NORMALISE_CHARS", "UNIT_WORDS"]
 
 #: Answers longer than this (characters) are not normalised beyond whitespace (they can only
 #: match a gold answer verbatim); gold answers are far shorter.
@@ -234,3 +234,14 @@ def normalize_answer(s: str) -> str:
 def match_key(normalised: str) -> str:
     """The exact-match key of a normalised answer: all spaces removed."""
     return normalised.replace(" ", "")
+
+
+_WRAPPED_TEXT_RE = re.compile(
+    r"^\s*\$?\s*\\(?:text|textbf|textit|textrm|textnormal|mbox|mathrm)\s*\{\s*([A-Za-z][A-Za-z '\-]*)\s*\}\s*\.?\s*\$?\s*$"
+)
+
+
+def is_wrapped_text(raw: str) -> bool:
+    """Whether a raw answer is one ``\\text{...}`` (or ``\\mbox``/``\\mathrm``...) holding only
+    words: a word answer, even a short one (``\\text{No}``)."""
+    return len(raw) < 200 and _WRAPPED_TEXT_RE.match(raw) is not None

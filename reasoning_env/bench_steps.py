@@ -1,0 +1,150 @@
+"""``python -m reasoning_env.bench steps``: throughput and latency of ``env.step()``.
+
+Each step is the environment's real ``step()``: token counting with the Qwen2.5 tokenizer,
+grading, and the reward. Responses are the datasets' own worked solutions: MATH-500
+``solution`` fields (they end in ``\\boxed{answer}``) and GSM8K ``answer`` fields rewritten to
+end with ``\\boxed{N}`` (the ``#### N`` line replaced), interleaved MATH, GSM8K, MATH, ...
+
+* ``--mode right``: each question gets its own solution; a correct grader grades 100% correct.
+* ``--mode wrong``: each question gets the solution of the next case whose gold answer differs
+  (as text, after normalisation; skipping only identical answers such as two consecutive
+  ``23``), so a correct grader grades 0% correct.
+
+Questions are served in episodes of 10 (``hard_cap_mode=False`` so no step is clipped); gold
+answers are prepared and the grading worker started before the timed loop, as the environment
+does when it loads its questions. The process is pinned to one CPU core. Output: one JSON line
+``{"steps", "steps_per_s", "p50_ms", "p99_ms", "max_ms", "mode", "graded_correct", ...}``
+(``graded_correct`` is the fraction graded correct; ``reasons`` counts grade reasons).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import time
+from pathlib import Path
+from typing import Any
+
+EPISODE_SIZE = 10
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """Options of the ``steps`` subcommand."""
+    p.add_argument("--data-dir", default=str(Path("..") / "shared" / "data"),
+                   help="folder with math500_test.jsonl and gsm8k_test.jsonl (default ../shared/data)")
+    p.add_argument("--n", type=int, default=400, help="number of steps (half MATH-500, half GSM8K)")
+    p.add_argument("--mode", choices=("right", "wrong"), default="right")
+    p.add_argument("--tokenizer", default=None,
+                   help="tokenizer (default: <data-dir>/qwen2.5_tokenizer if present, else Qwen/Qwen2.5-0.5B-Instruct)")
+    p.add_argument("--timeout-s", type=float, default=2.0, help="grading time limit per step (seconds)")
+    p.add_argument("--no-pin", action="store_true", help="do not pin the process to one CPU core")
+
+
+def gsm8k_boxed(answer: str) -> str:
+    """A GSM8K ``answer`` with its final ``#### N`` line replaced by ``\\boxed{N}``."""
+    head, sep, tail = answer.rpartition("####")
+    if not sep:
+        raise ValueError("GSM8K answer without '####'")
+    return head.rstrip() + "\n\\boxed{" + tail.strip() + "}"
+
+
+def build_cases(data_dir: str, n: int) -> list:
+    """``n`` interleaved (question, right response) pairs from MATH-500 and GSM8K."""
+    from reasoning_env.sources import load_pools
+
+    pools = load_pools(["math500", "gsm8k"], data_dir=data_dir, hub=False)
+    math_q = pools.pools["MATH-500"]
+    gsm_q = pools.pools["GSM8K"]
+    cases = []
+    for i in range(max(len(math_q), len(gsm_q))):
+        if i < len(math_q):
+            q = math_q[i]
+            cases.append((q, q.metadata["solution"]))
+        if i < len(gsm_q):
+            q = gsm_q[i]
+            cases.append((q, gsm8k_boxed(q.metadata["solution"])))
+        if len(cases) >= n:
+            break
+    return cases[:n]
+
+
+def wrong_responses(cases: list) -> list:
+    """For each case, the response of the next case (cyclically) whose gold answer differs."""
+    from reasoning_env.grading import normalize_answer
+
+    keys = [normalize_answer(q.gold_answer).replace(" ", "") for q, _ in cases]
+    out = []
+    n = len(cases)
+    for i in range(n):
+        j = (i + 1) % n
+        while keys[j] == keys[i] and j != i:
+            j = (j + 1) % n
+        out.append(cases[j][1])
+    return out
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the benchmark and print one JSON line. Returns 0."""
+    from reasoning_env.config import EnvConfig
+    from reasoning_env.env import ReasoningEconomicsEnv
+    from reasoning_env.grading import Grader
+    from reasoning_env.models import ReasonBudgetAction
+    from reasoning_env.sources import PoolSet
+
+    if args.n < 1:
+        raise SystemExit("--n must be at least 1")
+    data_dir = args.data_dir
+    tokenizer = args.tokenizer
+    if tokenizer is None:
+        local = Path(data_dir) / "qwen2.5_tokenizer"
+        tokenizer = str(local) if local.is_dir() else "Qwen/Qwen2.5-0.5B-Instruct"
+    cases = build_cases(data_dir, args.n)
+    responses = [r for _, r in cases] if args.mode == "right" else wrong_responses(cases)
+    by_id = {q.id: resp for (q, _), resp in zip(cases, responses)}
+
+    grader = Grader(timeout_s=args.timeout_s)
+    grader.prepare_golds(q.gold_answer for q, _ in cases)  # load time: parse every gold once
+    grader.warm_up(wait_s=60.0)
+    config = EnvConfig(
+        sources=["math500", "gsm8k"], data_dir=data_dir, hard_cap_mode=False,
+        num_questions=EPISODE_SIZE, tokenizer_name=tokenizer,
+    )
+    envs = []
+    for k in range(0, len(cases), EPISODE_SIZE):
+        chunk = tuple(q for q, _ in cases[k:k + EPISODE_SIZE])
+        env = ReasoningEconomicsEnv(config.replace(num_questions=len(chunk)), pools=PoolSet(pools={"bench": chunk}), grader=grader)
+        envs.append(env)
+    if not args.no_pin and hasattr(os, "sched_setaffinity"):
+        cpu = sorted(os.sched_getaffinity(0))[0]
+        os.sched_setaffinity(0, {cpu})
+
+    times = []
+    correct = 0
+    reasons: dict = {}
+    for k, env in enumerate(envs):
+        env.reset(seed=k)  # outside the timed loop (loads the tokenizer the first time)
+        for q in env.questions:
+            action = ReasonBudgetAction(response=by_id[q.id])
+            t0 = time.perf_counter()
+            obs = env.step(action)
+            times.append(time.perf_counter() - t0)
+            rec = obs.last_step
+            correct += int(rec.correct)
+            reasons[rec.grade_reason] = reasons.get(rec.grade_reason, 0) + 1
+    times.sort()
+    total = sum(times)
+    out: dict[str, Any] = {
+        "steps": len(times),
+        "steps_per_s": round(len(times) / total, 1) if total > 0 else None,
+        "p50_ms": round(1000 * statistics.median(times), 3),
+        "p99_ms": round(1000 * times[min(len(times) - 1, int(0.99 * len(times)))], 3),
+        "max_ms": round(1000 * times[-1], 3),
+        "mode": args.mode,
+        "graded_correct": round(correct / len(times), 4),
+        "reasons": dict(sorted(reasons.items())),
+        "tokenizer": Path(tokenizer).name if os.path.isdir(tokenizer) else tokenizer,
+    }
+    print(json.dumps(out))
+    return 0
