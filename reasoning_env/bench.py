@@ -15,6 +15,7 @@ from typing import Optional, Sequence
 #: Subcommand name -> (module path, one-line help). Register new benchmarks here.
 SUBCOMMANDS = {
     "steps": ("reasoning_env.bench_steps", "time env.step() (token count + grading + reward) on worked solutions"),
+    "cases": ("reasoning_env.bench_cases", "accuracy on the labelled grading cases: ours vs math-verify directly"),
     # "server": ("reasoning_env.bench_server", "..."),  <- the server benchmark registers here
 }
 

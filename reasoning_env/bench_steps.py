@@ -12,9 +12,13 @@ end with ``\\boxed{N}`` (the ``#### N`` line replaced), interleaved MATH, GSM8K,
 
 Questions are served in episodes of 10 (``hard_cap_mode=False`` so no step is clipped); gold
 answers are prepared and the grading worker started before the timed loop, as the environment
-does when it loads its questions. The process is pinned to one CPU core. Output: one JSON line
-``{"steps", "steps_per_s", "p50_ms", "p99_ms", "max_ms", "mode", "graded_correct", ...}``
-(``graded_correct`` is the fraction graded correct; ``reasons`` counts grade reasons).
+does when it loads its questions. The process is pinned to one CPU core (``--no-pin`` to
+skip). The whole set is timed ``--repeat`` times (default 3) and the fastest pass is reported,
+as ``timeit`` does, because on a shared machine other processes' preemptions only ever add
+time. Output: one JSON line ``{"steps", "steps_per_s", "p50_ms", "p99_ms", "max_ms", "mode",
+"graded_correct", ...}``: ``graded_correct`` is the fraction graded correct, ``reasons`` counts
+grade reasons, ``cpu_steps_per_s`` is the same rate on this thread's CPU time (insensitive to
+preemption), ``runs_steps_per_s`` lists every pass.
 """
 
 from __future__ import annotations
@@ -40,6 +44,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="tokenizer (default: <data-dir>/qwen2.5_tokenizer if present, else Qwen/Qwen2.5-0.5B-Instruct)")
     p.add_argument("--timeout-s", type=float, default=2.0, help="grading time limit per step (seconds)")
     p.add_argument("--no-pin", action="store_true", help="do not pin the process to one CPU core")
+    p.add_argument("--repeat", type=int, default=3,
+                   help="time the whole set this many times and report the fastest pass (as timeit does; "
+                        "other passes' rates are listed in runs_steps_per_s)")
 
 
 def gsm8k_boxed(answer: str) -> str:
@@ -85,6 +92,38 @@ def wrong_responses(cases: list) -> list:
     return out
 
 
+def _timed_pass(envs: list, by_id: dict, action_cls: Any) -> dict:
+    """One pass over every episode: reset (untimed), then each step timed (wall and CPU)."""
+    times = []
+    cpu_total = 0.0
+    correct = 0
+    reasons: dict = {}
+    for k, env in enumerate(envs):
+        env.reset(seed=k)  # outside the timed loop (loads the tokenizer the first time)
+        for q in env.questions:
+            action = action_cls(response=by_id[q.id])
+            c0 = time.thread_time()
+            t0 = time.perf_counter()
+            obs = env.step(action)
+            times.append(time.perf_counter() - t0)
+            cpu_total += time.thread_time() - c0
+            rec = obs.last_step
+            correct += int(rec.correct)
+            reasons[rec.grade_reason] = reasons.get(rec.grade_reason, 0) + 1
+    times.sort()
+    total = sum(times)
+    return {
+        "steps": len(times),
+        "steps_per_s": len(times) / total if total > 0 else float("inf"),
+        "cpu_steps_per_s": len(times) / cpu_total if cpu_total > 0 else float("inf"),
+        "p50_ms": round(1000 * statistics.median(times), 3),
+        "p99_ms": round(1000 * times[min(len(times) - 1, int(0.99 * len(times)))], 3),
+        "max_ms": round(1000 * times[-1], 3),
+        "graded_correct": round(correct / len(times), 4),
+        "reasons": dict(sorted(reasons.items())),
+    }
+
+
 def run(args: argparse.Namespace) -> int:
     """Run the benchmark and print one JSON line. Returns 0."""
     from reasoning_env.config import EnvConfig
@@ -116,35 +155,26 @@ def run(args: argparse.Namespace) -> int:
         chunk = tuple(q for q, _ in cases[k:k + EPISODE_SIZE])
         env = ReasoningEconomicsEnv(config.replace(num_questions=len(chunk)), pools=PoolSet(pools={"bench": chunk}), grader=grader)
         envs.append(env)
+    pinned = None
     if not args.no_pin and hasattr(os, "sched_setaffinity"):
-        cpu = sorted(os.sched_getaffinity(0))[0]
-        os.sched_setaffinity(0, {cpu})
+        pinned = sorted(os.sched_getaffinity(0))[0]
+        os.sched_setaffinity(0, {pinned})
 
-    times = []
-    correct = 0
-    reasons: dict = {}
-    for k, env in enumerate(envs):
-        env.reset(seed=k)  # outside the timed loop (loads the tokenizer the first time)
-        for q in env.questions:
-            action = ReasonBudgetAction(response=by_id[q.id])
-            t0 = time.perf_counter()
-            obs = env.step(action)
-            times.append(time.perf_counter() - t0)
-            rec = obs.last_step
-            correct += int(rec.correct)
-            reasons[rec.grade_reason] = reasons.get(rec.grade_reason, 0) + 1
-    times.sort()
-    total = sum(times)
+    passes = [_timed_pass(envs, by_id, ReasonBudgetAction) for _ in range(max(1, args.repeat))]
+    best = max(passes, key=lambda p: p["steps_per_s"])
     out: dict[str, Any] = {
-        "steps": len(times),
-        "steps_per_s": round(len(times) / total, 1) if total > 0 else None,
-        "p50_ms": round(1000 * statistics.median(times), 3),
-        "p99_ms": round(1000 * times[min(len(times) - 1, int(0.99 * len(times)))], 3),
-        "max_ms": round(1000 * times[-1], 3),
+        "steps": best["steps"],
+        "steps_per_s": round(best["steps_per_s"], 1),
+        "p50_ms": best["p50_ms"],
+        "p99_ms": best["p99_ms"],
+        "max_ms": best["max_ms"],
         "mode": args.mode,
-        "graded_correct": round(correct / len(times), 4),
-        "reasons": dict(sorted(reasons.items())),
+        "graded_correct": best["graded_correct"],
+        "reasons": best["reasons"],
+        "cpu_steps_per_s": round(best["cpu_steps_per_s"], 1),
+        "runs_steps_per_s": [round(p["steps_per_s"], 1) for p in passes],
         "tokenizer": Path(tokenizer).name if os.path.isdir(tokenizer) else tokenizer,
+        "pinned": pinned,
     }
     print(json.dumps(out))
     return 0

@@ -72,6 +72,10 @@ POINTS_NEEDED = 3
 POINTS_TRIED = 8
 #: Most items in a set/list compared pairwise.
 MAX_ITEMS = 64
+#: Values this close (relatively) but not within tolerance are re-evaluated at higher precision.
+RECHECK_REL = 1e-6
+#: Precision of that re-evaluation (bits, ~308 digits).
+RECHECK_PREC_BITS = 1024
 #: Minimum significant digits of a decimal answer matched against a non-decimal value.
 MIN_DECIMAL_SIG = 3
 
@@ -250,15 +254,57 @@ def _const_compare(p: Any, g: Any) -> Verdict:
         return _yes("numeric", "decimal rounds the exact value")
     if lit_g is not None and lit_p is None and _gold_decimal_matches(lit_g, np_, ctx):
         return _yes("numeric", "exact value rounds to the decimal gold")
-    if (not np_ or not ng) and scale < ctx.mpf(10) ** -60:
-        return _undecided("zero vs a tiny value")
+    if diff <= RECHECK_REL * scale or (not np_ or not ng):
+        # Close but not equal (cancellation?) or zero vs a tiny value: settle it at 1024 bits.
+        settled = _recheck({}, p, g)
+        if settled is None:
+            return _undecided("cannot settle a near-equality")
+        return _yes("numeric", "equal to 250 digits") if settled else _no("different numbers")
     return _no("different numbers")
+
+
+def _recheck(env: dict, p: Any, g: Any) -> Optional[bool]:
+    """Equality at :data:`RECHECK_PREC_BITS` bits (relative 1e-250, or both below 1e-250 in
+    absolute value); ``None`` when evaluation fails there."""
+    ctx = num_context(RECHECK_PREC_BITS)
+    try:
+        env_hp = {k: ctx.mpf(v) for k, v in env.items()}
+        a = numeric_value(p, env_hp, ctx)
+        b = numeric_value(g, env_hp, ctx)
+    except (TooBig, EvalError, ZeroDivisionError, OverflowError, ValueError, ArithmeticError):
+        return None
+    tiny = ctx.mpf(10) ** -250
+    diff = abs(a - b)
+    return bool(diff <= tiny * max(abs(a), abs(b)) or (abs(a) < tiny and abs(b) < tiny))
+
+
+def _has_piecewise(node: Any) -> bool:
+    """Whether ``node`` uses abs/floor/ceil (random positive points cannot judge those)."""
+    stack = [node]
+    while stack:
+        x = stack.pop()
+        if not isinstance(x, tuple) or not x:
+            continue
+        k = x[0]
+        if k == "f" and x[1] in ("abs", "floor", "ceil"):
+            return True
+        if k in ("n", "c", "v", "base"):
+            continue
+        if k == "+":
+            stack.extend(t for _, t in x[1])
+        elif k == "*":
+            stack.extend(x[1])
+        else:
+            stack.extend(c for c in x[1:] if isinstance(c, tuple))
+    return False
 
 
 def _point_compare(p: Any, g: Any, names: list, deadline: float) -> Verdict:
     """Compare two expressions with variables at seeded random points."""
     if len(names) > 64:
         return _undecided("too many variables")
+    if _has_piecewise(p) or _has_piecewise(g):
+        return _undecided("abs/floor/ceil of a variable")
     ctx = num_context(128)
     good = 0
     for k in range(POINTS_TRIED):
@@ -276,6 +322,15 @@ def _point_compare(p: Any, g: Any, names: list, deadline: float) -> Verdict:
         if ctx.isnan(a) or ctx.isnan(b) or ctx.isinf(a) or ctx.isinf(b):
             continue
         if not _close(ctx, a, b, POINT_REL_TOL):
+            if abs(a - b) <= RECHECK_REL * max(abs(a), abs(b)):
+                settled = _recheck(env, p, g)
+                if settled is None:
+                    return _undecided("cannot settle a near-equality")
+                if settled:
+                    good += 1
+                    if good >= POINTS_NEEDED:
+                        return _yes("equivalent", "equal at random points")
+                    continue
             return _no("differ at a random point")
         good += 1
         if good >= POINTS_NEEDED:
