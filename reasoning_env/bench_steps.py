@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import statistics
 import time
 from pathlib import Path
@@ -44,6 +45,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="tokenizer (default: <data-dir>/qwen2.5_tokenizer if present, else Qwen/Qwen2.5-0.5B-Instruct)")
     p.add_argument("--timeout-s", type=float, default=2.0, help="grading time limit per step (seconds)")
     p.add_argument("--no-pin", action="store_true", help="do not pin the process to one CPU core")
+    p.add_argument("--grader", choices=("ours", "math-verify", "naive"), default="ours",
+                   help="grader to time: ours (default), math-verify used directly (in-process, its "
+                        "default configs and signal timeouts), or a naive regex grader (for scale)")
     p.add_argument("--repeat", type=int, default=3,
                    help="time the whole set this many times and report the fastest pass (as timeit does; "
                         "other passes' rates are listed in runs_steps_per_s)")
@@ -90,6 +94,63 @@ def wrong_responses(cases: list) -> list:
             j = (j + 1) % n
         out.append(cases[j][1])
     return out
+
+
+class _MathVerifyDirect:
+    """math-verify as commonly used: ``verify(parse("\\boxed{gold}"), parse(response))`` with its
+    default extraction configs, in the calling thread (for comparison only: it can hang and its
+    expression config evaluates model text)."""
+
+    def __init__(self) -> None:
+        from math_verify import parse, verify
+
+        self._parse, self._verify = parse, verify
+        self._golds: dict = {}
+
+    def prepare_golds(self, golds: Any) -> None:
+        for g in golds:
+            self._golds[g] = self._parse("\\boxed{" + g + "}")
+
+    def warm_up(self, wait_s: float = 0.0) -> bool:
+        return True
+
+    def grade(self, text: str, gold: str, *, timeout_s: Any = None) -> Any:
+        from reasoning_env.grading import GradeResult
+
+        t0 = time.perf_counter()
+        g = self._golds.get(gold) or self._parse("\\boxed{" + gold + "}")
+        ok = bool(self._verify(g, self._parse(text)))
+        return GradeResult(ok, None, "symbolic" if ok else "mismatch", time.perf_counter() - t0, "boxed")
+
+
+class _NaiveRegex:
+    """The naive grader: first-``}`` box regex or ``####``, then string or float equality."""
+
+    _BOX = re.compile(r"\\boxed\{([^}]*)\}")
+    _GSM = re.compile(r"####\s*(.+)")
+
+    def prepare_golds(self, golds: Any) -> None:
+        pass
+
+    def warm_up(self, wait_s: float = 0.0) -> bool:
+        return True
+
+    def grade(self, text: str, gold: str, *, timeout_s: Any = None) -> Any:
+        from reasoning_env.grading import GradeResult
+
+        t0 = time.perf_counter()
+        found = self._BOX.findall(text) or self._GSM.findall(text)
+        pred = found[-1].strip() if found else None
+        ok = False
+        if pred is not None:
+            a, b = pred.replace(",", "").strip("$ ."), gold.replace(",", "").strip("$ .")
+            ok = a == b
+            if not ok:
+                try:
+                    ok = abs(float(a) - float(b)) < 1e-6
+                except ValueError:
+                    ok = False
+        return GradeResult(ok, pred, "exact" if ok else "mismatch", time.perf_counter() - t0, "boxed")
 
 
 def _timed_pass(envs: list, by_id: dict, action_cls: Any) -> dict:
@@ -143,7 +204,12 @@ def run(args: argparse.Namespace) -> int:
     responses = [r for _, r in cases] if args.mode == "right" else wrong_responses(cases)
     by_id = {q.id: resp for (q, _), resp in zip(cases, responses)}
 
-    grader = Grader(timeout_s=args.timeout_s)
+    if args.grader == "ours":
+        grader: Any = Grader(timeout_s=args.timeout_s)
+    elif args.grader == "math-verify":
+        grader = _MathVerifyDirect()
+    else:
+        grader = _NaiveRegex()
     grader.prepare_golds(q.gold_answer for q, _ in cases)  # load time: parse every gold once
     grader.warm_up(wait_s=60.0)
     config = EnvConfig(
@@ -175,6 +241,7 @@ def run(args: argparse.Namespace) -> int:
         "runs_steps_per_s": [round(p["steps_per_s"], 1) for p in passes],
         "tokenizer": Path(tokenizer).name if os.path.isdir(tokenizer) else tokenizer,
         "pinned": pinned,
+        "grader": args.grader,
     }
     print(json.dumps(out))
     return 0

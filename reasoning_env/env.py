@@ -30,7 +30,7 @@ from openenv.core.env_server.interfaces import Environment
 from openenv.core.env_server.types import EnvironmentMetadata
 
 from reasoning_env.config import EnvConfig
-from reasoning_env.grading import Grader, log_gold_issues
+from reasoning_env.grading import GoldReport, Grader, log_gold_issues
 from reasoning_env.models import (
     HistoryEntry,
     ReasonBudgetAction,
@@ -104,11 +104,14 @@ class ReasoningEconomicsEnv(Environment[ReasonBudgetAction, ReasonBudgetObservat
             )
         if not self._golds_prepared:
             self._golds_prepared = True
-            prepare = getattr(self._grader, "prepare_golds", None)
+            prepare = getattr(self._grader, "prepare_golds", None)  # custom graders may lack it
             if prepare is not None:
                 report = prepare(q.gold_answer for qs in self._pools.pools.values() for q in qs)
-                log_gold_issues(report)
-                self._grader.warm_up()
+                if isinstance(report, GoldReport):
+                    log_gold_issues(report)
+            warm_up = getattr(self._grader, "warm_up", None)
+            if warm_up is not None:
+                warm_up()
         return self._pools
 
     @property

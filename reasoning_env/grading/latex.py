@@ -146,17 +146,16 @@ def tokenize(s: str) -> list:
         m = match(s, pos)
         if m is None:  # pragma: no cover - the "other" branch matches any character
             raise ParseError(f"cannot tokenize at {pos}")
-        kind = m.lastgroup
-        text = m.group(kind) if kind not in ("benv", "eenv") else m.group(0)
+        kind = m.lastgroup  # the outer group for \begin/\end (lastgroup names the outermost)
+        text = m.group(0)
         pos = m.end()
         if kind == "ws":
-            toks.append(("ws", ""))
             continue
         if kind == "num":
             toks.append(("num", text))
-        elif kind == "begin" or kind == "benv":
+        elif kind == "begin":
             toks.append(("begin", m.group("benv")))
-        elif kind == "end" or kind == "eenv":
+        elif kind == "end":
             toks.append(("end", m.group("eenv")))
         elif kind == "cmd":
             name = text[1:]
@@ -197,16 +196,7 @@ def tokenize(s: str) -> list:
             raise ParseError(f"unsupported character {text!r}")
         if len(toks) > MAX_TOKENS:
             raise ParseError("answer too long")
-    # Drop whitespace tokens, remembering which tokens followed whitespace.
-    out = []
-    spaced = False
-    for t in toks:
-        if t[0] == "ws":
-            spaced = True
-            continue
-        out.append((t[0], t[1], spaced))
-        spaced = False
-    return out
+    return toks
 
 
 def _mul(factors: list) -> Any:
@@ -498,7 +488,7 @@ class _Parser:
         if tok[0] == "num":
             text = tok[1]
             if len(text) > 1:
-                self.t[self.i] = ("num", text[1:], False)
+                self.t[self.i] = ("num", text[1:])
                 return _num_node(text[0])
             self.next()
             return _num_node(text)
