@@ -21,8 +21,6 @@ on it anywhere (math-verify runs with its LaTeX extractor only, in a worker proc
 
 from __future__ import annotations
 
-from typing import Optional
-
 from reasoning_env.grading.extract import Extraction, extract_final_answer
 from reasoning_env.grading.gold import GoldInfo, GoldReport, log_gold_issues, prepare_gold
 from reasoning_env.grading.grader import DEFAULT_TIMEOUT_S, REASONS, GradeResult, Grader
@@ -43,11 +41,11 @@ __all__ = [
     "prepare_gold",
 ]
 
-_default_graders: dict = {}
-
 
 def grade(response: str, gold: str, *, timeout_s: float = DEFAULT_TIMEOUT_S) -> GradeResult:
-    """Grade one response against a gold answer with a shared default :class:`Grader`.
+    """Grade one response against a gold answer (see :meth:`Grader.grade`).
+
+    A :class:`Grader` is cheap to build: the gold cache and the worker pool are process-wide.
 
     Args:
         response: Full model output.
@@ -56,7 +54,4 @@ def grade(response: str, gold: str, *, timeout_s: float = DEFAULT_TIMEOUT_S) -> 
     Raises:
         TypeError / ValueError: see :meth:`Grader.grade`.
     """
-    grader: Optional[Grader] = _default_graders.get("default")
-    if grader is None:
-        grader = _default_graders.setdefault("default", Grader(DEFAULT_TIMEOUT_S))
-    return grader.grade(response, gold, timeout_s=timeout_s)
+    return Grader(timeout_s).grade(response, gold, timeout_s=timeout_s)

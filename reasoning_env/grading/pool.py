@@ -33,7 +33,6 @@ import multiprocessing
 import os
 import queue
 import runpy
-import sys
 import threading
 import time
 from pathlib import Path
