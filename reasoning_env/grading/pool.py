@@ -120,10 +120,24 @@ except ImportError:  # pragma: no cover - platforms without forkserver
     _WorkerProcess = None
 
 
-def _make_process(ctx: Any, **kwargs: Any) -> Any:
-    if _WorkerProcess is not None and ctx.get_start_method() == "forkserver":
-        return _WorkerProcess(**kwargs)
-    return ctx.Process(**kwargs)
+_plain_process_only = False  # set once if _NoMainPopen fails on this Python (pool machinery)
+
+
+def _start_process(ctx: Any, **kwargs: Any) -> Any:
+    """Create and start a worker process: with :class:`_WorkerProcess` when possible, else
+    (other start method, or CPython internals changed) a stock ``ctx.Process``."""
+    global _plain_process_only
+    if _WorkerProcess is not None and not _plain_process_only and ctx.get_start_method() == "forkserver":
+        proc = _WorkerProcess(**kwargs)
+        try:
+            proc.start()
+            return proc
+        except (AttributeError, TypeError, ImportError) as exc:  # pragma: no cover - future CPython
+            logger.warning("grading worker: custom forkserver launch failed (%s); using the stock one", exc)
+            _plain_process_only = True
+    proc = ctx.Process(**kwargs)
+    proc.start()
+    return proc
 
 
 class _Worker:
@@ -164,7 +178,7 @@ class _Worker:
         try:
             _configure_forkserver(ctx)
             parent, child = ctx.Pipe(duplex=True)
-            proc = _make_process(
+            proc = _start_process(
                 ctx,
                 target=runpy.run_path,
                 args=(_WORKER_SCRIPT,),
@@ -175,7 +189,6 @@ class _Worker:
                 name=f"grading-worker-{self.index}",
                 daemon=True,
             )
-            proc.start()
             child.close()
             if parent.poll(STARTUP_TIMEOUT_S):
                 msg = parent.recv()
