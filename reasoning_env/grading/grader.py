@@ -193,6 +193,8 @@ class Grader:
         if ext.answer is None:
             return GradeResult(False, None, "no_answer", time.perf_counter() - t0, ext.method)
         answer = ext.answer
+        if answer == info.gold or answer == info.normalised:  # verbatim: no normalising needed
+            return GradeResult(True, answer, "exact", time.perf_counter() - t0, ext.method)
         normalised = normalize_answer(answer)
         if match_key(normalised) == info.key:
             return GradeResult(True, answer, "exact", time.perf_counter() - t0, ext.method)
