@@ -45,8 +45,3 @@ def test_case(case: dict, grader: Grader) -> None:
         f"extracted {result.extracted!r}; note: {case['note']}"
     )
     assert result.time_s <= 2.0 + 3.0
-
-
-if not CASES:  # keep the skip visible in the report when the shared folder is missing
-    def test_cases_skipped_without_shared() -> None:
-        pytest.skip(f"shared grading cases not found at {CASES_PATH} (../shared is absent)")

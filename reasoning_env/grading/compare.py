@@ -38,7 +38,7 @@ import re
 import time
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any, Optional
+from typing import Any, Iterator, Optional
 
 from reasoning_env.grading.values import (
     Assign,
@@ -55,6 +55,7 @@ from reasoning_env.grading.values import (
     exact_value,
     free_vars,
     is_positive_monotone,
+    iter_nodes,
     num_context,
     numeric_value,
     rename_vars,
@@ -280,23 +281,33 @@ def _recheck(env: dict, p: Any, g: Any) -> Optional[bool]:
 
 def _has_piecewise(node: Any) -> bool:
     """Whether ``node`` uses abs/floor/ceil (random positive points cannot judge those)."""
-    stack = [node]
-    while stack:
-        x = stack.pop()
-        if not isinstance(x, tuple) or not x:
+    return any(x[0] == "f" and x[1] in ("abs", "floor", "ceil") for x in iter_nodes(node))
+
+
+class _Deadline(Exception):
+    """The comparison ran past its deadline."""
+
+
+def _evaluations(p: Any, g: Any, names: list, deadline: float, ctx: Any) -> Iterator[tuple]:
+    """``(env, p_value, g_value)`` at each seeded point where both are defined and finite.
+
+    Raises:
+        TooBig: a value is astronomically large at some point.
+        _Deadline: past ``deadline`` (``time.perf_counter()`` seconds).
+    """
+    for k in range(POINTS_TRIED):
+        if time.perf_counter() > deadline:
+            raise _Deadline
+        row = _POINTS[k]
+        env = {name: ctx.mpf(row[j]) for j, name in enumerate(names)}
+        try:
+            a = numeric_value(p, env, ctx)
+            b = numeric_value(g, env, ctx)
+        except (EvalError, ZeroDivisionError, OverflowError, ValueError, ArithmeticError):
             continue
-        k = x[0]
-        if k == "f" and x[1] in ("abs", "floor", "ceil"):
-            return True
-        if k in ("n", "c", "v", "base"):
+        if ctx.isnan(a) or ctx.isnan(b) or ctx.isinf(a) or ctx.isinf(b):
             continue
-        if k == "+":
-            stack.extend(t for _, t in x[1])
-        elif k == "*":
-            stack.extend(x[1])
-        else:
-            stack.extend(c for c in x[1:] if isinstance(c, tuple))
-    return False
+        yield env, a, b
 
 
 def _point_compare(p: Any, g: Any, names: list, deadline: float) -> Verdict:
@@ -307,34 +318,23 @@ def _point_compare(p: Any, g: Any, names: list, deadline: float) -> Verdict:
         return _undecided("abs/floor/ceil of a variable")
     ctx = num_context(128)
     good = 0
-    for k in range(POINTS_TRIED):
-        if time.perf_counter() > deadline:
-            return _undecided("deadline")
-        row = _POINTS[k]
-        env = {name: ctx.mpf(row[j]) for j, name in enumerate(names)}
-        try:
-            a = numeric_value(p, env, ctx)
-            b = numeric_value(g, env, ctx)
-        except TooBig:
-            return _undecided("too large to evaluate")
-        except (EvalError, ZeroDivisionError, OverflowError, ValueError, ArithmeticError):
-            continue
-        if ctx.isnan(a) or ctx.isnan(b) or ctx.isinf(a) or ctx.isinf(b):
-            continue
-        if not _close(ctx, a, b, POINT_REL_TOL):
-            if abs(a - b) <= RECHECK_REL * max(abs(a), abs(b)):
-                settled = _recheck(env, p, g)
+    try:
+        for env, a, b in _evaluations(p, g, names, deadline, ctx):
+            if not _close(ctx, a, b, POINT_REL_TOL):
+                if abs(a - b) > RECHECK_REL * max(abs(a), abs(b)):
+                    return _no("differ at a random point")
+                settled = _recheck(env, p, g)  # close: cancellation at 128 bits?
                 if settled is None:
                     return _undecided("cannot settle a near-equality")
-                if settled:
-                    good += 1
-                    if good >= POINTS_NEEDED:
-                        return _yes("equivalent", "equal at random points")
-                    continue
-            return _no("differ at a random point")
-        good += 1
-        if good >= POINTS_NEEDED:
-            return _yes("equivalent", "equal at random points")
+                if not settled:
+                    return _no("differ at a random point")
+            good += 1
+            if good >= POINTS_NEEDED:
+                return _yes("equivalent", "equal at random points")
+    except TooBig:
+        return _undecided("too large to evaluate")
+    except _Deadline:
+        return _undecided("deadline")
     return _undecided("too few points where both are defined")
 
 
@@ -411,37 +411,29 @@ def _proportional(fp: Any, fg: Any, deadline: float) -> Verdict:
     if free_vars(fp) != free_vars(fg):
         return _no("equations in different variables")
     ctx = num_context(128)
+    small = ctx.mpf(10) ** -25
     ratio = None
     good = 0
-    for k in range(POINTS_TRIED):
-        if time.perf_counter() > deadline:
-            return _undecided("deadline")
-        row = _POINTS[k]
-        env = {name: ctx.mpf(row[j]) for j, name in enumerate(names)}
-        try:
-            a = numeric_value(fp, env, ctx)
-            b = numeric_value(fg, env, ctx)
-        except TooBig:
-            return _undecided("too large to evaluate")
-        except (EvalError, ZeroDivisionError, OverflowError, ValueError, ArithmeticError):
-            continue
-        if ctx.isnan(a) or ctx.isnan(b) or ctx.isinf(a) or ctx.isinf(b):
-            continue
-        small = ctx.mpf(10) ** -25
-        if abs(b) < small:
-            if abs(a) < small:
-                continue
-            return _no("different equations")
-        r = a / b
-        if abs(r) < small:
-            return _no("different equations")
-        if ratio is None:
-            ratio = r
-        elif not _close(ctx, r, ratio, POINT_REL_TOL):
-            return _no("different equations")
-        good += 1
-        if good >= POINTS_NEEDED:
-            return _yes("equivalent", "equations agree up to a constant factor")
+    try:
+        for _, a, b in _evaluations(fp, fg, names, deadline, ctx):
+            if abs(b) < small:
+                if abs(a) < small:
+                    continue
+                return _no("different equations")
+            r = a / b
+            if abs(r) < small:
+                return _no("different equations")
+            if ratio is None:
+                ratio = r
+            elif not _close(ctx, r, ratio, POINT_REL_TOL):
+                return _no("different equations")
+            good += 1
+            if good >= POINTS_NEEDED:
+                return _yes("equivalent", "equations agree up to a constant factor")
+    except TooBig:
+        return _undecided("too large to evaluate")
+    except _Deadline:
+        return _undecided("deadline")
     return _undecided("too few points where both are defined")
 
 

@@ -40,7 +40,7 @@ import math
 import threading
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any, Mapping, Optional, Union as _U
+from typing import Any, Iterator, Mapping, Optional, Union as _U
 
 import mpmath
 
@@ -59,6 +59,7 @@ __all__ = [
     "exact_value",
     "numeric_value",
     "free_vars",
+    "iter_nodes",
     "expand_pm",
     "has_pm",
     "rename_vars",
@@ -167,38 +168,15 @@ class EvalError(Exception):
 
 
 # ----------------------------------------------------------------------------- tree helpers
-def free_vars(node: Any) -> frozenset:
-    """Names of the variables in an expression node (``frozenset`` of ``str``)."""
-    out: set = set()
+def iter_nodes(node: Any) -> Iterator[tuple]:
+    """Every expression node under ``node`` (itself included), iteratively (no recursion)."""
     stack = [node]
     while stack:
         x = stack.pop()
         if not isinstance(x, tuple) or not x:
             continue
+        yield x
         k = x[0]
-        if k == "v":
-            out.add(x[1])
-        elif k == "n" or k == "c" or k == "base":
-            continue
-        elif k == "+":
-            stack.extend(t for _, t in x[1])
-        elif k == "*":
-            stack.extend(x[1])
-        else:
-            stack.extend(c for c in x[1:] if isinstance(c, tuple))
-    return frozenset(out)
-
-
-def has_pm(node: Any) -> bool:
-    """Whether an expression contains ``\\pm``/``\\mp``."""
-    stack = [node]
-    while stack:
-        x = stack.pop()
-        if not isinstance(x, tuple) or not x:
-            continue
-        k = x[0]
-        if k == "pm":
-            return True
         if k in ("n", "c", "v", "base"):
             continue
         if k == "+":
@@ -207,7 +185,16 @@ def has_pm(node: Any) -> bool:
             stack.extend(x[1])
         else:
             stack.extend(c for c in x[1:] if isinstance(c, tuple))
-    return False
+
+
+def free_vars(node: Any) -> frozenset:
+    """Names of the variables in an expression node (``frozenset`` of ``str``)."""
+    return frozenset(x[1] for x in iter_nodes(node) if x[0] == "v")
+
+
+def has_pm(node: Any) -> bool:
+    """Whether an expression contains ``\\pm``/``\\mp``."""
+    return any(x[0] == "pm" for x in iter_nodes(node))
 
 
 def _subst_pm(node: Any, sign: int) -> Any:
