@@ -16,6 +16,7 @@ Reasons (``GradeResult.reason``) form this small vocabulary: :data:`REASONS`.
 
 from __future__ import annotations
 
+import logging
 import math
 import re
 import threading
@@ -23,13 +24,15 @@ import time
 from dataclasses import dataclass
 from typing import Iterable, Optional
 
-from reasoning_env.grading.compare import compare
+from reasoning_env.grading.compare import Verdict, compare
 from reasoning_env.grading.extract import extract_final_answer
 from reasoning_env.grading.gold import GoldInfo, GoldReport, prepare_gold
 from reasoning_env.grading.latex import MAX_PARSE_CHARS, ParseError, parse_answer
 from reasoning_env.grading.normalize import is_wrapped_text, match_key, normalize_answer
 
 __all__ = ["GradeResult", "Grader", "REASONS", "DEFAULT_TIMEOUT_S"]
+
+logger = logging.getLogger(__name__)
 
 #: Default time limit of one grade (seconds).
 DEFAULT_TIMEOUT_S = 2.0
@@ -212,8 +215,15 @@ class Grader:
                 detail = f"prediction not parsed: {exc}"
             except RecursionError:  # pragma: no cover - depth is capped
                 detail = "prediction too deep"
+            except Exception as exc:  # pragma: no cover - a fast-path bug must not crash a step
+                logger.exception("grading fast path failed on %r", answer[:200])
+                detail = f"fast path error: {type(exc).__name__}"
             else:
-                verdict = compare(pred_value, info.value, t0 + min(timeout_s, 0.5 * timeout_s + 0.05))
+                try:
+                    verdict = compare(pred_value, info.value, t0 + min(timeout_s, 0.5 * timeout_s + 0.05))
+                except Exception as exc:  # pragma: no cover - see above
+                    logger.exception("grading comparison failed on %r vs %r", answer[:200], info.gold[:200])
+                    verdict = Verdict(None, "undecided", f"fast path error: {type(exc).__name__}")
                 if verdict.equal is not None:
                     reason = verdict.reason if verdict.equal else "mismatch"
                     return GradeResult(verdict.equal, answer, reason, time.perf_counter() - t0, ext.method, verdict.detail)
