@@ -1,28 +1,45 @@
-"""Benchmarks: ``python -m reasoning_env.bench <name> [options]``.
+"""Benchmarks of the environment: ``python -m reasoning_env.bench <subcommand> [options]``.
 
-- ``server``: load test of the OpenEnv server (:mod:`reasoning_env.bench_server`).
-- ``steps``: in-process step throughput (:mod:`reasoning_env.bench_steps`).
-
-Each benchmark module is imported only when it is run.
+Subcommands live in their own modules and are imported only when run. To add one, write a
+module with ``add_arguments(parser)`` and ``run(args) -> int`` (exit status) and register it in
+:data:`SUBCOMMANDS` below.
 """
 
 from __future__ import annotations
 
+import argparse
 import importlib
 import sys
 from typing import Optional, Sequence
 
-BENCHMARKS = {"server": "reasoning_env.bench_server", "steps": "reasoning_env.bench_steps"}
+#: Subcommand name -> (module path, one-line help). Register new benchmarks here.
+SUBCOMMANDS = {
+    "steps": ("reasoning_env.bench_steps", "time env.step() (token count + grading + reward) on worked solutions"),
+    "cases": ("reasoning_env.bench_cases", "accuracy on the labelled grading cases: ours vs math-verify directly"),
+    "server": ("reasoning_env.bench_server", "load test of the OpenEnv server: many WebSocket sessions, steps/s, latency, RSS"),
+}
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    """Run the benchmark named by ``argv[0]`` with the rest of ``argv``; returns the exit status."""
-    argv = list(sys.argv[1:] if argv is None else argv)
-    if not argv or argv[0] not in BENCHMARKS:
-        print(f"usage: python -m reasoning_env.bench {{{','.join(BENCHMARKS)}}} [options]", file=sys.stderr)
-        return 2
-    module = importlib.import_module(BENCHMARKS[argv[0]])
-    return int(module.main(argv[1:]) or 0)
+    """Parse ``argv`` (default ``sys.argv[1:]``), run the chosen subcommand, return its status."""
+    parser = argparse.ArgumentParser(prog="python -m reasoning_env.bench", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+    modules = {}
+    for name, (module_path, help_text) in SUBCOMMANDS.items():
+        p = sub.add_parser(name, help=help_text)
+        try:
+            module = importlib.import_module(module_path)
+        except ImportError as exc:  # a registered module that is not there yet
+            p.set_defaults(_missing=f"{module_path} could not be imported: {exc}")
+            continue
+        module.add_arguments(p)
+        modules[name] = module
+    args = parser.parse_args(argv)
+    missing = getattr(args, "_missing", None)
+    if missing:
+        parser.error(missing)
+    return int(modules[args.command].run(args) or 0)
 
 
 if __name__ == "__main__":

@@ -30,7 +30,7 @@ from openenv.core.env_server.interfaces import Environment
 from openenv.core.env_server.types import EnvironmentMetadata
 
 from reasoning_env.config import EnvConfig
-from reasoning_env.grading import Grader
+from reasoning_env.grading import GoldReport, Grader, log_gold_issues
 from reasoning_env.models import (
     HistoryEntry,
     ReasonBudgetAction,
@@ -86,6 +86,7 @@ class ReasoningEconomicsEnv(Environment[ReasonBudgetAction, ReasonBudgetObservat
         self.config: EnvConfig = config
         self.reward_fn = build_reward(config)
         self._pools = pools
+        self._golds_prepared = False
         self._grader = grader or Grader(timeout_s=config.grading_timeout_s)
         self._seed_stream = random.Random(config.seed) if config.seed is not None else None
         self._clear_episode()
@@ -93,11 +94,24 @@ class ReasoningEconomicsEnv(Environment[ReasonBudgetAction, ReasonBudgetObservat
     # ------------------------------------------------------------------ properties
     @property
     def pools(self) -> PoolSet:
-        """The question pools (loaded on first use, cached for the process)."""
+        """The question pools (loaded on first use, cached for the process). On first access
+        every gold answer is prepared for grading (parsed once, cached per process; golds the
+        fast grader cannot read are logged once) and the grading worker starts in the
+        background."""
         if self._pools is None:
             self._pools = load_pools(
                 self.config.sources, data_dir=self.config.data_dir, offline_fallback=self.config.offline_fallback
             )
+        if not self._golds_prepared:
+            self._golds_prepared = True
+            prepare = getattr(self._grader, "prepare_golds", None)  # custom graders may lack it
+            if prepare is not None:
+                report = prepare(q.gold_answer for qs in self._pools.pools.values() for q in qs)
+                if isinstance(report, GoldReport):
+                    log_gold_issues(report)
+            warm_up = getattr(self._grader, "warm_up", None)
+            if warm_up is not None:
+                warm_up()
         return self._pools
 
     @property

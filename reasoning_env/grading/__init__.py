@@ -1,93 +1,57 @@
 """Answer grading: ``grade(response, gold) -> GradeResult``.
 
-First version: extract the final answer (see :mod:`reasoning_env.grading.extract`), accept an
-exact match after light normalisation, else compare with ``math-verify`` (the gold wrapped in
-``$...$`` so it parses; LaTeX extraction only, so no model text reaches ``sympify``/``parse_expr``).
+Modules, one job each:
+
+- :mod:`~reasoning_env.grading.extract`: find the final answer in a response (last box, answer
+  phrase, ``####``, closing statement; ``<think>`` spans ignored); gold helpers for datasets.
+- :mod:`~reasoning_env.grading.normalize`: notation that does not change the value (``\\dfrac``,
+  ``\\left``, units, currency, degrees, thousands separators...).
+- :mod:`~reasoning_env.grading.latex`: a bounded parser of the answer subset of LaTeX.
+- :mod:`~reasoning_env.grading.values`: the answer AST and its exact / high-precision evaluation.
+- :mod:`~reasoning_env.grading.compare`: equivalence without sympy (numbers, expressions at random
+  points, equations up to a factor, intervals, sets, tuples, matrices...).
+- :mod:`~reasoning_env.grading.gold`: gold answers parsed once and cached; load-time reports.
+- :mod:`~reasoning_env.grading.pool` (+ ``_worker.py``): math-verify in killable worker
+  processes for what the fast path cannot decide.
+- :mod:`~reasoning_env.grading.grader`: :class:`Grader`, :class:`GradeResult`, :data:`REASONS`.
+
+No model text is ever evaluated as code: there is no ``eval``/``exec``/``sympify``/``parse_expr``
+on it anywhere (math-verify runs with its LaTeX extractor only, in a worker process).
 """
 
 from __future__ import annotations
 
-import re
-import threading
-import time
-from dataclasses import dataclass
-from typing import Optional
-
 from reasoning_env.grading.extract import Extraction, extract_final_answer
+from reasoning_env.grading.gold import GoldInfo, GoldReport, log_gold_issues, prepare_gold
+from reasoning_env.grading.grader import DEFAULT_TIMEOUT_S, REASONS, GradeResult, Grader
+from reasoning_env.grading.normalize import normalize_answer
 
-__all__ = ["GradeResult", "Grader", "grade", "extract_final_answer", "Extraction"]
-
-
-@dataclass(frozen=True)
-class GradeResult:
-    """A grading verdict.
-
-    Attributes:
-        correct: Whether the extracted answer equals the gold answer.
-        extracted: The final answer found in the graded text, or ``None``.
-        reason: ``"exact"``, ``"equivalent"``, ``"mismatch"``, ``"no_answer"``, ``"timeout"`` or
-            ``"error"``.
-        time_s: Wall-clock seconds the grade took.
-        method: How the answer was extracted (``"boxed"``, ``"phrase"``, ``"gsm8k"``, ``"none"``).
-    """
-
-    correct: bool
-    extracted: Optional[str]
-    reason: str
-    time_s: float
-    method: str = "none"
+__all__ = [
+    "DEFAULT_TIMEOUT_S",
+    "Extraction",
+    "GoldInfo",
+    "GoldReport",
+    "GradeResult",
+    "Grader",
+    "REASONS",
+    "extract_final_answer",
+    "grade",
+    "log_gold_issues",
+    "normalize_answer",
+    "prepare_gold",
+]
 
 
-_WS = re.compile(r"\s+")
+def grade(response: str, gold: str, *, timeout_s: float = DEFAULT_TIMEOUT_S) -> GradeResult:
+    """Grade one response against a gold answer (see :meth:`Grader.grade`).
 
-
-def _light_normalise(s: str) -> str:
-    s = s.strip().strip("$").strip()
-    s = s.replace("\\dfrac", "\\frac").replace("\\tfrac", "\\frac").replace("\\left", "").replace("\\right", "")
-    s = _WS.sub("", s)
-    return s.rstrip(".")
-
-
-_mv_lock = threading.Lock()
-
-
-def _math_verify_equal(pred: str, gold: str) -> bool:
-    from math_verify import LatexExtractionConfig, parse, verify
-
-    cfg = [LatexExtractionConfig()]
-    with _mv_lock:
-        g = parse(f"${gold}$", extraction_config=cfg, parsing_timeout=None)
-        p = parse(f"${pred}$", extraction_config=cfg, parsing_timeout=None)
-        if not g or not p:
-            return False
-        return bool(verify(g, p, timeout_seconds=None))
-
-
-class Grader:
-    """Grades responses against gold answers.
+    A :class:`Grader` is cheap to build: the gold cache and the worker pool are process-wide.
 
     Args:
-        timeout_s: Time limit of one grade (seconds).
+        response: Full model output.
+        gold: Gold answer string.
+        timeout_s: Time limit (seconds).
+    Raises:
+        TypeError / ValueError: see :meth:`Grader.grade`.
     """
-
-    def __init__(self, timeout_s: float = 2.0) -> None:
-        self.timeout_s = timeout_s
-
-    def grade(self, response: str, gold: str, *, timeout_s: Optional[float] = None) -> GradeResult:
-        """Grade ``response`` (full model output) against ``gold`` (a bare answer string)."""
-        t0 = time.perf_counter()
-        ext = extract_final_answer(response)
-        if ext.answer is None:
-            return GradeResult(False, None, "no_answer", time.perf_counter() - t0, ext.method)
-        if _light_normalise(ext.answer) == _light_normalise(gold):
-            return GradeResult(True, ext.answer, "exact", time.perf_counter() - t0, ext.method)
-        try:
-            ok = _math_verify_equal(ext.answer, gold)
-        except Exception:
-            return GradeResult(False, ext.answer, "error", time.perf_counter() - t0, ext.method)
-        return GradeResult(ok, ext.answer, "equivalent" if ok else "mismatch", time.perf_counter() - t0, ext.method)
-
-
-def grade(response: str, gold: str, *, timeout_s: float = 2.0) -> GradeResult:
-    """Grade one response against a gold answer (see :class:`Grader`)."""
     return Grader(timeout_s).grade(response, gold, timeout_s=timeout_s)

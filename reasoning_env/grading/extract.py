@@ -1,20 +1,28 @@
 """Final-answer extraction from model output and from dataset gold fields.
 
-Pure string scanning (no regex backtracking on unbounded input, no recursion): linear in the
-length of the text, so it is safe on megabyte-long adversarial responses.
+Pure string scanning: no recursion and no regex that can backtrack on unbounded input; the work
+is linear in the length of the text, so megabyte-long adversarial responses are safe.
 
 Rules, in priority order (``extract_final_answer``):
 
-1. Qwen3-style ``<think>...</think>`` spans are removed first; text inside an unclosed ``<think>``
-   is reasoning, not an answer.
-2. The LAST ``\\boxed{...}`` / ``\\fbox{...}`` with matched braces (``\\{``/``\\}`` are escapes, not
-   braces); ``\\boxed 5`` (a single token after a space) counts too.
-3. The LAST answer phrase: ``The answer is:`` (MetaMathQA), ``Final answer:``, ``Answer:``
-   (markdown bold allowed), up to the end of its line.
+1. Qwen3-style ``<think>...</think>`` spans are removed first: text before the last ``</think>``
+   is reasoning, and text after an opened but never closed ``<think>`` is unfinished reasoning.
+2. The LAST ``\\boxed{...}`` / ``\\fbox{...}`` with matched braces (``\\{``/``\\}`` are escapes,
+   not braces); ``\\boxed 5`` (one token after a space) counts too. If the last box is opened but
+   never closed (a trace cut off while writing its answer), there is no final answer: earlier
+   boxes are intermediate values, not the answer.
+3. The LAST answer phrase: ``The answer is``, ``The final answer is``, ``Final answer:``,
+   ``Answer:`` (markdown bold allowed), up to the end of its line (MetaMathQA's convention is
+   ``The answer is: X``).
 4. The LAST GSM8K ``#### N`` marker, up to the end of its line.
+5. A closing statement: the response's last sentence ends with ``is|are|equals|be <number>``
+   followed by optional unit words and a full stop (``... the total cost is $29.00.``). Only a
+   complete sentence qualifies, so a trace cut off mid-computation (``... then 12 +``) has no
+   answer.
 
 No final answer means ``None``: we never fall back to "the last number in the text", which
-would reward truncated traces for intermediate values.
+would reward truncated traces for intermediate values (bug reports: lm-evaluation-harness
+flexible-extract, simple-evals first-match; see ``../shared/cases/grading_cases.jsonl``).
 """
 
 from __future__ import annotations
@@ -23,15 +31,42 @@ import re
 from dataclasses import dataclass
 from typing import Optional
 
+__all__ = [
+    "Extraction",
+    "extract_final_answer",
+    "strip_think",
+    "last_boxed",
+    "last_phrase_answer",
+    "last_gsm8k_answer",
+    "last_statement_answer",
+    "match_brace",
+    "gold_from_metamathqa",
+    "gold_from_gsm8k",
+    "gold_from_boxed",
+]
+
 _BOX_COMMANDS = ("\\boxed", "\\fbox")
 
-# "The answer is: X", "Final answer: X", "**Answer:** X", "Answer: X" (case-insensitive).
+# "The answer is: X", "The final answer is X", "Final answer: X", "**Answer:** X", "Answer: X".
+# A bare "answer" needs a colon ("I answered 5" or "check the answer again" are not answers).
 _PHRASE_RE = re.compile(
-    r"(?:the\s+final\s+answer\s+is|final\s+answer|the\s+answer\s+is|answer)"
-    r"\s*(?:\*\*)?\s*[:：]?\s*(?:\*\*)?[ \t]*",
+    r"(?:\b(?:the\s+)?final\s+answer\s+is\b|\bthe\s+answer\s+is\b"
+    r"|\bfinal\s+answer\b(?=[ \t]*(?:\*\*[ \t]*)?[:：])"
+    r"|\banswer\b(?=[ \t]*(?:\*\*[ \t]*)?[:：]))"
+    r"[ \t]*(?:\*\*[ \t]*)?(?:[:：][ \t]*)?(?:\*\*[ \t]*)?",
     re.IGNORECASE,
 )
 _GSM_RE = re.compile(r"####[ \t]*")
+# Braces and backslashes: the only characters the brace matcher needs to look at.
+_BRACE_RE = re.compile(r"[\\{}]")
+# Closing statement: "... is $29.00." / "... equals 42 dollars." at the very end of the text.
+# Applied to the last 300 characters only (bounded work); the number may carry currency, a
+# percent sign, thousands separators and markdown bold.
+_STATEMENT_RE = re.compile(
+    r"\b(?:is|are|equals|be|was|were)[ \t]+(?:\*\*)?[ \t]*"
+    r"(?P<ans>[-+]?[ \t]?(?:\\?\$)?[ \t]?[-+]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:[ \t]?\\?%)?)"
+    r"[ \t]*(?:\*\*)?(?:[ \t]+[A-Za-z]+){0,3}[ \t]*(?:\*\*)?[ \t]*[.!](?:\*\*)?[ \t\r\n]*$"
+)
 
 
 @dataclass(frozen=True)
@@ -40,7 +75,7 @@ class Extraction:
 
     Attributes:
         answer: The extracted answer string (stripped), or ``None`` when there is no final answer.
-        method: ``"boxed"``, ``"phrase"``, ``"gsm8k"`` or ``"none"``.
+        method: ``"boxed"``, ``"phrase"``, ``"gsm8k"``, ``"statement"`` or ``"none"``.
     """
 
     answer: Optional[str]
@@ -63,67 +98,99 @@ def strip_think(text: str) -> str:
     return text
 
 
-def _match_brace(text: str, open_idx: int) -> int:
-    """Index of the ``}`` matching the ``{`` at ``open_idx``, or -1. Skips ``\\{`` and ``\\}``."""
+def match_brace(text: str, open_idx: int, limit: Optional[int] = None) -> int:
+    """Index of the ``}`` matching the ``{`` at ``open_idx``, or -1 if it does not close before
+    ``limit`` (default: the end of ``text``). ``\\{``, ``\\}`` and ``\\\\`` are escapes.
+
+    Jumps between brace/backslash characters with a compiled regex, so the cost is linear in
+    ``limit - open_idx`` with a small constant.
+    """
+    end = len(text) if limit is None else min(limit, len(text))
     depth = 0
-    i = open_idx
-    n = len(text)
-    while i < n:
+    pos = open_idx
+    search = _BRACE_RE.search
+    while True:
+        m = search(text, pos, end)
+        if m is None:
+            return -1
+        i = m.start()
         c = text[i]
         if c == "\\":
-            i += 2
+            pos = i + 2
             continue
         if c == "{":
             depth += 1
-        elif c == "}":
+        else:
             depth -= 1
             if depth == 0:
                 return i
-        i += 1
-    return -1
+        pos = i + 1
+
+
+def _box_starts(text: str):
+    """Start indices (and command lengths) of ``\\boxed``/``\\fbox`` occurrences, last first.
+
+    Each command is searched backwards from its own previous hit, so the whole iteration costs
+    time linear in ``len(text)``.
+    """
+    pos = {cmd: text.rfind(cmd) for cmd in _BOX_COMMANDS}
+    while True:
+        cmd = max(pos, key=pos.__getitem__)
+        start = pos[cmd]
+        if start == -1:
+            return
+        yield start, len(cmd)
+        pos[cmd] = text.rfind(cmd, 0, start)
 
 
 def last_boxed(text: str) -> Optional[str]:
     """Content of the last ``\\boxed{...}`` / ``\\fbox{...}`` with matched braces.
 
-    Scans backwards so that an unclosed last box (a truncated trace) falls back to the previous
-    complete one. ``\\boxed 5`` yields ``"5"``. Returns ``None`` when no complete box exists or the
-    last complete box is empty.
+    Returns ``None`` when there is no box, when the last box is opened but never closed (a
+    truncated answer: earlier boxes are not the final answer), or when the last box is empty.
+    ``\\boxed 5`` (a space, then one token holding a digit or a single character) yields ``"5"``.
+    ``\\boxedfoo`` is another macro and is skipped. Linear time.
     """
-    end = len(text)
-    while True:
-        start = max(text.rfind(cmd, 0, end) for cmd in _BOX_COMMANDS)
-        if start == -1:
-            return None
-        cmd_len = len("\\boxed") if text.startswith("\\boxed", start) else len("\\fbox")
+    n = len(text)
+    for start, cmd_len in _box_starts(text):
         j = start + cmd_len
-        # \boxedfoo is a different macro name.
-        if j < len(text) and text[j].isalpha():
-            end = start
-            continue
+        if j < n and text[j].isalpha():
+            continue  # \boxedfoo is a different macro: keep looking further back.
         k = j
-        while k < len(text) and text[k] in " \t":
+        while k < n and text[k] in " \t":
             k += 1
-        if k < len(text) and text[k] == "{":
-            close = _match_brace(text, k)
-            if close != -1:
-                content = text[k + 1:close].strip()
-                return content if content else None
-        elif k > j and k < len(text):
-            # "\boxed 5": one token up to whitespace or '$'
+        if k < n and text[k] == "{":
+            close = match_brace(text, k)
+            if close == -1:
+                return None  # the final box never closes: truncated answer
+            content = text[k + 1:close].strip()
+            return content if content else None
+        if j < k < n:
             m = k
-            while m < len(text) and not text[m].isspace() and text[m] not in "$":
+            while m < n and not text[m].isspace() and text[m] != "$":
                 m += 1
-            content = text[k:m].strip()
-            if content:
+            content = text[k:m].rstrip(".,;")
+            if content and (len(content) == 1 or any(ch.isdigit() for ch in content)):
                 return content
-        end = start
+        # "\boxed" with nothing usable after it: no final answer.
+        return None
+    return None
+
+
+def _has_real_box(text: str) -> bool:
+    """True when some ``\\boxed``/``\\fbox`` occurrence is not part of a longer macro name."""
+    n = len(text)
+    for start, cmd_len in _box_starts(text):
+        j = start + cmd_len
+        if not (j < n and text[j].isalpha()):
+            return True
+    return False
 
 
 def _clean_line_answer(s: str) -> Optional[str]:
     s = s.strip()
     # Strip wrapping markdown bold / math delimiters and trailing sentence punctuation.
-    for _ in range(3):
+    for _ in range(4):
         before = s
         if s.startswith("**") and s.endswith("**") and len(s) > 4:
             s = s[2:-2].strip()
@@ -145,22 +212,26 @@ def _clean_line_answer(s: str) -> Optional[str]:
     return s or None
 
 
+def _line_after(text: str, pos: int) -> str:
+    line_end = text.find("\n", pos)
+    return text[pos:] if line_end == -1 else text[pos:line_end]
+
+
 def last_phrase_answer(text: str) -> Optional[str]:
-    """Answer after the last ``The answer is:`` / ``Final answer:`` / ``Answer:`` phrase."""
+    """Answer after the last answer phrase (``The answer is``, ``Final answer:``, ``Answer:``).
+
+    The answer runs to the end of the phrase's line; a box on that line wins. A phrase with
+    nothing after it on its line (``**Final Answer**`` followed by a box on the next line is
+    handled by the box rule) gives ``None``.
+    """
     last = None
     for m in _PHRASE_RE.finditer(text):
         last = m
-    while last is not None:
-        rest = text[last.end():]
-        line_end = rest.find("\n")
-        line = rest if line_end == -1 else rest[:line_end]
-        inner = last_boxed(line)
-        ans = inner if inner is not None else _clean_line_answer(line)
-        if ans:
-            return ans
-        # "Final Answer\n\boxed{..}" style: the phrase with nothing after it on the line.
+    if last is None:
         return None
-    return None
+    line = _line_after(text, last.end())
+    inner = last_boxed(line)
+    return inner if inner is not None else _clean_line_answer(line)
 
 
 def last_gsm8k_answer(text: str) -> Optional[str]:
@@ -170,33 +241,54 @@ def last_gsm8k_answer(text: str) -> Optional[str]:
         last = m
     if last is None:
         return None
-    rest = text[last.end():]
-    line_end = rest.find("\n")
-    line = rest if line_end == -1 else rest[:line_end]
-    return _clean_line_answer(line)
+    return _clean_line_answer(_line_after(text, last.end()))
+
+
+def last_statement_answer(text: str) -> Optional[str]:
+    """The number closing the response's final sentence (``... the total is $29.00.``).
+
+    Only the last 300 characters are examined, and only a complete sentence (ending in ``.``
+    or ``!``) whose verb ``is|are|equals|be|was|were`` is directly followed by a number (with
+    optional currency, percent, thousands separators, bold and up to three unit words) counts.
+    """
+    tail = text[-300:]
+    m = _STATEMENT_RE.search(tail)
+    if m is None:
+        return None
+    return m.group("ans").strip() or None
 
 
 def extract_final_answer(text: str) -> Extraction:
     """Extract the final answer of a model response (see the module docstring for the rules).
 
     Args:
-        text: The response (any length; non-strings raise ``TypeError``).
+        text: The response (any length).
     Returns:
         An :class:`Extraction`; ``answer`` is ``None`` with method ``"none"`` when there is no
         final answer.
+    Raises:
+        TypeError: ``text`` is not a ``str``.
     """
     if not isinstance(text, str):
         raise TypeError(f"response must be a str, got {type(text).__name__}")
     body = strip_think(text)
-    boxed = last_boxed(body)
-    if boxed is not None:
-        return Extraction(boxed, "boxed")
+    if "\\boxed" in body or "\\fbox" in body:
+        boxed = last_boxed(body)
+        if boxed is not None:
+            return Extraction(boxed, "boxed")
+        # A box exists but the last one is unclosed, empty or unusable: no final answer.
+        # Falling through to phrases would grade an earlier, intermediate value.
+        if _has_real_box(body):
+            return Extraction(None, "none")
     phrase = last_phrase_answer(body)
     if phrase is not None:
         return Extraction(phrase, "phrase")
     gsm = last_gsm8k_answer(body)
     if gsm is not None:
         return Extraction(gsm, "gsm8k")
+    statement = last_statement_answer(body)
+    if statement is not None:
+        return Extraction(statement, "statement")
     return Extraction(None, "none")
 
 

@@ -1,0 +1,641 @@
+"""Equivalence of two parsed answers, without sympy and without running anything.
+
+:func:`compare` returns a :class:`Verdict`: ``equal`` is ``True``/``False`` when the fast path can
+decide, ``None`` when it cannot (the grader then asks math-verify in a worker process).
+
+Rules (each motivated by a public grading failure, see ``../shared/cases/grading_cases.jsonl``):
+
+* Numbers compare exactly as rationals (``0.75 == \\frac34``, ``29.00 == 29``; ``100001 !=
+  100000``: no relative tolerance on integers). Irrational values compare at ~77 significant
+  digits, relatively, so tiny magnitudes stay distinct (``1/2004! != 1/2006!``; math-verify
+  rounds to 6 decimals and accepts that pair, Math-Verify issue #14).
+* A decimal literal matches an exact value it correctly rounds or truncates, if it has at least
+  3 significant digits (``0.0833333333333333`` ~ ``1/12``, ``4.123105625617661`` ~
+  ``\\sqrt{17}``; ``0.33`` is not ``1/3``). A decimal gold with >= 3 significant digits accepts
+  an exact answer that rounds to it. Two decimal literals must be equal.
+* Percent: ``25%`` matches ``25`` and ``0.25``.
+* Expressions with variables are compared at 3 seeded random points (complex-safe); this
+  decides identities such as ``\\sec^2 y = \\tan^2 y + 1`` or ``(x+1)^2 = x^2+2x+1``. Renamed
+  integration constants (``A + B/x`` vs ``C + D/x``) match when a renaming makes them equal.
+* Equations match when ``lhs - rhs`` are proportional (a nonzero constant factor), so the same
+  line or plane written differently matches; assignments (``x = 5``) match the bare value.
+* Single-variable inequalities are intervals (``m \\ge \\sqrt2`` == ``[\\sqrt2, \\infty)``).
+* Tuples/intervals are ordered and their brackets must agree (``(1, 2) != [1, 2]``); sets and
+  bare lists are unordered; ``\\pm`` means both values (``1 \\pm \\sqrt{19}``), so a single root
+  does not match; a subset of a multi-answer gold does not match.
+* Structure mismatches (a number vs a tuple, different sizes) are rejected at once.
+
+Everything is bounded: evaluation refuses astronomically large powers (:class:`TooBig`),
+loops are over at most a few dozen items, and a ``deadline`` (``time.perf_counter()`` seconds)
+is checked; past it the verdict is ``None``.
+"""
+
+from __future__ import annotations
+
+import itertools
+import random
+import re
+import time
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any, Iterator, Optional
+
+from reasoning_env.grading.values import (
+    Assign,
+    Choice,
+    EvalError,
+    Matrix,
+    NotExact,
+    Relation,
+    Seq,
+    Text,
+    TooBig,
+    Union,
+    decimal_literal,
+    exact_value,
+    free_vars,
+    is_positive_monotone,
+    iter_nodes,
+    num_context,
+    numeric_value,
+    rename_vars,
+)
+
+__all__ = ["Verdict", "compare", "describe_kind"]
+
+#: Relative tolerance for variable-free irrational values (evaluated at 256 bits).
+CONST_REL_TOL = Fraction(1, 10**50)
+#: Relative tolerance at random points (evaluated at 128 bits).
+POINT_REL_TOL = 1e-20
+#: Points that must agree for two expressions with variables to be equal.
+POINTS_NEEDED = 3
+#: Points tried at most (some may hit a pole).
+POINTS_TRIED = 8
+#: Most items in a set/list compared pairwise.
+MAX_ITEMS = 64
+#: Values this close (relatively) but not within tolerance are re-evaluated at higher precision.
+RECHECK_REL = 1e-6
+#: Precision of that re-evaluation (bits, ~308 digits).
+RECHECK_PREC_BITS = 1024
+#: Minimum significant digits of a decimal answer matched against a non-decimal value.
+MIN_DECIMAL_SIG = 3
+
+_CONST_NAME_RE = re.compile(r"^(?:[A-DK]|[Cc]_\d{1,2})$")
+_INF = ("c", "inf")
+_NEG_INF = ("-", ("c", "inf"))
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """Outcome of a comparison.
+
+    Attributes:
+        equal: ``True``/``False`` when decided, ``None`` when undecided.
+        reason: ``"numeric"`` (numbers), ``"equivalent"`` (structure/symbolic), ``"mismatch"``,
+            or ``"undecided"``.
+        detail: One short phrase saying why.
+    """
+
+    equal: Optional[bool]
+    reason: str
+    detail: str = ""
+
+
+_UNDECIDED = Verdict(None, "undecided")
+
+
+def _yes(reason: str, detail: str = "") -> Verdict:
+    return Verdict(True, reason, detail)
+
+
+def _no(detail: str = "") -> Verdict:
+    return Verdict(False, "mismatch", detail)
+
+
+def _undecided(detail: str) -> Verdict:
+    return Verdict(None, "undecided", detail)
+
+
+def describe_kind(v: Any) -> str:
+    """A short name of an answer value's kind (``"number"``, ``"expression"``, ``"tuple"``...)."""
+    if isinstance(v, tuple):
+        if v and v[0] == "n":
+            return "number"
+        return "expression" if free_vars(v) else "number"
+    if isinstance(v, Seq):
+        return {"tuple": "tuple", "set": "set", "list": "list", "ratio": "ratio"}[v.kind]
+    if isinstance(v, Union):
+        return "union"
+    if isinstance(v, Relation):
+        return "equation" if set(v.ops) == {"="} else "inequality"
+    if isinstance(v, Assign):
+        return "assignment"
+    if isinstance(v, Matrix):
+        return "matrix"
+    if isinstance(v, Text):
+        return "text"
+    if isinstance(v, Choice):
+        return "choice"
+    return type(v).__name__
+
+
+# ----------------------------------------------------------------------------- scalars
+def _seeded_points() -> list:
+    rng = random.Random(20240229)
+    # values in (0.3, 2.7), away from 0, 1 and 2 where special identities hide differences
+    return [[0.3 + 2.4 * rng.random() for _ in range(64)] for _ in range(POINTS_TRIED)]
+
+
+_POINTS = _seeded_points()
+
+
+def _close(ctx: Any, a: Any, b: Any, rel: float) -> bool:
+    diff = abs(a - b)
+    scale = max(abs(a), abs(b))
+    return diff <= rel * scale + ctx.mpf(10) ** -30
+
+
+def _decimal_matches(lit: tuple, other: Any, ctx: Any) -> bool:
+    """``lit = (value, places, sig)`` is a decimal literal; ``other`` an exact Fraction or an
+    mpmath real. True when the literal is ``other`` rounded or truncated to ``places``."""
+    value, places, sig = lit
+    if sig < MIN_DECIMAL_SIG:
+        return False
+    ulp = Fraction(1, 10**places) if places >= 0 else Fraction(10 ** (-places))
+    if isinstance(other, Fraction):
+        diff = abs(other - value)
+        if diff * 2 <= ulp:
+            return True
+        return (other >= 0) == (value >= 0) and abs(value) <= abs(other) and diff < ulp
+    if isinstance(other, ctx.mpc):
+        if abs(other.imag) > abs(other.real) * ctx.mpf(10) ** -40:
+            return False
+        other = other.real
+    v = ctx.mpf(value.numerator) / value.denominator
+    u = ctx.mpf(ulp.numerator) / ulp.denominator
+    diff = abs(other - v)
+    slack = u * ctx.mpf(10) ** -30
+    if diff * 2 <= u + slack:
+        return True
+    return (other >= 0) == (v >= 0) and abs(v) <= abs(other) and diff < u
+
+
+def _gold_decimal_matches(lit: tuple, other: Any, ctx: Any) -> bool:
+    """A decimal gold (>= 3 significant digits) accepts an exact value that rounds to it."""
+    value, places, sig = lit
+    if sig < MIN_DECIMAL_SIG:
+        return False
+    ulp = Fraction(1, 10**places) if places >= 0 else Fraction(10 ** (-places))
+    if isinstance(other, Fraction):
+        return abs(other - value) * 2 <= ulp
+    if isinstance(other, ctx.mpc):
+        if abs(other.imag) > abs(other.real) * ctx.mpf(10) ** -40:
+            return False
+        other = other.real
+    v = ctx.mpf(value.numerator) / value.denominator
+    u = ctx.mpf(ulp.numerator) / ulp.denominator
+    return abs(other - v) * 2 <= u * (1 + ctx.mpf(10) ** -30)
+
+
+def _strip_percent(node: Any) -> tuple:
+    if node[0] == "%":
+        return node[1], True
+    return node, False
+
+
+def _const_compare(p: Any, g: Any) -> Verdict:
+    """Two variable-free expressions."""
+    try:
+        ep = exact_value(p)
+    except (NotExact, EvalError, ZeroDivisionError, OverflowError, ValueError):
+        ep = None
+    try:
+        eg = exact_value(g)
+    except (NotExact, EvalError, ZeroDivisionError, OverflowError, ValueError):
+        eg = None
+    lit_p = decimal_literal(p)
+    lit_g = decimal_literal(g)
+    ctx = num_context()
+    if ep is not None and eg is not None:
+        if ep == eg:
+            return _yes("numeric", "equal rationals")
+        if lit_p is not None and lit_g is None and _decimal_matches(lit_p, eg, ctx):
+            return _yes("numeric", "decimal rounds the exact value")
+        if lit_g is not None and lit_p is None and _gold_decimal_matches(lit_g, ep, ctx):
+            return _yes("numeric", "exact value rounds to the decimal gold")
+        return _no("different numbers")
+    try:
+        np_ = numeric_value(p, {}, ctx)
+    except TooBig:
+        np_ = TooBig
+    except (EvalError, ZeroDivisionError, OverflowError, ValueError, ArithmeticError):
+        return _undecided("prediction undefined numerically")
+    try:
+        ng = numeric_value(g, {}, ctx)
+    except TooBig:
+        ng = TooBig
+    except (EvalError, ZeroDivisionError, OverflowError, ValueError, ArithmeticError):
+        return _undecided("gold undefined numerically")
+    if np_ is TooBig or ng is TooBig:
+        if np_ is TooBig and ng is not TooBig and is_positive_monotone(p) and abs(ng) < ctx.mpf(2) ** (2**40):
+            return _no("prediction is astronomically large")
+        if ng is TooBig and np_ is not TooBig and is_positive_monotone(g) and abs(np_) < ctx.mpf(2) ** (2**40):
+            return _no("gold is astronomically large")
+        return _undecided("too large to evaluate")
+    if ctx.isnan(np_) or ctx.isnan(ng):
+        return _undecided("not a number")
+    if ctx.isinf(np_) or ctx.isinf(ng):
+        return _yes("numeric", "same infinity") if np_ == ng else _no("infinity vs finite")
+    diff = abs(np_ - ng)
+    scale = max(abs(np_), abs(ng))
+    tol = ctx.mpf(CONST_REL_TOL.numerator) / CONST_REL_TOL.denominator
+    if diff <= tol * scale:
+        return _yes("numeric", "equal to 50 digits")
+    if lit_p is not None and lit_g is None and _decimal_matches(lit_p, ng if eg is None else eg, ctx):
+        return _yes("numeric", "decimal rounds the exact value")
+    if lit_g is not None and lit_p is None and _gold_decimal_matches(lit_g, np_, ctx):
+        return _yes("numeric", "exact value rounds to the decimal gold")
+    if diff <= RECHECK_REL * scale or (not np_ or not ng):
+        # Close but not equal (cancellation?) or zero vs a tiny value: settle it at 1024 bits.
+        settled = _recheck({}, p, g)
+        if settled is None:
+            return _undecided("cannot settle a near-equality")
+        return _yes("numeric", "equal to 250 digits") if settled else _no("different numbers")
+    return _no("different numbers")
+
+
+def _recheck(env: dict, p: Any, g: Any) -> Optional[bool]:
+    """Equality at :data:`RECHECK_PREC_BITS` bits (relative 1e-250, or both below 1e-250 in
+    absolute value); ``None`` when evaluation fails there."""
+    ctx = num_context(RECHECK_PREC_BITS)
+    try:
+        env_hp = {k: ctx.mpf(v) for k, v in env.items()}
+        a = numeric_value(p, env_hp, ctx)
+        b = numeric_value(g, env_hp, ctx)
+    except (TooBig, EvalError, ZeroDivisionError, OverflowError, ValueError, ArithmeticError):
+        return None
+    tiny = ctx.mpf(10) ** -250
+    diff = abs(a - b)
+    return bool(diff <= tiny * max(abs(a), abs(b)) or (abs(a) < tiny and abs(b) < tiny))
+
+
+def _has_piecewise(node: Any) -> bool:
+    """Whether ``node`` uses abs/floor/ceil (random positive points cannot judge those)."""
+    return any(x[0] == "f" and x[1] in ("abs", "floor", "ceil") for x in iter_nodes(node))
+
+
+class _Deadline(Exception):
+    """The comparison ran past its deadline."""
+
+
+def _evaluations(p: Any, g: Any, names: list, deadline: float, ctx: Any) -> Iterator[tuple]:
+    """``(env, p_value, g_value)`` at each seeded point where both are defined and finite.
+
+    Raises:
+        TooBig: a value is astronomically large at some point.
+        _Deadline: past ``deadline`` (``time.perf_counter()`` seconds).
+    """
+    for k in range(POINTS_TRIED):
+        if time.perf_counter() > deadline:
+            raise _Deadline
+        row = _POINTS[k]
+        env = {name: ctx.mpf(row[j]) for j, name in enumerate(names)}
+        try:
+            a = numeric_value(p, env, ctx)
+            b = numeric_value(g, env, ctx)
+        except (EvalError, ZeroDivisionError, OverflowError, ValueError, ArithmeticError):
+            continue
+        if ctx.isnan(a) or ctx.isnan(b) or ctx.isinf(a) or ctx.isinf(b):
+            continue
+        yield env, a, b
+
+
+def _point_compare(p: Any, g: Any, names: list, deadline: float) -> Verdict:
+    """Compare two expressions with variables at seeded random points."""
+    if len(names) > 64:
+        return _undecided("too many variables")
+    if _has_piecewise(p) or _has_piecewise(g):
+        return _undecided("abs/floor/ceil of a variable")
+    ctx = num_context(128)
+    good = 0
+    try:
+        for env, a, b in _evaluations(p, g, names, deadline, ctx):
+            if not _close(ctx, a, b, POINT_REL_TOL):
+                if abs(a - b) > RECHECK_REL * max(abs(a), abs(b)):
+                    return _no("differ at a random point")
+                settled = _recheck(env, p, g)  # close: cancellation at 128 bits?
+                if settled is None:
+                    return _undecided("cannot settle a near-equality")
+                if not settled:
+                    return _no("differ at a random point")
+            good += 1
+            if good >= POINTS_NEEDED:
+                return _yes("equivalent", "equal at random points")
+    except TooBig:
+        return _undecided("too large to evaluate")
+    except _Deadline:
+        return _undecided("deadline")
+    return _undecided("too few points where both are defined")
+
+
+def _scalar_compare(p: Any, g: Any, deadline: float) -> Verdict:
+    p, p_pct = _strip_percent(p)
+    g, g_pct = _strip_percent(g)
+    if p_pct != g_pct:
+        # 25% vs 25 or vs 0.25
+        if p_pct:
+            alt = ("/", p, ("n", Fraction(100), None))
+            first = _scalar_compare(p, g, deadline)
+            return first if first.equal else _scalar_compare(alt, g, deadline)
+        alt = ("/", g, ("n", Fraction(100), None))
+        first = _scalar_compare(p, g, deadline)
+        return first if first.equal else _scalar_compare(p, alt, deadline)
+    if p[0] == "base" or g[0] == "base":
+        return _base_compare(p, g)
+    vp = free_vars(p)
+    vg = free_vars(g)
+    if not vp and not vg:
+        return _const_compare(p, g)
+    verdict = _point_compare(p, g, sorted(vp | vg), deadline)
+    if verdict.equal is False and vp != vg:
+        # A + B/x vs C + D/x: integration constants named differently.
+        return _renamed_constants_compare(p, g, vp, vg, deadline)
+    return verdict
+
+
+def _base_compare(p: Any, g: Any) -> Verdict:
+    """``52_8``: same digits and base; a bare integer with the gold's digits also matches
+    (the base was asked for in the question); a decimal value does not."""
+    if p[0] == "base" and g[0] == "base":
+        same = p[2] == g[2] and int(p[1], p[2]) == int(g[1], g[2])
+        return _yes("equivalent", "same base-b number") if same else _no("different base-b numbers")
+    other, based = (p, g) if g[0] == "base" else (g, p)
+    if other[0] == "n" and other[2] is None and other[1].denominator == 1 and other[1] >= 0:
+        if int(other[1]) == int(based[1]):  # same digit string (leading zeros aside)
+            return _yes("equivalent", "digits of the base-b number")
+    return _no("base-b number vs another value")
+
+
+def _renamed_constants_compare(p: Any, g: Any, vp: frozenset, vg: frozenset, deadline: float) -> Verdict:
+    shared = vp & vg
+    only_p = sorted(vp - vg)
+    only_g = sorted(vg - vp)
+    if (
+        shared
+        and 1 <= len(only_p) == len(only_g) <= 3
+        and all(_CONST_NAME_RE.match(v) for v in only_p + only_g)
+    ):
+        for perm in itertools.permutations(only_g):
+            renamed = rename_vars(p, dict(zip(only_p, perm)))
+            v = _point_compare(renamed, g, sorted(vg), deadline)
+            if v.equal:
+                return _yes("equivalent", "equal after renaming arbitrary constants")
+    return _no("different expressions")
+
+
+# ----------------------------------------------------------------------------- relations
+def _equation_function(r: Any) -> Optional[Any]:
+    """``lhs - rhs`` of a single equation (``Relation`` or variable ``Assign``), else None."""
+    if isinstance(r, Relation) and r.ops == ("=",) and all(isinstance(s, tuple) for s in r.sides):
+        return ("+", ((1, r.sides[0]), (-1, r.sides[1])))
+    if isinstance(r, Assign) and isinstance(r.value, tuple) and "(" not in r.lhs:
+        return ("+", ((1, ("v", r.lhs)), (-1, r.value)))
+    return None
+
+
+def _proportional(fp: Any, fg: Any, deadline: float) -> Verdict:
+    """Whether ``fp = c * fg`` for a nonzero constant ``c`` (same zero set, linear scaling)."""
+    names = sorted(free_vars(fp) | free_vars(fg))
+    if not names:
+        return _undecided("equation without variables")
+    if free_vars(fp) != free_vars(fg):
+        return _no("equations in different variables")
+    ctx = num_context(128)
+    small = ctx.mpf(10) ** -25
+    ratio = None
+    good = 0
+    try:
+        for _, a, b in _evaluations(fp, fg, names, deadline, ctx):
+            if abs(b) < small:
+                if abs(a) < small:
+                    continue
+                return _no("different equations")
+            r = a / b
+            if abs(r) < small:
+                return _no("different equations")
+            if ratio is None:
+                ratio = r
+            elif not _close(ctx, r, ratio, POINT_REL_TOL):
+                return _no("different equations")
+            good += 1
+            if good >= POINTS_NEEDED:
+                return _yes("equivalent", "equations agree up to a constant factor")
+    except TooBig:
+        return _undecided("too large to evaluate")
+    except _Deadline:
+        return _undecided("deadline")
+    return _undecided("too few points where both are defined")
+
+
+_FLIP = {"<": ">", ">": "<", "<=": ">=", ">=": "<="}
+
+
+def _as_interval(r: Any) -> Optional[Seq]:
+    """A single-variable inequality (``x > 3``, ``1 < x \\le 2``) as an interval."""
+    if not isinstance(r, Relation) or not r.ops or any(op not in _FLIP for op in r.ops):
+        return None
+    sides = r.sides
+    if not all(isinstance(s, tuple) for s in sides):
+        return None
+    var_idx = [i for i, s in enumerate(sides) if s[0] == "v"]
+    if len(var_idx) != 1 or any(free_vars(s) for i, s in enumerate(sides) if i != var_idx[0]):
+        return None
+    i = var_idx[0]
+    lo, lo_closed, hi, hi_closed = _NEG_INF, False, _INF, False
+    # Constraint between the variable and its neighbours.
+    for j, op in ((i - 1, r.ops[i - 1] if i >= 1 else None), (i + 1, r.ops[i] if i < len(r.ops) else None)):
+        if op is None:
+            continue
+        bound = sides[j]
+        # normalise to "var OP bound"
+        eff = op if j > i else _FLIP[op]
+        if eff in (">", ">="):
+            lo, lo_closed = bound, eff == ">="
+        else:
+            hi, hi_closed = bound, eff == "<="
+    if len(sides) > 3:
+        return None
+    return Seq("tuple", (lo, hi), "[" if lo_closed else "(", "]" if hi_closed else ")")
+
+
+def _relation_compare(p: Any, g: Any, deadline: float) -> Verdict:
+    ip = _as_interval(p) if isinstance(p, Relation) else None
+    ig = _as_interval(g) if isinstance(g, Relation) else None
+    if ip is not None or ig is not None:
+        a = ip if ip is not None else p
+        b = ig if ig is not None else g
+        if isinstance(a, (Relation,)) or isinstance(b, (Relation,)):
+            return _no("inequality vs another relation")
+        return compare(a, b, deadline)
+    fp = _equation_function(p)
+    fg = _equation_function(g)
+    if fp is not None and fg is not None:
+        return _proportional(fp, fg, deadline)
+    if isinstance(p, Relation) and isinstance(g, Relation) and p.ops == g.ops and len(p.sides) == len(g.sides):
+        return _ordered(p.sides, g.sides, deadline)
+    if isinstance(p, Relation) and isinstance(g, Relation):
+        return _undecided("relations of different shapes")
+    return _no("relation vs a value")
+
+
+# ----------------------------------------------------------------------------- collections
+def _ordered(ps: tuple, gs: tuple, deadline: float) -> Verdict:
+    if len(ps) != len(gs):
+        return _no("different sizes")
+    if len(ps) > MAX_ITEMS:
+        return _undecided("too many items")
+    undecided = False
+    for a, b in zip(ps, gs):
+        v = compare(a, b, deadline)
+        if v.equal is False:
+            return _no("an element differs")
+        if v.equal is None:
+            undecided = True
+    if undecided:
+        return _undecided("an element is undecided")
+    return _yes("equivalent", "elementwise equal")
+
+
+def _unordered(ps: tuple, gs: tuple, deadline: float) -> Verdict:
+    if len(ps) != len(gs):
+        return _no("different number of answers")
+    if len(ps) > MAX_ITEMS:
+        return _undecided("too many items")
+    remaining = list(range(len(gs)))
+    undecided = False
+    for a in ps:
+        found = None
+        for idx in remaining:
+            v = compare(a, gs[idx], deadline)
+            if v.equal:
+                found = idx
+                break
+            if v.equal is None:
+                undecided = True
+        if found is None:
+            return _undecided("an element is undecided") if undecided else _no("an answer is missing")
+        remaining.remove(found)
+    return _yes("equivalent", "same elements")
+
+
+def _matrix_items(m: Matrix) -> Optional[tuple]:
+    if len(m.rows) == 1:
+        return m.rows[0]
+    if all(len(r) == 1 for r in m.rows):
+        return tuple(r[0] for r in m.rows)
+    return None
+
+
+def _seq_compare(p: Any, g: Seq, deadline: float) -> Verdict:
+    if g.kind == "tuple":
+        if isinstance(p, Seq) and p.kind == "tuple":
+            if (p.open, p.close) != (g.open, g.close):
+                return _no("different brackets")
+            return _ordered(p.items, g.items, deadline)
+        if isinstance(p, Seq) and p.kind == "list" and (g.open, g.close) == ("(", ")"):
+            return _ordered(p.items, g.items, deadline)
+        if isinstance(p, Matrix) and (g.open, g.close) == ("(", ")"):
+            items = _matrix_items(p)
+            return _ordered(items, g.items, deadline) if items is not None else _no("matrix vs tuple")
+        return _no(f"{describe_kind(p)} vs tuple")
+    if g.kind == "ratio":
+        if isinstance(p, Seq) and p.kind == "ratio":
+            return _ordered(p.items, g.items, deadline)
+        return _no(f"{describe_kind(p)} vs ratio")
+    # set / list
+    if isinstance(p, Seq) and (p.kind in ("set", "list") or (p.kind == "tuple" and g.kind == "list" and (p.open, p.close) == ("(", ")"))):
+        return _unordered(p.items, g.items, deadline)
+    return _no(f"{describe_kind(p)} vs {g.kind}")
+
+
+def _letters_word(p: Any) -> Optional[str]:
+    """A short bare word parsed as a product of letters (``no`` -> ``n * o``), lower-cased."""
+    if not isinstance(p, tuple) or not p:
+        return None
+    parts = p[1] if p[0] == "*" else (p,)
+    letters = []
+    for x in parts:
+        if not (isinstance(x, tuple) and x and x[0] in ("v", "c") and len(x[1]) == 1):
+            return None
+        letters.append(x[1])
+    return "".join(letters).lower()
+
+
+# ----------------------------------------------------------------------------- entry point
+def compare(p: Any, g: Any, deadline: float) -> Verdict:
+    """Compare a parsed prediction ``p`` with a parsed gold ``g``.
+
+    Args:
+        p: Prediction value (from :func:`~reasoning_env.grading.latex.parse_answer`).
+        g: Gold value.
+        deadline: ``time.perf_counter()`` value after which the answer is "undecided".
+    Returns:
+        A :class:`Verdict`.
+    """
+    if time.perf_counter() > deadline:
+        return _undecided("deadline")
+    # Assignments: "x = 5" is the value 5 unless both sides name the variable.
+    if isinstance(g, Assign) or isinstance(p, Assign):
+        if isinstance(g, Assign) and isinstance(p, Assign):
+            if p.lhs == g.lhs:
+                return compare(p.value, g.value, deadline)
+            fp, fg = _equation_function(p), _equation_function(g)
+            if fp is not None and fg is not None:
+                return _proportional(fp, fg, deadline)
+            return _no("assignments to different variables")
+        if isinstance(g, Assign):
+            if isinstance(p, Relation):
+                return _relation_compare(p, g, deadline)
+            return compare(p, g.value, deadline)
+        if isinstance(g, Relation):
+            return _relation_compare(p, g, deadline)
+        return compare(p.value, g, deadline)
+    if isinstance(g, Relation) or isinstance(p, Relation):
+        return _relation_compare(p, g, deadline)
+    if isinstance(g, tuple):
+        if isinstance(p, Text):
+            word = _letters_word(g)
+            if word is not None:
+                return _yes("equivalent", "same words") if word == p.text else _no("different words")
+        if isinstance(p, tuple):
+            return _scalar_compare(p, g, deadline)
+        return _no(f"{describe_kind(p)} vs a single value")
+    if isinstance(g, Seq):
+        return _seq_compare(p, g, deadline)
+    if isinstance(g, Union):
+        if isinstance(p, Union):
+            return _unordered(p.parts, g.parts, deadline)
+        return _no(f"{describe_kind(p)} vs a union")
+    if isinstance(g, Matrix):
+        if isinstance(p, Matrix):
+            if len(p.rows) != len(g.rows) or len(p.rows[0]) != len(g.rows[0]):
+                return _no("different matrix shapes")
+            return _ordered(
+                tuple(x for r in p.rows for x in r), tuple(x for r in g.rows for x in r), deadline
+            )
+        if isinstance(p, Seq) and p.kind == "tuple" and (p.open, p.close) == ("(", ")"):
+            items = _matrix_items(g)
+            return _ordered(p.items, items, deadline) if items is not None else _no("tuple vs matrix")
+        return _no(f"{describe_kind(p)} vs a matrix")
+    if isinstance(g, Text):
+        word = p.text if isinstance(p, Text) else _letters_word(p)
+        if word is not None:
+            return _yes("equivalent", "same words") if word == g.text else _no("different words")
+        return _no(f"{describe_kind(p)} vs a word answer")
+    if isinstance(g, Choice):
+        if isinstance(p, Choice):
+            return _yes("equivalent", "same choice") if p.letter == g.letter else _no("different choice")
+        if isinstance(p, Text) and p.text.upper() == g.letter:
+            return _yes("equivalent", "same choice")
+        return _no(f"{describe_kind(p)} vs a choice letter")
+    return _UNDECIDED

@@ -1,0 +1,260 @@
+"""`Grader`: extract -> normalise -> exact match -> fast parse and compare -> math-verify worker.
+
+Stages of :meth:`Grader.grade` (first decisive stage wins):
+
+1. Extract the final answer (:mod:`~reasoning_env.grading.extract`); none -> ``no_answer``.
+2. Normalise it and compare with the gold's cached normal form: equal -> ``exact``.
+3. Parse it with the bounded fast parser and compare values (:mod:`~.compare`): numbers ->
+   ``numeric``, structures/identities -> ``equivalent``, decided unequal -> ``mismatch``.
+   No sympy, no processes; bounded time.
+4. Undecided (a construct outside the fast subset, or an overflowing value): ask math-verify in
+   a worker process (:mod:`~.pool`) with what is left of ``timeout_s``: equal -> ``symbolic``;
+   not equal -> ``mismatch``; past the deadline -> ``timeout``; worker failure -> ``error``.
+
+Reasons (``GradeResult.reason``) form this small vocabulary: :data:`REASONS`.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import re
+import threading
+import time
+from dataclasses import dataclass
+from typing import Iterable, Optional
+
+from reasoning_env.grading.compare import Verdict, compare
+from reasoning_env.grading.extract import extract_final_answer
+from reasoning_env.grading.gold import GoldInfo, GoldReport, prepare_gold
+from reasoning_env.grading.latex import MAX_PARSE_CHARS, ParseError, parse_answer
+from reasoning_env.grading.normalize import is_wrapped_text, match_key, normalize_answer
+
+__all__ = ["GradeResult", "Grader", "REASONS", "DEFAULT_TIMEOUT_S"]
+
+logger = logging.getLogger(__name__)
+
+#: Default time limit of one grade (seconds).
+DEFAULT_TIMEOUT_S = 2.0
+
+#: Every ``GradeResult.reason`` value and its meaning.
+REASONS = {
+    "exact": "correct: the normalised answer equals the normalised gold",
+    "numeric": "correct: equal as numbers (exact rationals, 50-digit values, or a correctly rounded decimal)",
+    "equivalent": "correct: equal as structures or expressions (sets, intervals, equations, identities)",
+    "symbolic": "correct: math-verify (sympy) found them equal in the worker process",
+    "mismatch": "wrong: decided not equal",
+    "no_answer": "wrong: no final answer found (no box, answer phrase, #### marker or closing statement)",
+    "timeout": "wrong: no verdict within timeout_s (the worker was killed)",
+    "error": "wrong: the grader failed on this input (the worker crashed or the pool is closed)",
+}
+
+
+@dataclass(frozen=True)
+class GradeResult:
+    """A grading verdict.
+
+    Attributes:
+        correct: Whether the extracted answer equals the gold answer.
+        extracted: The final answer found in the graded text, or ``None``.
+        reason: One of :data:`REASONS` (``"exact"``, ``"numeric"``, ``"equivalent"``,
+            ``"symbolic"``, ``"mismatch"``, ``"no_answer"``, ``"timeout"``, ``"error"``).
+        time_s: Wall-clock seconds the grade took.
+        method: How the answer was extracted (``"boxed"``, ``"phrase"``, ``"gsm8k"``,
+            ``"statement"``, ``"none"``).
+        detail: A short human-readable explanation (e.g. ``"different brackets"``).
+    """
+
+    correct: bool
+    extracted: Optional[str]
+    reason: str
+    time_s: float
+    method: str = "none"
+    detail: str = ""
+
+
+_UNESCAPED_DOLLAR = re.compile(r"(?<!\\)\$")
+
+
+def _for_math_verify(raw: str) -> str:
+    """The raw answer for math-verify (its own normaliser expects raw LaTeX, e.g. keeps
+    ``\\operatorname``), minus unescaped ``$`` that would break the ``$...$`` wrapper."""
+    return _UNESCAPED_DOLLAR.sub("", raw).strip()
+
+
+class Grader:
+    """Grades responses against gold answers. Thread-safe; share one per process.
+
+    Args:
+        timeout_s: Default time limit of one grade (seconds, > 0).
+        use_worker: Whether undecided pairs go to math-verify in a worker process (default
+            True). With False they are graded ``mismatch`` (detail ``"undecided"``), and no
+            process is ever started.
+        pool: A :class:`~reasoning_env.grading.pool.WorkerPool` to use (default: the
+            process-wide pool from :func:`~reasoning_env.grading.pool.get_pool`, created on
+            first need).
+
+    Raises:
+        ValueError: ``timeout_s`` is not a positive number.
+    """
+
+    def __init__(self, timeout_s: float = DEFAULT_TIMEOUT_S, *, use_worker: bool = True, pool=None) -> None:
+        _check_timeout(timeout_s)
+        self.timeout_s = float(timeout_s)
+        self.use_worker = bool(use_worker)
+        self._pool = pool
+        self._issues: dict = {}
+        self._issues_lock = threading.Lock()
+
+    # ------------------------------------------------------------------ golds
+    def prepare_gold(self, gold: str) -> GoldInfo:
+        """Normalise and parse ``gold`` once (process-wide cache); records a parse issue.
+
+        Raises:
+            TypeError: ``gold`` is not a string.
+            ValueError: ``gold`` is empty.
+        """
+        info = prepare_gold(gold)
+        if info.issue is not None:
+            with self._issues_lock:
+                self._issues[info.gold] = info.issue
+        return info
+
+    def prepare_golds(self, golds: Iterable[str]) -> GoldReport:
+        """Prepare many gold answers (call it when questions are loaded).
+
+        Returns:
+            A :class:`~reasoning_env.grading.gold.GoldReport` listing the golds the fast parser
+            could not read (they are still graded: exact match, then math-verify).
+        Raises:
+            TypeError / ValueError: as :meth:`prepare_gold`, for the first bad gold.
+        """
+        seen = set()
+        parsed = 0
+        issues = []
+        for gold in golds:
+            if gold in seen:
+                continue
+            seen.add(gold)
+            info = self.prepare_gold(gold)
+            if info.issue is None:
+                parsed += 1
+            else:
+                issues.append((info.gold, info.issue))
+        return GoldReport(total=len(seen), parsed=parsed, issues=tuple(sorted(issues)))
+
+    def gold_issues(self) -> dict:
+        """Golds this grader prepared that the fast parser could not read: gold -> issue."""
+        with self._issues_lock:
+            return dict(self._issues)
+
+    # ------------------------------------------------------------------ worker
+    @property
+    def pool(self):
+        """The worker pool (created on first access)."""
+        if self._pool is None:
+            from reasoning_env.grading.pool import get_pool
+
+            self._pool = get_pool()
+        return self._pool
+
+    def warm_up(self, wait_s: float = 0.0) -> bool:
+        """Start the worker processes now (in the background) instead of at the first
+        undecided answer; wait up to ``wait_s`` seconds. Returns True when they are ready
+        (always True with ``use_worker=False``)."""
+        if not self.use_worker:
+            return True
+        return self.pool.warm_up(wait_s)
+
+    # ------------------------------------------------------------------ grading
+    def grade(self, response: str, gold: str, *, timeout_s: Optional[float] = None) -> GradeResult:
+        """Grade ``response`` (full model output) against ``gold`` (a bare answer string).
+
+        Args:
+            response: The text to grade (hostile input: any size or content).
+            gold: The gold answer (LaTeX or plain; prepared once and cached).
+            timeout_s: Time limit for this grade (seconds; default ``self.timeout_s``). The
+                call returns within it (plus process-kill latency); running out is the verdict
+                ``timeout``.
+        Returns:
+            A :class:`GradeResult`.
+        Raises:
+            TypeError: ``response`` or ``gold`` is not a string.
+            ValueError: ``gold`` is empty or ``timeout_s`` is not positive.
+        """
+        t0 = time.perf_counter()
+        if timeout_s is None:
+            timeout_s = self.timeout_s
+        else:
+            _check_timeout(timeout_s)
+        if not isinstance(response, str):
+            raise TypeError(f"response must be a str, got {type(response).__name__}")
+        info = self.prepare_gold(gold)
+        deadline = t0 + timeout_s
+
+        ext = extract_final_answer(response)
+        if ext.answer is None:
+            return GradeResult(False, None, "no_answer", time.perf_counter() - t0, ext.method)
+        answer = ext.answer
+        if answer == info.gold or answer == info.normalised:  # verbatim: no normalising needed
+            return GradeResult(True, answer, "exact", time.perf_counter() - t0, ext.method)
+        normalised = normalize_answer(answer)
+        if match_key(normalised) == info.key:
+            return GradeResult(True, answer, "exact", time.perf_counter() - t0, ext.method)
+
+        if len(normalised) > max(MAX_PARSE_CHARS, 4 * len(info.normalised)):
+            return GradeResult(
+                False, _clip(answer), "mismatch", time.perf_counter() - t0, ext.method,
+                "answer too long to be the gold",
+            )
+        detail = ""
+        if info.value is not None:
+            try:
+                pred_value = parse_answer(normalised, is_wrapped_text(answer))
+            except ParseError as exc:
+                detail = f"prediction not parsed: {exc}"
+            except RecursionError:  # pragma: no cover - depth is capped
+                detail = "prediction too deep"
+            except Exception as exc:  # pragma: no cover - a fast-path bug must not crash a step
+                logger.exception("grading fast path failed on %r", answer[:200])
+                detail = f"fast path error: {type(exc).__name__}"
+            else:
+                try:
+                    verdict = compare(pred_value, info.value, t0 + min(timeout_s, 0.5 * timeout_s + 0.05))
+                except Exception as exc:  # pragma: no cover - see above
+                    logger.exception("grading comparison failed on %r vs %r", answer[:200], info.gold[:200])
+                    verdict = Verdict(None, "undecided", f"fast path error: {type(exc).__name__}")
+                if verdict.equal is not None:
+                    reason = verdict.reason if verdict.equal else "mismatch"
+                    return GradeResult(verdict.equal, answer, reason, time.perf_counter() - t0, ext.method, verdict.detail)
+                detail = verdict.detail
+        else:
+            detail = "gold not parsed"
+
+        if not self.use_worker:
+            return GradeResult(False, answer, "mismatch", time.perf_counter() - t0, ext.method, f"undecided: {detail}")
+        remaining = deadline - time.perf_counter()
+        if remaining <= 0:
+            return GradeResult(False, answer, "timeout", time.perf_counter() - t0, ext.method, detail)
+        status, value = self.pool.verify(_for_math_verify(answer), _for_math_verify(info.gold), remaining)
+        elapsed = time.perf_counter() - t0
+        if status == "ok":
+            ok = bool(value)
+            return GradeResult(ok, answer, "symbolic" if ok else "mismatch", elapsed, ext.method, "math-verify")
+        if status == "timeout":
+            return GradeResult(False, answer, "timeout", elapsed, ext.method, f"math-verify: {value}")
+        return GradeResult(False, answer, "error", elapsed, ext.method, f"math-verify: {value}")
+
+
+def _clip(s: str, n: int = 200) -> str:
+    return s if len(s) <= n else s[:n] + "..."
+
+
+def _check_timeout(timeout_s: object) -> None:
+    if (
+        isinstance(timeout_s, bool)
+        or not isinstance(timeout_s, (int, float))
+        or not timeout_s > 0
+        or not math.isfinite(timeout_s)
+    ):
+        raise ValueError(f"timeout_s must be a positive number of seconds, got {timeout_s!r}")

@@ -1,0 +1,818 @@
+"""A small, bounded parser for the LaTeX (and plain-text) subset that final answers use.
+
+It reads a normalised answer (see :mod:`reasoning_env.grading.normalize`) into the values of
+:mod:`reasoning_env.grading.values`. It never executes anything: tokens are matched by one
+compiled regex and turned into tuples by a recursive-descent parser whose nesting depth is
+capped (:data:`MAX_DEPTH`), on input capped at :data:`MAX_PARSE_CHARS` characters, so its time
+and stack use are bounded. Anything outside the subset raises :class:`ParseError`; the grader
+then falls back to math-verify in a worker process.
+
+Supported: integers, decimals (``.5``, ``1e-3``, repeating ``0.\\overline{3}``), thousands
+separators (whole-answer), mixed numbers (``1\\frac{4}{5}``), ``+ - * / ^``, ``\\cdot``,
+``\\times``, ``\\div``, implicit multiplication, ``\\frac``/``\\frac12``, ``\\sqrt``,
+``\\sqrt[n]{}``, ``\\binom``, ``!``, ``%``, ``|x|``, floor/ceil, functions (``\\sin``...,
+``\\sin^2 x``, ``\\sin^{-1}``, ``\\ln``, ``\\log_b``, ``\\exp``, plain ``sqrt(..)``/``exp(..)``),
+``\\pi``/``pi``, ``e``, ``i``, ``\\infty``, single-letter and subscripted variables, Greek
+letters, ``\\pm``/``\\mp``, tuples and intervals with any bracket pair, ``\\{..\\}`` sets, bare
+comma lists, ``\\cup`` unions, ``a:b`` ratios, ``=``/``<``/``\\le``/``\\ne``/``\\in`` relations
+and chains, assignments ``x = 5`` / ``f(x) = ..`` / ``x \\in [a, b]``, ``pmatrix``/``bmatrix``
+matrices, base-``b`` numbers ``52_8``, multiple-choice letters and word answers.
+"""
+
+from __future__ import annotations
+
+import re
+from fractions import Fraction
+from functools import lru_cache
+from typing import Any, Optional
+
+from reasoning_env.grading.values import (
+    Assign,
+    Choice,
+    Matrix,
+    Relation,
+    Seq,
+    Text,
+    Union,
+    expand_pm,
+    free_vars,
+    has_pm,
+)
+
+__all__ = ["ParseError", "NotMath", "parse_answer", "MAX_PARSE_CHARS", "MAX_DEPTH"]
+
+#: Longest normalised answer the parser reads (characters); longer ones are not parsed.
+MAX_PARSE_CHARS = 1000
+#: Deepest nesting of brackets/operators accepted.
+MAX_DEPTH = 48
+#: Most tokens in one answer.
+MAX_TOKENS = 600
+
+
+class ParseError(ValueError):
+    """The answer is outside the supported subset (or too long / too deep)."""
+
+
+class NotMath(ParseError):
+    """The answer is a word answer, not mathematics."""
+
+
+_TOKEN_RE = re.compile(
+    r"""
+    (?P<ws>\s+)
+   |(?P<num>(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+(?![A-Za-z0-9]))?)
+   |(?P<begin>\\begin\s*\{\s*(?P<benv>[A-Za-z]+\*?)\s*\})
+   |(?P<end>\\end\s*\{\s*(?P<eenv>[A-Za-z]+\*?)\s*\})
+   |(?P<cmd>\\[A-Za-z]+)
+   |(?P<esc>\\[{}|\\%_&#])
+   |(?P<word>[A-Za-z]+)
+   |(?P<op><=|>=|!=|[-+*/^_()\[\]{},=<>!|':;&%])
+   |(?P<other>.)
+    """,
+    re.VERBOSE | re.DOTALL,
+)
+
+_FUNCS = {
+    "sin": "sin", "cos": "cos", "tan": "tan", "sec": "sec", "csc": "csc", "cot": "cot",
+    "arcsin": "asin", "arccos": "acos", "arctan": "atan", "asin": "asin", "acos": "acos",
+    "atan": "atan", "sinh": "sinh", "cosh": "cosh", "tanh": "tanh", "ln": "ln", "log": "log",
+    "lg": "lg", "exp": "exp", "sqrt": "sqrt", "abs": "abs",
+}
+_INVERSE = {"sin": "asin", "cos": "acos", "tan": "atan"}
+_CONSTS = {"pi": "pi", "infty": "inf", "infinity": "inf", "inf": "inf"}
+_GREEK = frozenset(
+    "alpha beta gamma delta epsilon varepsilon zeta eta theta vartheta iota kappa lambda mu nu xi "
+    "rho varrho sigma tau upsilon phi varphi chi psi omega Gamma Delta Theta Lambda Xi Sigma "
+    "Upsilon Phi Psi Omega".split()
+)
+# Names recognised inside a plain-text letter run (longest first).
+_WORD_NAMES = sorted(list(_FUNCS) + list(_CONSTS), key=len, reverse=True)
+_CMD_TOKENS = {
+    "cdot": ("op", "*"), "times": ("op", "*"), "ast": ("op", "*"), "div": ("op", "/"),
+    "pm": ("pm", "+"), "mp": ("pm", "-"),
+    "le": ("rel", "<="), "leq": ("rel", "<="), "leqslant": ("rel", "<="),
+    "ge": ("rel", ">="), "geq": ("rel", ">="), "geqslant": ("rel", ">="),
+    "lt": ("rel", "<"), "gt": ("rel", ">"), "ne": ("rel", "!="), "neq": ("rel", "!="),
+    "approx": ("rel", "="), "in": ("rel", "in"), "cup": ("cup", ""),
+    "frac": ("frac", ""), "sqrt": ("sqrt", ""), "binom": ("binom", ""),
+    "lfloor": ("lfloor", ""), "rfloor": ("rfloor", ""), "lceil": ("lceil", ""), "rceil": ("rceil", ""),
+    "overline": ("overline", ""), "infty": ("const", "inf"), "pi": ("const", "pi"),
+    "mid": ("op", "|"), "colon": ("op", ":"),
+}
+_REL_OPS = {"=": "=", "<": "<", ">": ">", "<=": "<=", ">=": ">=", "!=": "!=", "in": "in"}
+_CHOICE_RE = re.compile(r"^\(?\s*([A-E])\s*\)?$")
+_TEXTY_RE = re.compile(r"^[A-Za-z][A-Za-z .,'\-]*$")
+_EOF = ("eof", "")
+
+
+def _word_tokens(word: str) -> list:
+    """Tokens of a plain-text letter run: known names (``sqrt``, ``pi``, ``sin``) and single
+    letters. A run of 3+ letters that is not a known name (optionally followed by at most two
+    variable letters, ``sinx``) is a word: :class:`NotMath`."""
+    out = []
+    i = 0
+    n = len(word)
+    named = False
+    while i < n:
+        for name in _WORD_NAMES:
+            if word.startswith(name, i):
+                named = True
+                if name in _FUNCS:
+                    out.append(("fn", _FUNCS[name]))
+                else:
+                    out.append(("const", _CONSTS[name]))
+                i += len(name)
+                break
+        else:
+            out.append(("id", word[i]))
+            i += 1
+    singles = sum(1 for t in out if t[0] == "id")
+    if n >= 3 and (not named or singles > 2):
+        raise NotMath(word)
+    return out
+
+
+def tokenize(s: str) -> list:
+    """Tokens of a normalised answer as ``(kind, value)`` pairs.
+
+    Raises:
+        ParseError: unknown commands or characters, too many tokens.
+    """
+    toks: list = []
+    pos = 0
+    n = len(s)
+    match = _TOKEN_RE.match
+    while pos < n:
+        m = match(s, pos)
+        if m is None:  # pragma: no cover - the "other" branch matches any character
+            raise ParseError(f"cannot tokenize at {pos}")
+        kind = m.lastgroup  # the outer group for \begin/\end (lastgroup names the outermost)
+        text = m.group(0)
+        pos = m.end()
+        if kind == "ws":
+            continue
+        if kind == "num":
+            toks.append(("num", text))
+        elif kind == "begin":
+            toks.append(("begin", m.group("benv")))
+        elif kind == "end":
+            toks.append(("end", m.group("eenv")))
+        elif kind == "cmd":
+            name = text[1:]
+            if name in _CMD_TOKENS:
+                toks.append(_CMD_TOKENS[name])
+            elif name in _FUNCS:
+                toks.append(("fn", _FUNCS[name]))
+            elif name in _GREEK:
+                toks.append(("id", name))
+            elif name in ("varnothing", "emptyset"):
+                toks.append(("empty", ""))
+            else:
+                raise ParseError(f"unsupported command \\{name}")
+        elif kind == "esc":
+            c = text[1]
+            if c == "{":
+                toks.append(("lset", ""))
+            elif c == "}":
+                toks.append(("rset", ""))
+            elif c == "\\":
+                toks.append(("rowsep", ""))
+            elif c == "%":
+                toks.append(("op", "%"))
+            elif c == "|":
+                toks.append(("op", "|"))
+            else:
+                raise ParseError(f"unsupported escape {text}")
+        elif kind == "word":
+            toks.extend(_word_tokens(text))
+        elif kind == "op":
+            if text in _REL_OPS:
+                toks.append(("rel", _REL_OPS[text]))
+            elif text == "&":
+                toks.append(("colsep", ""))
+            else:
+                toks.append(("op", text))
+        else:
+            raise ParseError(f"unsupported character {text!r}")
+        if len(toks) > MAX_TOKENS:
+            raise ParseError("answer too long")
+    return toks
+
+
+def _mul(factors: list) -> Any:
+    return factors[0] if len(factors) == 1 else ("*", tuple(factors))
+
+
+def _is_node(x: Any) -> bool:
+    return isinstance(x, tuple)
+
+
+def _num_node(text: str) -> tuple:
+    try:
+        value = Fraction(text)
+    except (ValueError, ZeroDivisionError):
+        raise ParseError(f"bad number {text!r}") from None
+    mant = text.split("e")[0].split("E")[0]
+    places = None
+    if "." in mant:
+        places = len(mant.split(".", 1)[1])
+        exp_part = text[len(mant) + 1:] if len(text) > len(mant) else ""
+        if exp_part:
+            places = max(0, places - int(exp_part))
+    elif len(text) > len(mant):
+        places = max(0, -int(text[len(mant) + 1:]))
+    return ("n", value, places)
+
+
+class _Parser:
+    def __init__(self, toks: list) -> None:
+        self.t = toks
+        self.i = 0
+        self.depth = 0
+        self.abs_open = 0
+
+    # -- token access
+    def peek(self, k: int = 0) -> tuple:
+        j = self.i + k
+        return self.t[j] if j < len(self.t) else _EOF
+
+    def next(self) -> tuple:
+        tok = self.peek()
+        self.i += 1
+        return tok
+
+    def at(self, kind: str, value: Optional[str] = None, k: int = 0) -> bool:
+        tok = self.peek(k)
+        return tok[0] == kind and (value is None or tok[1] == value)
+
+    def expect(self, kind: str, value: Optional[str] = None) -> tuple:
+        if not self.at(kind, value):
+            raise ParseError(f"expected {value or kind}, got {self.peek()[1] or self.peek()[0]}")
+        return self.next()
+
+    def enter(self) -> None:
+        self.depth += 1
+        if self.depth > MAX_DEPTH:
+            raise ParseError("nesting too deep")
+
+    # -- grammar
+    def parse_items(self, closers: tuple) -> list:
+        items = [self.parse_relation()]
+        while self.at("op", ",") or self.at("op", ";"):
+            self.next()
+            if self.peek()[0] == "eof" or (self.peek()[0], self.peek()[1]) in closers:
+                break  # trailing comma
+            items.append(self.parse_relation())
+        return items
+
+    def _function_head(self) -> Optional[str]:
+        # id '(' id (',' id)* ')' '='
+        if not (self.at("id") and self.at("op", "(", 1)):
+            return None
+        j = 2
+        names = []
+        while True:
+            tok = self.peek(j)
+            if tok[0] != "id":
+                return None
+            names.append(tok[1])
+            j += 1
+            if self.at("op", ",", j):
+                j += 1
+                continue
+            if self.at("op", ")", j) and self.at("rel", "=", j + 1):
+                break
+            return None
+        head = f"{self.peek()[1]}({','.join(names)})"
+        self.i += j + 1  # up to and including ')'
+        return head
+
+    def parse_relation(self) -> Any:
+        head = self._function_head()
+        if head is not None:
+            self.expect("rel", "=")
+            return Assign(head, self.parse_union())
+        first = self.parse_union()
+        if self.at("op", ":"):
+            items = [first]
+            while self.at("op", ":"):
+                self.next()
+                items.append(self.parse_union())
+            return Seq("ratio", tuple(items))
+        if not self.at("rel"):
+            return first
+        ops = []
+        sides = [first]
+        while self.at("rel"):
+            ops.append(self.next()[1])
+            sides.append(self.parse_union())
+        if "in" in ops:
+            if len(ops) == 1 and _is_node(first) and first[0] == "v":
+                return Assign(first[1], sides[1])
+            raise ParseError("membership")
+        return Relation(tuple(ops), tuple(sides))
+
+    def parse_union(self) -> Any:
+        first = self.parse_sum()
+        if not self.at("cup"):
+            return first
+        parts = [first]
+        while self.at("cup"):
+            self.next()
+            parts.append(self.parse_sum())
+        return Union(tuple(parts))
+
+    def parse_sum(self) -> Any:
+        first = self.parse_term()
+        if not (self.at("op", "+") or self.at("op", "-") or self.at("pm")):
+            return first
+        terms = [(1, first)]
+        while True:
+            if self.at("op", "+"):
+                self.next()
+                terms.append((1, self.parse_term()))
+            elif self.at("op", "-"):
+                self.next()
+                terms.append((-1, self.parse_term()))
+            elif self.at("pm"):
+                sign = self.next()[1]
+                t = self.parse_term()
+                terms.append((1, ("pm", t if sign == "+" else ("-", t))))
+            else:
+                break
+        if not all(_is_node(t) for _, t in terms):
+            raise ParseError("arithmetic on a non-scalar")
+        return ("+", tuple(terms))
+
+    def _starts_atom(self, tok: tuple) -> bool:
+        kind = tok[0]
+        if kind in ("num", "id", "const", "fn", "sqrt", "frac", "binom", "lfloor", "lceil", "lset", "begin"):
+            return True
+        if kind == "op":
+            v = tok[1]
+            if v == "(" or v == "{":
+                return True
+            if v == "|":
+                return self.abs_open == 0
+        return False
+
+    def parse_term(self) -> Any:
+        first = self.parse_unary()
+        factors = [first]
+        while True:
+            tok = self.peek()
+            if tok[0] == "op" and tok[1] == "*":
+                self.next()
+                factors.append(self.parse_unary())
+            elif tok[0] == "op" and tok[1] == "/":
+                self.next()
+                den = self.parse_unary()
+                if not (_is_node(den) and all(_is_node(f) for f in factors)):
+                    raise ParseError("division of a non-scalar")
+                factors = [("/", _mul(factors), den)]
+            elif self._starts_atom(tok):
+                prev = factors[-1]
+                if tok[0] == "num" and _is_node(prev) and prev[0] == "n":
+                    raise ParseError("two numbers in a row")
+                if (
+                    tok[0] == "frac" and len(factors) == 1 and _is_node(prev) and prev[0] == "n"
+                    and prev[2] is None
+                ):
+                    frac = self.parse_power()
+                    if frac[0] == "/" and frac[1][0] == "n" and frac[2][0] == "n" and frac[1][2] is None and frac[2][2] is None:
+                        factors = [("+", ((1, prev), (1, frac)))]  # mixed number 1\frac{4}{5}
+                        continue
+                    factors.append(frac)
+                    continue
+                factors.append(self.parse_power())
+            else:
+                break
+        if len(factors) > 1 and not all(_is_node(f) for f in factors):
+            raise ParseError("product of a non-scalar")
+        return _mul(factors)
+
+    def parse_unary(self) -> Any:
+        self.enter()
+        try:
+            if self.at("op", "-"):
+                self.next()
+                x = self.parse_unary()
+                if not _is_node(x):
+                    raise ParseError("negated non-scalar")
+                return ("-", x)
+            if self.at("op", "+"):
+                self.next()
+                return self.parse_unary()
+            if self.at("pm"):
+                sign = self.next()[1]
+                x = self.parse_unary()
+                if not _is_node(x):
+                    raise ParseError("\\pm of a non-scalar")
+                return ("pm", x if sign == "+" else ("-", x))
+            return self.parse_power()
+        finally:
+            self.depth -= 1
+
+    def parse_power(self) -> Any:
+        base = self.parse_postfix()
+        if self.at("op", "^"):
+            self.next()
+            exp = self.parse_exponent()
+            if not _is_node(base):
+                raise ParseError("power of a non-scalar")
+            base = ("^", base, exp)
+            while self.at("op", "!"):
+                self.next()
+                base = ("!", base)
+        return base
+
+    def parse_exponent(self) -> Any:
+        self.enter()
+        try:
+            tok = self.peek()
+            if tok[0] == "op" and tok[1] in "-+":
+                self.next()
+                e = self.parse_exponent()
+                return ("-", e) if tok[1] == "-" else e
+            if tok[0] == "num":
+                self.next()
+                e = _num_node(tok[1])
+            elif tok[0] in ("id", "const"):
+                e = self.parse_atom()
+            elif tok[0] == "op" and tok[1] in "({":
+                e = self.parse_atom()
+            elif tok[0] in ("frac", "sqrt", "binom", "fn"):
+                e = self.parse_atom()
+            else:
+                raise ParseError("bad exponent")
+            if not _is_node(e):
+                raise ParseError("non-scalar exponent")
+            if self.at("op", "^"):
+                self.next()
+                e = ("^", e, self.parse_exponent())
+            return e
+        finally:
+            self.depth -= 1
+
+    def parse_postfix(self) -> Any:
+        a = self.parse_atom()
+        while True:
+            if self.at("op", "!"):
+                self.next()
+                if not _is_node(a):
+                    raise ParseError("factorial of a non-scalar")
+                a = ("!", a)
+            elif self.at("op", "%"):
+                self.next()
+                if not _is_node(a):
+                    raise ParseError("percent of a non-scalar")
+                a = ("%", a)
+            elif self.at("op", "'"):
+                raise ParseError("prime")
+            else:
+                return a
+
+    def parse_arg(self) -> Any:
+        """Argument of ``\\frac``/``\\sqrt``/``\\binom``: a braced group or one token
+        (``\\frac12`` reads digits one at a time, as TeX does)."""
+        tok = self.peek()
+        if tok[0] == "op" and tok[1] == "{":
+            self.next()
+            self.enter()
+            try:
+                inner = self.parse_sum()
+            finally:
+                self.depth -= 1
+            self.expect("op", "}")
+            return inner
+        if tok[0] == "num":
+            text = tok[1]
+            if len(text) > 1:
+                self.t[self.i] = ("num", text[1:])
+                return _num_node(text[0])
+            self.next()
+            return _num_node(text)
+        if tok[0] in ("id", "const", "frac", "sqrt", "fn", "binom"):
+            return self.parse_atom()
+        if tok[0] == "op" and tok[1] == "(":
+            return self.parse_atom()
+        raise ParseError("bad argument")
+
+    def parse_group(self, closer: tuple) -> Any:
+        self.enter()
+        try:
+            x = self.parse_sum()
+        finally:
+            self.depth -= 1
+        self.expect(*closer)
+        if not _is_node(x):
+            raise ParseError("non-scalar in a group")
+        return x
+
+    def parse_function(self, name: str) -> Any:
+        power = None
+        base = None
+        if self.at("op", "^"):
+            self.next()
+            e = self.parse_exponent()
+            if e in (("-", ("n", Fraction(1), None)), ("n", Fraction(-1), None)) and name in _INVERSE:
+                name = _INVERSE[name]
+            else:
+                power = e
+        if self.at("op", "_"):
+            if name != "log":
+                raise ParseError("subscript on a function")
+            self.next()
+            base = self.parse_arg()
+        if self.at("op", "(") or self.at("op", "{"):
+            arg = self.parse_atom()
+            if not _is_node(arg):
+                raise ParseError("function of a non-scalar")
+        else:
+            # \sin 2x: the argument is the implicit product that follows (stops at the next
+            # function, operator or relation).
+            factors = [self.parse_power()]
+            while self._starts_atom(self.peek()) and self.peek()[0] != "fn":
+                factors.append(self.parse_power())
+            if not all(_is_node(f) for f in factors):
+                raise ParseError("function of a non-scalar")
+            arg = _mul(factors)
+        if name == "log":
+            node = ("log", base, arg)
+        elif name == "lg":
+            node = ("log", ("n", Fraction(10), None), arg)
+        else:
+            node = ("f", name, arg)
+        if power is not None:
+            node = ("^", node, power)
+        return node
+
+    def parse_bracket(self, open_: str) -> Any:
+        self.enter()
+        try:
+            items = self.parse_items((("op", ")"), ("op", "]")))
+        finally:
+            self.depth -= 1
+        tok = self.next()
+        if tok[0] != "op" or tok[1] not in ")]":
+            raise ParseError("unclosed bracket")
+        close = tok[1]
+        if len(items) == 1:
+            if (open_, close) in (("(", ")"), ("[", "]")):
+                return items[0]
+            raise ParseError("mismatched brackets around one item")
+        return Seq("tuple", tuple(items), open_, close)
+
+    def parse_matrix(self, env: str) -> Matrix:
+        if env not in ("pmatrix", "bmatrix", "matrix", "Bmatrix", "smallmatrix"):
+            raise ParseError(f"unsupported environment {env}")
+        rows = []
+        row = []
+        while True:
+            if self.at("end"):
+                tok = self.next()
+                if tok[1] != env:
+                    raise ParseError("mismatched environment")
+                break
+            if self.at("eof"):
+                raise ParseError("unclosed environment")
+            self.enter()
+            try:
+                cell = self.parse_sum()
+            finally:
+                self.depth -= 1
+            if not _is_node(cell):
+                raise ParseError("non-scalar matrix entry")
+            row.append(cell)
+            if self.at("colsep"):
+                self.next()
+            elif self.at("rowsep"):
+                self.next()
+                rows.append(tuple(row))
+                row = []
+        if row:
+            rows.append(tuple(row))
+        if not rows or len({len(r) for r in rows}) != 1:
+            raise ParseError("ragged matrix")
+        return Matrix(tuple(rows))
+
+    def parse_atom(self) -> Any:
+        tok = self.next()
+        kind, val = tok[0], tok[1]
+        if kind == "num":
+            node = _num_node(val)
+            if self.at("overline") and "." in val and "e" not in val.lower():
+                self.next()
+                self.expect("op", "{")
+                digits = self.expect("num")[1]
+                self.expect("op", "}")
+                if not digits.isdigit():
+                    raise ParseError("bad repeating decimal")
+                head = val if not val.endswith(".") else val[:-1]
+                places = len(val.split(".", 1)[1])
+                base = Fraction(head) if head not in ("", ".") else Fraction(0)
+                rep = Fraction(int(digits), (10 ** len(digits) - 1) * 10**places)
+                return ("n", base + rep, None)
+            if self.at("op", "_") and val.isdigit():
+                self.next()
+                if self.at("op", "{"):
+                    self.next()
+                    b = self.expect("num")[1]
+                    self.expect("op", "}")
+                else:
+                    b = self.expect("num")[1]
+                if not b.isdigit() or not 2 <= int(b) <= 36:
+                    raise ParseError("bad base")
+                try:
+                    int(val, int(b))
+                except ValueError:
+                    raise ParseError("digit out of range for the base") from None
+                return ("base", val, int(b))
+            return node
+        if kind == "id":
+            name = val
+            if self.at("op", "_"):
+                self.next()
+                if self.at("op", "{"):
+                    self.next()
+                    parts = []
+                    while not self.at("op", "}"):
+                        t = self.next()
+                        if t[0] not in ("num", "id") or len(parts) > 4:
+                            raise ParseError("bad subscript")
+                        parts.append(t[1])
+                    self.next()
+                    sub = "".join(parts)
+                else:
+                    t = self.next()
+                    if t[0] not in ("num", "id"):
+                        raise ParseError("bad subscript")
+                    sub = t[1]
+                return ("v", f"{name}_{sub}")
+            if name == "e":
+                return ("c", "e")
+            if name == "i":
+                return ("c", "i")
+            return ("v", name)
+        if kind == "const":
+            return ("c", val)
+        if kind == "fn":
+            return self.parse_function(val)
+        if kind == "frac":
+            a = self.parse_arg()
+            b = self.parse_arg()
+            return ("/", a, b)
+        if kind == "sqrt":
+            if self.at("op", "["):
+                self.next()
+                n = self.parse_group(("op", "]"))
+                return ("root", n, self.parse_arg())
+            return ("f", "sqrt", self.parse_arg())
+        if kind == "binom":
+            a = self.parse_arg()
+            b = self.parse_arg()
+            return ("binom", a, b)
+        if kind == "op" and val in "([":
+            return self.parse_bracket(val)
+        if kind == "op" and val == "{":
+            self.enter()
+            try:
+                items = self.parse_items((("op", "}"),))
+            finally:
+                self.depth -= 1
+            self.expect("op", "}")
+            return items[0] if len(items) == 1 else Seq("list", tuple(items))
+        if kind == "lset":
+            if self.at("rset"):
+                self.next()
+                return Seq("set", ())
+            self.enter()
+            try:
+                items = self.parse_items((("rset", ""),))
+            finally:
+                self.depth -= 1
+            self.expect("rset")
+            return Seq("set", tuple(_expand_items(items)))
+        if kind == "empty":
+            return Seq("set", ())
+        if kind == "op" and val == "|":
+            self.abs_open += 1
+            try:
+                inner = self.parse_group(("op", "|"))
+            finally:
+                self.abs_open -= 1
+            return ("f", "abs", inner)
+        if kind == "lfloor":
+            return ("f", "floor", self.parse_group(("rfloor", "")))
+        if kind == "lceil":
+            return ("f", "ceil", self.parse_group(("rceil", "")))
+        if kind == "begin":
+            return self.parse_matrix(val)
+        raise ParseError(f"unexpected {val or kind}")
+
+
+def _expand_items(items: list) -> list:
+    """Expand ``\\pm`` inside list/set items into both readings."""
+    out = []
+    for it in items:
+        if _is_node(it) and has_pm(it):
+            out.extend(expand_pm(it))
+        else:
+            out.append(it)
+    return out
+
+
+def _finish_value(v: Any) -> Any:
+    """Post-process one top-level value: ``\\pm`` expansion, assignments."""
+    if _is_node(v):
+        if has_pm(v):
+            return Seq("set", expand_pm(v))
+        return v
+    if isinstance(v, Relation) and v.ops == ("=",):
+        lhs, rhs = v.sides
+        if _is_node(lhs) and lhs[0] == "v" and not (_is_node(rhs) and lhs[1] in free_vars(rhs)):
+            return Assign(lhs[1], _finish_value(rhs))
+        if _is_node(rhs) and rhs[0] == "v" and _is_node(lhs) and not free_vars(lhs):
+            return Assign(rhs[1], _finish_value(lhs))  # "5 = x"
+        return v
+    if isinstance(v, Assign):
+        return Assign(v.lhs, _finish_value(v.value))
+    return v
+
+
+def _finish_items(items: list) -> Any:
+    if len(items) == 1:
+        return _finish_value(items[0])
+    vals = [_finish_value(it) for it in items]
+    # "n = 1, 2, 3": an assignment followed by bare values assigns the whole list.
+    if isinstance(vals[0], Assign) and all(_is_node(v) or isinstance(v, Seq) for v in vals[1:]):
+        first = vals[0]
+        rest = []
+        for v in vals[1:]:
+            rest.extend(v.items if isinstance(v, Seq) and v.kind == "set" and len(v.items) == 2 else (v,))
+        head = first.value.items if isinstance(first.value, Seq) and first.value.kind == "set" else (first.value,)
+        return Assign(first.lhs, Seq("list", tuple(head) + tuple(rest)))
+    # "x = 1, x = 2" (or "x = 1 or x = 2"): one variable with several values.
+    if all(isinstance(v, Assign) for v in vals) and len({v.lhs for v in vals}) == 1:
+        flat = []
+        for v in vals:
+            flat.extend(v.value.items if isinstance(v.value, Seq) and v.value.kind == "set" else (v.value,))
+        return Assign(vals[0].lhs, Seq("list", tuple(flat)))
+    # \pm inside a list item ("1 \pm \sqrt 2, 3") contributes both readings.
+    expanded = []
+    for it, v in zip(items, vals):
+        if _is_node(it) and has_pm(it):
+            expanded.extend(expand_pm(it))
+        else:
+            expanded.append(v)
+    return Seq("list", tuple(expanded))
+
+
+def _canon_text(s: str) -> str:
+    s = s.lower()
+    s = re.sub(r"[^a-z0-9 ]+", " ", s)
+    words = [w for w in s.split() if w not in ("the", "a", "an")]
+    return " ".join(words)
+
+
+@lru_cache(maxsize=16384)
+def parse_answer(s: str, as_text: bool = False) -> Any:
+    """Parse a normalised answer into an answer value (see :mod:`reasoning_env.grading.values`).
+
+    Cached (the cache holds immutable values only).
+
+    Args:
+        s: A normalised answer (output of :func:`~reasoning_env.grading.normalize.normalize_answer`).
+        as_text: The raw answer was one ``\\text{...}`` of words (see
+            :func:`~reasoning_env.grading.normalize.is_wrapped_text`): read it as words even when
+            short (``\\text{No}`` is not ``N \\cdot o``).
+    Returns:
+        An expression node or a structured value (:class:`Seq`, :class:`Relation`,
+        :class:`Assign`, :class:`Union`, :class:`Matrix`, :class:`Text`, :class:`Choice`).
+    Raises:
+        ParseError: outside the supported subset, too long or too deep.
+    """
+    if not s:
+        raise ParseError("empty answer")
+    if len(s) > MAX_PARSE_CHARS:
+        raise ParseError("answer too long to parse")
+    m = _CHOICE_RE.match(s)
+    if m is not None:
+        return Choice(m.group(1))
+    if as_text and _TEXTY_RE.match(s):
+        text = _canon_text(s)
+        if text:
+            return Text(text)
+    try:
+        toks = tokenize(s)
+        p = _Parser(toks)
+        items = p.parse_items(())
+        if p.peek()[0] != "eof":
+            raise ParseError(f"unexpected {p.peek()[1] or p.peek()[0]}")
+        return _finish_items(items)
+    except NotMath:
+        if _TEXTY_RE.match(s):
+            text = _canon_text(s)
+            if text:
+                return Text(text)
+        raise ParseError("words mixed with mathematics") from None

@@ -1,0 +1,588 @@
+"""Answer values: a small immutable AST for the answer subset of LaTeX, and its evaluation.
+
+Scalar expressions are nested tuples (cheap, hashable, immutable):
+
+==================  ==========================================================================
+``("n", q, p)``     number literal, ``q`` a :class:`fractions.Fraction`, ``p`` the digits after
+                    the decimal point (``None`` for an integer literal)
+``("v", name)``     variable (``x``, ``a_1``, ``\\alpha``)
+``("c", name)``     constant: ``"pi"``, ``"e"``, ``"i"`` (imaginary unit), ``"inf"``
+``("+", terms)``    sum; ``terms`` a tuple of ``(sign, node)`` with sign +1/-1
+``("*", factors)``  product
+``("/", a, b)``     quotient
+``("^", a, b)``     power
+``("-", a)``        negation
+``("pm", a)``       ``\\pm a`` (expanded into two answers before evaluation)
+``("f", name, a)``  function: sqrt, abs, floor, ceil, sin, cos, tan, sec, csc, cot, asin, acos,
+                    atan, sinh, cosh, tanh, ln, exp
+``("log", b, a)``   logarithm of ``a`` to base ``b`` (``None``: natural, as sympy reads ``\\log``)
+``("root", n, a)``  ``n``-th root (real root of a negative number for odd ``n``)
+``("!", a)``        factorial
+``("binom", n, k)`` binomial coefficient
+``("%", a)``        percent (``a/100``)
+``("base", d, b)``  ``d`` read in base ``b`` (MATH's ``52_8``)
+==================  ==========================================================================
+
+Structured answers are frozen dataclasses: :class:`Seq` (tuples, intervals, sets, lists),
+:class:`Union`, :class:`Relation`, :class:`Assign`, :class:`Matrix`, :class:`Text`,
+:class:`Choice`.
+
+Evaluation is bounded: :func:`exact_value` computes in :class:`~fractions.Fraction` and refuses
+results over :data:`MAX_EXACT_BITS`; :func:`numeric_value` computes with mpmath at a fixed
+precision in a per-thread context (mpmath's global ``mp`` is shared mutable state) and raises
+:class:`TooBig` for powers, factorials or function arguments whose evaluation would need
+astronomically many digits (``9^{9^{9^9}}``); callers then defer or decide by monotonicity.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any, Iterator, Mapping, Optional, Union as _U
+
+import mpmath
+
+__all__ = [
+    "Seq",
+    "Union",
+    "Relation",
+    "Assign",
+    "Matrix",
+    "Text",
+    "Choice",
+    "Answer",
+    "NotExact",
+    "TooBig",
+    "EvalError",
+    "exact_value",
+    "numeric_value",
+    "free_vars",
+    "iter_nodes",
+    "expand_pm",
+    "has_pm",
+    "rename_vars",
+    "decimal_literal",
+    "is_positive_monotone",
+    "num_context",
+    "MAX_EXACT_BITS",
+]
+
+#: Largest integer (numerator/denominator) size in bits that exact evaluation will build.
+#: 2006! has ~19,000 bits; 5^3125 ~7,300.
+MAX_EXACT_BITS = 100_000
+#: Largest factorial argument computed exactly.
+MAX_EXACT_FACTORIAL = 5_000
+#: A power ``b^e`` is refused numerically when ``|e| * log2|b|`` exceeds this (the result's
+#: binary exponent would not fit any sane computation).
+MAX_LOG2_MAGNITUDE = 2.0 ** 50
+#: Largest argument magnitude accepted by trig/hyperbolic/exp/gamma (argument reduction cost
+#: grows with the magnitude).
+MAX_FUNCTION_ARG = 1e12
+#: Working precision of numeric evaluation (bits): ~77 significant digits.
+NUMERIC_PREC_BITS = 256
+
+
+# ----------------------------------------------------------------------------- structured values
+@dataclass(frozen=True)
+class Seq:
+    """An ordered or unordered collection.
+
+    Attributes:
+        kind: ``"tuple"`` (bracketed, ordered: points, vectors, and intervals, since ``(a, b)``
+            is both), ``"set"`` (``\\{..\\}``, unordered), ``"list"`` (bare commas: several
+            answers, unordered) or ``"ratio"`` (``a:b``, ordered).
+        items: The elements (expression nodes or structured values).
+        open: Opening bracket for tuples (``"("`` or ``"["``), else ``""``.
+        close: Closing bracket for tuples (``")"`` or ``"]"``), else ``""``.
+    """
+
+    kind: str
+    items: tuple
+    open: str = ""
+    close: str = ""
+
+
+@dataclass(frozen=True)
+class Union:
+    """``A \\cup B \\cup ...`` of intervals (unordered)."""
+
+    parts: tuple
+
+
+@dataclass(frozen=True)
+class Relation:
+    """An equation or (chained) inequality: ``sides[0] ops[0] sides[1] ops[1] ...``.
+
+    ``ops`` are ``"="``, ``"<"``, ``"<="``, ``">"``, ``">="``, ``"!="``.
+    """
+
+    ops: tuple
+    sides: tuple
+
+
+@dataclass(frozen=True)
+class Assign:
+    """``lhs = value`` where ``lhs`` is a variable or a function head (``"Y(x)"``), or
+    ``x \\in S``. Compared by ``value`` against a bare answer."""
+
+    lhs: str
+    value: Any
+
+
+@dataclass(frozen=True)
+class Matrix:
+    """A matrix (``pmatrix``/``bmatrix``...): rows of expression nodes."""
+
+    rows: tuple
+
+
+@dataclass(frozen=True)
+class Text:
+    """A word answer, canonicalised (lower case, letters/digits and single spaces)."""
+
+    text: str
+
+
+@dataclass(frozen=True)
+class Choice:
+    """A multiple-choice letter ``A``-``E`` (``(C)``, ``\\text{(C)}``, ``C``)."""
+
+    letter: str
+
+
+Answer = _U[tuple, Seq, Union, Relation, Assign, Matrix, Text, Choice]
+
+
+class NotExact(Exception):
+    """The expression has no exact rational value (or it is not computable exactly here)."""
+
+
+class TooBig(Exception):
+    """Evaluating the expression would need astronomically large numbers or precision."""
+
+
+class EvalError(Exception):
+    """The expression is undefined at this point (division by zero, log of zero...)."""
+
+
+# ----------------------------------------------------------------------------- tree helpers
+def iter_nodes(node: Any) -> Iterator[tuple]:
+    """Every expression node under ``node`` (itself included), iteratively (no recursion)."""
+    stack = [node]
+    while stack:
+        x = stack.pop()
+        if not isinstance(x, tuple) or not x:
+            continue
+        yield x
+        k = x[0]
+        if k in ("n", "c", "v", "base"):
+            continue
+        if k == "+":
+            stack.extend(t for _, t in x[1])
+        elif k == "*":
+            stack.extend(x[1])
+        else:
+            stack.extend(c for c in x[1:] if isinstance(c, tuple))
+
+
+def free_vars(node: Any) -> frozenset:
+    """Names of the variables in an expression node (``frozenset`` of ``str``)."""
+    return frozenset(x[1] for x in iter_nodes(node) if x[0] == "v")
+
+
+def has_pm(node: Any) -> bool:
+    """Whether an expression contains ``\\pm``/``\\mp``."""
+    return any(x[0] == "pm" for x in iter_nodes(node))
+
+
+def _subst_pm(node: Any, sign: int) -> Any:
+    if not isinstance(node, tuple) or not node:
+        return node
+    k = node[0]
+    if k in ("n", "c", "v", "base"):
+        return node
+    if k == "pm":
+        inner = _subst_pm(node[1], sign)
+        return inner if sign > 0 else ("-", inner)
+    if k == "+":
+        return ("+", tuple((s, _subst_pm(t, sign)) for s, t in node[1]))
+    if k == "*":
+        return ("*", tuple(_subst_pm(t, sign) for t in node[1]))
+    return (k,) + tuple(_subst_pm(c, sign) if isinstance(c, tuple) else c for c in node[1:])
+
+
+def expand_pm(node: Any) -> tuple:
+    """The two readings of an expression with ``\\pm`` (all ``\\pm`` take the same sign, and
+    ``\\mp`` the opposite one, the usual convention). Without ``\\pm``: ``(node,)``."""
+    if not has_pm(node):
+        return (node,)
+    return (_subst_pm(node, 1), _subst_pm(node, -1))
+
+
+def rename_vars(node: Any, mapping: Mapping[str, str]) -> Any:
+    """A copy of ``node`` with variables renamed by ``mapping``."""
+    if not isinstance(node, tuple) or not node:
+        return node
+    k = node[0]
+    if k == "v":
+        return ("v", mapping.get(node[1], node[1]))
+    if k in ("n", "c", "base"):
+        return node
+    if k == "+":
+        return ("+", tuple((s, rename_vars(t, mapping)) for s, t in node[1]))
+    if k == "*":
+        return ("*", tuple(rename_vars(t, mapping) for t in node[1]))
+    return (k,) + tuple(rename_vars(c, mapping) if isinstance(c, tuple) else c for c in node[1:])
+
+
+def decimal_literal(node: Any) -> Optional[tuple]:
+    """``(value, places, significant_digits)`` when ``node`` is a (signed) decimal literal such
+    as ``0.0833`` or ``-4.5``; ``None`` otherwise (integers, fractions, expressions)."""
+    sign = 1
+    while isinstance(node, tuple) and node and node[0] == "-":
+        sign = -sign
+        node = node[1]
+    if not (isinstance(node, tuple) and node and node[0] == "n" and node[2] is not None):
+        return None
+    value, places = node[1], node[2]
+    if value == 0:
+        sig = 0
+    else:
+        # significant digits of the literal = digits of round(|value| * 10^places)
+        sig = len(str(abs(value.numerator * 10**places // value.denominator)))
+    return (sign * value, places, sig)
+
+
+def is_positive_monotone(node: Any) -> bool:
+    """True when the expression is built only from numbers >= 1, ``\\pi`` and ``e`` with
+    ``+``, ``*``, ``^`` and ``!``: its value then grows with every part, so an overflowing
+    power means the whole value is astronomically large (a safe "not equal" to a moderate
+    number)."""
+    stack = [node]
+    while stack:
+        x = stack.pop()
+        if not isinstance(x, tuple) or not x:
+            return False
+        k = x[0]
+        if k == "n":
+            if x[1] < 1:
+                return False
+        elif k == "c":
+            if x[1] not in ("pi", "e"):
+                return False
+        elif k == "+":
+            if any(s < 0 for s, _ in x[1]):
+                return False
+            stack.extend(t for _, t in x[1])
+        elif k == "*":
+            stack.extend(x[1])
+        elif k == "^":
+            stack.extend(x[1:3])
+        elif k == "!":
+            stack.append(x[1])
+        else:
+            return False
+    return True
+
+
+# ----------------------------------------------------------------------------- exact evaluation
+def _bits(q: Fraction) -> int:
+    return max(q.numerator.bit_length(), q.denominator.bit_length())
+
+
+def _check_size(q: Fraction) -> Fraction:
+    if _bits(q) > MAX_EXACT_BITS:
+        raise NotExact("exact value too large")
+    return q
+
+
+def _int_root(n: int, k: int) -> Optional[int]:
+    """Exact non-negative integer ``k``-th root of ``n >= 0``, or ``None``."""
+    if n < 2:
+        return n
+    if k == 2:
+        r = math.isqrt(n)
+        return r if r * r == n else None
+    r = int(round(n ** (1.0 / k))) if n.bit_length() < 1000 else None
+    if r is None:
+        # Newton iteration on integers (bounded: n has at most MAX_EXACT_BITS bits).
+        r = 1 << ((n.bit_length() + k - 1) // k)
+        while True:
+            nr = ((k - 1) * r + n // r ** (k - 1)) // k
+            if nr >= r:
+                break
+            r = nr
+    for cand in (r - 1, r, r + 1):
+        if cand >= 0 and cand**k == n:
+            return cand
+    return None
+
+
+def _rational_root(q: Fraction, k: int) -> Fraction:
+    if k <= 0 or k > 64:
+        raise NotExact("root index")
+    neg = q < 0
+    if neg and k % 2 == 0:
+        raise NotExact("even root of a negative number")
+    a = _int_root(abs(q.numerator), k)
+    b = _int_root(q.denominator, k)
+    if a is None or b is None:
+        raise NotExact("irrational root")
+    r = Fraction(a, b)
+    return -r if neg else r
+
+
+def _exact_pow(b: Fraction, e: Fraction) -> Fraction:
+    if e.denominator == 1:
+        n = e.numerator
+        if b == 0:
+            if n < 0:
+                raise EvalError("0 to a negative power")
+            return Fraction(1) if n == 0 else Fraction(0)
+        if b in (1, -1):
+            return b ** (n % 2) if b == -1 else b
+        if abs(n) * _bits(b) > MAX_EXACT_BITS:
+            raise NotExact("power too large for exact arithmetic")
+        return b**n
+    # rational exponent p/q: exact only for perfect roots
+    root = _rational_root(b, e.denominator)
+    return _exact_pow(root, Fraction(e.numerator))
+
+
+def exact_value(node: Any) -> Fraction:
+    """Exact rational value of a variable-free expression node.
+
+    Raises:
+        NotExact: irrational (``\\sqrt 2``, ``\\pi``), has variables, or too large.
+        EvalError: undefined (division by zero, ``0^{-1}``).
+    """
+    k = node[0]
+    if k == "n":
+        return node[1]
+    if k == "+":
+        total = Fraction(0)
+        for s, t in node[1]:
+            v = exact_value(t)
+            total = total + v if s > 0 else total - v
+        return _check_size(total)
+    if k == "*":
+        prod = Fraction(1)
+        for t in node[1]:
+            prod = _check_size(prod * exact_value(t))
+        return prod
+    if k == "/":
+        a = exact_value(node[1])
+        b = exact_value(node[2])
+        if b == 0:
+            raise EvalError("division by zero")
+        return _check_size(a / b)
+    if k == "-":
+        return -exact_value(node[1])
+    if k == "^":
+        return _check_size(_exact_pow(exact_value(node[1]), exact_value(node[2])))
+    if k == "%":
+        return exact_value(node[1]) / 100
+    if k == "f":
+        name = node[1]
+        if name == "sqrt":
+            return _rational_root(exact_value(node[2]), 2)
+        if name == "abs":
+            return abs(exact_value(node[2]))
+        if name == "floor":
+            return Fraction(math.floor(exact_value(node[2])))
+        if name == "ceil":
+            return Fraction(math.ceil(exact_value(node[2])))
+        raise NotExact(name)
+    if k == "root":
+        n = exact_value(node[1])
+        if n.denominator != 1:
+            raise NotExact("root index")
+        return _rational_root(exact_value(node[2]), int(n))
+    if k == "!":
+        n = exact_value(node[1])
+        if n.denominator != 1 or n < 0:
+            raise NotExact("factorial of a non-natural number")
+        if n > MAX_EXACT_FACTORIAL:
+            raise NotExact("factorial too large")
+        return Fraction(math.factorial(int(n)))
+    if k == "binom":
+        n = exact_value(node[1])
+        r = exact_value(node[2])
+        if n.denominator != 1 or r.denominator != 1 or n < 0 or n > MAX_EXACT_FACTORIAL:
+            raise NotExact("binomial")
+        return Fraction(math.comb(int(n), int(r))) if r >= 0 else Fraction(0)
+    if k == "base":
+        return Fraction(int(node[1], node[2]))
+    raise NotExact(k)
+
+
+# ----------------------------------------------------------------------------- numeric evaluation
+_local = threading.local()
+
+
+def num_context(prec: int = NUMERIC_PREC_BITS) -> Any:
+    """This thread's mpmath context at ``prec`` bits (created once per thread and precision;
+    never shared across threads because mpmath changes precision while it works)."""
+    cache = getattr(_local, "ctxs", None)
+    if cache is None:
+        cache = _local.ctxs = {}
+    ctx = cache.get(prec)
+    if ctx is None:
+        ctx = mpmath.MPContext()
+        ctx.prec = prec
+        cache[prec] = ctx
+    return ctx
+
+
+def _mag(ctx: Any, x: Any) -> float:
+    """Approximate log2|x| (0 for x == 0)."""
+    if not x:
+        return 0.0
+    return float(ctx.mag(x))
+
+
+def _check_arg(ctx: Any, x: Any) -> None:
+    if ctx.isinf(x) or ctx.isnan(x):
+        raise EvalError("non-finite argument")
+    if abs(x) > MAX_FUNCTION_ARG:
+        raise TooBig("function argument too large")
+
+
+def _real_if_close(ctx: Any, x: Any) -> Any:
+    if isinstance(x, ctx.mpc) and x.imag == 0:
+        return x.real
+    return x
+
+
+def numeric_value(node: Any, env: Mapping[str, Any], ctx: Any) -> Any:
+    """Numeric value (mpmath ``mpf``/``mpc``) of an expression node.
+
+    Args:
+        node: Expression node (no ``pm``).
+        env: Variable name -> value (mpmath numbers).
+        ctx: An mpmath context from :func:`num_context`.
+    Raises:
+        TooBig: a power/factorial/function argument is astronomically large.
+        EvalError: undefined here (division by zero, unknown variable, log of zero...).
+    """
+    k = node[0]
+    if k == "n":
+        q = node[1]
+        return ctx.mpf(q.numerator) / q.denominator if q.denominator != 1 else ctx.mpf(q.numerator)
+    if k == "v":
+        try:
+            return env[node[1]]
+        except KeyError:
+            raise EvalError(f"unbound variable {node[1]}") from None
+    if k == "c":
+        name = node[1]
+        if name == "pi":
+            return +ctx.pi
+        if name == "e":
+            return +ctx.e
+        if name == "i":
+            return ctx.mpc(0, 1)
+        return ctx.inf
+    if k == "+":
+        total = ctx.mpf(0)
+        for s, t in node[1]:
+            v = numeric_value(t, env, ctx)
+            total = total + v if s > 0 else total - v
+        return total
+    if k == "*":
+        prod = ctx.mpf(1)
+        for t in node[1]:
+            prod = prod * numeric_value(t, env, ctx)
+        return prod
+    if k == "/":
+        a = numeric_value(node[1], env, ctx)
+        b = numeric_value(node[2], env, ctx)
+        if not b:
+            raise EvalError("division by zero")
+        return a / b
+    if k == "-":
+        return -numeric_value(node[1], env, ctx)
+    if k == "^":
+        b = numeric_value(node[1], env, ctx)
+        e = numeric_value(node[2], env, ctx)
+        if ctx.isinf(b) or ctx.isinf(e) or ctx.isnan(b) or ctx.isnan(e):
+            raise EvalError("non-finite power")
+        if not b:
+            if (e.real if isinstance(e, ctx.mpc) else e) <= 0:
+                raise EvalError("0 to a non-positive power")
+            return ctx.mpf(0)
+        if abs(e) * max(1.0, abs(_mag(ctx, b))) > MAX_LOG2_MAGNITUDE:
+            raise TooBig("power too large")
+        # real odd roots of negative bases: (-8)^(1/3) = -2, as written by hand
+        if not isinstance(b, ctx.mpc) and b < 0 and not isinstance(e, ctx.mpc) and e != int(e):
+            q = node[2]
+            if q[0] == "/" and q[2][0] == "n" and q[2][1].denominator == 1 and q[2][1].numerator % 2 == 1:
+                return -ctx.power(-b, e)
+        return _real_if_close(ctx, ctx.power(b, e))
+    if k == "%":
+        return numeric_value(node[1], env, ctx) / 100
+    if k == "f":
+        name = node[1]
+        x = numeric_value(node[2], env, ctx)
+        if name == "sqrt":
+            return _real_if_close(ctx, ctx.sqrt(x))
+        if name == "abs":
+            return abs(x)
+        if name in ("floor", "ceil"):
+            if isinstance(x, ctx.mpc):
+                raise EvalError("floor of a complex number")
+            return ctx.floor(x) if name == "floor" else ctx.ceil(x)
+        if name == "ln":
+            if not x:
+                raise EvalError("log of zero")
+            return _real_if_close(ctx, ctx.ln(x))
+        _check_arg(ctx, x)
+        if name == "exp":
+            return ctx.exp(x)
+        if name in ("sec", "csc", "cot"):
+            base = {"sec": ctx.cos, "csc": ctx.sin, "cot": ctx.tan}[name](x)
+            if not base:
+                raise EvalError("pole")
+            return 1 / base
+        fn = getattr(ctx, {"asin": "asin", "acos": "acos", "atan": "atan"}.get(name, name), None)
+        if fn is None:
+            raise EvalError(f"unknown function {name}")
+        return _real_if_close(ctx, fn(x))
+    if k == "log":
+        x = numeric_value(node[2], env, ctx)
+        if not x:
+            raise EvalError("log of zero")
+        if node[1] is None:
+            return _real_if_close(ctx, ctx.ln(x))
+        b = numeric_value(node[1], env, ctx)
+        lb = ctx.ln(b) if b else 0
+        if not lb:
+            raise EvalError("log base")
+        return _real_if_close(ctx, ctx.ln(x) / lb)
+    if k == "root":
+        n = numeric_value(node[1], env, ctx)
+        x = numeric_value(node[2], env, ctx)
+        if not n:
+            raise EvalError("zeroth root")
+        if not isinstance(x, ctx.mpc) and x < 0 and n == int(n) and int(n) % 2 == 1:
+            return -ctx.root(-x, int(n))
+        return _real_if_close(ctx, ctx.power(x, 1 / n))
+    if k == "!":
+        x = numeric_value(node[1], env, ctx)
+        _check_arg(ctx, x)
+        if not isinstance(x, ctx.mpc) and x < 0 and x == int(x):
+            raise EvalError("factorial of a negative integer")
+        return ctx.gamma(x + 1)
+    if k == "binom":
+        n = numeric_value(node[1], env, ctx)
+        r = numeric_value(node[2], env, ctx)
+        _check_arg(ctx, n)
+        _check_arg(ctx, r)
+        return ctx.binomial(n, r)
+    if k == "base":
+        return ctx.mpf(int(node[1], node[2]))
+    if k == "pm":
+        raise EvalError("unexpanded \\pm")
+    raise EvalError(f"unknown node {k}")

@@ -1,0 +1,267 @@
+"""Normalisation and equivalence, per category, decided by the fast path (no worker).
+
+Each row is (prediction inside \\boxed{}, gold, expected verdict). The grader runs with
+``use_worker=False``, so these also check that the fast path decides every row itself.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from reasoning_env.grading import Grader, normalize_answer
+
+CATEGORIES = {
+    "dfrac-tfrac": [
+        (r"\dfrac{1}{2}", r"\frac12", True),
+        (r"\tfrac{3}{4}", "0.75", True),
+        (r"\frac{3}{5}", r"\dfrac{3}{4}", False),
+    ],
+    "left-right": [
+        (r"\left[ 1, 2 \right)", "[1,2)", True),
+        (r"\left( 1, 2 \right]", "(1,2)", False),
+        (r"(3, \frac{\pi}{2})", r"\left( 3, \frac{\pi}{2} \right)", True),
+    ],
+    "text-wrappers": [
+        (r"\text{Monday}", r"\text{monday}", True),
+        (r"\text{Monday}", r"\text{Tuesday}", False),
+        (r"\text{No}", "no", True),
+        (r"\text{the ellipse}", r"\text{ellipse}", True),
+        (r"\mbox{5 inches}", "5", True),
+    ],
+    "units-currency": [
+        (r"5\text{ cm}", "5", True),
+        (r"7 \text{ cm}^2", "7", True),
+        ("864", r"864 \mbox{ inches}^2", True),
+        (r"\$18.90", "18.9", True),
+        ("18.90 dollars", "18.90", True),
+        ("5 apples", "5", True),
+        ("€12", "12", True),
+        ("12", r"13 \text{ dollars}", False),
+        (r"12^{\text{th}}", "12", True),
+    ],
+    "thousands": [
+        ("1,000", "1000", True),
+        ("1{,}000", "1000", True),
+        (r"10,\!080", "10080", True),
+        ("1,234,567", "1234567", True),
+        ("(1,000)", "1000", False),  # a tuple, not a number
+        ("1,000", "(1,0)", False),
+        ("1,23", "123", False),  # not a thousands separator
+    ],
+    "percent": [
+        (r"25\%", "25", True),
+        (r"25\%", "0.25", True),
+        ("25", r"25\%", True),
+        ("0.25", r"25\%", True),
+        ("25 percent", "25", True),
+        (r"26\%", "25", False),
+    ],
+    "degrees": [
+        (r"30^\circ", "30", True),
+        (r"30^{\circ}", "30", True),
+        ("30°", "30", True),
+        ("30 degrees", "30", True),
+        ("30", r"45^\circ", False),
+    ],
+    "trailing-punctuation": [
+        ("5.", "5", True),
+        ("x = 5.", "5", True),
+    ],
+    "pi": [
+        (r"\pi", "pi", True),
+        ("2pi", r"2\pi", True),
+        ("pi/2", r"\dfrac{\pi}{2}", True),
+        ("-2*pi", r"-2\pi", True),
+        ("3.14159", r"\pi", True),
+        (r"\pi", "3.14", True),
+        ("3.15", r"\pi", False),
+        ("22/7", r"\pi", False),
+    ],
+    "scientific-notation": [
+        ("1e3", "1000", True),
+        (r"1.5\times10^{3}", "1500", True),
+        (r"1.5 \cdot 10^3", "1500", True),
+        ("2.5E-3", "0.0025", True),
+        (r"6.02\times 10^{23}", "6.02e23", True),
+        ("1e3", "1001", False),
+    ],
+    "fractions-vs-decimals": [
+        ("0.3333", r"\frac13", True),
+        ("0.6667", r"\frac23", True),
+        ("0.6666", r"\frac23", True),  # truncated
+        ("0.0833333333333333", r"\frac{1}{12}", True),
+        ("4.123105625617661", r"\sqrt{17}", True),
+        ("0.33", r"\frac13", False),  # fewer than 3 significant digits
+        ("0.6665", r"\frac23", False),
+        ("3.14159265", r"\pi", True),
+        ("3.14159266", r"\pi", False),
+        ("0.51", "0.5", False),  # two decimals must be equal
+        ("2.0000001", "2", False),
+        (r"\frac{1}{2006!}", r"\frac{1}{2004!}", False),  # no 6-decimal rounding
+        (r"\frac{1}{2^{98}}", r"\frac{1}{2^{99}}", False),
+        (r"\frac{2005 \cdot 2006}{2006!}", r"\frac{1}{2004!}", True),
+        ("100001", "100000", False),  # no relative tolerance on integers
+        (r"\frac{2}{4}", r"\frac{1}{2}", True),
+    ],
+    "sign": [
+        ("-3", "3", False),
+        (r"-\frac{1}{2}", "-0.5", True),
+        ("-(-2)", "2", True),
+        (r"-\frac{1}{2}", r"\frac{1}{2}", False),
+    ],
+    "plus-minus": [
+        (r"\pm 3", "3, -3", True),
+        ("3", r"\pm 3", False),
+        ("-3, 3", r"\pm 3", True),
+        (r"x = \pm 3", r"\pm 3", True),
+        (r"1 + \sqrt{19}, 1 - \sqrt{19}", r"1 \pm \sqrt{19}", True),
+        (r"2 \mp \sqrt{3}", r"2 \pm \sqrt 3", True),
+        ("2021", r"\pm 2021", False),
+    ],
+    "intervals": [
+        ("(1, 2)", "(1,2)", True),
+        ("[1, 2]", "(1,2)", False),
+        ("(1, 2)", "[1, 2]", False),
+        ("[1, 2)", "[1,2]", False),
+        (r"(-\infty, 3]", r"(-\infty,3]", True),
+        (r"(-\infty, 3)", r"(-\infty,3]", False),
+        (r"(0,1) \cup (2,3)", r"(2,3)\cup(0,1)", True),
+        (r"(0,1) \cup (2,3)", "(0,1)", False),
+        (r"[\sqrt{2}, +\infty)", r"m \geq \sqrt{2}", True),
+        ("x > 3", r"(3, \infty)", True),
+        (r"x \ge 3", r"(3, \infty)", False),
+        (r"3 < x \le 5", "(3,5]", True),
+        (r"x \in [-2, 7]", "[-2,7]", True),
+    ],
+    "sets-and-lists": [
+        (r"\{3, 1, 2\}", r"\{1,2,3\}", True),
+        ("1, 2, 3", "3, 2, 1", True),
+        (r"\{1, 2\}", "1, 2", True),
+        (r"\emptyset", r"\{\}", True),
+        (r"1 \text{ and } 2", "1, 2", True),
+        ("1728", r"1331 \text{ and } 1728", False),  # a subset of a multi-answer gold
+        ("1, 2", "1, 2, 3", False),
+    ],
+    "tuples": [
+        ("(1, 2)", "(2, 1)", False),
+        ("(1,4.5)", r"(1,\frac{9}{2})", True),
+        ("(1,2,3)", "(1,2)", False),
+        ("x=5, y=3", "(5,3)", True),
+    ],
+    "matrices": [
+        (r"\begin{pmatrix} 1 & 2 \\ 3 & 4 \end{pmatrix}", r"\begin{bmatrix} 1 & 2 \\ 3 & 4 \end{bmatrix}", True),
+        (r"\begin{pmatrix} 1 & 2 \\ 3 & 5 \end{pmatrix}", r"\begin{pmatrix} 1 & 2 \\ 3 & 4 \end{pmatrix}", False),
+        (r"\begin{pmatrix} 1/2 \\ 2 \end{pmatrix}", r"\begin{pmatrix} 0.5 \\ 2 \end{pmatrix}", True),
+        (r"\begin{pmatrix} 1 \\ 2 \end{pmatrix}", "(1,2)", True),
+    ],
+    "equations-assignments": [
+        ("x = 5", "5", True),
+        ("3", "x=3", True),
+        ("5 = x", "5", True),
+        ("x = 4", "3", False),
+        ("y = 3", "x = 3", False),
+        (r"y = -\frac{1}{2}x + \frac{3}{4}", "2x+4y-3=0", True),
+        ("-34x-45y+20z-100=0", "34x+45y-20z+100=0", True),
+        (r"\frac{x^2}{16}+\frac{y^2}{12}=1", r"\frac{x^2}{4}+\frac{y^2}{3}=1", False),
+        ("y = 2x + 3", "y = 3x + 2", False),
+        ("2x = 6", "x = 3", True),
+        ("x^2 = 9", "x = 3", False),
+        (r"x = 1 \text{ or } x = 2", "2, 1", True),
+        ("n=1, 2, 3", "n=2, 3, 4", False),
+        ("D = (0, 1.5)", "D = (0, 1)", False),
+        (r"Y(x)=A+\frac{B}{x}-x", r"Y(x)=-x+C+\frac{D}{x}", True),  # renamed constants
+        ("1:00", "12:00", False),
+    ],
+    "multiple-choice": [
+        ("B", "B", True),
+        ("(B)", "B", True),
+        (r"\text{(B)}", "B", True),
+        (r"\textbf{(B)}", r"\text{(B)}", True),
+        ("C", "B", False),
+    ],
+    "expressions": [
+        ("(x+1)^2", "x^2+2x+1", True),
+        ("(x+1)^2", "x^2+1", False),
+        (r"\dfrac{9a + 11}{20}", r"\frac{11+9a}{20}", True),
+        (r"\sec^2(y)", r"\tan^2(y)+1", True),
+        (r"\sin^2 x + \cos^2 x", "1", True),
+        ("x + 1", "y + 1", False),
+        (r"2\sin x \cos x", r"\sin(2x)", True),
+        ("-1 + exp(16)", "e^{16} - 1", True),
+        (r"\ln(e^2)", "2", True),
+        (r"\log_2 8", "3", True),
+        (r"\sqrt[3]{-8}", "-2", True),
+        (r"e^{i\pi}", "-1", True),
+        (r"\binom{5}{2}", "10", True),
+        ("3+4i", "4i+3", True),
+        ("3-4i", "3+4i", False),
+        (r"2\sqrt{2}", r"\sqrt{8}", True),
+        (r"1\frac{4}{5}", r"\frac95", True),
+        (r"137 \frac{1}{2}", "137.5", True),
+        (r"0.\overline{3}", r"\frac13", True),
+        (r"4\sqrt(2)", "4", False),
+        (r"\sin(\pi)", "0", True),  # zero vs a tiny value: settled at 1024 bits
+        (r"e^{x}\cdot 10^{30} + \sin(x) - e^x \cdot 10^{30}", r"\sin x", True),  # cancellation
+        (r"e^{x}\cdot 10^{30} + \sin(x) - e^x \cdot 10^{30}", r"\sin x + 10^{-20}", False),
+        ("52", "52_8", True),  # digits of a base-8 answer without the subscript
+        ("42", "52_8", False),  # its decimal value is not the base-8 answer
+    ],
+}
+
+ROWS = [(cat, p, g, e) for cat, rows in CATEGORIES.items() for p, g, e in rows]
+
+
+@pytest.fixture(scope="module")
+def grader() -> Grader:
+    return Grader(use_worker=False)
+
+
+@pytest.mark.parametrize("category,pred,gold,expected", ROWS, ids=[f"{r[0]}:{r[1]}|{r[2]}" for r in ROWS])
+def test_equivalence(grader: Grader, category: str, pred: str, gold: str, expected: bool) -> None:
+    result = grader.grade("So the answer is $\\boxed{" + pred + "}$.", gold)
+    assert result.correct is expected, f"{category}: {pred!r} vs {gold!r}: {result}"
+    # decided by the fast path, not by the "undecided -> mismatch" shortcut
+    assert not result.detail.startswith("undecided"), result
+
+
+def test_correct_reasons_are_from_the_vocabulary(grader: Grader) -> None:
+    assert grader.grade(r"\boxed{5}", "5").reason == "exact"
+    assert grader.grade(r"\boxed{0.5}", r"\frac12").reason == "numeric"
+    assert grader.grade(r"\boxed{(x+1)^2}", "x^2+2x+1").reason == "equivalent"
+    assert grader.grade(r"\boxed{4}", "5").reason == "mismatch"
+    assert grader.grade("no box", "5").reason == "no_answer"
+
+
+@pytest.mark.parametrize(
+    "raw,expected",
+    [
+        (r"$\dfrac{1}{2}$", r"\frac{1}{2}"),
+        (r"\left( 1, 2 \right)", "( 1, 2 )"),
+        (r"10,\!080", "10080"),
+        (r"864 \mbox{ inches}^2", "864"),
+        (r"30^\circ", "30"),
+        (r"\$32,\!348", "32348"),
+        (r"\text{(C)}", "(C)"),
+        (r"\boxed{\boxed{5}}", "5"),
+        (r"(-\infty,-5]\cup[5,\infty)", r"(-\infty,-5]\cup[5,\infty)"),  # \infty survives
+    ],
+)
+def test_normalisation(raw: str, expected: str) -> None:
+    assert normalize_answer(raw) == expected
+
+
+def test_normalisation_is_idempotent() -> None:
+    for _, p, g, _ in ROWS:
+        for s in (p, g):
+            once = normalize_answer(s)
+            assert normalize_answer(once) == once, s
+
+
+def test_piecewise_functions_of_variables_go_to_math_verify() -> None:
+    """|x| equals x at positive random points: the fast path must not decide it."""
+    fast = Grader(use_worker=False).grade(r"\boxed{|x|}", "x")
+    assert fast.detail.startswith("undecided"), fast
+    slow = Grader(timeout_s=20.0)
+    assert slow.warm_up(wait_s=90.0)
+    result = slow.grade(r"\boxed{|x|}", "x")
+    assert result.correct is False and result.detail == "math-verify", result
