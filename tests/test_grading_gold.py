@@ -86,6 +86,10 @@ def test_environment_prepares_golds_when_pools_load(caplog) -> None:
     with caplog.at_level(logging.WARNING, logger="reasoning_env.grading.gold"):
         env.pools  # prepared once per environment, not at every access
     assert not caplog.records
+    other = ReasoningEconomicsEnv(EnvConfig(num_questions=2), pools=PoolSet(pools={"t": questions}), grader=Grader(use_worker=False))
+    with caplog.at_level(logging.WARNING, logger="reasoning_env.grading.gold"):
+        other.pools  # a second environment (e.g. the next server session): no repeated warning
+    assert not caplog.records
 
 
 def test_environment_step_grades_with_the_grader() -> None:

@@ -8,6 +8,7 @@ is reported once at load time, not at every step; each ``grade()`` then reuses t
 from __future__ import annotations
 
 import logging
+import threading
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Optional
@@ -95,13 +96,24 @@ def prepare_gold(gold: str) -> GoldInfo:
     return GoldInfo(gold, normalised, key, value, describe_kind(value))
 
 
+_logged_golds: set[str] = set()
+_logged_lock = threading.Lock()
+
+
 def log_gold_issues(report: GoldReport) -> None:
-    """Log (warning) the golds the fast parser could not read, with up to 5 examples."""
-    if not report.issues:
+    """Log (warning) the golds the fast parser could not read, with up to 5 examples.
+
+    Each gold is reported once per process: environments are created per session (server) or
+    per episode batch, and would otherwise repeat the same warning.
+    """
+    with _logged_lock:
+        new = [(g, why) for g, why in report.issues if g not in _logged_golds]
+        _logged_golds.update(g for g, _ in new)
+    if not new:
         return
-    examples = "; ".join(f"{g!r}: {why}" for g, why in report.issues[:5])
+    examples = "; ".join(f"{g!r}: {why}" for g, why in new[:5])
     logger.warning(
         "%d of %d gold answers are outside the fast grader's subset; they are graded by exact "
         "match and math-verify (slower). Examples: %s",
-        len(report.issues), report.total, examples,
+        len(new), report.total, examples,
     )
