@@ -1,6 +1,6 @@
 """The 57 labelled grading cases from public bug reports (../shared/cases/grading_cases.jsonl),
 one test each, parametrised by id. Every label is kept as given: we judged none mislabelled
-(see docs/readme/grading.md for the policy calls some of them imply)."""
+(see docs/grading.md for the policy calls some of them imply)."""
 
 from __future__ import annotations
 

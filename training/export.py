@@ -12,7 +12,7 @@ pass the 16-bit base (``--base_model Qwen/...``) so the merge is not done in 4-b
 
 The merged folder loads with ``AutoModelForCausalLM.from_pretrained`` and can be evaluated with
 ``workbench.evaluate`` (local ``transformers`` policy) or served by vLLM (see
-docs/readme/training.md).
+docs/training.md).
 """
 
 from __future__ import annotations

@@ -43,7 +43,7 @@ class TrainSetupError(RuntimeError):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The command-line options (see ``--help`` and docs/readme/training.md)."""
+    """The command-line options (see ``--help`` and docs/training.md)."""
     p = argparse.ArgumentParser(prog="python -m training.grpo_train", description=__doc__.splitlines()[0],
                                 formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     g = p.add_argument_group("model")
