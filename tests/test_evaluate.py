@@ -251,3 +251,24 @@ def test_analysis_helpers(default_run):
     text = analysis.format_table(default_run.summary)
     assert text.splitlines()[0].startswith("policy") and len(text.splitlines()) == 2 + len(DEFAULT_POLICIES)
     assert analysis.summary_table(pd.DataFrame()).empty
+
+
+def test_cli_remote_defaults_the_baselines_to_placeholder_answers(tmp_path, capsys):
+    """Against a server the gold answers are unknown, so the budget baselines cannot answer like
+    the solver: the CLI defaults them to the placeholder there, and to the solver in-process."""
+    from reasoning_env.server.app import create_server_app
+    from test_server import LiveServer
+
+    cfg = EnvConfig(sources=[{"name": "reasoning_gym", "options": {"size": 30}}])
+    cfg_file = tmp_path / "env.yaml"
+    cfg.to_yaml(cfg_file)
+    with LiveServer(create_server_app(cfg, max_sessions=4)) as srv:
+        code = main(["--n_episodes", "1", "--policies", "uniform", "--config", str(cfg_file), "--server-url", srv.url,
+                     "--out", str(tmp_path / "remote"), "--no-progress", "--no-report"])
+    capsys.readouterr()
+    assert code == 0
+    assert load_run(tmp_path / "remote").meta["policies"][0]["answer"] == "placeholder"
+    code = main(["--n_episodes", "1", "--policies", "uniform", "--config", str(cfg_file),
+                 "--out", str(tmp_path / "local"), "--no-progress", "--no-report"])
+    capsys.readouterr()
+    assert code == 0 and load_run(tmp_path / "local").meta["policies"][0]["answer"] == "solver"

@@ -636,8 +636,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--workers", type=int, default=1, help="episodes in parallel per policy (threads)")
     p.add_argument("--budget", choices=BUDGET_MODES, default="tokenizer_native", help="tokenizer_native: reset with the policy tokenizer; config: the config formula")
     p.add_argument("--total-budget", dest="total_budget", type=int, help="fixed budget per episode in tokens (overrides --budget)")
-    p.add_argument("--baseline-answer", dest="baseline_answer", choices=("solver", "placeholder"), default="solver",
-                   help="budget baselines answer like the simulated solver at the length they spend (solver) or with \\boxed{0} (placeholder: the seed's smoke test)")
+    p.add_argument("--baseline-answer", dest="baseline_answer", choices=("solver", "placeholder"), default=None,
+                   help="budget baselines answer like the simulated solver at the length they spend (solver; the default in-process) "
+                        "or with \\boxed{0} (placeholder: the seed's smoke test; the default with --server-url, where gold answers are not known)")
     p.add_argument("--curves", help="solver curves JSON (a run folder's curves.json or SolverCurves.save output)")
     p.add_argument("--fit-curves", dest="fit_curves", help="fit the solver curves from this run folder's trajectories first")
     p.add_argument("--fit-policies", dest="fit_policies", help="comma list of policies whose rows --fit-curves uses (default all)")
@@ -690,7 +691,16 @@ def _policies_from_args(args: argparse.Namespace, curves: SolverCurves) -> list[
         "seed": args.seed,
     }
     hf = {"model": args.hf_model, "tokenizer_name": args.llm_tokenizer, "temperature": args.llm_temperature, "max_tokens": args.llm_max_tokens, "device": args.hf_device, "dtype": args.hf_dtype, "seed": args.seed}
-    return [make_policy(n, curves=curves, llm=llm, hf=hf, baseline_answer=getattr(args, "baseline_answer", "solver")) for n in names]
+    return [make_policy(n, curves=curves, llm=llm, hf=hf, baseline_answer=_baseline_answer(args)) for n in names]
+
+
+def _baseline_answer(args: argparse.Namespace) -> str:
+    """``--baseline-answer``, defaulting to ``solver`` in-process and ``placeholder`` against a server
+    (the solver needs the gold answers, which a remote server never sends)."""
+    chosen = getattr(args, "baseline_answer", None)
+    if chosen:
+        return chosen
+    return "placeholder" if getattr(args, "server_url", None) else "solver"
 
 
 def main(argv: Optional[list[str]] = None) -> int:
