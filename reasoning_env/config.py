@@ -127,6 +127,22 @@ class EnvConfig(BaseModel):
             raise ConfigError(_format_validation_error(exc)) from None
 
     @classmethod
+    def coerce(cls, value: Union["EnvConfig", dict, None]) -> "EnvConfig":
+        """``value`` as an EnvConfig: itself, built from a dict, or the defaults for ``None``.
+
+        Raises:
+            ConfigError: the dict holds invalid settings.
+            TypeError: ``value`` is none of these.
+        """
+        if value is None:
+            return cls()
+        if isinstance(value, cls):
+            return value
+        if isinstance(value, dict):
+            return cls.from_dict(value)
+        raise TypeError(f"config must be an EnvConfig, a dict or None, got {type(value).__name__}")
+
+    @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "EnvConfig":
         """Build from a plain dict (e.g. parsed YAML). Raises :class:`ConfigError`."""
         if not isinstance(data, dict):

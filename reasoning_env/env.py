@@ -77,12 +77,7 @@ class ReasoningEconomicsEnv(Environment[ReasonBudgetAction, ReasonBudgetObservat
         grader: Optional[Grader] = None,
     ) -> None:
         super().__init__()
-        if config is None:
-            config = EnvConfig()
-        elif isinstance(config, dict):
-            config = EnvConfig.from_dict(config)
-        elif not isinstance(config, EnvConfig):
-            raise TypeError(f"config must be an EnvConfig, a dict or None, got {type(config).__name__}")
+        config = EnvConfig.coerce(config)
         self.config: EnvConfig = config
         self.reward_fn = build_reward(config)
         self._pools = pools

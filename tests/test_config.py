@@ -80,3 +80,14 @@ def test_config_is_immutable_and_replace_validates():
     assert c.replace(num_questions=3).num_questions == 3
     with pytest.raises(ConfigError):
         c.replace(num_questions=-1)
+
+
+def test_coerce_accepts_a_config_a_dict_or_none():
+    c = EnvConfig(num_questions=3)
+    assert EnvConfig.coerce(c) is c
+    assert EnvConfig.coerce({"num_questions": 3}) == c
+    assert EnvConfig.coerce(None) == EnvConfig()
+    with pytest.raises(TypeError, match="EnvConfig"):
+        EnvConfig.coerce("config.yaml")
+    with pytest.raises(ConfigError):
+        EnvConfig.coerce({"num_questions": -3})

@@ -112,12 +112,7 @@ def create_server_app(
         SourceUnavailable, SourceError: the config's questions cannot be loaded.
         TokenizerLoadError: the config's tokenizer cannot be loaded.
     """
-    if config is None:
-        config = EnvConfig()
-    elif isinstance(config, dict):
-        config = EnvConfig.from_dict(config)
-    elif not isinstance(config, EnvConfig):
-        raise TypeError(f"config must be an EnvConfig, a dict or None, got {type(config).__name__}")
+    config = EnvConfig.coerce(config)
     settings = dataclasses.replace(settings or ServerSettings(), **limits)
     if mode is None:
         mode = os.environ.get("OPENENV_MODE", ServerMode.SIMULATION.value)
