@@ -95,6 +95,20 @@ class EnvConfig(BaseModel):
 
     seed: Optional[int] = Field(None, ge=0, description="Default episode seed when reset() gets none; None = a fresh seed per reset.")
 
+    def __init__(self, **values: Any) -> None:
+        # Every construction path (EnvConfig(...), build, from_dict, from_yaml, replace) raises
+        # ConfigError with all problems listed, never a bare pydantic ValidationError.
+        try:
+            super().__init__(**values)
+        except ValidationError as exc:
+            raise ConfigError(_format_validation_error(exc)) from None
+
+    @field_validator("reward", mode="before")
+    @classmethod
+    def _reward_name(cls, value: Any) -> Any:
+        # `reward: l1_max` in YAML is shorthand for `reward: {type: l1_max}`.
+        return {"type": value} if isinstance(value, str) else value
+
     @field_validator("mix")
     @classmethod
     def _check_mix(cls, value: dict[str, float]) -> dict[str, float]:
@@ -120,11 +134,9 @@ class EnvConfig(BaseModel):
     # ------------------------------------------------------------------ construction
     @classmethod
     def build(cls, **values: Any) -> "EnvConfig":
-        """Build and validate; raise :class:`ConfigError` with every problem listed."""
-        try:
-            return cls(**values)
-        except ValidationError as exc:
-            raise ConfigError(_format_validation_error(exc)) from None
+        """Build and validate; raise :class:`ConfigError` with every problem listed (the same as
+        ``EnvConfig(**values)``; kept as the explicit spelling)."""
+        return cls(**values)
 
     @classmethod
     def coerce(cls, value: Union["EnvConfig", dict, None]) -> "EnvConfig":

@@ -316,6 +316,9 @@ class ReasoningEconomicsEnv(Environment[ReasonBudgetAction, ReasonBudgetObservat
         step_tok = md.get("tokenizer_name")
         if step_tok is not None and not isinstance(step_tok, str):
             raise EpisodeError(f"metadata.tokenizer_name must be a string, got {type(step_tok).__name__}")
+        generated = md.get("num_generated_tokens")
+        if generated is not None and (isinstance(generated, bool) or not isinstance(generated, int) or generated < 0):
+            raise EpisodeError(f"metadata.num_generated_tokens must be a non-negative integer (token ids the policy generated), got {generated!r}")
 
         if self._done:
             reason = self._done_reason or "episode_already_done"
@@ -333,6 +336,10 @@ class ReasoningEconomicsEnv(Environment[ReasonBudgetAction, ReasonBudgetObservat
 
         q = self._questions[self._index]
         raw = self._tokenizer.count(action.response)
+        if generated is not None:
+            # Decoding and re-encoding can merge tokens (e.g. runs of whitespace): the policy is
+            # charged for what it generated when that is more than the text re-encodes to.
+            raw = max(raw, generated)
         if self.config.hard_cap_mode:
             charged = min(raw, max(0, self._remaining))
         else:

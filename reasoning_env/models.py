@@ -19,8 +19,12 @@ class ReasonBudgetAction(Action):
         response: The full model output (reasoning trace + final answer). Its tokens are counted
             in full with the session tokenizer and charged to the budget.
         metadata: Optional keys: ``tokenizer_name`` (count this step's tokens with that tokenizer
-            and keep it for the session) and ``grading_response`` (if non-empty, grade this text
-            instead of ``response``; tokens are still counted on ``response``).
+            and keep it for the session), ``grading_response`` (if non-empty, grade this text
+            instead of ``response``; tokens are still counted on ``response``) and
+            ``num_generated_tokens`` (the number of token ids the policy generated for
+            ``response``, in the session tokenizer's units: the step is charged
+            ``max(tokens of response, num_generated_tokens)``, so decoding and re-encoding cannot
+            make a response cheaper than it was to generate).
     """
 
     response: str = Field(..., description="Full model output: reasoning trace ending in a final answer (\\boxed{}).")

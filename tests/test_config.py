@@ -91,3 +91,22 @@ def test_coerce_accepts_a_config_a_dict_or_none():
         EnvConfig.coerce("config.yaml")
     with pytest.raises(ConfigError):
         EnvConfig.coerce({"num_questions": -3})
+
+
+def test_the_constructor_itself_raises_config_error():
+    with pytest.raises(ConfigError, match="total_budget"):
+        EnvConfig(total_budget=-5)
+    with pytest.raises(ConfigError, match="unknown source"):
+        EnvConfig(sources=["nope"])
+    with pytest.raises(ConfigError, match="unknown setting 'foo'"):
+        EnvConfig(foo=1)
+
+
+def test_a_reward_name_is_shorthand_for_its_spec(tmp_path):
+    c = EnvConfig(reward="l1_max")
+    assert c.reward == {"type": "l1_max"}
+    path = tmp_path / "r.yaml"
+    path.write_text("reward: budget_aware\n")
+    assert EnvConfig.from_yaml(path).reward == {"type": "budget_aware"}
+    with pytest.raises(ConfigError):
+        EnvConfig(reward="no_such_reward")

@@ -314,3 +314,19 @@ def test_tokenizer_prefix_is_the_first_n_tokens():
         pre = tok.prefix(text, n)
         assert text.startswith(pre)
         assert tok.encode(pre) == ids[: max(0, n)] or (0 < n < len(ids) and tok.count(pre) <= n)
+
+
+def test_num_generated_tokens_charges_at_least_what_was_generated():
+    env = make_env()
+    obs = env.reset(seed=1, total_budget=5000)
+    text = "\n" * 400 + "\\boxed{0}"  # 400 newlines re-encode to a handful of tokens
+    counted = get_tokenizer(TOK).count(text)
+    assert counted < 50
+    obs = env.step(ReasonBudgetAction(response=text, metadata={"num_generated_tokens": 402}))
+    assert obs.last_step.raw_tokens == obs.last_step.tokens == 402
+    # a smaller report never makes a response cheaper than its text
+    obs = env.step(ReasonBudgetAction(response=text, metadata={"num_generated_tokens": 1}))
+    assert obs.last_step.raw_tokens == counted
+    for bad in (-1, 2.5, "10", True):
+        with pytest.raises(EpisodeError, match="num_generated_tokens"):
+            env.step(ReasonBudgetAction(response=text, metadata={"num_generated_tokens": bad}))

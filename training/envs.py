@@ -3,7 +3,7 @@
 A session plays one episode:
 
     session.reset(seed=..., tokenizer_name=..., total_budget=...) -> observation
-    session.step(response, grading_response) -> observation
+    session.step(response, grading_response, num_generated_tokens) -> observation
     session.close()
 
 Observations are :class:`reasoning_env.models.ReasonBudgetObservation` (or their dicts when they
@@ -23,9 +23,20 @@ class EnvSession(Protocol):
 
     def reset(self, *, seed: int, tokenizer_name: Optional[str], total_budget: Optional[int]) -> ReasonBudgetObservation: ...
 
-    def step(self, response: str, grading_response: Optional[str]) -> ReasonBudgetObservation: ...
+    def step(self, response: str, grading_response: Optional[str], num_generated_tokens: Optional[int] = None) -> ReasonBudgetObservation: ...
 
     def close(self) -> None: ...
+
+
+def _action(response: str, grading_response: Optional[str], num_generated_tokens: Optional[int]) -> ReasonBudgetAction:
+    """The step's action: the decoded turn, its visible answer, and how many ids were generated
+    (the environment charges at least that many tokens)."""
+    md: dict[str, Any] = {}
+    if grading_response is not None:
+        md["grading_response"] = grading_response
+    if num_generated_tokens is not None:
+        md["num_generated_tokens"] = int(num_generated_tokens)
+    return ReasonBudgetAction(response=response, metadata=md)
 
 
 def as_obs(result: Any) -> ReasonBudgetObservation:
@@ -62,9 +73,8 @@ class InProcessSession:
     def reset(self, *, seed: int, tokenizer_name: Optional[str], total_budget: Optional[int]) -> ReasonBudgetObservation:
         return self.env.reset(seed=seed, tokenizer_name=tokenizer_name, total_budget=total_budget)
 
-    def step(self, response: str, grading_response: Optional[str]) -> ReasonBudgetObservation:
-        md = {"grading_response": grading_response} if grading_response is not None else {}
-        return self.env.step(ReasonBudgetAction(response=response, metadata=md))
+    def step(self, response: str, grading_response: Optional[str], num_generated_tokens: Optional[int] = None) -> ReasonBudgetObservation:
+        return self.env.step(_action(response, grading_response, num_generated_tokens))
 
     def close(self) -> None:
         self.env.close()
@@ -115,10 +125,8 @@ class RemoteSession:
             kwargs["total_budget"] = total_budget
         return as_obs(self.client.reset(**kwargs))
 
-    def step(self, response: str, grading_response: Optional[str]) -> ReasonBudgetObservation:
-        if grading_response is not None:
-            return as_obs(self.client.step(response, grading_response=grading_response))
-        return as_obs(self.client.step(response))
+    def step(self, response: str, grading_response: Optional[str], num_generated_tokens: Optional[int] = None) -> ReasonBudgetObservation:
+        return as_obs(self.client.step(_action(response, grading_response, num_generated_tokens)))
 
     def close(self) -> None:
         close = getattr(self.client, "close", None)

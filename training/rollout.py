@@ -262,7 +262,10 @@ class _LiveEpisode:
         tr.turns.append(TurnInfo(start, len(tr.completion_ids), self._pending_cap, gen.finished, latency_s))
         text = self.r.tokenizer.decode(gen.ids, skip_special_tokens=True)
         grading = self.r.chat.grading_response(text)
-        obs = self.session.step(text, grading)
+        # Charged at least the ids the model generated for the text (the stop token that ends
+        # the turn is not part of the response): decode + re-encode can merge tokens.
+        generated = len(gen.ids) - (1 if gen.ids and gen.ids[-1] in self.r.backend.eos_ids else 0)
+        obs = self.session.step(text, grading, generated)
         self._record(obs, text, latency_s, grading)
         if obs.done:
             self._finish(obs)

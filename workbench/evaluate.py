@@ -291,6 +291,8 @@ def run_episode(
             action_md["grading_response"] = out.grading_response
         if step_tokenizer:
             action_md["tokenizer_name"] = step_tokenizer
+        if out.num_generated_tokens is not None:
+            action_md["num_generated_tokens"] = int(out.num_generated_tokens)
         obs = env.step(ReasonBudgetAction(response=out.response, metadata=action_md))
         ls = obs.last_step
         subject = None

@@ -47,11 +47,15 @@ class PolicyOutput:
             itself generated / the endpoint's reported completion tokens), ``prompt_tokens``,
             ``latency_s`` (seconds), ``finish_reason``, ``p_correct`` (simulated solvers).
             Values must be JSON scalars (str, int, float, bool, None).
+        num_generated_tokens: Token ids the policy generated for ``response``, when it generated
+            them itself with the environment's tokenizer (a local model); sent as
+            ``metadata.num_generated_tokens`` so the step is charged at least that many tokens.
     """
 
     response: str
     grading_response: Optional[str] = None
     meta: dict[str, Any] = field(default_factory=dict)
+    num_generated_tokens: Optional[int] = None
 
 
 @dataclass

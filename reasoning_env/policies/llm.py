@@ -421,7 +421,9 @@ class TransformersPolicy(BasePolicy):
             "finish_reason": finish,
             "latency_s": latency,
         }
-        return PolicyOutput(response=response, grading_response=grading, meta=meta)
+        # The stop token ends the turn but is not part of the response text.
+        generated = len(new_ids) - (1 if finish == "stop" else 0)
+        return PolicyOutput(response=response, grading_response=grading, meta=meta, num_generated_tokens=generated)
 
     def reset(self, info: EpisodeInfo) -> None:
         """Start an episode (loads the model on first use)."""
