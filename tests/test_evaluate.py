@@ -13,7 +13,7 @@ import pytest
 
 import evalpol_fixtures as fx
 from reasoning_env.config import EnvConfig
-from reasoning_env.policies import DEFAULT_POLICIES, GreedyMaxPolicy, SimulatedSolverPolicy, UniformPolicy, make_policy
+from reasoning_env.policies import DEFAULT_POLICIES, GreedyMaxPolicy, SimulatedSolverPolicy, SolverCurves, UniformPolicy, make_policy
 from reasoning_env.records import EPISODE_COLUMNS, STEP_COLUMNS
 from workbench import analysis, plots
 from workbench.evaluate import RemoteEnv, episode_seed, evaluate, main
@@ -272,3 +272,22 @@ def test_cli_remote_defaults_the_baselines_to_placeholder_answers(tmp_path, caps
                  "--out", str(tmp_path / "local"), "--no-progress", "--no-report"])
     capsys.readouterr()
     assert code == 0 and load_run(tmp_path / "local").meta["policies"][0]["answer"] == "solver"
+
+
+def test_cli_default_policies_are_the_baselines_against_a_server():
+    """Without --policies, a remote run evaluates only what a server can play (the budget
+    baselines); in-process the default is every baseline, solver strategy and the oracle."""
+    from reasoning_env.policies import BUDGET_BASELINES, DEFAULT_POLICIES
+    from workbench.evaluate import _parser, _policies_from_args
+
+    remote = _policies_from_args(_parser().parse_args(["--server-url", "http://127.0.0.1:1"]), SolverCurves())
+    assert [p.name for p in remote] == list(BUDGET_BASELINES)
+    local = _policies_from_args(_parser().parse_args([]), SolverCurves())
+    assert [p.name for p in local] == list(DEFAULT_POLICIES)
+
+
+def test_budget_note_without_finished_episodes_says_so():
+    from workbench.evaluate import _budget_note
+
+    note = _budget_note("tokenizer_native", None, EnvConfig(), ["qwen2.5"], pd.DataFrame({"total_budget": []}))
+    assert "nan" not in note and "no episode finished" in note

@@ -192,3 +192,28 @@ def test_command_line(recorded, tmp_path, capsys):
     assert main(["induced", "--budgets", "600", "--rewards", "economics", "l1_max", "--orders", "1", "--html", str(tmp_path / "f.html")]) == 0
     out = capsys.readouterr().out
     assert "oracle" in out and "mean tokens by difficulty" in out and (tmp_path / "f.html").stat().st_size > 10_000
+
+
+@pytest.mark.parametrize("argv, says", [
+    (["rescore", "/no/such/run"], "is not a folder"),
+    (["describe", "nope"], "unknown reward 'nope'"),
+    (["induced", "--rewards", "nope", "--budgets", "600"], "unknown reward 'nope'"),
+    (["bench", "--steps", "0"], "--steps and --repeat must be >= 1"),
+])
+def test_command_line_bad_input_is_one_error_line(argv, says, capsys):
+    from workbench.reward_lab.__main__ import main
+
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and says in err and "Traceback" not in err
+
+
+def test_command_line_summary_grouping(recorded, capsys):
+    from workbench.reward_lab.__main__ import main
+
+    path = recorded["group"]
+    assert main(["rescore", str(path), "--reward", "kimi_length", "--by", "member", "--group-by", "run_id,policy,group,step"]) == 0
+    out = capsys.readouterr().out
+    assert out.splitlines()[0].split()[0] == "member" and len(out.splitlines()) >= 4  # header + 3 members
+    assert main(["rescore", str(path), "--by", "nope"]) == 2
+    assert "cannot group the summary by 'nope'" in capsys.readouterr().err

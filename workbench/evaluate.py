@@ -40,6 +40,7 @@ import pandas as pd
 from reasoning_env.config import ConfigError, EnvConfig
 from reasoning_env.models import ReasonBudgetAction
 from reasoning_env.policies import (
+    BUDGET_BASELINES,
     DEFAULT_POLICIES,
     POLICY_NAMES,
     BasePolicy,
@@ -397,6 +398,7 @@ def _resolve_tokenizer(policy: BasePolicy, config: EnvConfig, notes: list[str]) 
 
 def _budget_note(mode: str, total_budget: Optional[int], config: EnvConfig, tokenizers: list[str], episodes: pd.DataFrame) -> str:
     mean_b = float(episodes["total_budget"].mean()) if not episodes.empty else float("nan")
+    mean_text = f"mean budget {mean_b:.0f} tokens" if math.isfinite(mean_b) else "no episode finished, so no mean budget"
     if total_budget is not None:
         return f"Budget: fixed at {total_budget} tokens per episode (--total-budget), counted with {', '.join(tokenizers)}."
     if mode == "config":
@@ -406,7 +408,7 @@ def _budget_note(mode: str, total_budget: Optional[int], config: EnvConfig, toke
         )
     return (
         f"Budgets are tokenizer-native: int({config.budget_ratio:g} x tokens of the episode's question texts) in the "
-        f"policy tokenizer's units ({', '.join(tokenizers)}); mean budget {mean_b:.0f} tokens for "
+        f"policy tokenizer's units ({', '.join(tokenizers)}); {mean_text} for "
         f"{config.num_questions} questions."
     )
 
@@ -628,7 +630,9 @@ def _parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--n_episodes", "--n-episodes", dest="n_episodes", type=int, default=20, help="episodes per policy")
     p.add_argument("--seed", type=int, default=42, help="base seed (episode i uses a seed derived from it and i)")
-    p.add_argument("--policies", "--baselines", dest="policies", default=",".join(DEFAULT_POLICIES), help=f"comma list of: {', '.join(POLICY_NAMES)}")
+    p.add_argument("--policies", "--baselines", dest="policies", default=None,
+                   help=f"comma list of: {', '.join(POLICY_NAMES)} (default: {','.join(DEFAULT_POLICIES)}; with --server-url "
+                        f"the budget baselines {','.join(BUDGET_BASELINES)}, since the others need gold answers a server never sends)")
     p.add_argument("--include_llm", "--include-llm", dest="include_llm", action="store_true", help="also run llm_api / llm_local when their BASELINE_* variables are set (seed compatibility)")
     p.add_argument("--config", help="EnvConfig YAML file (an env: top-level key is accepted)")
     p.add_argument("--data-dir", "--data_dir", dest="data_dir", help="folder with local data files (e.g. ../shared/data)")
@@ -673,7 +677,7 @@ def _config_from_args(args: argparse.Namespace) -> EnvConfig:
 
 
 def _policies_from_args(args: argparse.Namespace, curves: SolverCurves) -> list[BasePolicy]:
-    names = [n.strip() for n in str(args.policies).split(",") if n.strip()]
+    names = [n.strip() for n in str(args.policies or default_policy_names(args.server_url)).split(",") if n.strip()]
     if args.include_llm:
         for kind, prefix in (("llm_api", "BASELINE_API_"), ("llm_local", "BASELINE_LOCAL_")):
             if kind not in names and os.environ.get(prefix + "BASE_URL") and os.environ.get(prefix + "MODEL"):
@@ -694,6 +698,12 @@ def _policies_from_args(args: argparse.Namespace, curves: SolverCurves) -> list[
     }
     hf = {"model": args.hf_model, "tokenizer_name": args.llm_tokenizer, "temperature": args.llm_temperature, "max_tokens": args.llm_max_tokens, "device": args.hf_device, "dtype": args.hf_dtype, "seed": args.seed}
     return [make_policy(n, curves=curves, llm=llm, hf=hf, baseline_answer=_baseline_answer(args)) for n in names]
+
+
+def default_policy_names(server_url: Optional[str]) -> str:
+    """The ``--policies`` default: every in-process policy, or only the budget baselines against a
+    server (the simulated solver and the oracle need gold answers, which a server never sends)."""
+    return ",".join(BUDGET_BASELINES if server_url else DEFAULT_POLICIES)
 
 
 def _baseline_answer(args: argparse.Namespace) -> str:

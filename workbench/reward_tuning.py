@@ -267,8 +267,9 @@ def rescore_table(rescorer: Any, spec: Any, *, recorded: Any = None, group_by: O
         rs = Rescorer(rescorer.frame, group_by=group_by)
     tuned = rs.rescore(spec)
     base = rescorer.rescore(recorded)
-    a = base.summary()
-    b = tuned.summary()
+    by = "policy" if "policy" in base.episodes.columns else None
+    a = base.summary(by)
+    b = tuned.summary(by)
     key = "policy" if "policy" in a.columns else a.columns[0]
     table = pd.DataFrame({
         "policy": a[key].astype(str),

@@ -31,6 +31,7 @@ from reasoning_env.policies.simulated import OracleAllocationPolicy, SimulatedSo
 
 __all__ = [
     "Allocation",
+    "BUDGET_BASELINES",
     "BasePolicy",
     "Curve",
     "CurveFitError",

@@ -84,11 +84,26 @@ def main(argv: Optional[list[str]] = None) -> int:
     r.add_argument("run")
     r.add_argument("--reward", help="registry name, YAML text or YAML file (default: the run's own reward)")
     r.add_argument("--out", help="write the re-scored steps/episodes parquet files into this folder")
+    r.add_argument("--by", default="policy", help="episode column the summary table groups by (e.g. policy, run_id, difficulty_mean)")
+    r.add_argument("--group-by", dest="group_by", help="comma list of step columns whose equal values form a GRPO group for group rewards "
+                                                       "(default: run_id, policy, group, step)")
     d = sub.add_parser("describe", help="print the registry metadata as JSON")
     d.add_argument("name", nargs="?")
     args = parser.parse_args(argv)
+    try:
+        return _run(args)
+    except (ValueError, FileNotFoundError, KeyError) as exc:
+        # RunFolderError, RescoreError and reward-config errors are ValueErrors with a message that
+        # says what to fix; a traceback would only hide it.
+        msg = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
+        print(f"error: {msg}", file=sys.stderr)
+        return 2
 
+
+def _run(args: argparse.Namespace) -> int:
     if args.cmd == "bench":
+        if args.steps < 1 or args.repeat < 1:
+            raise ValueError(f"--steps and --repeat must be >= 1, got {args.steps} and {args.repeat}")
         bench(args.steps, args.repeat, text=not args.no_text)
     elif args.cmd == "induced":
         from workbench.reward_lab.induced import induced_behaviour, oracle_frontier
@@ -114,9 +129,10 @@ def main(argv: Optional[list[str]] = None) -> int:
     elif args.cmd == "rescore":
         from workbench.reward_lab.rescore import rescore
 
-        res = rescore(args.run, args.reward)
+        group_by = [c.strip() for c in args.group_by.split(",") if c.strip()] if args.group_by else None
+        res = rescore(args.run, args.reward, group_by=group_by)
         with pd.option_context("display.width", 200, "display.max_columns", 30):
-            print(res.summary().round(4).to_string(index=False))
+            print(res.summary(args.by).round(4).to_string(index=False))
         for n in res.notes:
             print(f"note: {n}")
         if args.out:

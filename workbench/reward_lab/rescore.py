@@ -63,10 +63,17 @@ class Rescored:
     spec: Optional[dict] = None
     notes: list[str] = field(default_factory=list)
 
-    def summary(self, by: str = "policy") -> pd.DataFrame:
-        """Mean episode reward, accuracy, tokens per answered question and components per ``by``."""
+    def summary(self, by: Optional[str] = "policy") -> pd.DataFrame:
+        """Mean episode reward, accuracy, tokens per answered question and components per ``by``
+        (an episode column; ``None`` for one row over all episodes).
+
+        Raises:
+            RescoreError: ``by`` is not a column of the episodes frame.
+        """
         ep = self.episodes
-        key = by if by in ep.columns else None
+        if by is not None and by not in ep.columns:
+            raise RescoreError(f"cannot group the summary by {by!r}: not an episode column; choose one of {sorted(map(str, ep.columns))}")
+        key = by
         cols = ["reward", "accuracy"] + [f"reward_{c}" for c in self.components]
         g = ep.groupby(key, dropna=False) if key else ep.assign(_all="all").groupby("_all")
         out = g[cols].mean()
