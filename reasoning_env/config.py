@@ -177,7 +177,10 @@ class EnvConfig(BaseModel):
             raise ConfigError(f"config file {str(p)!r} is not valid YAML: {exc}") from None
         if isinstance(data, dict) and "env" in data and isinstance(data["env"], dict):
             data = data["env"]
-        return cls.from_dict(data)
+        try:
+            return cls.from_dict(data)
+        except ConfigError as exc:
+            raise ConfigError(f"config file {str(p)!r}: {exc}") from None
 
     def to_dict(self) -> dict[str, Any]:
         """Plain-dict form that :meth:`from_dict` reads back unchanged."""

@@ -73,6 +73,14 @@ def test_missing_and_malformed_yaml(tmp_path):
         EnvConfig.from_yaml(bad)
 
 
+def test_invalid_yaml_settings_name_the_file(tmp_path):
+    path = tmp_path / "env.yaml"
+    path.write_text("num_questions: -3\n")
+    with pytest.raises(ConfigError) as exc:
+        EnvConfig.from_yaml(path)
+    assert str(path) in str(exc.value) and "num_questions" in str(exc.value)
+
+
 def test_config_is_immutable_and_replace_validates():
     c = EnvConfig()
     with pytest.raises(Exception):

@@ -337,7 +337,8 @@ def main(argv: Optional[list[str]] = None) -> int:
             require_cuda("--unsloth")
             import unsloth  # noqa: F401
         except (ModelLoadError, ImportError) as exc:
-            print(f"error: --unsloth requires a CUDA GPU; install requirements-gpu.txt ({exc})", file=sys.stderr)
+            reason = str(exc) if isinstance(exc, ModelLoadError) else f"--unsloth needs the unsloth package: install requirements-gpu.txt ({exc})"
+            print(f"error: {reason}", file=sys.stderr)
             return 2
     from reasoning_env.config import ConfigError
     from training.chat import ChatFormatError
