@@ -127,3 +127,11 @@ def test_training_curves_come_from_metrics(runs_root):
 def test_training_curves_without_training_runs_say_so(runs_root):
     fig = compare.training_curves_figure(compare.load_runs([runs_root / "eval-tiny"]))
     assert any("no training runs" in (a.text or "") for a in fig.layout.annotations)
+
+
+def test_known_problem_types_get_distinct_colours():
+    """Every type the shipped sources produce (reasoning_gym generators included) has its own colour,
+    so a legend never shows two types in one colour."""
+    colours = [episode_plots.type_color(t) for t in episode_plots.KNOWN_TYPES]
+    assert len(set(colours)) == len(colours)
+    assert episode_plots.type_color("reasoning_gym/gcd") != episode_plots.type_color("reasoning_gym/lcm")

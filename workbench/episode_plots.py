@@ -17,23 +17,24 @@ from __future__ import annotations
 from typing import Optional
 
 import pandas as pd
+import plotly.colors
 import plotly.graph_objects as go
+
+from reasoning_env.sources.reasoning_gym_source import DEFAULT_DATASETS as REASONING_GYM_DATASETS
 
 __all__ = ["KNOWN_TYPES", "TYPE_COLORS", "spend_figure", "step_rewards_figure", "tokens_per_question_figure", "type_color"]
 
 _TEMPLATE = "plotly_white"
 _HEIGHT = 380
 _MARGIN = dict(l=55, r=15, t=45, b=40)
-#: Colours of problem types: the project's known types get distinct fixed colours; any other type
-#: gets one from the palette by a stable hash (the same in every session).
-TYPE_COLORS = (
-    "#4c78a8", "#f58518", "#54a24b", "#e45756", "#72b7b2", "#b279a2", "#ff9da6", "#9d755d", "#eeca3b", "#bab0ac",
-    "#1f3b73", "#8c6d31", "#2ca02c",
-)
+#: Colours of problem types: the project's known types (the sources' types and the default
+#: reasoning_gym generators) get distinct fixed colours (Plotly's Dark24); any other type gets one by
+#: a stable hash (the same in every session).
+TYPE_COLORS = tuple(plotly.colors.qualitative.Dark24)
 KNOWN_TYPES = (
     "GSM_AnsAug", "GSM_Rephrased", "GSM_SV", "GSM_FOBAR", "MATH_AnsAug", "MATH_Rephrased", "MATH_SV", "MATH_FOBAR",
     "NuminaMath-TIR", "GSM8K", "MATH-500", "reasoning_gym",
-)
+) + tuple(f"reasoning_gym/{name}" for name in REASONING_GYM_DATASETS)
 _COMPONENT_COLORS = {
     "correctness": "#4c78a8",
     "efficiency_bonus": "#54a24b",
@@ -48,8 +49,6 @@ def type_color(problem_type: str) -> str:
     """The colour of a problem type (deterministic: the same in every session)."""
     if problem_type in KNOWN_TYPES:
         return TYPE_COLORS[KNOWN_TYPES.index(problem_type) % len(TYPE_COLORS)]
-    if str(problem_type).startswith("reasoning_gym"):
-        return TYPE_COLORS[KNOWN_TYPES.index("reasoning_gym")]
     h = 0
     for ch in str(problem_type):
         h = (h * 31 + ord(ch)) % 1_000_003
