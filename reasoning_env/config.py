@@ -18,6 +18,11 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 DEFAULT_TOKENIZER_NAME = "Qwen/Qwen2.5-0.5B-Instruct"
 
 
+#: Largest episode budget (tokens) any path accepts: a reset's ``total_budget``, the config's,
+#: the config formula, and a tokenizer-native budget.
+MAX_TOTAL_BUDGET = 100_000_000
+
+
 class ConfigError(ValueError):
     """A configuration value is invalid; the message names the field and how to fix it."""
 
@@ -29,7 +34,8 @@ class SourceSpec(BaseModel):
     ``options`` are checked by the source itself (see ``reasoning_env.sources.available()``).
     """
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # allow_inf_nan=False: `.inf` / `.nan` in YAML are refused by name at load, not at reset.
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
     name: str
     options: dict[str, Any] = Field(default_factory=dict)
@@ -57,12 +63,13 @@ class EnvConfig(BaseModel):
         ConfigError: on any invalid value (negative budgets, unknown sources or options, ...).
     """
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # allow_inf_nan=False: `.inf` / `.nan` in YAML are refused by name at load, not at reset.
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
     # Episode shape and budget
     num_questions: int = Field(10, ge=1, le=10_000, description="Questions per episode.")
-    budget_ratio: float = Field(4.0, gt=0, description="Budget = ratio x question tokens (tokenizer_native) or x config formula.")
-    total_budget: Optional[int] = Field(None, gt=0, description="Fixed 'config' budget in tokens, used when a reset passes neither total_budget nor tokenizer_name (the contract's priority: client > tokenizer_native > config); None = the formula.")
+    budget_ratio: float = Field(4.0, gt=0, le=1000, description="Budget = ratio x question tokens (tokenizer_native) or x config formula.")
+    total_budget: Optional[int] = Field(None, gt=0, le=MAX_TOTAL_BUDGET, description="Fixed 'config' budget in tokens, used when a reset passes neither total_budget nor tokenizer_name (the contract's priority: client > tokenizer_native > config); None = the formula.")
     min_tokens: int = Field(10, ge=0, description="Hard-cap mode ends the episode when the remaining budget drops below this.")
     max_tokens: int = Field(800, ge=1, description="Upper end of the config budget formula (abstract units).")
     max_tokens_per_step: int = Field(2048, ge=1, description="Generation cap per step that policies and trainers should apply (tokens).")
@@ -121,6 +128,11 @@ class EnvConfig(BaseModel):
     def _check_consistency(self) -> "EnvConfig":
         if self.min_tokens > self.max_tokens:
             raise ValueError(f"min_tokens ({self.min_tokens}) must not exceed max_tokens ({self.max_tokens})")
+        if self.config_budget() > MAX_TOTAL_BUDGET:
+            raise ValueError(
+                f"the config budget formula gives {self.config_budget():,} tokens, above the maximum of {MAX_TOTAL_BUDGET:,}; "
+                "lower budget_ratio, num_questions or max_tokens, or set total_budget"
+            )
         from reasoning_env.sources import validate_spec  # local import: sources never import config
 
         for spec in self.sources:

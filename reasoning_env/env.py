@@ -29,7 +29,7 @@ from typing import Any, Optional, Union
 from openenv.core.env_server.interfaces import Environment
 from openenv.core.env_server.types import EnvironmentMetadata
 
-from reasoning_env.config import EnvConfig
+from reasoning_env.config import MAX_TOTAL_BUDGET, ConfigError, EnvConfig
 from reasoning_env.grading import GoldReport, Grader, log_gold_issues
 from reasoning_env.models import (
     HistoryEntry,
@@ -46,8 +46,16 @@ from reasoning_env.tokenization import LoadedTokenizer, TokenizerLoadError, get_
 
 logger = logging.getLogger(__name__)
 
-#: Largest explicit ``total_budget`` accepted on reset (tokens).
-MAX_TOTAL_BUDGET = 100_000_000
+def _is_utf8(text: str) -> bool:
+    """False when ``text`` holds a lone surrogate (from a JSON ``\\ud800`` escape), which no
+    tokenizer can encode."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 RESET_OPTIONS = ("seed", "episode_id", "tokenizer_name", "total_budget")
 
 
@@ -198,7 +206,9 @@ class ReasoningEconomicsEnv(Environment[ReasonBudgetAction, ReasonBudgetObservat
             ``sources_used`` and the budget settings.
 
         Raises:
-            EpisodeError: bad arguments (nothing is changed).
+            EpisodeError: bad arguments, or a tokenizer-native budget above ``MAX_TOTAL_BUDGET``
+                (nothing is changed).
+            ConfigError: the config's ``mix`` names a problem type the sources do not provide.
             TokenizerLoadError: ``tokenizer_name`` cannot be loaded and the config does not allow
                 the config-budget fallback.
         """
@@ -218,6 +228,13 @@ class ReasoningEconomicsEnv(Environment[ReasonBudgetAction, ReasonBudgetObservat
         tokenizer_name = (tokenizer_name or "").strip() or None
 
         pools = self.pools
+        unknown = sorted(set(self.config.mix) - set(pools.pools))
+        if unknown:
+            # A typo in a mix key would otherwise silently leave the mix even.
+            raise ConfigError(
+                f"mix names problem type(s) {unknown} that the configured sources do not provide; "
+                f"their types are {sorted(pools.pools)}"
+            )
         ep_seed = seed if seed is not None else self._draw_seed()
         questions = sample_episode(pools.pools, self.config.num_questions, ep_seed, self.config.mix)
 
@@ -242,6 +259,12 @@ class ReasoningEconomicsEnv(Environment[ReasonBudgetAction, ReasonBudgetObservat
         elif tokenizer_name is not None and warning is None:
             question_tokens = sum(tokenizer.count(q.text) for q in questions)
             budget, source = max(1, int(self.config.budget_ratio * question_tokens)), "tokenizer_native"
+            if budget > MAX_TOTAL_BUDGET:
+                raise EpisodeError(
+                    f"the tokenizer-native budget is {budget:,} tokens ({self.config.budget_ratio:g} x {question_tokens:,} "
+                    f"question tokens), above the maximum of {MAX_TOTAL_BUDGET:,}; lower budget_ratio or num_questions, "
+                    "or pass total_budget"
+                )
         else:
             budget, source = self.config.config_budget(), "config"
 
@@ -316,6 +339,9 @@ class ReasoningEconomicsEnv(Environment[ReasonBudgetAction, ReasonBudgetObservat
         step_tok = md.get("tokenizer_name")
         if step_tok is not None and not isinstance(step_tok, str):
             raise EpisodeError(f"metadata.tokenizer_name must be a string, got {type(step_tok).__name__}")
+        for name, text in (("response", action.response), ("metadata.grading_response", grading_response)):
+            if text is not None and not _is_utf8(text):
+                raise EpisodeError(f"{name} is not valid Unicode text (it holds a lone surrogate code point); send UTF-8 text")
         generated = md.get("num_generated_tokens")
         if generated is not None and (isinstance(generated, bool) or not isinstance(generated, int) or generated < 0):
             raise EpisodeError(f"metadata.num_generated_tokens must be a non-negative integer (token ids the policy generated), got {generated!r}")

@@ -83,7 +83,7 @@ class ReasonBudgetObservation(Observation):
     questions_remaining: int = 0
     budget_per_remaining_question: float = Field(0.0, description="remaining_budget / questions_remaining.")
     accuracy_so_far: float = Field(0.0, description="Correct / answered so far (0 before the first answer).")
-    step_token_cap: int = Field(0, description="Tokens the next response may use before clipping: min(max_tokens_per_step, remaining) in hard-cap mode, else max_tokens_per_step.")
+    step_token_cap: int = Field(0, description="Generation cap for the next response (tokens): min(max_tokens_per_step, remaining) in hard-cap mode, else max_tokens_per_step. Policies and trainers apply it; the environment itself clips only at the remaining budget (hard-cap mode).")
     history: list[HistoryEntry] = Field(default_factory=list)
     last_step: Optional[StepRecord] = Field(None, description="What the step that produced this observation did (null after reset).")
     done_reason: Optional[str] = Field(None, description="'all_answered', 'budget_exhausted', 'episode_already_done' or 'no_episode' when done.")

@@ -56,6 +56,14 @@ def test_yaml_with_env_section(tmp_path):
         ({"min_tokens": 900, "max_tokens": 800}, "min_tokens"),
         ({"typo_field": 1}, "unknown setting 'typo_field'"),
         ({"tokenizer_name": ""}, "tokenizer_name"),
+        ({"budget_ratio": float("inf")}, "budget_ratio"),
+        ({"budget_ratio": 1e300}, "budget_ratio"),
+        ({"total_budget": 10**21}, "total_budget"),
+        ({"correct_reward": float("nan")}, "correct_reward"),
+        ({"wrong_reward": float("-inf")}, "wrong_reward"),
+        ({"beta": float("inf")}, "beta"),
+        ({"soft_overspend_penalty": float("inf")}, "soft_overspend_penalty"),
+        ({"num_questions": 10_000, "max_tokens": 100_000}, "config budget formula gives"),
     ],
 )
 def test_invalid_values_are_clear_errors(values, needle):
@@ -118,3 +126,11 @@ def test_a_reward_name_is_shorthand_for_its_spec(tmp_path):
     assert EnvConfig.from_yaml(path).reward == {"type": "budget_aware"}
     with pytest.raises(ConfigError):
         EnvConfig(reward="no_such_reward")
+
+
+def test_infinite_yaml_values_are_refused_at_load(tmp_path):
+    """`.inf` in YAML used to load and then crash every reset with an OverflowError."""
+    path = tmp_path / "inf.yaml"
+    path.write_text("budget_ratio: .inf\n")
+    with pytest.raises(ConfigError, match="budget_ratio"):
+        EnvConfig.from_yaml(path)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from reasoning_env import EnvConfig, EpisodeError, ReasonBudgetAction, ReasoningEconomicsEnv, TokenizerLoadError
+from reasoning_env import ConfigError, EnvConfig, EpisodeError, ReasonBudgetAction, ReasoningEconomicsEnv, TokenizerLoadError
 from reasoning_env.questions import Question
 from reasoning_env.sources import PoolSet
 from reasoning_env.tokenization import get_tokenizer
@@ -228,6 +228,32 @@ def test_non_string_response_is_a_clear_error_and_charges_nothing(bad):
     with pytest.raises(EpisodeError):
         env.step(bad)
     assert env.state.spent_budget == 0 and env.state.questions_answered == 0
+
+
+@pytest.mark.parametrize("field", ["response", "grading_response"])
+def test_lone_surrogate_text_is_a_clear_error_and_charges_nothing(field):
+    env = make_env()
+    env.reset(seed=1, total_budget=500)
+    bad = "\ud800 \\boxed{1}"
+    action = ReasonBudgetAction(response=bad) if field == "response" else ReasonBudgetAction(response="x", metadata={"grading_response": bad})
+    with pytest.raises(EpisodeError, match="lone surrogate"):
+        env.step(action)
+    assert env.state.spent_budget == 0 and env.state.questions_answered == 0
+
+
+def test_a_mix_key_naming_no_problem_type_is_a_config_error():
+    env = make_env(mix={"T0": 2.0, "T9": 1.0})
+    with pytest.raises(ConfigError, match=r"mix names problem type\(s\) \['T9'\]"):
+        env.reset(seed=1)
+
+
+def test_a_tokenizer_native_budget_above_the_maximum_is_an_episode_error():
+    long_q = Question("long-0", "word " * 120_000, "1", "T0", "test", difficulty=1)
+    pools = PoolSet(pools={"T0": (long_q,)}, sources_used=({"source": "test", "used": "test", "questions": 1, "reason": None},))
+    env = ReasoningEconomicsEnv(EnvConfig.build(sources=["builtin"], budget_ratio=1000, num_questions=1), pools=pools)
+    with pytest.raises(EpisodeError, match="above the maximum of 100,000,000"):
+        env.reset(seed=1, tokenizer_name=TOK)
+    assert env.reset(seed=1, tokenizer_name=TOK, total_budget=5000).metadata["total_budget"] == 5000
 
 
 def test_bad_metadata_is_a_clear_error():
