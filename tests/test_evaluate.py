@@ -291,3 +291,34 @@ def test_budget_note_without_finished_episodes_says_so():
 
     note = _budget_note("tokenizer_native", None, EnvConfig(), ["qwen2.5"], pd.DataFrame({"total_budget": []}))
     assert "nan" not in note and "no episode finished" in note
+
+
+@pytest.mark.parametrize("kwargs, says", [
+    (dict(policies=[]), "no policies to evaluate"),
+    (dict(workers=0), "workers must be an integer >= 1"),
+    (dict(max_response_chars=-1), "max_response_chars must be >= 0"),
+])
+def test_bad_evaluate_arguments_are_clear_errors(kwargs, says, tmp_path):
+    args = dict(policies=[UniformPolicy()], config=fx.config(), n_episodes=1, out=tmp_path / "r", progress=False, report=False)
+    args.update(kwargs)
+    with pytest.raises(ValueError, match=says):
+        evaluate(**args)
+
+
+def test_cli_out_on_an_existing_file_is_one_error_line(tmp_path, capsys):
+    blocker = tmp_path / "afile"
+    blocker.write_text("x")
+    assert main(["--n_episodes", "1", "--policies", "uniform", "--out", str(blocker), "--no-progress", "--no-report"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: cannot create run folder") and "a file is in the way" in err
+
+
+def test_cli_unreachable_server_is_one_error_line(tmp_path, capsys):
+    import socket
+
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    assert main(["--n_episodes", "1", "--server-url", f"http://127.0.0.1:{port}", "--out", str(tmp_path / "r"), "--no-progress", "--no-report"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: cannot connect to the environment server") and "python -m reasoning_env.server" in err

@@ -84,6 +84,22 @@ def test_grid_is_feasible_and_near_exact_for_large_budgets():
     assert fine.expected_correct - coarse.expected_correct < 0.01
 
 
+def test_a_budget_far_above_what_the_caps_allow_spends_every_cap():
+    """A 10M-token budget with a 2,048-token cap per question used to fail ("lower bound does not fit
+    under cap on the 10000-token grid"): the grid now spans only the spendable n x cap tokens."""
+    fns = [_logistic(2.0, t) for t in (30, 60, 120, 240, 480)]
+    alloc = optimal_allocation(fns, 10_000_000, lo=5, cap=2048)
+    assert alloc.unit <= 2048 - 5 + 1 and all(5 <= t <= 2048 for t in alloc.tokens)
+    capped = optimal_allocation(fns, 5 * 2048, lo=5, cap=2048)
+    assert alloc.expected_correct == pytest.approx(capped.expected_correct)
+
+
+def test_a_lower_bound_close_to_the_cap_still_fits_the_grid():
+    fns = [_logistic(2.0, 50)] * 3
+    alloc = optimal_allocation(fns, 3000, lo=7, cap=8, max_units=10)
+    assert all(7 <= t <= 8 for t in alloc.tokens)
+
+
 def test_infeasible_lower_bounds_fall_back_in_order():
     fns = [_logistic(2.0, 10)] * 4
     alloc = optimal_allocation(fns, 25, lo=10)

@@ -199,6 +199,10 @@ def test_command_line(recorded, tmp_path, capsys):
     (["describe", "nope"], "unknown reward 'nope'"),
     (["induced", "--rewards", "nope", "--budgets", "600"], "unknown reward 'nope'"),
     (["bench", "--steps", "0"], "--steps and --repeat must be >= 1"),
+    (["bench", "--repeat", "0"], "--steps and --repeat must be >= 1"),
+    (["induced", "--budgets", "-100"], "--budgets must be positive"),
+    (["induced", "--budgets", "600", "--orders", "0"], "--orders >= 1"),
+    (["induced", "--budgets", "600", "--rewards", "kimi_length"], "group rewards"),
 ])
 def test_command_line_bad_input_is_one_error_line(argv, says, capsys):
     from workbench.reward_lab.__main__ import main

@@ -170,7 +170,8 @@ def connect_remote(url: str) -> RemoteEnv:
     """A :class:`RemoteEnv` for an OpenEnv server at ``url``.
 
     Raises:
-        RuntimeError: :mod:`reasoning_env.client` is not available in this install.
+        RuntimeError: :mod:`reasoning_env.client` is not available in this install, or the
+            server cannot be reached.
     """
     try:
         from reasoning_env.client import ReasoningEconomicsClient  # type: ignore
@@ -179,7 +180,13 @@ def connect_remote(url: str) -> RemoteEnv:
     client = ReasoningEconomicsClient(base_url=url)
     sync = client.sync() if hasattr(client, "sync") else client
     if hasattr(sync, "connect"):
-        sync.connect()
+        try:
+            sync.connect()
+        except OSError as exc:  # ConnectionError and friends
+            raise RuntimeError(
+                f"cannot connect to the environment server at {url} ({exc}); is it running? "
+                "(start one with: python -m reasoning_env.server --port 8000)"
+            ) from None
     return RemoteEnv(sync)
 
 
@@ -477,6 +484,12 @@ def evaluate(
     if budget_mode not in BUDGET_MODES:
         raise ValueError(f"budget_mode must be one of {list(BUDGET_MODES)}, got {budget_mode!r}")
     names = [p.name for p in policies]
+    if not names:
+        raise ValueError("no policies to evaluate; pass --policies with at least one of: " + ", ".join(POLICY_NAMES))
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+        raise ValueError(f"workers must be an integer >= 1 (episodes played in parallel), got {workers!r}")
+    if max_response_chars is not None and max_response_chars < 0:
+        raise ValueError(f"max_response_chars must be >= 0 characters (or unset to keep whole responses), got {max_response_chars}")
     if len(set(names)) != len(names):
         raise ValueError(f"policy names must be unique, got {names}")
     if server_url:
@@ -486,7 +499,6 @@ def evaluate(
                 f"policies {trusted} need the episode's gold answers (trusted context), which a remote server never "
                 "sends; run them in-process (without --server-url)"
             )
-    workers = max(1, int(workers))
     notes = list(notes or [])
     run_dir = Path(out) if out else Path("runs") / f"eval-{datetime.now().strftime('%Y%m%d-%H%M%S')}"
     run_id = run_dir.name

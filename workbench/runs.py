@@ -92,13 +92,21 @@ class RunWriter:
         kind: ``"evaluation"`` or ``"training"``.
         config: The environment config of the run.
         meta: Extra ``run.json`` fields (seed, n_episodes, policies...).
+
+    Raises:
+        RunFolderError: the folder cannot be created (a file is in the way, no permission).
     """
 
     def __init__(self, run_dir: Union[str, Path], *, kind: str, config: EnvConfig, meta: Optional[dict] = None) -> None:
         if kind not in ("evaluation", "training"):
             raise ValueError(f"kind must be 'evaluation' or 'training', got {kind!r}")
         self.run_dir = Path(run_dir)
-        self.run_dir.mkdir(parents=True, exist_ok=True)
+        try:
+            self.run_dir.mkdir(parents=True, exist_ok=True)
+        except (FileExistsError, NotADirectoryError):
+            raise RunFolderError(f"cannot create run folder {str(self.run_dir)!r}: a file is in the way; choose another --out") from None
+        except PermissionError as exc:
+            raise RunFolderError(f"cannot create run folder {str(self.run_dir)!r}: {exc.strerror}; choose another --out") from None
         self.kind = kind
         self.config = config
         self.meta = dict(meta or {})

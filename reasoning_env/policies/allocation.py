@@ -86,7 +86,8 @@ def optimal_allocation(
         budget: Total tokens ``B`` (>= 0).
         lo: Minimum tokens per question (int or one per question).
         cap: Maximum tokens per question (default: ``budget``).
-        max_units: Grid resolution: the unit is ``ceil(budget / max_units)`` tokens.
+        max_units: Grid resolution: the unit is ``ceil(min(budget, n x cap) / max_units)`` tokens
+            (smaller if needed so that every lower bound fits under ``cap``).
 
     Returns:
         An :class:`Allocation` whose total is ``<= budget``.
@@ -106,9 +107,13 @@ def optimal_allocation(
         raise ValueError(f"a lower bound exceeds the per-question cap ({max(lows)} > {cap})")
     if sum(lows) > budget:
         return _fallback(curves, budget, lows)
-    g = max(1, math.ceil(budget / max(1, int(max_units))))
-    U = budget // g
-    lmax = min(cap, budget) // g
+    # Tokens beyond n x cap can never be spent: the grid only needs to span what can be.
+    usable = min(budget, n * cap)
+    g = max(1, math.ceil(usable / max(1, int(max_units))))
+    # A unit no larger than cap - lo + 1 keeps every lower bound (rounded up to the grid) under the cap.
+    g = min(g, cap - max(lows) + 1)
+    U = usable // g
+    lmax = min(cap, usable) // g
     NEG = -1e18
     V = np.zeros(U + 1)  # best value using at most s units over the questions so far
     choices = []

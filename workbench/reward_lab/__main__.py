@@ -92,7 +92,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     args = parser.parse_args(argv)
     try:
         return _run(args)
-    except (ValueError, FileNotFoundError, KeyError) as exc:
+    except (ValueError, OSError, KeyError) as exc:
         # RunFolderError, RescoreError and reward-config errors are ValueErrors with a message that
         # says what to fix; a traceback would only hide it.
         msg = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
@@ -107,6 +107,9 @@ def _run(args: argparse.Namespace) -> int:
         bench(args.steps, args.repeat, text=not args.no_text)
     elif args.cmd == "induced":
         from workbench.reward_lab.induced import induced_behaviour, oracle_frontier
+
+        if min(args.budgets) < 1 or args.orders < 1:
+            raise ValueError(f"--budgets must be positive token counts and --orders >= 1, got {args.budgets} and {args.orders}")
 
         t0 = time.perf_counter()
         res = induced_behaviour({name: name for name in args.rewards}, args.budgets, orders=args.orders, hard_cap_mode=not args.soft)
