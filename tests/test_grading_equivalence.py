@@ -84,6 +84,11 @@ CATEGORIES = {
         ("2.5E-3", "0.0025", True),
         (r"6.02\times 10^{23}", "6.02e23", True),
         ("1e3", "1001", False),
+        ("1e5000", "10^{5000}", True),  # over Python's 4,300-digit int-to-str limit
+        ("1e99999", "10^{99999}", True),  # beyond exact literals: compared at 50 digits
+        ("1e999999999", "1", False),  # never builds 10**999999999
+        ("1e999999999", "10^{999999999}", True),
+        ("1e-999999999", "0", False),  # nonzero, however small
     ],
     "fractions-vs-decimals": [
         ("0.3333", r"\frac13", True),

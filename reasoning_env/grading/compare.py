@@ -224,6 +224,9 @@ def _const_compare(p: Any, g: Any) -> Verdict:
         if lit_g is not None and lit_p is None and _gold_decimal_matches(lit_g, ep, ctx):
             return _yes("numeric", "exact value rounds to the decimal gold")
         return _no("different numbers")
+    if (ep == 0 and _certainly_nonzero(g)) or (eg == 0 and _certainly_nonzero(p)):
+        # 1e-999999999 vs 0: too small for the numeric check's "both below 1e-250" rule.
+        return _no("a nonzero value vs 0")
     try:
         np_ = numeric_value(p, {}, ctx)
     except TooBig:
@@ -262,6 +265,27 @@ def _const_compare(p: Any, g: Any) -> Verdict:
             return _undecided("cannot settle a near-equality")
         return _yes("numeric", "equal to 250 digits") if settled else _no("different numbers")
     return _no("different numbers")
+
+
+def _certainly_nonzero(node: Any) -> bool:
+    """True when a variable-free expression is a nonzero literal, or a product, quotient,
+    negation or power of such (no sum, function or constant that could cancel to 0)."""
+    stack = [node]
+    while stack:
+        x = stack.pop()
+        k = x[0]
+        if k == "n":
+            if x[1] == 0:
+                return False
+        elif k == "*":
+            stack.extend(x[1])
+        elif k in ("-", "%"):
+            stack.append(x[1])
+        elif k in ("/", "^"):
+            stack.append(x[1])  # a zero denominator is undefined, any exponent keeps b != 0
+        else:
+            return False
+    return True
 
 
 def _recheck(env: dict, p: Any, g: Any) -> Optional[bool]:

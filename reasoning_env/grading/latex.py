@@ -207,21 +207,35 @@ def _is_node(x: Any) -> bool:
     return isinstance(x, tuple)
 
 
+#: Largest decimal exponent (after moving the mantissa's point) of a number literal that is
+#: built as an exact rational: 10^30000 has ~99,700 bits, within ``MAX_EXACT_BITS``. A literal
+#: beyond it (``1e999999999``) becomes the power node ``m * 10^k``, which exact evaluation
+#: refuses and numeric evaluation bounds (never ``10**999999999`` built from model text).
+MAX_LITERAL_EXP10 = 30_000
+
+
 def _num_node(text: str) -> tuple:
-    try:
-        value = Fraction(text)
-    except (ValueError, ZeroDivisionError):
-        raise ParseError(f"bad number {text!r}") from None
-    mant = text.split("e")[0].split("E")[0]
+    """A number literal node; scientific notation is bounded (see :data:`MAX_LITERAL_EXP10`)."""
+    mant, sep, exp_text = text.replace("E", "e").partition("e")
+    int_part, dot, frac_part = mant.partition(".")
+    digits = (int_part + frac_part).lstrip("0")
+    if not (int_part or frac_part) or (sep and not exp_text.lstrip("+-")):
+        raise ParseError(f"bad number {text!r}")
+    exp = int(exp_text) if sep else 0  # at most MAX_PARSE_CHARS digits: a cheap conversion
     places = None
-    if "." in mant:
-        places = len(mant.split(".", 1)[1])
-        exp_part = text[len(mant) + 1:] if len(text) > len(mant) else ""
-        if exp_part:
-            places = max(0, places - int(exp_part))
-    elif len(text) > len(mant):
-        places = max(0, -int(text[len(mant) + 1:]))
-    return ("n", value, places)
+    if dot:
+        places = max(0, len(frac_part) - exp)
+    elif sep:
+        places = max(0, -exp)
+    if not digits:
+        return ("n", Fraction(0), None if places is None else min(places, MAX_LITERAL_EXP10))
+    k = exp - len(frac_part)  # value = int(digits) * 10^k
+    if abs(k) + len(digits) <= MAX_LITERAL_EXP10:
+        value = Fraction(int(digits)) * 10**k if k >= 0 else Fraction(int(digits), 10**-k)
+        return ("n", value, places)
+    power = ("^", ("n", Fraction(10), None), ("n", Fraction(k), None))
+    m = ("n", Fraction(int(digits)), None)
+    return power if digits == "1" else ("*", (m, power))
 
 
 class _Parser:
