@@ -38,6 +38,14 @@ CATEGORIES = {
         ("€12", "12", True),
         ("12", r"13 \text{ dollars}", False),
         (r"12^{\text{th}}", "12", True),
+        (r"5 \text{ hours}", "5", True),
+        # several quantities are not their first number (math-verify read only the first)
+        (r"5 \text{ hours } 30 \text{ minutes}", "5", False),
+        (r"5 \text{ dollars } 3 \text{ cents}", "5", False),
+        (r"6\text{ apples and }5\text{ pears}", "6", False),
+        (r"5\text{ dollars and }3\text{ cents}", "5", False),
+        ("5", r"5 \text{ hours } 30 \text{ minutes}", False),
+        (r"5 \text{ hours } 30 \text{ minutes}", r"5\text{ hours }30\text{ minutes}", True),
     ],
     "thousands": [
         ("1,000", "1000", True),

@@ -236,6 +236,18 @@ def test_moderately_nested_answer_is_bounded(grader: Grader) -> None:
 
 
 # ----------------------------------------------------------------------------- worker pool
+@pytest.mark.parametrize(
+    "pred",
+    [r"\boxed{5 \text{ hours } 30 \text{ minutes}}", r"\boxed{5\text{ dollars and }3\text{ cents}}"],
+)
+def test_numbers_separated_by_words_never_reach_math_verify(grader: Grader, pred: str) -> None:
+    """math-verify reads only the first number of "5 hours 30 minutes": a reward hack."""
+    result = grader.grade(pred, "5", timeout_s=10.0)
+    assert result.correct is False and result.reason == "mismatch", result
+    assert result.detail.startswith("several numbers separated by words"), result
+
+
+
 def test_worker_path_gives_a_symbolic_verdict(grader: Grader) -> None:
     result = grader.grade(*NEEDS_WORKER, timeout_s=10.0)
     assert result.correct is True and result.reason == "symbolic", result

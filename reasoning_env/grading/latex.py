@@ -39,7 +39,7 @@ from reasoning_env.grading.values import (
     has_pm,
 )
 
-__all__ = ["ParseError", "NotMath", "parse_answer", "MAX_PARSE_CHARS", "MAX_DEPTH"]
+__all__ = ["ParseError", "NotMath", "parse_answer", "words_between_numbers", "MAX_PARSE_CHARS", "MAX_DEPTH"]
 
 #: Longest normalised answer the parser reads (characters); longer ones are not parsed.
 MAX_PARSE_CHARS = 1000
@@ -130,6 +130,33 @@ def _word_tokens(word: str) -> list:
     if n >= 3 and (not named or singles > 2):
         raise NotMath(word)
     return out
+
+
+_NUMBER_OR_WORD_RE = re.compile(r"\\[A-Za-z]+|[A-Za-z]+|\d")
+_CONNECTIVES = frozenset(("and", "or"))
+
+
+def words_between_numbers(s: str) -> bool:
+    """Whether a normalised answer has a word between two numbers (``5 hours 30``,
+    ``6 apples and 5``): several quantities, which no single value equals.
+
+    A word is a run of 3+ letters that is not mathematics (not a command, function or constant
+    name: ``2\\sin 3``, ``2xy + 3``, ``1 and 2`` and ``x = 1 or x = 2`` are not flagged).
+    Linear time.
+    """
+    state = 0  # 0: no number yet, 1: after a number, 2: after a number and then a word
+    for m in _NUMBER_OR_WORD_RE.finditer(s):
+        t = m.group(0)
+        if t.isdigit():
+            if state == 2:
+                return True
+            state = 1
+        elif state == 1 and t[0] != "\\" and t.lower() not in _CONNECTIVES:
+            try:
+                _word_tokens(t)
+            except NotMath:
+                state = 2
+    return False
 
 
 def tokenize(s: str) -> list:
