@@ -8,7 +8,7 @@ and stack use are bounded. Anything outside the subset raises :class:`ParseError
 then falls back to math-verify in a worker process.
 
 Supported: integers, decimals (``.5``, ``1e-3``, repeating ``0.\\overline{3}``), thousands
-separators (whole-answer), mixed numbers (``1\\frac{4}{5}``), ``+ - * / ^``, ``\\cdot``,
+separators (whole-answer), mixed numbers (``1\\frac{4}{5}``, ``1 1/2``, ``-1\\frac12`` = -3/2), ``+ - * / ^``, ``\\cdot``,
 ``\\times``, ``\\div``, implicit multiplication, ``\\frac``/``\\frac12``, ``\\sqrt``,
 ``\\sqrt[n]{}``, ``\\binom``, ``!``, ``%``, ``|x|``, floor/ceil, functions (``\\sin``...,
 ``\\sin^2 x``, ``\\sin^{-1}``, ``\\ln``, ``\\log_b``, ``\\exp``, plain ``sqrt(..)``/``exp(..)``),
@@ -101,6 +101,7 @@ _CMD_TOKENS = {
 }
 _REL_OPS = {"=": "=", "<": "<", ">": ">", "<=": "<=", ">=": ">=", "!=": "!=", "in": "in"}
 _CHOICE_RE = re.compile(r"^\(?\s*([A-E])\s*\)?$")
+_CHOICE_VALUE_RE = re.compile(r"^\(\s*([A-E])\s*\)\s*([^\s].*)$", re.DOTALL)
 _TEXTY_RE = re.compile(r"^[A-Za-z][A-Za-z .,'\-]*$")
 _EOF = ("eof", "")
 
@@ -265,6 +266,15 @@ def _num_node(text: str) -> tuple:
     return power if digits == "1" else ("*", (m, power))
 
 
+def _mixed_whole(prev: Any) -> Optional[tuple]:
+    """The integer literal of a possible mixed number's whole part (``1`` or ``-1``), or None."""
+    if _is_node(prev) and prev[0] == "-":
+        prev = prev[1]
+    if _is_node(prev) and prev[0] == "n" and prev[2] is None:
+        return prev
+    return None
+
+
 class _Parser:
     def __init__(self, toks: list) -> None:
         self.t = toks
@@ -413,15 +423,22 @@ class _Parser:
                 factors = [("/", _mul(factors), den)]
             elif self._starts_atom(tok):
                 prev = factors[-1]
+                whole = _mixed_whole(prev) if len(factors) == 1 else None
+                if tok[0] == "num" and whole is not None and self._slash_fraction_follows():
+                    # mixed number "1 1/2" (a proper fraction after a space; "11/2" is one token)
+                    num = _num_node(self.next()[1])
+                    self.next()
+                    den = _num_node(self.next()[1])
+                    factors = [self._mixed(prev, ("/", num, den))]
+                    continue
                 if tok[0] == "num" and _is_node(prev) and prev[0] == "n":
                     raise ParseError("two numbers in a row")
-                if (
-                    tok[0] == "frac" and len(factors) == 1 and _is_node(prev) and prev[0] == "n"
-                    and prev[2] is None
-                ):
+                if tok[0] == "frac" and whole is not None:
                     frac = self.parse_power()
-                    if frac[0] == "/" and frac[1][0] == "n" and frac[2][0] == "n" and frac[1][2] is None and frac[2][2] is None:
-                        factors = [("+", ((1, prev), (1, frac)))]  # mixed number 1\frac{4}{5}
+                    pct = frac[0] == "%"
+                    inner = frac[1] if pct else frac
+                    if inner[0] == "/" and inner[1][0] == "n" and inner[2][0] == "n" and inner[1][2] is None and inner[2][2] is None:
+                        factors = [self._mixed(prev, inner, pct)]  # mixed number 1\frac{4}{5}
                         continue
                     factors.append(frac)
                     continue
@@ -431,6 +448,32 @@ class _Parser:
         if len(factors) > 1 and not all(_is_node(f) for f in factors):
             raise ParseError("product of a non-scalar")
         return _mul(factors)
+
+    def _slash_fraction_follows(self) -> bool:
+        """Tokens ``a / b`` (integers, ``0 < a < b``) next, not continued by ``^ ! _`` or a
+        digit: the fraction part of a mixed number ``1 1/2``."""
+        a, slash, b, after = self.peek(), self.peek(1), self.peek(2), self.peek(3)
+        if not (a[0] == "num" and slash == ("op", "/") and b[0] == "num"):
+            return False
+        if not (a[1].isdigit() and b[1].isdigit() and len(b[1]) <= 18):
+            return False
+        if after[0] == "op" and after[1] in ("^", "!", "_"):
+            return False
+        return 0 < int(a[1]) < int(b[1])
+
+    def _mixed(self, prev: tuple, frac: tuple, pct: bool = False) -> tuple:
+        """The mixed number ``prev`` + ``frac`` (``-1\\frac12`` is -(1 + 1/2)); a ``%`` after
+        the fraction applies to the whole number (``33\\frac13\\%``)."""
+        negative = prev[0] == "-"
+        whole = prev[1] if negative else prev
+        node: tuple = ("+", ((1, whole), (1, frac)))
+        if negative:
+            node = ("-", node)
+        if pct or self.at("op", "%"):
+            if not pct:
+                self.next()
+            node = ("%", node)
+        return node
 
     def parse_unary(self) -> Any:
         self.enter()
@@ -840,6 +883,13 @@ def parse_answer(s: str, as_text: bool = False) -> Any:
     m = _CHOICE_RE.match(s)
     if m is not None:
         return Choice(m.group(1))
+    m = _CHOICE_VALUE_RE.match(s)
+    if m is not None:  # AMC: "(E) 10", the letter and its option's value
+        try:
+            value = parse_answer(m.group(2))
+        except ParseError:
+            value = None
+        return Choice(m.group(1), None if isinstance(value, Choice) else value)
     if as_text and _TEXTY_RE.match(s):
         text = _canon_text(s)
         if text:

@@ -148,9 +148,16 @@ class Text:
 
 @dataclass(frozen=True)
 class Choice:
-    """A multiple-choice letter ``A``-``E`` (``(C)``, ``\\text{(C)}``, ``C``)."""
+    """A multiple-choice letter ``A``-``E`` (``(C)``, ``\\text{(C)}``, ``C``), optionally with
+    the option's value (AMC style ``\\textbf{(E)}\\ 10``).
+
+    Attributes:
+        letter: The letter.
+        value: The parsed value written after ``(E)``, or ``None`` (none, or not parsed).
+    """
 
     letter: str
+    value: Any = None
 
 
 Answer = _U[tuple, Seq, Union, Relation, Assign, Matrix, Text, Choice]
