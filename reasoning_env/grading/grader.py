@@ -9,9 +9,10 @@ Stages of :meth:`Grader.grade` (first decisive stage wins):
    No sympy, no processes; bounded time.
 4. Undecided, and either side has several numbers separated by words (``5 hours 30
    minutes``): ``mismatch`` (math-verify would read only the first number).
-5. Undecided otherwise (a construct outside the fast subset, or an overflowing value): ask math-verify in
-   a worker process (:mod:`~.pool`) with what is left of ``timeout_s``: equal -> ``symbolic``;
-   not equal -> ``mismatch``; past the deadline -> ``timeout``; worker failure -> ``error``.
+5. Undecided otherwise (a construct outside the fast subset, or an overflowing value): ask
+   math-verify in a worker process (:mod:`~.pool`) with what is left of ``timeout_s``: equal ->
+   ``symbolic``; not equal -> ``mismatch``; past the deadline -> ``timeout``; worker failure ->
+   ``error``.
 
 Reasons (``GradeResult.reason``) form this small vocabulary: :data:`REASONS`.
 """

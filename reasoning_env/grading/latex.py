@@ -8,8 +8,8 @@ and stack use are bounded. Anything outside the subset raises :class:`ParseError
 then falls back to math-verify in a worker process.
 
 Supported: integers, decimals (``.5``, ``1e-3``, repeating ``0.\\overline{3}``), thousands
-separators (whole-answer), mixed numbers (``1\\frac{4}{5}``, ``1 1/2``, ``-1\\frac12`` = -3/2), ``+ - * / ^``, ``\\cdot``,
-``\\times``, ``\\div``, implicit multiplication, ``\\frac``/``\\frac12``, ``\\sqrt``,
+separators (whole-answer), mixed numbers (``1\\frac{4}{5}``, ``1 1/2``, ``-1\\frac12`` = -3/2),
+``+ - * / ^``, ``\\cdot``, ``\\times``, ``\\div``, implicit multiplication, ``\\frac``/``\\frac12``, ``\\sqrt``,
 ``\\sqrt[n]{}``, ``\\binom``, ``!``, ``%``, ``|x|``, floor/ceil, functions (``\\sin``...,
 ``\\sin^2 x``, ``\\sin^{-1}``, ``\\ln``, ``\\log_b``, ``\\exp``, plain ``sqrt(..)``/``exp(..)``),
 ``\\pi``/``pi``, ``e``, ``i``, ``\\infty``, single-letter and subscripted variables, Greek
