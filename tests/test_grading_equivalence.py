@@ -38,6 +38,14 @@ CATEGORIES = {
         ("€12", "12", True),
         ("12", r"13 \text{ dollars}", False),
         (r"12^{\text{th}}", "12", True),
+        (r"5 \text{ hours}", "5", True),
+        # several quantities are not their first number (math-verify read only the first)
+        (r"5 \text{ hours } 30 \text{ minutes}", "5", False),
+        (r"5 \text{ dollars } 3 \text{ cents}", "5", False),
+        (r"6\text{ apples and }5\text{ pears}", "6", False),
+        (r"5\text{ dollars and }3\text{ cents}", "5", False),
+        ("5", r"5 \text{ hours } 30 \text{ minutes}", False),
+        (r"5 \text{ hours } 30 \text{ minutes}", r"5\text{ hours }30\text{ minutes}", True),
     ],
     "thousands": [
         ("1,000", "1000", True),
@@ -55,6 +63,10 @@ CATEGORIES = {
         ("0.25", r"25\%", True),
         ("25 percent", "25", True),
         (r"26\%", "25", False),
+        (r"33\frac13\%", r"\frac13", True),  # exactly equal: the % binds the whole mixed number
+        (r"33.33\%", r"\frac13", True),  # the decimal 0.3333, as "0.3333" vs 1/3
+        (r"33\%", r"\frac13", False),  # 0.33: too few significant digits
+        (r"-33.33\%", r"-\frac13", True),
     ],
     "degrees": [
         (r"30^\circ", "30", True),
@@ -84,6 +96,11 @@ CATEGORIES = {
         ("2.5E-3", "0.0025", True),
         (r"6.02\times 10^{23}", "6.02e23", True),
         ("1e3", "1001", False),
+        ("1e5000", "10^{5000}", True),  # over Python's 4,300-digit int-to-str limit
+        ("1e99999", "10^{99999}", True),  # beyond exact literals: compared at 50 digits
+        ("1e999999999", "1", False),  # never builds 10**999999999
+        ("1e999999999", "10^{999999999}", True),
+        ("1e-999999999", "0", False),  # nonzero, however small
     ],
     "fractions-vs-decimals": [
         ("0.3333", r"\frac13", True),
@@ -125,6 +142,8 @@ CATEGORIES = {
         ("[1, 2)", "[1,2]", False),
         (r"(-\infty, 3]", r"(-\infty,3]", True),
         (r"(-\infty, 3)", r"(-\infty,3]", False),
+        (r"\mathbb{R}", r"(-\infty,\infty)", True),
+        (r"\mathbb{R}", r"(0,\infty)", False),
         (r"(0,1) \cup (2,3)", r"(2,3)\cup(0,1)", True),
         (r"(0,1) \cup (2,3)", "(0,1)", False),
         (r"[\sqrt{2}, +\infty)", r"m \geq \sqrt{2}", True),
@@ -178,6 +197,11 @@ CATEGORIES = {
         (r"\text{(B)}", "B", True),
         (r"\textbf{(B)}", r"\text{(B)}", True),
         ("C", "B", False),
+        (r"\textbf{(E)}\ 10", "E", True),  # AMC: the letter, then its option's value
+        (r"(E)\ 10", r"\textbf{(E)}", True),
+        (r"\textbf{(D)}\ 10", "E", False),
+        (r"(E)\ 10", "10", True),
+        (r"(E)\ 12", r"(E)\ 10", False),
     ],
     "expressions": [
         ("(x+1)^2", "x^2+2x+1", True),
@@ -198,6 +222,10 @@ CATEGORIES = {
         (r"2\sqrt{2}", r"\sqrt{8}", True),
         (r"1\frac{4}{5}", r"\frac95", True),
         (r"137 \frac{1}{2}", "137.5", True),
+        ("1 1/2", "3/2", True),  # mixed number with a space
+        ("1 1/2", "11/2", False),  # not eleven halves
+        (r"-1\frac12", "-3/2", True),  # -(1 + 1/2), not -1 * 1/2
+        ("-1 1/2", "-1.5", True),
         (r"0.\overline{3}", r"\frac13", True),
         (r"4\sqrt(2)", "4", False),
         (r"\sin(\pi)", "0", True),  # zero vs a tiny value: settled at 1024 bits

@@ -6,7 +6,9 @@ import time
 
 import pytest
 
+from reasoning_env.grading import grade
 from reasoning_env.grading.extract import (
+    Extraction,
     extract_final_answer,
     gold_from_boxed,
     gold_from_gsm8k,
@@ -77,6 +79,17 @@ def test_last_answer_phrase_wins() -> None:
 
 def test_bare_word_answer_without_colon_is_not_a_phrase() -> None:
     assert ans("I answered 5 questions and then stopped") is None
+
+
+def test_minerva_final_answer_line() -> None:
+    # MATH / Minerva few-shot format: the $...$ span, not the closing courtesy sentence
+    text = "Final Answer: The final answer is $\\frac{1}{2}$. I hope it is correct."
+    assert extract_final_answer(text) == Extraction(r"\frac{1}{2}", "phrase")
+
+
+def test_minerva_format_grades_correct() -> None:
+    result = grade("Final Answer: The final answer is $5$. I hope it is correct.", "5")
+    assert result.correct is True and result.extracted == "5", result
 
 
 def test_gsm8k_marker() -> None:

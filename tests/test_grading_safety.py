@@ -173,6 +173,41 @@ def test_huge_values_are_bounded(grader: Grader, pred: str) -> None:
     assert elapsed <= 2.0 + MARGIN_S
 
 
+@pytest.mark.parametrize(
+    "pred,gold,expected",
+    [
+        (r"\boxed{1e999999999}", "1", False),
+        (r"\boxed{1e99999}", "1", False),
+        (r"\boxed{1e-999999999}", "1", False),
+        (r"\boxed{7e" + "9" * 900 + "}", "7", False),
+        (r"\boxed{1e5000}", "10^{5000}", True),
+    ],
+)
+def test_huge_exponent_literals_get_a_fast_verdict(pred: str, gold: str, expected: bool, caplog) -> None:
+    """Scientific notation is never expanded into a huge int (1e999999999 froze the process,
+    holding the GIL) nor printed past Python's 4,300-digit limit (a logged traceback)."""
+    fast = Grader(use_worker=False)
+    with caplog.at_level("ERROR", logger="reasoning_env.grading"):
+        result, elapsed = _timed_grade(fast, pred, gold, timeout_s=2.0)
+    assert result.correct is expected and not result.detail.startswith("undecided"), result
+    assert elapsed < 0.5, elapsed
+    assert not caplog.records, [r.getMessage() for r in caplog.records]
+
+
+def test_huge_exponent_literal_off_the_main_thread_is_bounded() -> None:
+    out: dict = {}
+
+    def work() -> None:
+        out["r"] = _timed_grade(Grader(use_worker=False), r"\boxed{1e999999999}", "1", timeout_s=1.0)
+
+    t = threading.Thread(target=work, daemon=True)
+    t.start()
+    t.join(1.0 + MARGIN_S)
+    assert not t.is_alive(), "grade of 1e999999999 did not return"
+    result, elapsed = out["r"]
+    assert result.correct is False and result.reason == "mismatch" and elapsed <= 1.0, result
+
+
 def test_one_megabyte_response(grader: Grader) -> None:
     text = ("Let x be 1. " * 90_000)[:1_000_000] + r" so \boxed{42}"
     result, elapsed = _timed_grade(grader, text, "42", timeout_s=2.0)
@@ -201,6 +236,18 @@ def test_moderately_nested_answer_is_bounded(grader: Grader) -> None:
 
 
 # ----------------------------------------------------------------------------- worker pool
+@pytest.mark.parametrize(
+    "pred",
+    [r"\boxed{5 \text{ hours } 30 \text{ minutes}}", r"\boxed{5\text{ dollars and }3\text{ cents}}"],
+)
+def test_numbers_separated_by_words_never_reach_math_verify(grader: Grader, pred: str) -> None:
+    """math-verify reads only the first number of "5 hours 30 minutes": a reward hack."""
+    result = grader.grade(pred, "5", timeout_s=10.0)
+    assert result.correct is False and result.reason == "mismatch", result
+    assert result.detail.startswith("several numbers separated by words"), result
+
+
+
 def test_worker_path_gives_a_symbolic_verdict(grader: Grader) -> None:
     result = grader.grade(*NEEDS_WORKER, timeout_s=10.0)
     assert result.correct is True and result.reason == "symbolic", result

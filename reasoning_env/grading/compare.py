@@ -13,7 +13,9 @@ Rules (each motivated by a public grading failure, see ``../shared/cases/grading
   3 significant digits (``0.0833333333333333`` ~ ``1/12``, ``4.123105625617661`` ~
   ``\\sqrt{17}``; ``0.33`` is not ``1/3``). A decimal gold with >= 3 significant digits accepts
   an exact answer that rounds to it. Two decimal literals must be equal.
-* Percent: ``25%`` matches ``25`` and ``0.25``.
+* Percent: ``25%`` matches ``25`` and ``0.25``; ``33\\frac13\\%`` matches ``\\frac13`` (exactly
+  equal), and ``33.33%`` is the decimal ``0.3333`` (so it matches ``\\frac13`` as ``0.3333``
+  does; ``33%`` does not).
 * Expressions with variables are compared at 3 seeded random points (complex-safe); this
   decides identities such as ``\\sec^2 y = \\tan^2 y + 1`` or ``(x+1)^2 = x^2+2x+1``. Renamed
   integration constants (``A + B/x`` vs ``C + D/x``) match when a renaming makes them equal.
@@ -200,7 +202,20 @@ def _gold_decimal_matches(lit: tuple, other: Any, ctx: Any) -> bool:
 def _strip_percent(node: Any) -> tuple:
     if node[0] == "%":
         return node[1], True
+    if node[0] == "-" and node[1][0] == "%":  # -25\% is -(25\%)
+        return ("-", node[1][1]), True
     return node, False
+
+
+def _hundredth(node: Any) -> Any:
+    """``node / 100``; a decimal literal stays one with two more places (``33.33`` ->
+    ``0.3333``), so a percent follows the same rounding rule as the decimal it denotes."""
+    neg = node[0] == "-" and node[1][0] == "n"
+    lit = node[1] if neg else node
+    if lit[0] == "n" and lit[2] is not None:
+        out = ("n", lit[1] / 100, lit[2] + 2)
+        return ("-", out) if neg else out
+    return ("/", node, ("n", Fraction(100), None))
 
 
 def _const_compare(p: Any, g: Any) -> Verdict:
@@ -224,6 +239,9 @@ def _const_compare(p: Any, g: Any) -> Verdict:
         if lit_g is not None and lit_p is None and _gold_decimal_matches(lit_g, ep, ctx):
             return _yes("numeric", "exact value rounds to the decimal gold")
         return _no("different numbers")
+    if (ep == 0 and _certainly_nonzero(g)) or (eg == 0 and _certainly_nonzero(p)):
+        # 1e-999999999 vs 0: too small for the numeric check's "both below 1e-250" rule.
+        return _no("a nonzero value vs 0")
     try:
         np_ = numeric_value(p, {}, ctx)
     except TooBig:
@@ -262,6 +280,27 @@ def _const_compare(p: Any, g: Any) -> Verdict:
             return _undecided("cannot settle a near-equality")
         return _yes("numeric", "equal to 250 digits") if settled else _no("different numbers")
     return _no("different numbers")
+
+
+def _certainly_nonzero(node: Any) -> bool:
+    """True when a variable-free expression is a nonzero literal, or a product, quotient,
+    negation or power of such (no sum, function or constant that could cancel to 0)."""
+    stack = [node]
+    while stack:
+        x = stack.pop()
+        k = x[0]
+        if k == "n":
+            if x[1] == 0:
+                return False
+        elif k == "*":
+            stack.extend(x[1])
+        elif k in ("-", "%"):
+            stack.append(x[1])
+        elif k in ("/", "^"):
+            stack.append(x[1])  # a zero denominator is undefined, any exponent keeps b != 0
+        else:
+            return False
+    return True
 
 
 def _recheck(env: dict, p: Any, g: Any) -> Optional[bool]:
@@ -344,10 +383,10 @@ def _scalar_compare(p: Any, g: Any, deadline: float) -> Verdict:
     if p_pct != g_pct:
         # 25% vs 25 or vs 0.25
         if p_pct:
-            alt = ("/", p, ("n", Fraction(100), None))
+            alt = _hundredth(p)
             first = _scalar_compare(p, g, deadline)
             return first if first.equal else _scalar_compare(alt, g, deadline)
-        alt = ("/", g, ("n", Fraction(100), None))
+        alt = _hundredth(g)
         first = _scalar_compare(p, g, deadline)
         return first if first.equal else _scalar_compare(p, alt, deadline)
     if p[0] == "base" or g[0] == "base":
@@ -584,6 +623,8 @@ def compare(p: Any, g: Any, deadline: float) -> Verdict:
     """
     if time.perf_counter() > deadline:
         return _undecided("deadline")
+    if isinstance(p, Choice) and p.value is not None and not isinstance(g, Choice):
+        return compare(p.value, g, deadline)  # "(E) 10" vs 10: the option's value
     # Assignments: "x = 5" is the value 5 unless both sides name the variable.
     if isinstance(g, Assign) or isinstance(p, Assign):
         if isinstance(g, Assign) and isinstance(p, Assign):
@@ -634,7 +675,15 @@ def compare(p: Any, g: Any, deadline: float) -> Verdict:
         return _no(f"{describe_kind(p)} vs a word answer")
     if isinstance(g, Choice):
         if isinstance(p, Choice):
-            return _yes("equivalent", "same choice") if p.letter == g.letter else _no("different choice")
+            if p.letter != g.letter:
+                return _no("different choice")
+            if p.value is not None and g.value is not None:
+                v = compare(p.value, g.value, deadline)
+                if not v.equal:
+                    return v if v.equal is None else _no("same choice, different values")
+            return _yes("equivalent", "same choice")
+        if g.value is not None and not isinstance(p, Text):
+            return compare(p, g.value, deadline)  # 10 vs "(E) 10"
         if isinstance(p, Text) and p.text.upper() == g.letter:
             return _yes("equivalent", "same choice")
         return _no(f"{describe_kind(p)} vs a choice letter")

@@ -13,7 +13,8 @@ Rules, in priority order (``extract_final_answer``):
    boxes are intermediate values, not the answer.
 3. The LAST answer phrase: ``The answer is``, ``The final answer is``, ``Final answer:``,
    ``Answer:`` (markdown bold allowed), up to the end of its line (MetaMathQA's convention is
-   ``The answer is: X``).
+   ``The answer is: X``); a line that opens with a ``$...$`` span ending its sentence gives the
+   span (Minerva's ``The final answer is $5$. I hope it is correct.``).
 4. The LAST GSM8K ``#### N`` marker, up to the end of its line.
 5. A closing statement: the response's last sentence ends with ``is|are|equals|be <number>``
    followed by optional unit words and a full stop (``... the total cost is $29.00.``). Only a
@@ -57,6 +58,9 @@ _PHRASE_RE = re.compile(
     re.IGNORECASE,
 )
 _GSM_RE = re.compile(r"####[ \t]*")
+# An answer line that opens with one $...$ span and ends that sentence, followed by more text
+# (Minerva / MATH few-shot: "The final answer is $5$. I hope it is correct."): the span.
+_MATH_THEN_SENTENCE_RE = re.compile(r"[ \t]*(\$[^$\n]+\$)[ \t]*[.!。][ \t]+\S")
 # Braces and backslashes: the only characters the brace matcher needs to look at.
 _BRACE_RE = re.compile(r"[\\{}]")
 # Closing statement: "... is $29.00." / "... equals 42 dollars." at the very end of the text.
@@ -220,7 +224,8 @@ def _line_after(text: str, pos: int) -> str:
 def last_phrase_answer(text: str) -> Optional[str]:
     """Answer after the last answer phrase (``The answer is``, ``Final answer:``, ``Answer:``).
 
-    The answer runs to the end of the phrase's line; a box on that line wins. A phrase with
+    The answer runs to the end of the phrase's line; a box on that line wins, and a ``$...$``
+    span that ends its sentence (``$5$. I hope it is correct.``) is the answer. A phrase with
     nothing after it on its line (``**Final Answer**`` followed by a box on the next line is
     handled by the box rule) gives ``None``.
     """
@@ -231,7 +236,12 @@ def last_phrase_answer(text: str) -> Optional[str]:
         return None
     line = _line_after(text, last.end())
     inner = last_boxed(line)
-    return inner if inner is not None else _clean_line_answer(line)
+    if inner is not None:
+        return inner
+    m = _MATH_THEN_SENTENCE_RE.match(line)
+    if m is not None:  # Minerva: "The final answer is $5$. I hope it is correct."
+        return _clean_line_answer(m.group(1))
+    return _clean_line_answer(line)
 
 
 def last_gsm8k_answer(text: str) -> Optional[str]:

@@ -7,9 +7,12 @@ Stages of :meth:`Grader.grade` (first decisive stage wins):
 3. Parse it with the bounded fast parser and compare values (:mod:`~.compare`): numbers ->
    ``numeric``, structures/identities -> ``equivalent``, decided unequal -> ``mismatch``.
    No sympy, no processes; bounded time.
-4. Undecided (a construct outside the fast subset, or an overflowing value): ask math-verify in
-   a worker process (:mod:`~.pool`) with what is left of ``timeout_s``: equal -> ``symbolic``;
-   not equal -> ``mismatch``; past the deadline -> ``timeout``; worker failure -> ``error``.
+4. Undecided, and either side has several numbers separated by words (``5 hours 30
+   minutes``): ``mismatch`` (math-verify would read only the first number).
+5. Undecided otherwise (a construct outside the fast subset, or an overflowing value): ask
+   math-verify in a worker process (:mod:`~.pool`) with what is left of ``timeout_s``: equal ->
+   ``symbolic``; not equal -> ``mismatch``; past the deadline -> ``timeout``; worker failure ->
+   ``error``.
 
 Reasons (``GradeResult.reason``) form this small vocabulary: :data:`REASONS`.
 """
@@ -27,7 +30,7 @@ from typing import Iterable, Optional
 from reasoning_env.grading.compare import Verdict, compare
 from reasoning_env.grading.extract import extract_final_answer
 from reasoning_env.grading.gold import GoldInfo, GoldReport, prepare_gold
-from reasoning_env.grading.latex import MAX_PARSE_CHARS, ParseError, parse_answer
+from reasoning_env.grading.latex import MAX_PARSE_CHARS, ParseError, parse_answer, words_between_numbers
 from reasoning_env.grading.normalize import is_wrapped_text, match_key, normalize_answer
 
 __all__ = ["GradeResult", "Grader", "REASONS", "DEFAULT_TIMEOUT_S"]
@@ -231,6 +234,13 @@ class Grader:
         else:
             detail = "gold not parsed"
 
+        if words_between_numbers(normalised) or words_between_numbers(info.normalised):
+            # "5 hours 30 minutes" vs 5: math-verify would read the first number only (a reward
+            # hack). Several quantities separated by words count only as an exact match.
+            return GradeResult(
+                False, answer, "mismatch", time.perf_counter() - t0, ext.method,
+                "several numbers separated by words (only an exact match counts)",
+            )
         if not self.use_worker:
             return GradeResult(False, answer, "mismatch", time.perf_counter() - t0, ext.method, f"undecided: {detail}")
         remaining = deadline - time.perf_counter()

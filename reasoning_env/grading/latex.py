@@ -8,8 +8,8 @@ and stack use are bounded. Anything outside the subset raises :class:`ParseError
 then falls back to math-verify in a worker process.
 
 Supported: integers, decimals (``.5``, ``1e-3``, repeating ``0.\\overline{3}``), thousands
-separators (whole-answer), mixed numbers (``1\\frac{4}{5}``), ``+ - * / ^``, ``\\cdot``,
-``\\times``, ``\\div``, implicit multiplication, ``\\frac``/``\\frac12``, ``\\sqrt``,
+separators (whole-answer), mixed numbers (``1\\frac{4}{5}``, ``1 1/2``, ``-1\\frac12`` = -3/2),
+``+ - * / ^``, ``\\cdot``, ``\\times``, ``\\div``, implicit multiplication, ``\\frac``/``\\frac12``, ``\\sqrt``,
 ``\\sqrt[n]{}``, ``\\binom``, ``!``, ``%``, ``|x|``, floor/ceil, functions (``\\sin``...,
 ``\\sin^2 x``, ``\\sin^{-1}``, ``\\ln``, ``\\log_b``, ``\\exp``, plain ``sqrt(..)``/``exp(..)``),
 ``\\pi``/``pi``, ``e``, ``i``, ``\\infty``, single-letter and subscripted variables, Greek
@@ -39,7 +39,7 @@ from reasoning_env.grading.values import (
     has_pm,
 )
 
-__all__ = ["ParseError", "NotMath", "parse_answer", "MAX_PARSE_CHARS", "MAX_DEPTH"]
+__all__ = ["ParseError", "NotMath", "parse_answer", "words_between_numbers", "MAX_PARSE_CHARS", "MAX_DEPTH"]
 
 #: Longest normalised answer the parser reads (characters); longer ones are not parsed.
 MAX_PARSE_CHARS = 1000
@@ -101,6 +101,7 @@ _CMD_TOKENS = {
 }
 _REL_OPS = {"=": "=", "<": "<", ">": ">", "<=": "<=", ">=": ">=", "!=": "!=", "in": "in"}
 _CHOICE_RE = re.compile(r"^\(?\s*([A-E])\s*\)?$")
+_CHOICE_VALUE_RE = re.compile(r"^\(\s*([A-E])\s*\)\s*([^\s].*)$", re.DOTALL)
 _TEXTY_RE = re.compile(r"^[A-Za-z][A-Za-z .,'\-]*$")
 _EOF = ("eof", "")
 
@@ -130,6 +131,33 @@ def _word_tokens(word: str) -> list:
     if n >= 3 and (not named or singles > 2):
         raise NotMath(word)
     return out
+
+
+_NUMBER_OR_WORD_RE = re.compile(r"\\[A-Za-z]+|[A-Za-z]+|\d")
+_CONNECTIVES = frozenset(("and", "or"))
+
+
+def words_between_numbers(s: str) -> bool:
+    """Whether a normalised answer has a word between two numbers (``5 hours 30``,
+    ``6 apples and 5``): several quantities, which no single value equals.
+
+    A word is a run of 3+ letters that is not mathematics (not a command, function or constant
+    name: ``2\\sin 3``, ``2xy + 3``, ``1 and 2`` and ``x = 1 or x = 2`` are not flagged).
+    Linear time.
+    """
+    state = 0  # 0: no number yet, 1: after a number, 2: after a number and then a word
+    for m in _NUMBER_OR_WORD_RE.finditer(s):
+        t = m.group(0)
+        if t.isdigit():
+            if state == 2:
+                return True
+            state = 1
+        elif state == 1 and t[0] != "\\" and t.lower() not in _CONNECTIVES:
+            try:
+                _word_tokens(t)
+            except NotMath:
+                state = 2
+    return False
 
 
 def tokenize(s: str) -> list:
@@ -207,21 +235,44 @@ def _is_node(x: Any) -> bool:
     return isinstance(x, tuple)
 
 
+#: Largest decimal exponent (after moving the mantissa's point) of a number literal that is
+#: built as an exact rational: 10^30000 has ~99,700 bits, within ``MAX_EXACT_BITS``. A literal
+#: beyond it (``1e999999999``) becomes the power node ``m * 10^k``, which exact evaluation
+#: refuses and numeric evaluation bounds (never ``10**999999999`` built from model text).
+MAX_LITERAL_EXP10 = 30_000
+
+
 def _num_node(text: str) -> tuple:
-    try:
-        value = Fraction(text)
-    except (ValueError, ZeroDivisionError):
-        raise ParseError(f"bad number {text!r}") from None
-    mant = text.split("e")[0].split("E")[0]
+    """A number literal node; scientific notation is bounded (see :data:`MAX_LITERAL_EXP10`)."""
+    mant, sep, exp_text = text.replace("E", "e").partition("e")
+    int_part, dot, frac_part = mant.partition(".")
+    digits = (int_part + frac_part).lstrip("0")
+    if not (int_part or frac_part) or (sep and not exp_text.lstrip("+-")):
+        raise ParseError(f"bad number {text!r}")
+    exp = int(exp_text) if sep else 0  # at most MAX_PARSE_CHARS digits: a cheap conversion
     places = None
-    if "." in mant:
-        places = len(mant.split(".", 1)[1])
-        exp_part = text[len(mant) + 1:] if len(text) > len(mant) else ""
-        if exp_part:
-            places = max(0, places - int(exp_part))
-    elif len(text) > len(mant):
-        places = max(0, -int(text[len(mant) + 1:]))
-    return ("n", value, places)
+    if dot:
+        places = max(0, len(frac_part) - exp)
+    elif sep:
+        places = max(0, -exp)
+    if not digits:
+        return ("n", Fraction(0), None if places is None else min(places, MAX_LITERAL_EXP10))
+    k = exp - len(frac_part)  # value = int(digits) * 10^k
+    if abs(k) + len(digits) <= MAX_LITERAL_EXP10:
+        value = Fraction(int(digits)) * 10**k if k >= 0 else Fraction(int(digits), 10**-k)
+        return ("n", value, places)
+    power = ("^", ("n", Fraction(10), None), ("n", Fraction(k), None))
+    m = ("n", Fraction(int(digits)), None)
+    return power if digits == "1" else ("*", (m, power))
+
+
+def _mixed_whole(prev: Any) -> Optional[tuple]:
+    """The integer literal of a possible mixed number's whole part (``1`` or ``-1``), or None."""
+    if _is_node(prev) and prev[0] == "-":
+        prev = prev[1]
+    if _is_node(prev) and prev[0] == "n" and prev[2] is None:
+        return prev
+    return None
 
 
 class _Parser:
@@ -372,15 +423,22 @@ class _Parser:
                 factors = [("/", _mul(factors), den)]
             elif self._starts_atom(tok):
                 prev = factors[-1]
+                whole = _mixed_whole(prev) if len(factors) == 1 else None
+                if tok[0] == "num" and whole is not None and self._slash_fraction_follows():
+                    # mixed number "1 1/2" (a proper fraction after a space; "11/2" is one token)
+                    num = _num_node(self.next()[1])
+                    self.next()
+                    den = _num_node(self.next()[1])
+                    factors = [self._mixed(prev, ("/", num, den))]
+                    continue
                 if tok[0] == "num" and _is_node(prev) and prev[0] == "n":
                     raise ParseError("two numbers in a row")
-                if (
-                    tok[0] == "frac" and len(factors) == 1 and _is_node(prev) and prev[0] == "n"
-                    and prev[2] is None
-                ):
+                if tok[0] == "frac" and whole is not None:
                     frac = self.parse_power()
-                    if frac[0] == "/" and frac[1][0] == "n" and frac[2][0] == "n" and frac[1][2] is None and frac[2][2] is None:
-                        factors = [("+", ((1, prev), (1, frac)))]  # mixed number 1\frac{4}{5}
+                    pct = frac[0] == "%"
+                    inner = frac[1] if pct else frac
+                    if inner[0] == "/" and inner[1][0] == "n" and inner[2][0] == "n" and inner[1][2] is None and inner[2][2] is None:
+                        factors = [self._mixed(prev, inner, pct)]  # mixed number 1\frac{4}{5}
                         continue
                     factors.append(frac)
                     continue
@@ -390,6 +448,32 @@ class _Parser:
         if len(factors) > 1 and not all(_is_node(f) for f in factors):
             raise ParseError("product of a non-scalar")
         return _mul(factors)
+
+    def _slash_fraction_follows(self) -> bool:
+        """Tokens ``a / b`` (integers, ``0 < a < b``) next, not continued by ``^ ! _`` or a
+        digit: the fraction part of a mixed number ``1 1/2``."""
+        a, slash, b, after = self.peek(), self.peek(1), self.peek(2), self.peek(3)
+        if not (a[0] == "num" and slash == ("op", "/") and b[0] == "num"):
+            return False
+        if not (a[1].isdigit() and b[1].isdigit() and len(b[1]) <= 18):
+            return False
+        if after[0] == "op" and after[1] in ("^", "!", "_"):
+            return False
+        return 0 < int(a[1]) < int(b[1])
+
+    def _mixed(self, prev: tuple, frac: tuple, pct: bool = False) -> tuple:
+        """The mixed number ``prev`` + ``frac`` (``-1\\frac12`` is -(1 + 1/2)); a ``%`` after
+        the fraction applies to the whole number (``33\\frac13\\%``)."""
+        negative = prev[0] == "-"
+        whole = prev[1] if negative else prev
+        node: tuple = ("+", ((1, whole), (1, frac)))
+        if negative:
+            node = ("-", node)
+        if pct or self.at("op", "%"):
+            if not pct:
+                self.next()
+            node = ("%", node)
+        return node
 
     def parse_unary(self) -> Any:
         self.enter()
@@ -799,6 +883,13 @@ def parse_answer(s: str, as_text: bool = False) -> Any:
     m = _CHOICE_RE.match(s)
     if m is not None:
         return Choice(m.group(1))
+    m = _CHOICE_VALUE_RE.match(s)
+    if m is not None:  # AMC: "(E) 10", the letter and its option's value
+        try:
+            value = parse_answer(m.group(2))
+        except ParseError:
+            value = None
+        return Choice(m.group(1), None if isinstance(value, Choice) else value)
     if as_text and _TEXTY_RE.match(s):
         text = _canon_text(s)
         if text:

@@ -11,6 +11,7 @@ units are only removed as whole words at the end of an answer here).
   ``\\frac``; ``\\dbinom`` -> ``\\binom``;
 * LaTeX spacing (``\\!``, ``\\,``, ``\\;``, ``~``) and thousands idioms (``10,\\!080``,
   ``1{,}000``); ``\\quad`` and ``\\text{ and }`` / ``\\text{ or }`` become list commas;
+* ``\\mathbb{R}`` -> ``(-\\infty,\\infty)`` (the real line is that interval);
 * degrees (``^\\circ``, ``°``, ``\\degree``), ordinal suffixes (``12^{\\text{th}}``), currency
   (``\\$``, ``€``, ``£``), ``\\%`` -> ``%`` (the parser reads percent);
 * trailing unit words after a number or expression (``864 \\mbox{ inches}^2``, ``5 apples``);
@@ -45,6 +46,8 @@ _SIMPLE_REPLACEMENTS = (
     ("\\lvert", "|"),
     ("\\rvert", "|"),
     ("\\vert", "|"),
+    ("\\mathbb{R}", "(-\\infty,\\infty)"),  # the real line, as an interval
+    ("\\mathbb R", "(-\\infty,\\infty)"),
     ("\\lbrace", "\\{"),
     ("\\rbrace", "\\}"),
     ("\\lbrack", "["),
@@ -231,8 +234,17 @@ def normalize_answer(s: str) -> str:
     return s
 
 
+# A space between digits that is not a thousands group ("1 1/2", "2 3"; "1 000" is one number).
+_DIGITS_SPACE_RE = re.compile(r"(?<=\d) (?=\d)(?!\d{3}(?![\d/]))")
+
+
 def match_key(normalised: str) -> str:
-    """The exact-match key of a normalised answer: all spaces removed."""
+    """The exact-match key of a normalised answer: spaces removed, except one between two
+    digits that is not a thousands separator (``1 1/2`` is a mixed number, not ``11/2``)."""
+    if " " not in normalised:
+        return normalised
+    if _DIGITS_SPACE_RE.search(normalised) is not None:
+        normalised = _DIGITS_SPACE_RE.sub("\u2423", normalised)
     return normalised.replace(" ", "")
 
 

@@ -64,6 +64,7 @@ __all__ = [
     "has_pm",
     "rename_vars",
     "decimal_literal",
+    "decimal_digits",
     "is_positive_monotone",
     "num_context",
     "MAX_EXACT_BITS",
@@ -147,9 +148,16 @@ class Text:
 
 @dataclass(frozen=True)
 class Choice:
-    """A multiple-choice letter ``A``-``E`` (``(C)``, ``\\text{(C)}``, ``C``)."""
+    """A multiple-choice letter ``A``-``E`` (``(C)``, ``\\text{(C)}``, ``C``), optionally with
+    the option's value (AMC style ``\\textbf{(E)}\\ 10``).
+
+    Attributes:
+        letter: The letter.
+        value: The parsed value written after ``(E)``, or ``None`` (none, or not parsed).
+    """
 
     letter: str
+    value: Any = None
 
 
 Answer = _U[tuple, Seq, Union, Relation, Assign, Matrix, Text, Choice]
@@ -251,8 +259,17 @@ def decimal_literal(node: Any) -> Optional[tuple]:
         sig = 0
     else:
         # significant digits of the literal = digits of round(|value| * 10^places)
-        sig = len(str(abs(value.numerator * 10**places // value.denominator)))
+        sig = decimal_digits(abs(value.numerator * 10**places // value.denominator))
     return (sign * value, places, sig)
+
+
+def decimal_digits(n: int) -> int:
+    """Number of decimal digits of ``n >= 0`` (1 for 0), without ``str(n)``: Python refuses to
+    convert integers over 4,300 digits to text (``1e5000`` is a valid literal)."""
+    if n < 10**18:
+        return len(str(n))
+    d = int((n.bit_length() - 1) * 0.30102999566398120)  # floor(log10 n), or one less
+    return d + 2 if n >= 10 ** (d + 1) else d + 1
 
 
 def is_positive_monotone(node: Any) -> bool:
