@@ -277,6 +277,12 @@ def test_compare_draws_the_table_and_figures(runs, ctx):
     assert "rolling mean over 3" in figs[-1].layout.title.text
 
 
+@pytest.mark.parametrize("smooth", [float("inf"), float("nan"), "abc", 0])
+def test_compare_with_a_bad_smoothing_value_is_a_gradio_error(runs, ctx, smooth):
+    with pytest.raises(gr.Error, match="smoothing must be"):
+        runs.compare([str(Path(ctx.runs_root) / "train-tiny")], "", smooth)
+
+
 def test_compare_if_any_skips_without_a_selection(runs):
     out = runs.compare_if_any([], "")
     assert len(out) == 7

@@ -22,6 +22,23 @@ def test_explicit_budget_must_be_a_whole_positive_number(budget):
         parse_play_settings(["gsm8k"], "explicit", 4, budget)
 
 
+def test_a_huge_seed_is_an_error_that_does_not_echo_it_whole():
+    with pytest.raises(PlayError, match="seed must be") as exc:
+        parse_play_settings(None, None, "4", "", "", "9" * 5000)
+    assert len(str(exc.value)) < 200
+
+
+@pytest.mark.parametrize("text, expected", [("false", False), ("True", True), (False, False), ("0", False)])
+def test_hard_cap_mode_text_is_read_as_a_boolean(text, expected):
+    """bool("false") is True: the text form used to switch the hard cap on."""
+    assert parse_play_settings(None, None, "4", "", "", "", text).hard_cap_mode is expected
+
+
+def test_hard_cap_mode_nonsense_is_an_error():
+    with pytest.raises(PlayError, match="hard cap mode must be true or false"):
+        parse_play_settings(None, None, "4", "", "", "", "maybe")
+
+
 def test_explicit_budget_is_required_in_explicit_mode():
     with pytest.raises(PlayError, match="needs a total budget"):
         parse_play_settings(["gsm8k"], "explicit", 4, "  ")
@@ -233,6 +250,26 @@ def test_saved_run_loads_with_the_standard_reader(tmp_path):
     assert run.summary.iloc[0]["episodes"] == 1
     assert run.episodes.iloc[0]["oracle_expected_correct"] >= run.episodes.iloc[0]["expected_correct"] - 0.05  # regret >= 0 up to the grid
     assert run.config.sources == s.config.sources
+
+
+def test_saves_in_the_same_second_do_not_overwrite_each_other(tmp_path):
+    s = play_session()
+    s.reset(fixture_settings())
+    s.step("\\boxed{0}")
+    first, second = s.save_run(tmp_path), s.save_run(tmp_path)
+    assert first != second and first.is_dir() and second.is_dir()
+
+
+def test_a_home_relative_folder_is_expanded(tmp_path, monkeypatch):
+    """"~/runs" used to create a literal "~" folder, then fail writing under the real home."""
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.chdir(tmp_path)
+    s = play_session()
+    s.reset(fixture_settings())
+    s.step("\\boxed{0}")
+    folder = s.save_run("~/runs")
+    assert folder.parent == tmp_path / "runs" and (folder / "trajectories.parquet").is_file()
+    assert not (tmp_path / "~").exists()
 
 
 # ------------------------------------------------------------------------------- LLM endpoint

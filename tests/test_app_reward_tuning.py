@@ -64,6 +64,10 @@ def test_bad_selections_and_values_are_errors():
         rt.values_to_spec(["accuracy"], [1.0, 2.0])
     with pytest.raises(ValueError, match="l_cache"):
         rt.values_to_spec(["dapo_overlong"], {"dapo_overlong.l_cache": -5})
+    with pytest.raises(ValueError, match="finite number"):
+        rt.values_to_spec(["l1_max"], {"l1_max.alpha": float("nan")})
+    with pytest.raises(ValueError, match="must be a number"):
+        rt.values_to_spec(["l1_max"], {"l1_max.alpha": "abc"})
 
 
 def test_spec_to_values_round_trips():
@@ -90,7 +94,7 @@ def test_parse_budgets(text, expected):
     assert rt.parse_budgets(text) == expected
 
 
-@pytest.mark.parametrize("text", ["abc", "1000, -5", "12.5", "1 2 3 4 5 6 7"])
+@pytest.mark.parametrize("text", ["abc", "1000, -5", "12.5", "1 2 3 4 5 6 7", ",,,"])
 def test_parse_budgets_rejects_bad_input(text):
     with pytest.raises(ValueError):
         rt.parse_budgets(text, lo=1)

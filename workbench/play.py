@@ -112,18 +112,36 @@ def _blank(value: Any) -> bool:
     return value is None or (isinstance(value, str) and not value.strip()) or (isinstance(value, float) and math.isnan(value))
 
 
+def _shown(value: Any, most: int = 40) -> str:
+    """``value`` quoted for an error message, cut to ``most`` characters (a 5,000-digit seed is
+    not echoed whole)."""
+    text = str(value)
+    return repr(text if len(text) <= most else text[:most] + "...")
+
+
 def _parse_int(value: Any, what: str, *, lo: int, hi: int) -> int:
     text = str(value).strip().replace(",", "").replace("_", "")
     try:
         number = float(text)
-    except ValueError:
-        raise PlayError(f"{what} must be a whole number, got {str(value)!r}") from None
+    except (ValueError, OverflowError):
+        raise PlayError(f"{what} must be a whole number, got {_shown(value)}") from None
     if not math.isfinite(number) or number != int(number):
-        raise PlayError(f"{what} must be a whole number, got {str(value)!r}")
+        raise PlayError(f"{what} must be a whole number between {lo:,} and {hi:,}, got {_shown(value)}")
     number = int(number)
     if not lo <= number <= hi:
-        raise PlayError(f"{what} must be between {lo:,} and {hi:,}, got {number:,}")
+        raise PlayError(f"{what} must be between {lo:,} and {hi:,}, got {_shown(f'{number:,}')}")
     return number
+
+
+def _parse_bool(value: Any, what: str) -> bool:
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in ("true", "1", "yes", "on"):
+        return True
+    if text in ("false", "0", "no", "off"):
+        return False
+    raise PlayError(f"{what} must be true or false, got {_shown(value)}")
 
 
 def parse_play_settings(
@@ -164,7 +182,7 @@ def parse_play_settings(
     unknown = [s for s in names if s not in known]
     if unknown:
         raise PlayError(f"unknown question source(s) {unknown}; available: {', '.join(known)}")
-    mode = (budget_mode or "tokenizer_native").strip()
+    mode = str(budget_mode or "tokenizer_native").strip()
     if mode not in BUDGET_MODES:
         raise PlayError(f"budget mode must be one of {list(BUDGET_MODES)}, got {budget_mode!r}")
     if _blank(budget_ratio):
@@ -172,15 +190,15 @@ def parse_play_settings(
     try:
         ratio = float(str(budget_ratio).strip())
     except ValueError:
-        raise PlayError(f"budget ratio must be a positive number, got {str(budget_ratio)!r}") from None
+        raise PlayError(f"budget ratio must be a positive number, got {_shown(budget_ratio)}") from None
     if not math.isfinite(ratio) or ratio <= 0:
-        raise PlayError(f"budget ratio must be a positive number, got {str(budget_ratio)!r}")
+        raise PlayError(f"budget ratio must be a positive number, got {_shown(budget_ratio)}")
     budget = None
     if mode == "explicit":
         if _blank(total_budget):
             raise PlayError("budget mode 'explicit' needs a total budget: enter a whole number of tokens, e.g. 2000")
         budget = _parse_int(total_budget, "total budget (tokens)", lo=1, hi=MAX_TOTAL_BUDGET)
-    tok = (tokenizer_name or "").strip() or DEFAULT_TOKENIZER_NAME
+    tok = str(tokenizer_name or "").strip() or DEFAULT_TOKENIZER_NAME
     seed_value = None if _blank(seed) else _parse_int(seed, "seed", lo=0, hi=2**31 - 1)
     n_q = 10 if _blank(num_questions) else _parse_int(num_questions, "number of questions", lo=1, hi=MAX_PLAY_QUESTIONS)
     folder = None if _blank(data_dir) else str(data_dir).strip()
@@ -188,7 +206,7 @@ def parse_play_settings(
         raise PlayError(f"data folder {folder!r} does not exist")
     return PlaySettings(
         sources=tuple(names), budget_mode=mode, budget_ratio=ratio, total_budget=budget, tokenizer_name=tok,
-        seed=seed_value, hard_cap_mode=bool(hard_cap_mode), num_questions=n_q, data_dir=folder,
+        seed=seed_value, hard_cap_mode=_parse_bool(hard_cap_mode, "hard cap mode"), num_questions=n_q, data_dir=folder,
     )
 
 
@@ -677,7 +695,7 @@ class PlaySession:
         from reasoning_env.policies.text import minimal_tokens
         from workbench import analysis
         from workbench.evaluate import OracleCache
-        from workbench.runs import RunWriter
+        from workbench.runs import RunFolderError, RunWriter
 
         with self._lock:
             ep = self._episode
@@ -685,7 +703,13 @@ class PlaySession:
                 raise PlayError("nothing to save yet: answer at least one question first")
             md = ep.reset_obs.metadata
             stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
-            folder = Path(root) / (name or f"play-{stamp}-{str(md.get('episode_id', ''))[:8]}")
+            root = Path(root).expanduser()  # "~/runs" must not become a folder named "~"
+            folder = root / (name or f"play-{stamp}-{str(md.get('episode_id', ''))[:8]}")
+            if name is None:
+                # Two saves within one second must not overwrite each other.
+                base, n = folder, 2
+                while folder.exists():
+                    folder, n = base.with_name(f"{base.name}-{n}"), n + 1
             label, kind = self.label(), self._kind()
             rows = [_relabel(r.row, label, folder.name) for r in ep.results]
             extras = []
@@ -730,6 +754,8 @@ class PlaySession:
                 writer.write()
                 writer.write_summary(analysis.summary_table(writer.episodes_frame(), writer.steps_frame()))
                 self.curves.save(folder / "curves.json")
+            except RunFolderError as exc:
+                raise PlayError(str(exc)) from None
             except OSError as exc:
                 raise PlayError(f"cannot write the run folder {str(folder)!r}: {exc}") from None
             ep.saved_to = folder

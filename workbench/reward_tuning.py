@@ -18,6 +18,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any, Mapping, Optional, Sequence, Union
 
@@ -114,7 +115,12 @@ def _coerce(c: Control, value: Any) -> Any:
         return c.default if value is None or value == "" else str(value)
     if value is None or (isinstance(value, str) and not value.strip()):
         return c.default
-    v = float(value)
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{c.key} must be a number, got {value!r}") from None
+    if not math.isfinite(v):
+        raise ValueError(f"{c.key} must be a finite number, got {value!r}")
     if c.kind == "int":
         return int(round(v))
     return v
@@ -220,7 +226,8 @@ def parse_budgets(text: Union[str, Sequence[Any], None], *, lo: int = 10, hi: in
     """Episode budgets (tokens) from ``"1000, 2500 5000"`` or a list; blank = :data:`DEFAULT_BUDGETS`.
 
     Raises:
-        ValueError: a value is not a whole number within ``[lo, hi]``, or more than ``most`` values.
+        ValueError: a value is not a whole number within ``[lo, hi]``, no value (only commas), or
+            more than ``most`` values.
     """
     if text is None or (isinstance(text, str) and not text.strip()):
         return list(DEFAULT_BUDGETS)
@@ -234,6 +241,8 @@ def parse_budgets(text: Union[str, Sequence[Any], None], *, lo: int = 10, hi: in
         if not np.isfinite(v) or v != int(v) or not lo <= v <= hi:
             raise ValueError(f"each budget must be a whole number of tokens between {lo:,} and {hi:,}, got {str(item)!r}")
         out.append(int(v))
+    if not out:
+        raise ValueError("no budgets given: type whole numbers of tokens separated by commas, e.g. 1000, 2500, 5000 (or leave blank for the defaults)")
     if len(out) > most:
         raise ValueError(f"at most {most} budgets at a time, got {len(out)}")
     return sorted(dict.fromkeys(out))

@@ -7,6 +7,7 @@ Thin layer over :mod:`workbench.compare` (discovery, loading, combined frames, f
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
@@ -79,7 +80,7 @@ class RunsTab:
             if pd.api.types.is_float_dtype(table[col]):
                 table[col] = table[col].round(3)
         figs = [compare.accuracy_vs_tokens(runs), compare.utilisation_figure(runs), compare.budget_spend(runs),
-                compare.tokens_by_type(runs), compare.training_curves_figure(runs, smooth=max(1, int(smooth or 1)))]
+                compare.tokens_by_type(runs), compare.training_curves_figure(runs, smooth=_smooth_window(smooth))]
         for f in figs[:4]:
             f.update_layout(height=400, margin=dict(l=55, r=15, t=60, b=50), legend=dict(font=dict(size=11)))
         return (runs.describe(), table, *figs)
@@ -158,3 +159,19 @@ class RunsTab:
             self.compare_if_any, [c["runs"], c["path"], c["smooth"]],
             [c["describe"], c["table"], c["acc_plot"], c["util_plot"], c["spend_plot"], c["type_plot"], c["train_plot"]],
             api_visibility="private")
+
+
+def _smooth_window(smooth: Any) -> int:
+    """The rolling-mean window (logged steps) from the slider's value.
+
+    Raises:
+        ValueError: not a finite number between 1 and 1,000.
+    """
+    try:
+        v = float(smooth if smooth not in (None, "") else 1)
+    except (TypeError, ValueError):
+        raise ValueError(f"smoothing must be a whole number of logged steps (1-50 on the slider), got {smooth!r}") from None
+    if not math.isfinite(v) or not 1 <= v <= 1000:
+        raise ValueError(f"smoothing must be between 1 and 1,000 logged steps, got {smooth!r}")
+    return int(v)
+
