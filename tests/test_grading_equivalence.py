@@ -47,6 +47,61 @@ CATEGORIES = {
         ("5", r"5 \text{ hours } 30 \text{ minutes}", False),
         (r"5 \text{ hours } 30 \text{ minutes}", r"5\text{ hours }30\text{ minutes}", True),
     ],
+    # A trailing \text{...} is a unit only if no word in it changes the meaning (reward hacks:
+    # each of these graded exact-correct against 3 when any trailing words were stripped).
+    "unit-words-that-change-meaning": [
+        (r"3 \text{ thousand}", "3", False),
+        (r"3 \text{ squared}", "3", False),
+        (r"3 \text{ is wrong}", "3", False),
+        (r"3 \text{ is not the answer}", "3", False),
+        (r"3 \text{ or four}", "3", False),
+        (r"3 \text{ plus one}", "3", False),
+        (r"3 \text{ square}", "3", False),  # a modifier with no unit after it
+        (r"3 \text{ hundreds}", "3", False),
+        (r"3 \mbox{ million}", "3", False),
+        (r"3 \mathrm{ not}", "3", False),
+        ("3 million", "3", False),
+        ("3 xy", "3", False),  # plain letters are not a unit
+        ("3 not", "3", False),
+        ("3 thousand", "3 thousand", True),  # exact match still counts
+        (r"5 \text{ m}", r"5 \text{ cm}", False),  # both known units, different
+        (r"5 \text{ cm}", r"5 \text{ m}", False),
+        (r"5 \text{ cm}^2", r"5 \text{ cm}", False),
+        ("30 radians", r"30^\circ", False),
+        (r"5 \text{ inches}", r"5 \text{ in}", True),  # aliases of one unit
+        (r"5 \text{ hr}", r"5 \text{ hours}", True),
+        (r"5 \text{ square inches}", r"5 \text{ in}^2", True),
+        (r"30 \text{ degrees}", r"30^\circ", True),
+        (r"5 \text{ m}", "5", True),  # a unit against a bare gold is still dropped
+        (r"18 \text{ dollars}", "18", True),
+        (r"5 \text{ apples}", "5", True),
+        (r"20 \text{ minutes}", "20", True),
+        (r"3 \text{ cm}^2", "3", True),
+        (r"\$5", "5", True),
+        (r"20 \text{ miles per hour}", "20", True),
+        ("5 cm", "5", True),
+        ("5 kg", "5", True),
+        (r"3 \text{ percent}", r"3\%", True),  # percent as a word is %
+        (r"3 \text{ percent}", "0.03", True),
+        (r"3 \text{ percent}", "3", True),
+    ],
+    # Logic connectives / implications / equivalences count only as an exact match
+    # (math-verify graded the last equation: "x=3 \lor x=4" was correct against 4).
+    "logic-connectives": [
+        (r"x=3 \lor x=4", "4", False),
+        (r"x=3 \land x=4", "4", False),
+        (r"3 \vee 4", "4", False),
+        (r"3 \wedge 4", "4", False),
+        (r"x=3 \iff x=4", "4", False),
+        (r"x=3 \implies x=4", "4", False),
+        (r"3 \Rightarrow 4", "4", False),
+        (r"3 \equiv 4", "4", False),
+        (r"3 \neq 4", "4", False),
+        (r"3 \ne 4", "4", False),
+        (r"3 \not= 4", "4", False),
+        (r"x=3 \lor x=4", r"x=3 \lor x=4", True),
+        (r"x \ne 3", r"x \neq 3", True),  # \ne, \neq, \not= are one symbol
+    ],
     "thousands": [
         ("1,000", "1000", True),
         ("1{,}000", "1000", True),
@@ -202,6 +257,22 @@ CATEGORIES = {
         (r"\textbf{(D)}\ 10", "E", False),
         (r"(E)\ 10", "10", True),
         (r"(E)\ 12", r"(E)\ 10", False),
+        (r"\textbf{(E)}~10", "E", True),
+        ("(E) 10", "E", True),
+        (r"(B)\ \frac{1}{2}", "0.5", True),
+        # several letters, or a letter with anything but one plain value: exact match only
+        (r"(A), (B), (C), (D), (E)", "A", False),
+        (r"(A)(B)(C)(D)(E)", "A", False),
+        (r"(A) \text{ or } (B)", "A", False),
+        ("(A) or (B)", "A", False),
+        (r"(C)+(D)", "C", False),
+        (r"(C)\,(D)", "C", False),
+        (r"(C) \text{ and } (D)", "C", False),
+        (r"\text{(C)}+1", "C", False),
+        (r"(C)^2", "C", False),
+        (r"(C)/1", "C", False),
+        (r"\text{(C)}\cdot 0", "C", False),
+        (r"(A), (B)", "(A),(B)", True),
     ],
     "expressions": [
         ("(x+1)^2", "x^2+2x+1", True),
@@ -293,3 +364,25 @@ def test_piecewise_functions_of_variables_go_to_math_verify() -> None:
     assert slow.warm_up(wait_s=90.0)
     result = slow.grade(r"\boxed{|x|}", "x")
     assert result.correct is False and result.detail == "math-verify", result
+
+
+@pytest.mark.parametrize(
+    "pred,gold",
+    [
+        (r"x=3 \lor x=4", "4"),
+        (r"3 \equiv 4", "4"),
+        (r"3 \text{ thousand}", "3"),
+        ("3 not", "3"),
+        (r"3 \text{ is not the answer}", "3"),
+        (r"(A) \text{ or } (B)", "A"),
+        (r"\text{(C)}\cdot 0", "C"),
+    ],
+)
+def test_hacks_are_decided_before_math_verify(pred: str, gold: str) -> None:
+    """These went to math-verify, which read one equation or number and said correct; they
+    are decided before the worker is ever asked (no worker starts here)."""
+    grader = Grader(timeout_s=2.0)
+    result = grader.grade(r"\boxed{" + pred + "}", gold)
+    assert result.correct is False and result.reason == "mismatch", result
+    assert result.detail != "math-verify", result
+    assert grader._pool is None  # the pool was never touched
