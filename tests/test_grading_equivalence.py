@@ -174,6 +174,19 @@ CATEGORIES = {
         (r"\frac{2005 \cdot 2006}{2006!}", r"\frac{1}{2004!}", True),
         ("100001", "100000", False),  # no relative tolerance on integers
         (r"\frac{2}{4}", r"\frac{1}{2}", True),
+        # a rounded decimal matches only a rational whose expansion does not terminate
+        ("1.00", r"\frac{201}{200}", False),  # 201/200 = 1.005 is written exactly
+        ("1.005", r"\frac{201}{200}", True),
+        ("0.333", r"\frac{3333}{10000}", False),
+        ("10.0", r"\frac{201}{20}", False),
+        ("1.00", "1+10^{-9}", False),
+        (r"\frac{201}{200}", "1.00", False),  # a decimal gold: the same rule
+        (r"\frac13", "0.3333", True),
+        ("0.2857", r"\frac27", True),
+        ("0.286", r"\frac27", True),
+        ("33.3", r"\frac{100}{3}", True),
+        ("1.414", r"\sqrt2", True),  # irrational constants keep the rounding rule
+        ("3.14", r"\pi", True),
     ],
     "sign": [
         ("-3", "3", False),

@@ -165,6 +165,8 @@ def _decimal_matches(lit: tuple, other: Any, ctx: Any) -> bool:
         return False
     ulp = Fraction(1, 10**places) if places >= 0 else Fraction(10 ** (-places))
     if isinstance(other, Fraction):
+        if _terminates(other):
+            return False  # 1.00 vs 201/200: a terminating value needs exact equality
         diff = abs(other - value)
         if diff * 2 <= ulp:
             return True
@@ -182,6 +184,16 @@ def _decimal_matches(lit: tuple, other: Any, ctx: Any) -> bool:
     return (other >= 0) == (v >= 0) and abs(v) <= abs(other) and diff < u
 
 
+def _terminates(x: Fraction) -> bool:
+    """Whether a rational has a terminating decimal expansion (its reduced denominator has
+    no prime factor but 2 and 5): such a value is written exactly, never rounded."""
+    d = x.denominator
+    twos = (d & -d).bit_length() - 1
+    d >>= twos
+    # d is a power of 5 iff it divides 5^M for M >= log_5 d (one big-int modulo, not a loop)
+    return 5 ** (d.bit_length() // 2 + 1) % d == 0
+
+
 def _gold_decimal_matches(lit: tuple, other: Any, ctx: Any) -> bool:
     """A decimal gold (>= 3 significant digits) accepts an exact value that rounds to it."""
     value, places, sig = lit
@@ -189,7 +201,7 @@ def _gold_decimal_matches(lit: tuple, other: Any, ctx: Any) -> bool:
         return False
     ulp = Fraction(1, 10**places) if places >= 0 else Fraction(10 ** (-places))
     if isinstance(other, Fraction):
-        return abs(other - value) * 2 <= ulp
+        return not _terminates(other) and abs(other - value) * 2 <= ulp
     if isinstance(other, ctx.mpc):
         if abs(other.imag) > abs(other.real) * ctx.mpf(10) ** -40:
             return False
