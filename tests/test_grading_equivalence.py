@@ -102,6 +102,22 @@ CATEGORIES = {
         (r"x=3 \lor x=4", r"x=3 \lor x=4", True),
         (r"x \ne 3", r"x \neq 3", True),  # \ne, \neq, \not= are one symbol
     ],
+    "redundant-braces-sets-reals": [
+        ("{" * 60 + "3" + "}" * 60, "3", True),  # redundant braces: no parse-depth fallback
+        (r"\frac{{1}}{{2}}", "0.5", True),
+        (r"\{1,2,2\}", r"\{1,2\}", True),  # a set has no repeated elements
+        (r"\{1,2,2\}", r"\{1,2,3\}", False),
+        (r"\text{all real numbers}", r"(-\infty,\infty)", True),
+        ("all real numbers", r"\mathbb{R}", True),
+        (r"\text{all real numbers}", r"(0,\infty)", False),
+    ],
+    "negative-points": [
+        (r"\sqrt{x^2}", "x", False),  # equal for x > 0 only
+        (r"\sqrt{x^2 y^2}", "xy", False),
+        (r"x^{2/3}", r"\sqrt[3]{x^2}", True),  # real odd roots: (-8)^(2/3) = 4
+        (r"\ln x^2", r"2\ln x", True),  # not real for x < 0: not compared there
+        (r"\sqrt{x}", "x^{1/2}", True),
+    ],
     "thousands": [
         ("1,000", "1000", True),
         ("1{,}000", "1000", True),
