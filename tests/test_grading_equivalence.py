@@ -58,6 +58,13 @@ CATEGORIES = {
         (r"3 \text{ plus one}", "3", False),
         (r"3 \text{ square}", "3", False),  # a modifier with no unit after it
         (r"3 \text{ hundreds}", "3", False),
+        (r"3 \text{ k}", "3", False),  # 3000
+        (r"3 \text{ grand}", "3", False),
+        (r"3 \text{ dozen eggs}", "3", False),
+        (r"3 \text{ more apples}", "3", False),
+        (r"3 \text{ (wrong)}", "3", False),
+        (r"3 \text{ students}", "3", True),
+        (r"3 \text{ square units}", "3", True),
         (r"3 \mbox{ million}", "3", False),
         (r"3 \mathrm{ not}", "3", False),
         ("3 million", "3", False),

@@ -161,3 +161,9 @@ def test_answer_phrase_with_two_choices_is_wrong() -> None:
 
     r = Grader(use_worker=False).grade("Answer: (A) or (B)", "A")
     assert r.extracted == "(A) or (B)" and r.correct is False, r
+
+
+def test_everything_before_the_last_closing_think_is_reasoning() -> None:
+    """Intended for Qwen3, whose prompt opens the think block: a box before the last
+    </think> is reasoning, even after a completed <think>...</think> pair (docs/grading.md)."""
+    assert ans(r"\boxed{4} <think>x</think>") is None

@@ -157,7 +157,7 @@ MEANING_WORDS = frozenset(
     half halves third thirds quarter quarters fourth fourths fifth fifths sixth sevenths
     eighth eighths ninth ninths tenth tenths hundredth hundredths thousandth thousandths
     millionth millionths percent percentage pct permille ppm single double triple quadruple
-    twice thrice once
+    twice thrice once k grand bn mn thou
     squared cubed power powers root roots sqrt exponent factorial reciprocal inverse
     plus minus times multiplied divided over more less fewer greater smaller larger bigger
     higher lower than above below under exceeding exceeds increased decreased added subtracted
