@@ -422,3 +422,13 @@ def test_hacks_are_decided_before_math_verify(pred: str, gold: str) -> None:
     assert result.correct is False and result.reason == "mismatch", result
     assert result.detail != "math-verify", result
     assert grader._pool is None  # the pool was never touched
+
+
+def test_single_letters_after_a_number_are_variables() -> None:
+    """'k' is a magnitude word in a \\text tail (3 \\text{ k} = 3000), but a bare single letter
+    after a number is a variable: \\sum_{k=1}^{3} k must still reach math-verify."""
+    from reasoning_env.grading.latex import words_after_number
+
+    assert not words_after_number(r"\sum_{k=1}^{3} k")
+    assert not words_after_number(r"\sum_{n=1}^{3} mn")
+    assert words_after_number("3 thousand") and words_after_number("3 is wrong")

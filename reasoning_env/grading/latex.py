@@ -155,6 +155,9 @@ def has_connective(s: str) -> bool:
     return _CONNECTIVE_RE.search(s) is not None
 
 
+_SHORT_MEANING_WORDS = frozenset(("is", "no", "be", "am", "if"))
+
+
 def words_after_number(s: str) -> bool:
     """Whether a normalised answer has, after a number, a word that changes its meaning
     (``3 thousand``, ``3 is wrong``, ``3 not``) or any other word that is not mathematics
@@ -170,8 +173,10 @@ def words_after_number(s: str) -> bool:
             low = t.lower()
             if low in _CONNECTIVES:
                 continue
-            if low in MEANING_WORDS or (low.endswith("s") and low[:-1] in MEANING_WORDS):
-                return True
+            if (len(low) >= 3 or low in _SHORT_MEANING_WORDS) and (
+                low in MEANING_WORDS or (low.endswith("s") and low[:-1] in MEANING_WORDS)
+            ):
+                return True  # single letters (k, m, n) are variables here: \sum_{k=1}^{3} k
             try:
                 _word_tokens(t)
             except NotMath:
