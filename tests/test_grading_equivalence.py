@@ -47,6 +47,84 @@ CATEGORIES = {
         ("5", r"5 \text{ hours } 30 \text{ minutes}", False),
         (r"5 \text{ hours } 30 \text{ minutes}", r"5\text{ hours }30\text{ minutes}", True),
     ],
+    # A trailing \text{...} is a unit only if no word in it changes the meaning (reward hacks:
+    # each of these graded exact-correct against 3 when any trailing words were stripped).
+    "unit-words-that-change-meaning": [
+        (r"3 \text{ thousand}", "3", False),
+        (r"3 \text{ squared}", "3", False),
+        (r"3 \text{ is wrong}", "3", False),
+        (r"3 \text{ is not the answer}", "3", False),
+        (r"3 \text{ or four}", "3", False),
+        (r"3 \text{ plus one}", "3", False),
+        (r"3 \text{ square}", "3", False),  # a modifier with no unit after it
+        (r"3 \text{ hundreds}", "3", False),
+        (r"3 \text{ k}", "3", False),  # 3000
+        (r"3 \text{ grand}", "3", False),
+        (r"3 \text{ dozen eggs}", "3", False),
+        (r"3 \text{ more apples}", "3", False),
+        (r"3 \text{ (wrong)}", "3", False),
+        (r"3 \text{ students}", "3", True),
+        (r"3 \text{ square units}", "3", True),
+        (r"3 \mbox{ million}", "3", False),
+        (r"3 \mathrm{ not}", "3", False),
+        ("3 million", "3", False),
+        ("3 xy", "3", False),  # plain letters are not a unit
+        ("3 not", "3", False),
+        ("3 thousand", "3 thousand", True),  # exact match still counts
+        (r"5 \text{ m}", r"5 \text{ cm}", False),  # both known units, different
+        (r"5 \text{ cm}", r"5 \text{ m}", False),
+        (r"5 \text{ cm}^2", r"5 \text{ cm}", False),
+        ("30 radians", r"30^\circ", False),
+        (r"5 \text{ inches}", r"5 \text{ in}", True),  # aliases of one unit
+        (r"5 \text{ hr}", r"5 \text{ hours}", True),
+        (r"5 \text{ square inches}", r"5 \text{ in}^2", True),
+        (r"30 \text{ degrees}", r"30^\circ", True),
+        (r"5 \text{ m}", "5", True),  # a unit against a bare gold is still dropped
+        (r"18 \text{ dollars}", "18", True),
+        (r"5 \text{ apples}", "5", True),
+        (r"20 \text{ minutes}", "20", True),
+        (r"3 \text{ cm}^2", "3", True),
+        (r"\$5", "5", True),
+        (r"20 \text{ miles per hour}", "20", True),
+        ("5 cm", "5", True),
+        ("5 kg", "5", True),
+        (r"3 \text{ percent}", r"3\%", True),  # percent as a word is %
+        (r"3 \text{ percent}", "0.03", True),
+        (r"3 \text{ percent}", "3", True),
+    ],
+    # Logic connectives / implications / equivalences count only as an exact match
+    # (math-verify graded the last equation: "x=3 \lor x=4" was correct against 4).
+    "logic-connectives": [
+        (r"x=3 \lor x=4", "4", False),
+        (r"x=3 \land x=4", "4", False),
+        (r"3 \vee 4", "4", False),
+        (r"3 \wedge 4", "4", False),
+        (r"x=3 \iff x=4", "4", False),
+        (r"x=3 \implies x=4", "4", False),
+        (r"3 \Rightarrow 4", "4", False),
+        (r"3 \equiv 4", "4", False),
+        (r"3 \neq 4", "4", False),
+        (r"3 \ne 4", "4", False),
+        (r"3 \not= 4", "4", False),
+        (r"x=3 \lor x=4", r"x=3 \lor x=4", True),
+        (r"x \ne 3", r"x \neq 3", True),  # \ne, \neq, \not= are one symbol
+    ],
+    "redundant-braces-sets-reals": [
+        ("{" * 60 + "3" + "}" * 60, "3", True),  # redundant braces: no parse-depth fallback
+        (r"\frac{{1}}{{2}}", "0.5", True),
+        (r"\{1,2,2\}", r"\{1,2\}", True),  # a set has no repeated elements
+        (r"\{1,2,2\}", r"\{1,2,3\}", False),
+        (r"\text{all real numbers}", r"(-\infty,\infty)", True),
+        ("all real numbers", r"\mathbb{R}", True),
+        (r"\text{all real numbers}", r"(0,\infty)", False),
+    ],
+    "negative-points": [
+        (r"\sqrt{x^2}", "x", False),  # equal for x > 0 only
+        (r"\sqrt{x^2 y^2}", "xy", False),
+        (r"x^{2/3}", r"\sqrt[3]{x^2}", True),  # real odd roots: (-8)^(2/3) = 4
+        (r"\ln x^2", r"2\ln x", True),  # not real for x < 0: not compared there
+        (r"\sqrt{x}", "x^{1/2}", True),
+    ],
     "thousands": [
         ("1,000", "1000", True),
         ("1{,}000", "1000", True),
@@ -119,6 +197,19 @@ CATEGORIES = {
         (r"\frac{2005 \cdot 2006}{2006!}", r"\frac{1}{2004!}", True),
         ("100001", "100000", False),  # no relative tolerance on integers
         (r"\frac{2}{4}", r"\frac{1}{2}", True),
+        # a rounded decimal matches only a rational whose expansion does not terminate
+        ("1.00", r"\frac{201}{200}", False),  # 201/200 = 1.005 is written exactly
+        ("1.005", r"\frac{201}{200}", True),
+        ("0.333", r"\frac{3333}{10000}", False),
+        ("10.0", r"\frac{201}{20}", False),
+        ("1.00", "1+10^{-9}", False),
+        (r"\frac{201}{200}", "1.00", False),  # a decimal gold: the same rule
+        (r"\frac13", "0.3333", True),
+        ("0.2857", r"\frac27", True),
+        ("0.286", r"\frac27", True),
+        ("33.3", r"\frac{100}{3}", True),
+        ("1.414", r"\sqrt2", True),  # irrational constants keep the rounding rule
+        ("3.14", r"\pi", True),
     ],
     "sign": [
         ("-3", "3", False),
@@ -202,6 +293,22 @@ CATEGORIES = {
         (r"\textbf{(D)}\ 10", "E", False),
         (r"(E)\ 10", "10", True),
         (r"(E)\ 12", r"(E)\ 10", False),
+        (r"\textbf{(E)}~10", "E", True),
+        ("(E) 10", "E", True),
+        (r"(B)\ \frac{1}{2}", "0.5", True),
+        # several letters, or a letter with anything but one plain value: exact match only
+        (r"(A), (B), (C), (D), (E)", "A", False),
+        (r"(A)(B)(C)(D)(E)", "A", False),
+        (r"(A) \text{ or } (B)", "A", False),
+        ("(A) or (B)", "A", False),
+        (r"(C)+(D)", "C", False),
+        (r"(C)\,(D)", "C", False),
+        (r"(C) \text{ and } (D)", "C", False),
+        (r"\text{(C)}+1", "C", False),
+        (r"(C)^2", "C", False),
+        (r"(C)/1", "C", False),
+        (r"\text{(C)}\cdot 0", "C", False),
+        (r"(A), (B)", "(A),(B)", True),
     ],
     "expressions": [
         ("(x+1)^2", "x^2+2x+1", True),
@@ -293,3 +400,35 @@ def test_piecewise_functions_of_variables_go_to_math_verify() -> None:
     assert slow.warm_up(wait_s=90.0)
     result = slow.grade(r"\boxed{|x|}", "x")
     assert result.correct is False and result.detail == "math-verify", result
+
+
+@pytest.mark.parametrize(
+    "pred,gold",
+    [
+        (r"x=3 \lor x=4", "4"),
+        (r"3 \equiv 4", "4"),
+        (r"3 \text{ thousand}", "3"),
+        ("3 not", "3"),
+        (r"3 \text{ is not the answer}", "3"),
+        (r"(A) \text{ or } (B)", "A"),
+        (r"\text{(C)}\cdot 0", "C"),
+    ],
+)
+def test_hacks_are_decided_before_math_verify(pred: str, gold: str) -> None:
+    """These went to math-verify, which read one equation or number and said correct; they
+    are decided before the worker is ever asked (no worker starts here)."""
+    grader = Grader(timeout_s=2.0)
+    result = grader.grade(r"\boxed{" + pred + "}", gold)
+    assert result.correct is False and result.reason == "mismatch", result
+    assert result.detail != "math-verify", result
+    assert grader._pool is None  # the pool was never touched
+
+
+def test_single_letters_after_a_number_are_variables() -> None:
+    """'k' is a magnitude word in a \\text tail (3 \\text{ k} = 3000), but a bare single letter
+    after a number is a variable: \\sum_{k=1}^{3} k must still reach math-verify."""
+    from reasoning_env.grading.latex import words_after_number
+
+    assert not words_after_number(r"\sum_{k=1}^{3} k")
+    assert not words_after_number(r"\sum_{n=1}^{3} mn")
+    assert words_after_number("3 thousand") and words_after_number("3 is wrong")

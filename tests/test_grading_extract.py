@@ -154,3 +154,16 @@ def test_gold_helpers() -> None:
     assert gold_from_metamathqa("Half is 18.\nThe answer is: 18") == "18"
     assert gold_from_boxed(r"so \boxed{\frac{1}{2}}.") == r"\frac{1}{2}"
     assert last_boxed("no box here") is None
+
+
+def test_answer_phrase_with_two_choices_is_wrong() -> None:
+    from reasoning_env.grading import Grader
+
+    r = Grader(use_worker=False).grade("Answer: (A) or (B)", "A")
+    assert r.extracted == "(A) or (B)" and r.correct is False, r
+
+
+def test_everything_before_the_last_closing_think_is_reasoning() -> None:
+    """Intended for Qwen3, whose prompt opens the think block: a box before the last
+    </think> is reasoning, even after a completed <think>...</think> pair (docs/grading.md)."""
+    assert ans(r"\boxed{4} <think>x</think>") is None

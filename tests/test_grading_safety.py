@@ -325,3 +325,12 @@ def test_bad_arguments_raise_clear_errors(grader: Grader) -> None:
         grader.grade("x", "1", timeout_s=0)
     with pytest.raises(ValueError):
         Grader(timeout_s=-1)
+
+
+def test_sixty_redundant_braces_grade_fast() -> None:
+    """A box holding 60 nested brace groups around 3 went past the parser's depth cap to
+    math-verify and used the whole timeout; the braces are redundant and collapse."""
+    g = Grader(timeout_s=2.0)
+    t0 = time.perf_counter()
+    r = g.grade(r"\boxed{" + "{" * 60 + "3" + "}" * 60 + "}", "3")
+    assert r.correct and r.reason == "exact" and time.perf_counter() - t0 < 0.1, r

@@ -165,6 +165,8 @@ def _decimal_matches(lit: tuple, other: Any, ctx: Any) -> bool:
         return False
     ulp = Fraction(1, 10**places) if places >= 0 else Fraction(10 ** (-places))
     if isinstance(other, Fraction):
+        if _terminates(other):
+            return False  # 1.00 vs 201/200: a terminating value needs exact equality
         diff = abs(other - value)
         if diff * 2 <= ulp:
             return True
@@ -182,6 +184,16 @@ def _decimal_matches(lit: tuple, other: Any, ctx: Any) -> bool:
     return (other >= 0) == (v >= 0) and abs(v) <= abs(other) and diff < u
 
 
+def _terminates(x: Fraction) -> bool:
+    """Whether a rational has a terminating decimal expansion (its reduced denominator has
+    no prime factor but 2 and 5): such a value is written exactly, never rounded."""
+    d = x.denominator
+    twos = (d & -d).bit_length() - 1
+    d >>= twos
+    # d is a power of 5 iff it divides 5^M for M >= log_5 d (one big-int modulo, not a loop)
+    return 5 ** (d.bit_length() // 2 + 1) % d == 0
+
+
 def _gold_decimal_matches(lit: tuple, other: Any, ctx: Any) -> bool:
     """A decimal gold (>= 3 significant digits) accepts an exact value that rounds to it."""
     value, places, sig = lit
@@ -189,7 +201,7 @@ def _gold_decimal_matches(lit: tuple, other: Any, ctx: Any) -> bool:
         return False
     ulp = Fraction(1, 10**places) if places >= 0 else Fraction(10 ** (-places))
     if isinstance(other, Fraction):
-        return abs(other - value) * 2 <= ulp
+        return not _terminates(other) and abs(other - value) * 2 <= ulp
     if isinstance(other, ctx.mpc):
         if abs(other.imag) > abs(other.real) * ctx.mpf(10) ** -40:
             return False
@@ -369,12 +381,45 @@ def _point_compare(p: Any, g: Any, names: list, deadline: float) -> Verdict:
                     return _no("differ at a random point")
             good += 1
             if good >= POINTS_NEEDED:
+                if _differ_at_negative_points(p, g, names, deadline, ctx):
+                    return _no("differ at a negative point")
                 return _yes("equivalent", "equal at random points")
     except TooBig:
         return _undecided("too large to evaluate")
     except _Deadline:
         return _undecided("deadline")
     return _undecided("too few points where both are defined")
+
+
+def _differ_at_negative_points(p: Any, g: Any, names: list, deadline: float, ctx: Any) -> bool:
+    """Whether ``p`` and ``g`` differ at a point with every variable negated (and, with
+    several variables, at points with every other one negated), where both are real-valued (``\\sqrt{x^2}`` vs ``x``; positive points
+    cannot tell them apart). A point where either side is undefined or not real is skipped
+    (``\\ln x^2`` vs ``2\\ln x`` are not compared outside ``x > 0``)."""
+    tiny = ctx.mpf(10) ** -40
+    for k in range(POINTS_NEEDED):
+        if time.perf_counter() > deadline:
+            return False
+        if k and len(names) < 2:
+            break  # one variable: negating it once is enough
+        row = _POINTS[k]
+        # all variables negated, then every other one (sqrt(x^2 y^2) vs xy)
+        env = {
+            name: -ctx.mpf(row[j]) if k == 0 or j % 2 == k % 2 else ctx.mpf(row[j])
+            for j, name in enumerate(names)
+        }
+        try:
+            a = numeric_value(p, env, ctx)
+            b = numeric_value(g, env, ctx)
+        except (TooBig, EvalError, ZeroDivisionError, OverflowError, ValueError, ArithmeticError):
+            continue
+        if ctx.isnan(a) or ctx.isnan(b) or ctx.isinf(a) or ctx.isinf(b):
+            continue
+        if abs(ctx.im(a)) > tiny * (1 + abs(a)) or abs(ctx.im(b)) > tiny * (1 + abs(b)):
+            continue
+        if abs(a - b) > RECHECK_REL * max(abs(a), abs(b)) + ctx.mpf(10) ** -30:
+            return True
+    return False
 
 
 def _scalar_compare(p: Any, g: Any, deadline: float) -> Verdict:
@@ -593,7 +638,10 @@ def _seq_compare(p: Any, g: Seq, deadline: float) -> Verdict:
         return _no(f"{describe_kind(p)} vs ratio")
     # set / list
     if isinstance(p, Seq) and (p.kind in ("set", "list") or (p.kind == "tuple" and g.kind == "list" and (p.open, p.close) == ("(", ")"))):
-        return _unordered(p.items, g.items, deadline)
+        # a set has no repeated elements: \{1,2,2\} is \{1,2\} (identical items collapse)
+        ps = tuple(dict.fromkeys(p.items)) if p.kind == "set" else p.items
+        gs = tuple(dict.fromkeys(g.items)) if g.kind == "set" else g.items
+        return _unordered(ps, gs, deadline)
     return _no(f"{describe_kind(p)} vs {g.kind}")
 
 

@@ -15,7 +15,7 @@ from typing import Any, Optional
 
 from reasoning_env.grading.compare import describe_kind
 from reasoning_env.grading.latex import ParseError, parse_answer
-from reasoning_env.grading.normalize import is_wrapped_text, match_key, normalize_answer
+from reasoning_env.grading.normalize import is_wrapped_text, match_key, normalize_with_unit
 
 __all__ = ["GoldInfo", "GoldReport", "prepare_gold", "log_gold_issues", "GOLD_CACHE_SIZE"]
 
@@ -37,6 +37,7 @@ class GoldInfo:
         kind: ``"number"``, ``"expression"``, ``"tuple"``, ``"set"``, ``"list"``, ``"union"``,
             ``"equation"``, ``"inequality"``, ``"assignment"``, ``"matrix"``, ``"text"``,
             ``"choice"``, ``"ratio"`` or ``"unparsed"``.
+        unit: The canonical unit the gold carried (``"cm"``, ``"in^2"``, ``"deg"``), or ``None``.
         issue: Why it could not be parsed (``None`` when it was); such golds are still graded, by
             exact match and by math-verify in the worker process (slower).
     """
@@ -47,6 +48,7 @@ class GoldInfo:
     value: Any
     kind: str
     issue: Optional[str] = None
+    unit: Optional[str] = None
 
 
 @dataclass(frozen=True)
@@ -85,15 +87,15 @@ def prepare_gold(gold: str) -> GoldInfo:
         raise TypeError(f"gold answer must be a str, got {type(gold).__name__}")
     if not gold.strip():
         raise ValueError("gold answer is empty")
-    normalised = normalize_answer(gold)
+    normalised, unit = normalize_with_unit(gold)
     key = match_key(normalised)
     try:
         value = parse_answer(normalised, is_wrapped_text(gold))
     except ParseError as exc:
-        return GoldInfo(gold, normalised, key, None, "unparsed", f"fast parser: {exc}")
+        return GoldInfo(gold, normalised, key, None, "unparsed", f"fast parser: {exc}", unit)
     except RecursionError:  # pragma: no cover - depth is capped well below the limit
-        return GoldInfo(gold, normalised, key, None, "unparsed", "fast parser: too deep")
-    return GoldInfo(gold, normalised, key, value, describe_kind(value))
+        return GoldInfo(gold, normalised, key, None, "unparsed", "fast parser: too deep", unit)
+    return GoldInfo(gold, normalised, key, value, describe_kind(value), None, unit)
 
 
 _logged_golds: set[str] = set()

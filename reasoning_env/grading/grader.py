@@ -30,8 +30,16 @@ from typing import Iterable, Optional
 from reasoning_env.grading.compare import Verdict, compare
 from reasoning_env.grading.extract import extract_final_answer
 from reasoning_env.grading.gold import GoldInfo, GoldReport, prepare_gold
-from reasoning_env.grading.latex import MAX_PARSE_CHARS, ParseError, parse_answer, words_between_numbers
-from reasoning_env.grading.normalize import is_wrapped_text, match_key, normalize_answer
+from reasoning_env.grading.latex import (
+    MAX_PARSE_CHARS,
+    ChoiceJunk,
+    ParseError,
+    has_connective,
+    parse_answer,
+    words_after_number,
+    words_between_numbers,
+)
+from reasoning_env.grading.normalize import is_wrapped_text, match_key, normalize_with_unit
 
 __all__ = ["GradeResult", "Grader", "REASONS", "DEFAULT_TIMEOUT_S"]
 
@@ -201,9 +209,21 @@ class Grader:
         answer = ext.answer
         if answer == info.gold or answer == info.normalised:  # verbatim: no normalising needed
             return GradeResult(True, answer, "exact", time.perf_counter() - t0, ext.method)
-        normalised = normalize_answer(answer)
+        normalised, unit = normalize_with_unit(answer)
+        if unit is not None and info.unit is not None and unit != info.unit:
+            return GradeResult(
+                False, answer, "mismatch", time.perf_counter() - t0, ext.method,
+                f"different units ({unit} vs {info.unit})",
+            )
         if match_key(normalised) == info.key:
             return GradeResult(True, answer, "exact", time.perf_counter() - t0, ext.method)
+        if has_connective(normalised):
+            # "x=3 \lor x=4", "3 \equiv 4": math-verify grades the last equation (a reward
+            # hack); a logic connective, implication, equivalence or "\neq" is exact-match only.
+            return GradeResult(
+                False, answer, "mismatch", time.perf_counter() - t0, ext.method,
+                "logic connective or relation (only an exact match counts)",
+            )
 
         if len(normalised) > max(MAX_PARSE_CHARS, 4 * len(info.normalised)):
             return GradeResult(
@@ -214,6 +234,11 @@ class Grader:
         if info.value is not None:
             try:
                 pred_value = parse_answer(normalised, is_wrapped_text(answer))
+            except ChoiceJunk as exc:
+                return GradeResult(
+                    False, answer, "mismatch", time.perf_counter() - t0, ext.method,
+                    f"choice letter with other text (only an exact match counts): {exc}",
+                )
             except ParseError as exc:
                 detail = f"prediction not parsed: {exc}"
             except RecursionError:  # pragma: no cover - depth is capped
@@ -240,6 +265,13 @@ class Grader:
             return GradeResult(
                 False, answer, "mismatch", time.perf_counter() - t0, ext.method,
                 "several numbers separated by words (only an exact match counts)",
+            )
+        if words_after_number(normalised):
+            # "3 thousand", "3 is wrong", "3 not": words that were not dropped as units change
+            # what the number means; math-verify may read the number alone.
+            return GradeResult(
+                False, answer, "mismatch", time.perf_counter() - t0, ext.method,
+                "a number followed by words (only an exact match counts)",
             )
         if not self.use_worker:
             return GradeResult(False, answer, "mismatch", time.perf_counter() - t0, ext.method, f"undecided: {detail}")

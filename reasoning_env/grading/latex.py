@@ -39,7 +39,7 @@ from reasoning_env.grading.values import (
     has_pm,
 )
 
-__all__ = ["ParseError", "NotMath", "parse_answer", "words_between_numbers", "MAX_PARSE_CHARS", "MAX_DEPTH"]
+__all__ = ["ParseError", "NotMath", "ChoiceJunk", "parse_answer", "words_between_numbers", "words_after_number", "has_connective", "MAX_PARSE_CHARS", "MAX_DEPTH"]
 
 #: Longest normalised answer the parser reads (characters); longer ones are not parsed.
 MAX_PARSE_CHARS = 1000
@@ -55,6 +55,11 @@ class ParseError(ValueError):
 
 class NotMath(ParseError):
     """The answer is a word answer, not mathematics."""
+
+
+class ChoiceJunk(ParseError):
+    """A multiple-choice letter followed by something other than one plain value (``(A) or
+    (B)``, ``(C)+(D)``, ``(C)^2``): decided wrong unless it matches the gold exactly."""
 
 
 _TOKEN_RE = re.compile(
@@ -135,6 +140,48 @@ def _word_tokens(word: str) -> list:
 
 _NUMBER_OR_WORD_RE = re.compile(r"\\[A-Za-z]+|[A-Za-z]+|\d")
 _CONNECTIVES = frozenset(("and", "or"))
+_CONNECTIVE_RE = re.compile(
+    r"\\(?:lor|land|vee|wedge|lnot|neg|iff|implies|impliedby|Rightarrow|Leftarrow|Leftrightarrow|"
+    r"Longrightarrow|Longleftarrow|Longleftrightarrow|rightarrow|longrightarrow|leftrightarrow|"
+    r"equiv|neq|ne|not|therefore|because)(?![A-Za-z])"
+    r"|[\u2228\u2227\u00ac\u21d2\u21d4\u27f9\u27fa\u2192\u2194\u2261\u2260]|(?<![A-Za-z])(?:iff|implies)(?![A-Za-z])"
+)
+
+
+def has_connective(s: str) -> bool:
+    """Whether a normalised answer holds a logic connective, implication, equivalence or
+    inequation (``\\lor``, ``\\wedge``, ``\\iff``, ``\\Rightarrow``, ``\\equiv``, ``\\neq``...):
+    such an answer counts only as an exact match (math-verify grades its last equation)."""
+    return _CONNECTIVE_RE.search(s) is not None
+
+
+_SHORT_MEANING_WORDS = frozenset(("is", "no", "be", "am", "if"))
+
+
+def words_after_number(s: str) -> bool:
+    """Whether a normalised answer has, after a number, a word that changes its meaning
+    (``3 thousand``, ``3 is wrong``, ``3 not``) or any other word that is not mathematics
+    (``and``/``or`` aside, as in :func:`words_between_numbers`). Linear time."""
+    from reasoning_env.grading.normalize import MEANING_WORDS
+
+    seen_number = False
+    for m in _NUMBER_OR_WORD_RE.finditer(s):
+        t = m.group(0)
+        if t.isdigit():
+            seen_number = True
+        elif seen_number and t[0] != "\\":
+            low = t.lower()
+            if low in _CONNECTIVES:
+                continue
+            if (len(low) >= 3 or low in _SHORT_MEANING_WORDS) and (
+                low in MEANING_WORDS or (low.endswith("s") and low[:-1] in MEANING_WORDS)
+            ):
+                return True  # single letters (k, m, n) are variables here: \sum_{k=1}^{3} k
+            try:
+                _word_tokens(t)
+            except NotMath:
+                return True
+    return False
 
 
 def words_between_numbers(s: str) -> bool:
@@ -852,6 +899,27 @@ def _finish_items(items: list) -> Any:
     return Seq("list", tuple(expanded))
 
 
+_CHOICE_VALUE_START_RE = re.compile(r"^(?:-\s*)?(?:\d|\.\d|\\(?:frac|sqrt|pi)(?![A-Za-z]))")
+
+
+def _choice_value(rest: str) -> Any:
+    """The value written after a choice letter: one plain value without variables
+    (``10``, ``-\\frac{1}{2}``, ``2\\sqrt3``).
+
+    Raises:
+        ChoiceJunk: anything else (another letter, an operator, a list, words).
+    """
+    if _CHOICE_VALUE_START_RE.match(rest) is None:
+        raise ChoiceJunk(rest[:40])
+    try:
+        value = parse_answer(rest)
+    except ParseError:
+        raise ChoiceJunk(rest[:40]) from None
+    if not _is_node(value) or free_vars(value):
+        raise ChoiceJunk(rest[:40])
+    return value
+
+
 def _canon_text(s: str) -> str:
     s = s.lower()
     s = re.sub(r"[^a-z0-9 ]+", " ", s)
@@ -885,11 +953,7 @@ def parse_answer(s: str, as_text: bool = False) -> Any:
         return Choice(m.group(1))
     m = _CHOICE_VALUE_RE.match(s)
     if m is not None:  # AMC: "(E) 10", the letter and its option's value
-        try:
-            value = parse_answer(m.group(2))
-        except ParseError:
-            value = None
-        return Choice(m.group(1), None if isinstance(value, Choice) else value)
+        return Choice(m.group(1), _choice_value(m.group(2)))
     if as_text and _TEXTY_RE.match(s):
         text = _canon_text(s)
         if text:

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["normalize_answer", "match_key", "is_wrapped_text", "MAX_NORMALISE_CHARS", "UNIT_WORDS"]
+__all__ = ["normalize_answer", "normalize_with_unit", "MEANING_WORDS", "match_key", "is_wrapped_text", "MAX_NORMALISE_CHARS", "UNIT_WORDS"]
 
 #: Answers longer than this (characters) are not normalised beyond whitespace (they can only
 #: match a gold answer verbatim); gold answers are far shorter.
@@ -87,7 +87,12 @@ _WRAPPER_RE = re.compile(
 )
 _TEXT_UNIT_TAIL_RE = re.compile(
     r"\s*\\(?:text|mbox|mathrm|textrm|textnormal|textit|hbox)\s*\{\s*([A-Za-z][A-Za-z .\-/]*?)\s*\}"
-    r"\s*(?:\^\s*\{?\s*[23]\s*\}?)?\s*$"
+    r"\s*(?:\^\s*\{?\s*([23])\s*\}?)?\s*$"
+)
+_NEQ_RE = re.compile(r"\\(?:neq|ne)(?![A-Za-z])\s*|\\not\s*=\s*")
+_REAL_LINE_WORDS = frozenset(
+    ("all real numbers", "all reals", "real numbers", "the real numbers", "all real values",
+     "all real x", "all real numbers x")
 )
 _DOLLAR_WORDS_RE = re.compile(r"(?<![A-Za-z])(?:USD|US\$)(?![A-Za-z])")
 _PERCENT_WORD_RE = re.compile(r"\s*\\?(?:percent|per\s+cent)\s*$", re.IGNORECASE)
@@ -95,28 +100,124 @@ _TRAILING_PUNCT = " .,;:。"
 _WS_RE = re.compile(r"\s+")
 _THOUSANDS_RE = re.compile(r"^([-+]?)(\d{1,3}(?:,\d{3})+)(\.\d+)?(%?)$")
 _NUMBER_THEN_WORDS_RE = re.compile(
-    r"^([-+]?\s?\d[\d,]*(?:\.\d+)?%?)\s+([A-Za-z][A-Za-z .\-/]*?)(?:\s*\^\s*\{?\s*[23]\s*\}?)?\s*$"
+    r"^([-+]?\s?\d[\d,]*(?:\.\d+)?%?)\s+([A-Za-z][A-Za-z .\-/]*?)(?:\s*\^\s*\{?\s*([23])\s*\}?)?\s*$"
 )
 
+#: Known units: canonical name -> spellings (case-insensitive; plurals and abbreviations).
+_UNIT_SPELLINGS = {
+    "cm": "cm centimeter centimeters centimetre centimetres",
+    "m": "m meter meters metre metres",
+    "km": "km kilometer kilometers kilometre kilometres",
+    "mm": "mm millimeter millimeters millimetre millimetres",
+    "in": "in inch inches",
+    "ft": "ft foot feet",
+    "yd": "yd yard yards",
+    "mi": "mi mile miles",
+    "kg": "kg kilogram kilograms kilogramme kilogrammes",
+    "g": "g gram grams gramme grammes",
+    "mg": "mg milligram milligrams",
+    "lb": "lb lbs pound pounds",
+    "oz": "oz ounce ounces",
+    "ton": "ton tons tonne tonnes",
+    "s": "s sec secs second seconds",
+    "min": "min mins minute minutes",
+    "h": "h hr hrs hour hours",
+    "day": "day days",
+    "week": "week weeks",
+    "month": "month months",
+    "year": "year years yr yrs",
+    "dollar": "dollar dollars usd",
+    "cent": "cent cents",
+    "euro": "euro euros",
+    "deg": "degree degrees deg",
+    "rad": "radian radians rad",
+    "l": "l liter liters litre litres",
+    "ml": "ml milliliter milliliters millilitre millilitres",
+    "gal": "gallon gallons gal",
+    "qt": "quart quarts qt",
+    "pt": "pint pints",
+    "cup": "cup cups",
+    "mph": "mph",
+    "km/h": "kph km/h",
+    "m/s": "m/s",
+}
+_UNIT_CANON = {w: canon for canon, words in _UNIT_SPELLINGS.items() for w in words.split()}
+
 #: Unit and count words stripped after a number (whole words only; case-insensitive).
-UNIT_WORDS = frozenset(
+UNIT_WORDS = frozenset(_UNIT_CANON) | frozenset("unit units sq square cubic per".split())
+
+#: Words that change what a number means: never dropped as a "unit" (``3 \text{ thousand}``,
+#: ``3 \text{ squared}``, ``3 \text{ is wrong}``, ``3 \text{ or four}``). An answer that keeps
+#: one only counts as an exact match (:func:`has_meaning_words`).
+MEANING_WORDS = frozenset(
     """
-    cm m km mm in inch inches ft feet foot yd yard yards mi mile miles meter meters metre metres
-    centimeter centimeters centimetre centimetres kilometer kilometers millimeter millimeters
-    kg g mg gram grams kilogram kilograms lb lbs pound pounds oz ounce ounces ton tons
-    s sec secs second seconds min mins minute minutes h hr hrs hour hours day days week weeks
-    month months year years
-    dollar dollars cent cents usd euro euros
-    unit units sq square cubic degree degrees radian radians
-    l ml liter liters litre litres gallon gallons quart quarts pint pints cup cups
-    mph kph km/h m/s
+    zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen
+    fifteen sixteen seventeen eighteen nineteen twenty thirty forty fifty sixty seventy eighty
+    ninety hundred thousand million billion trillion quadrillion dozen dozens score gross
+    half halves third thirds quarter quarters fourth fourths fifth fifths sixth sevenths
+    eighth eighths ninth ninths tenth tenths hundredth hundredths thousandth thousandths
+    millionth millionths percent percentage pct permille ppm single double triple quadruple
+    twice thrice once k grand bn mn thou
+    squared cubed power powers root roots sqrt exponent factorial reciprocal inverse
+    plus minus times multiplied divided over more less fewer greater smaller larger bigger
+    higher lower than above below under exceeding exceeds increased decreased added subtracted
+    extra additional another negative positive
+    not no none nothing never neither nor is isnt are was were be being been am or and but
+    except maybe perhaps possibly probably wrong incorrect false true correct right either if
+    iff then unless otherwise else implies without instead nope yes approx
     """.split()
 )
+#: Unit modifiers that need a unit after them (``3 \text{ square}`` may mean 3 squared).
+_UNIT_MODIFIERS = {"square": 2, "sq": 2, "cubic": 3}
 
 # Words that are mathematics, never units (kept even after a number).
 _MATH_WORDS = frozenset(
     "pi e i sin cos tan sec csc cot ln log exp sqrt and or infinity infty".split()
 )
+
+
+def _is_meaning_word(w: str) -> bool:
+    return (
+        w in MEANING_WORDS
+        or (w.endswith("s") and w[:-1] in MEANING_WORDS)
+        or (w.endswith("es") and w[:-2] in MEANING_WORDS)
+    )
+
+
+def _unit_words(words: list) -> bool:
+    """Whether a trailing group of words may be dropped: at most 3 words, none of which
+    changes the meaning, and no unit modifier (``square``) without a unit after it."""
+    return (
+        0 < len(words) <= 3
+        and not any(_is_meaning_word(w) for w in words)
+        and words[-1] not in _UNIT_MODIFIERS
+    )
+
+
+def _canonical_unit(words: list, exponent: str | None) -> str | None:
+    """The canonical unit of a trailing word group (``square inches`` -> ``in^2``), or None
+    when a word is not a known unit (``apples``, ``units``)."""
+    out = []
+    pending = 1
+    for w in words:
+        if w in _UNIT_MODIFIERS:
+            pending = _UNIT_MODIFIERS[w]
+            continue
+        if w == "per":
+            out.append("/")
+            continue
+        canon = _UNIT_CANON.get(w)
+        if canon is None:
+            return None
+        out.append(canon if pending == 1 else f"{canon}^{pending}")
+        pending = 1
+    if not out or out[-1] == "/":
+        return None
+    if exponent:
+        last = out[-1]
+        base, _, power = last.partition("^")
+        out[-1] = f"{base}^{int(power or 1) * int(exponent)}"
+    return " ".join(out)
 
 
 def _spacing_repl(m: "re.Match[str]") -> str:
@@ -159,21 +260,47 @@ def _unwrap_boxes(s: str) -> str:
     return s
 
 
-def _strip_unit_tail(s: str) -> str:
-    """Drop trailing ``\\text{unit}`` groups (optionally squared/cubed) after a number/expression."""
+def _plain_unit_word(w: str) -> bool:
+    """A word outside ``\\text`` that may be dropped after a number: a known unit, or a
+    count noun (4+ letters, not a meaning word, not mathematics: ``apples``; never ``xy``,
+    ``not``, ``million``, ``cosh``)."""
+    if w in UNIT_WORDS:
+        return True
+    if len(w) < 4 or not w.isalpha() or _is_meaning_word(w) or w in _MATH_WORDS:
+        return False
+    from reasoning_env.grading.latex import NotMath, _word_tokens
+
+    try:
+        _word_tokens(w)
+    except NotMath:
+        return True
+    return False
+
+
+def _strip_unit_tail(s: str, units: list) -> str:
+    """Drop trailing ``\\text{unit}`` groups (optionally squared/cubed) after a number or
+    expression, and plain unit words after a number; append the canonical unit of each
+    dropped group to ``units`` (``None`` for a count noun). ``\\text{ percent}`` becomes ``%``."""
     for _ in range(3):
         m = _TEXT_UNIT_TAIL_RE.search(s)
         if m is None:
             break
         head = s[:m.start()].rstrip()
-        words = m.group(1).strip().lower()
-        if not head or not any(ch.isdigit() for ch in head) or words in ("and", "or"):
+        words = m.group(1).strip().lower().split()
+        if not head or not any(ch.isdigit() for ch in head):
             break
+        if words in (["percent"], ["per", "cent"]) and not m.group(2):
+            s = head + "%"
+            break
+        if not _unit_words(words):
+            break
+        units.append(_canonical_unit(words, m.group(2)))
         s = head
     m = _NUMBER_THEN_WORDS_RE.match(s)
     if m is not None:
         words = m.group(2).strip().lower().split()
-        if words and all(w not in _MATH_WORDS and len(w) >= 2 or w in UNIT_WORDS for w in words):
+        if _unit_words(words) and all(_plain_unit_word(w) for w in words):
+            units.append(_canonical_unit(words, m.group(3)))
             s = m.group(1)
     return s
 
@@ -189,24 +316,42 @@ def normalize_answer(s: str) -> str:
     Raises:
         TypeError: ``s`` is not a ``str``.
     """
+    return normalize_with_unit(s)[0]
+
+
+def normalize_with_unit(s: str) -> tuple:
+    """``(normalised, unit)``: :func:`normalize_answer` and the canonical unit it dropped
+    (``"cm"``, ``"in^2"``, ``"deg"``), or ``None`` when no known unit was dropped. Two answers
+    whose units are both known and differ are different answers (``5 m`` is not ``5 cm``).
+
+    Raises:
+        TypeError: ``s`` is not a ``str``.
+    """
     if not isinstance(s, str):
         raise TypeError(f"answer must be a str, got {type(s).__name__}")
     s = s.strip()
     if len(s) > MAX_NORMALISE_CHARS:
-        return _WS_RE.sub(" ", s)
+        return _WS_RE.sub(" ", s), None
     s = _strip_delimiters(s)
     if "\\boxed" in s or "\\fbox" in s:
         s = _unwrap_boxes(s)
+    if "{{" in s:
+        s = _collapse_braces(s)
     for old, new in _SIMPLE_REPLACEMENTS:
         if old in s:
             s = s.replace(old, new)
+    units: list = []
     if "\\" in s:
         s = _SIZING_RE.sub("", s)
         s = _THIN_THOUSANDS_RE.sub(r"\1,", s)
         s = _SPACING_RE.sub(_spacing_repl, s)
         s = _QUAD_RE.sub(",", s)
         s = _AND_OR_RE.sub(",", s)
-    s = _DEGREE_RE.sub("", s)
+        if "\\n" in s:
+            s = _NEQ_RE.sub("\\\\neq ", s)
+    s, n_deg = _DEGREE_RE.subn("", s)
+    if n_deg:
+        units.append("deg")
     if "th" in s or "st" in s or "nd" in s or "rd" in s:
         s = _ORDINAL_RE.sub(r"\1", s)
     if "$" in s:
@@ -217,7 +362,7 @@ def normalize_answer(s: str) -> str:
         s = _PERCENT_WORD_RE.sub("%", s)
     s = s.strip()
     if "\\" in s or " " in s:
-        s = _strip_unit_tail(s)
+        s = _strip_unit_tail(s, units)
     if "\\" in s:
         for _ in range(6):
             new = _WRAPPER_RE.sub(r"\1", s)
@@ -227,11 +372,53 @@ def normalize_answer(s: str) -> str:
     s = _WS_RE.sub(" ", s).strip().rstrip(_TRAILING_PUNCT).strip()
     # After unwrapping, "5 apples" may have appeared.
     if " " in s:
-        s = _strip_unit_tail(s)
+        s = _strip_unit_tail(s, units)
+        if s[:1] in "aAtTrR" and s.lower() in _REAL_LINE_WORDS:
+            s = "(-\\infty,\\infty)"
     m = _THOUSANDS_RE.match(s)
     if m is not None:
         s = m.group(1) + m.group(2).replace(",", "") + (m.group(3) or "") + m.group(4)
-    return s
+    unit = None
+    for u in units:
+        if u is not None:
+            unit = u
+            break
+    return s, unit
+
+
+def _collapse_braces(s: str) -> str:
+    """Remove redundant brace pairs: ``{{X}}`` -> ``{X}``, and braces around the whole
+    answer (``{{{3}}}`` -> ``3``). One linear pass (escaped ``\\{`` ``\\}`` are not groups)."""
+    n = len(s)
+    match = [-1] * n
+    stack = []
+    i = 0
+    while i < n:
+        c = s[i]
+        if c == "\\":
+            i += 2
+            continue
+        if c == "{":
+            stack.append(i)
+        elif c == "}" and stack:
+            match[stack.pop()] = i
+        i += 1
+    drop = bytearray(n)
+    for i in range(n - 1):
+        j = match[i]
+        if j != -1 and s[i + 1] == "{" and match[i + 1] == j - 1:
+            drop[i] = drop[j] = 1  # the outer pair of "{{X}}" is redundant
+    lo = 0
+    while lo < n and drop[lo]:
+        lo += 1
+    hi = n - 1
+    while hi > lo and drop[hi]:
+        hi -= 1
+    if lo < hi and s[lo] == "{" and match[lo] == hi:
+        drop[lo] = drop[hi] = 1  # braces around the whole answer
+    if not any(drop):
+        return s
+    return "".join(c for k, c in enumerate(s) if not drop[k])
 
 
 # A space between digits that is not a thousands group ("1 1/2", "2 3"; "1 000" is one number).

@@ -536,6 +536,9 @@ def numeric_value(node: Any, env: Mapping[str, Any], ctx: Any) -> Any:
         if not isinstance(b, ctx.mpc) and b < 0 and not isinstance(e, ctx.mpc) and e != int(e):
             q = node[2]
             if q[0] == "/" and q[2][0] == "n" and q[2][1].denominator == 1 and q[2][1].numerator % 2 == 1:
+                p_ = q[1][1] if q[1][0] == "-" else q[1]
+                if p_[0] == "n" and p_[1].denominator == 1 and p_[1].numerator % 2 == 0:
+                    return ctx.power(-b, e)  # (-8)^(2/3) = ((-8)^(1/3))^2 = 4
                 return -ctx.power(-b, e)
         return _real_if_close(ctx, ctx.power(b, e))
     if k == "%":
