@@ -61,7 +61,14 @@ CATEGORIES = {
         (r"3 \text{ k}", "3", False),  # 3000
         (r"3 \text{ grand}", "3", False),
         (r"3 \text{ dozen eggs}", "3", False),
-        (r"3 \text{ more apples}", "3", False),
+        # "more", "fewer", "times" alone do not change the number ("how many more ...?": 15 more
+        # apples); with "than" / "or" they do, and those words are refused.
+        (r"3 \text{ more apples}", "3", True),
+        (r"3 \text{ fewer}", "3", True),
+        (r"3 \text{ times}", "3", True),
+        (r"3 \text{ or more}", "3", False),
+        (r"3 \text{ more than}", "3", False),
+        (r"3 \text{ less than}", "3", False),
         (r"3 \text{ (wrong)}", "3", False),
         (r"3 \text{ students}", "3", True),
         (r"3 \text{ square units}", "3", True),

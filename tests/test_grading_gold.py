@@ -66,6 +66,20 @@ def test_every_math500_and_gsm8k_gold_parses() -> None:
     assert report.ok, report.issues[:5]
 
 
+def test_every_math500_and_gsm8k_gold_matches_itself_when_boxed() -> None:
+    """The stricter unit / connective / choice / rounding rules must never reject a real gold
+    written back as the answer (500 MATH-500 + 1,319 GSM8K golds, bare and inside a sentence)."""
+    if not DATA.is_dir():
+        pytest.skip(f"shared data not found at {DATA} (../shared is absent)")
+    golds = [json.loads(line)["answer"] for line in (DATA / "math500_test.jsonl").read_text().splitlines()]
+    golds += [gold_from_gsm8k(json.loads(line)["answer"]) for line in (DATA / "gsm8k_test.jsonl").read_text().splitlines()]
+    grader = Grader(use_worker=False)
+    failures = [(gold, v.reason) for gold in golds
+                for resp in ("\\boxed{" + gold + "}", "The answer is $\\boxed{" + gold + "}$.")
+                if not (v := grader.grade(resp, gold)).correct]
+    assert len(golds) == 1819 and failures == []
+
+
 def test_environment_prepares_golds_when_pools_load(caplog) -> None:
     from reasoning_env.config import EnvConfig
     from reasoning_env.env import ReasoningEconomicsEnv

@@ -159,9 +159,9 @@ MEANING_WORDS = frozenset(
     millionth millionths percent percentage pct permille ppm single double triple quadruple
     twice thrice once k grand bn mn thou
     squared cubed power powers root roots sqrt exponent factorial reciprocal inverse
-    plus minus times multiplied divided over more less fewer greater smaller larger bigger
+    plus minus multiplied divided over greater smaller larger bigger
     higher lower than above below under exceeding exceeds increased decreased added subtracted
-    extra additional another negative positive
+    another negative positive
     not no none nothing never neither nor is isnt are was were be being been am or and but
     except maybe perhaps possibly probably wrong incorrect false true correct right either if
     iff then unless otherwise else implies without instead nope yes approx
