@@ -134,3 +134,12 @@ def test_oracle_policy_plays_its_plan_and_bounds_the_others():
         assert exp["oracle_allocation"] == pytest.approx(bound, abs=0.01)
         for name, v in exp.items():
             assert v <= bound + 0.01, (name, v, bound)
+
+
+def test_greedy_respects_the_cap_when_the_budget_far_exceeds_it():
+    """Greedy shared the old grid: a 10M budget gave 25,000-token units, above a 2,048 cap."""
+    fns = [_logistic(2.0, t) for t in (30, 60, 120, 240, 480)]
+    alloc = greedy_allocation(fns, 10_000_000, lo=5, cap=2048)
+    assert all(5 <= t <= 2048 for t in alloc.tokens)
+    best = optimal_allocation(fns, 10_000_000, lo=5, cap=2048)
+    assert alloc.expected_correct <= best.expected_correct + 1e-9

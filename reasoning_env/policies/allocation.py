@@ -71,6 +71,37 @@ def _fallback(curves: Sequence[CurveFn], budget: int, lows: list[int]) -> Alloca
     return Allocation(tuple(tokens), exp, 1)
 
 
+def _checked(curves: Sequence[CurveFn], budget: int, lo: Union[int, Sequence[int]], cap: Optional[int]) -> Union[Allocation, tuple[int, int, int, list[int]]]:
+    """Validate the allocators' arguments: ``(n, budget, cap, lows)``, or the final
+    :class:`Allocation` when there is nothing to optimise (no question, or the lower bounds
+    do not fit in the budget). Raises ``ValueError`` as :func:`optimal_allocation`."""
+    n = len(curves)
+    budget = int(budget)
+    if budget < 0:
+        raise ValueError(f"budget must be >= 0 tokens, got {budget}")
+    if n == 0:
+        return Allocation((), 0.0, 1)
+    cap = budget if cap is None else int(cap)
+    lows = _lows(n, lo)
+    if any(lo_ > cap for lo_ in lows):
+        raise ValueError(f"a lower bound exceeds the per-question cap ({max(lows)} > {cap})")
+    if sum(lows) > budget:
+        return _fallback(curves, budget, lows)
+    return n, budget, cap, lows
+
+
+def _grid(n: int, budget: int, cap: int, lows: Sequence[int], max_units: int) -> tuple[int, int]:
+    """The token grid ``(unit, usable budget)`` of both allocators (tokens).
+
+    Tokens beyond ``n x cap`` can never be spent, so the grid spans only ``min(budget, n x cap)``
+    in at most ``max_units`` units; a unit no larger than ``cap - max(lows) + 1`` keeps every
+    lower bound, rounded up to the grid, under the cap.
+    """
+    usable = min(budget, n * cap)
+    g = max(1, math.ceil(usable / max(1, int(max_units))))
+    return min(g, cap - max(lows) + 1), usable
+
+
 def optimal_allocation(
     curves: Sequence[CurveFn],
     budget: int,
@@ -95,23 +126,11 @@ def optimal_allocation(
     Raises:
         ValueError: negative budget, a lower bound above ``cap``, or mismatched lengths.
     """
-    n = len(curves)
-    budget = int(budget)
-    if budget < 0:
-        raise ValueError(f"budget must be >= 0 tokens, got {budget}")
-    if n == 0:
-        return Allocation((), 0.0, 1)
-    cap = budget if cap is None else int(cap)
-    lows = _lows(n, lo)
-    if any(lo_ > cap for lo_ in lows):
-        raise ValueError(f"a lower bound exceeds the per-question cap ({max(lows)} > {cap})")
-    if sum(lows) > budget:
-        return _fallback(curves, budget, lows)
-    # Tokens beyond n x cap can never be spent: the grid only needs to span what can be.
-    usable = min(budget, n * cap)
-    g = max(1, math.ceil(usable / max(1, int(max_units))))
-    # A unit no larger than cap - lo + 1 keeps every lower bound (rounded up to the grid) under the cap.
-    g = min(g, cap - max(lows) + 1)
+    checked = _checked(curves, budget, lo, cap)
+    if isinstance(checked, Allocation):
+        return checked
+    n, budget, cap, lows = checked
+    g, usable = _grid(n, budget, cap, lows, max_units)
     U = usable // g
     lmax = min(cap, usable) // g
     NEG = -1e18
@@ -171,22 +190,14 @@ def greedy_allocation(
     decreasing slope (expected correct answers per token) while the budget lasts; the last
     segment may be bought in part. Arguments and errors as :func:`optimal_allocation`.
     """
-    n = len(curves)
-    budget = int(budget)
-    if budget < 0:
-        raise ValueError(f"budget must be >= 0 tokens, got {budget}")
-    if n == 0:
-        return Allocation((), 0.0, 1)
-    cap = budget if cap is None else int(cap)
-    lows = _lows(n, lo)
-    if any(lo_ > cap for lo_ in lows):
-        raise ValueError(f"a lower bound exceeds the per-question cap ({max(lows)} > {cap})")
-    if sum(lows) > budget:
-        return _fallback(curves, budget, lows)
-    g = max(1, math.ceil(budget / max(1, int(max_units))))
-    lmax = min(cap, budget) // g
+    checked = _checked(curves, budget, lo, cap)
+    if isinstance(checked, Allocation):
+        return checked
+    n, budget, cap, lows = checked
+    g, usable = _grid(n, budget, cap, lows, max_units)
+    lmax = min(cap, usable) // g
     units = [math.ceil(lo_ / g) for lo_ in lows]
-    left = budget // g - sum(units)
+    left = usable // g - sum(units)
     if left < 0:
         return _fallback(curves, budget, lows)
     segments = []  # (-slope, question, order, d_units)
