@@ -230,6 +230,17 @@ def _hundredth(node: Any) -> Any:
     return ("/", node, ("n", Fraction(100), None))
 
 
+def _numeric_or_toobig(node: Any, ctx: Any) -> Any:
+    """``node``'s numeric value, the :class:`TooBig` class when it is too large to evaluate,
+    or ``None`` when it is undefined (division by zero, a domain error...)."""
+    try:
+        return numeric_value(node, {}, ctx)
+    except TooBig:
+        return TooBig
+    except (EvalError, ZeroDivisionError, OverflowError, ValueError, ArithmeticError):
+        return None
+
+
 def _const_compare(p: Any, g: Any) -> Verdict:
     """Two variable-free expressions."""
     try:
@@ -254,17 +265,11 @@ def _const_compare(p: Any, g: Any) -> Verdict:
     if (ep == 0 and _certainly_nonzero(g)) or (eg == 0 and _certainly_nonzero(p)):
         # 1e-999999999 vs 0: too small for the numeric check's "both below 1e-250" rule.
         return _no("a nonzero value vs 0")
-    try:
-        np_ = numeric_value(p, {}, ctx)
-    except TooBig:
-        np_ = TooBig
-    except (EvalError, ZeroDivisionError, OverflowError, ValueError, ArithmeticError):
+    np_ = _numeric_or_toobig(p, ctx)
+    if np_ is None:
         return _undecided("prediction undefined numerically")
-    try:
-        ng = numeric_value(g, {}, ctx)
-    except TooBig:
-        ng = TooBig
-    except (EvalError, ZeroDivisionError, OverflowError, ValueError, ArithmeticError):
+    ng = _numeric_or_toobig(g, ctx)
+    if ng is None:
         return _undecided("gold undefined numerically")
     if np_ is TooBig or ng is TooBig:
         if np_ is TooBig and ng is not TooBig and is_positive_monotone(p) and abs(ng) < ctx.mpf(2) ** (2**40):
