@@ -304,8 +304,12 @@ class RewardShape:
         """The spec dict that :func:`reasoning_env.rewards.build` turns back into an equal reward."""
         return {"type": self.info.name, "weight": 1.0, "params": self.params()}
 
+    def __post_init__(self) -> None:
+        # Dataclass subclasses run this after __init__: every shape validates its parameters.
+        self._check_params()
+
     def _check_params(self) -> None:
-        """Validate every parameter against its :class:`Param` (call from ``__post_init__``)."""
+        """Validate every parameter against its :class:`Param` (run by ``__post_init__``)."""
         for p in self.info.params:
             object.__setattr__(self, p.name, p.check(getattr(self, p.name), self.info.name))
 

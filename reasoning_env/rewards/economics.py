@@ -99,9 +99,6 @@ class EconomicsReward(RewardShape):
     lambda_ep: float = 0.5
     target_utilization: float = 0.9
 
-    def __post_init__(self) -> None:
-        self._check_params()
-
     def step_components(self, ctx: StepContext) -> dict[str, float]:
         """Signed per-step components (sum = step reward before any episode bonus)."""
         fair = ctx.fair_share
@@ -184,9 +181,6 @@ class BudgetAwareReward(RewardShape):
     share: str = "remaining"
     growth: float = 2.0
     min_share: float = 0.1
-
-    def __post_init__(self) -> None:
-        self._check_params()
 
     def shares(self, b: StepBatch) -> np.ndarray:
         """Each step's share (tokens)."""

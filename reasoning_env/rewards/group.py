@@ -120,9 +120,6 @@ class ShorterBetterReward(RewardShape):
     alpha: float = 2.0
     beta: float = 0.001
 
-    def __post_init__(self) -> None:
-        self._check_params()
-
     def sol(self, batch: StepBatch) -> np.ndarray:
         """Per-row sample-optimal length of the row's group (tokens)."""
         codes, ng = group_codes(batch, self.info.name)
@@ -157,9 +154,6 @@ class AroraZanetteReward(RewardShape):
     """Arora & Zanette length-normalised correctness (component ``arora_zanette``)."""
 
     alpha: float = 0.1
-
-    def __post_init__(self) -> None:
-        self._check_params()
 
     def step_batch(self, batch: StepBatch) -> dict[str, np.ndarray]:
         """See registered formula."""

@@ -64,9 +64,6 @@ class AccuracyReward(RewardShape):
     correct_reward: float = 1.0
     wrong_reward: float = 0.0
 
-    def __post_init__(self) -> None:
-        self._check_params()
-
     def step_batch(self, batch: StepBatch) -> dict[str, np.ndarray]:
         """See class docstring."""
         return {"accuracy": np.where(batch.correct, self.correct_reward, self.wrong_reward).astype(np.float64)}
@@ -101,9 +98,6 @@ class FormatReward(RewardShape):
     present_reward: float = 1.0
     missing_reward: float = 0.0
     check: str = "boxed"
-
-    def __post_init__(self) -> None:
-        self._check_params()
 
     def step_batch(self, batch: StepBatch) -> dict[str, np.ndarray]:
         """See class docstring."""
@@ -145,9 +139,6 @@ class RepetitionReward(RewardShape):
     ngram_size: int = 3
     max_penalty: float = -1.0
 
-    def __post_init__(self) -> None:
-        self._check_params()
-
     def step_batch(self, batch: StepBatch) -> dict[str, np.ndarray]:
         """See class docstring."""
         if batch.response is None:
@@ -176,9 +167,6 @@ class L1ExactReward(RewardShape):
     alpha: float = 0.0003
     target: str = "fair_share"
     n_target: float = 512.0
-
-    def __post_init__(self) -> None:
-        self._check_params()
 
     def step_batch(self, batch: StepBatch) -> dict[str, np.ndarray]:
         """See registered formula."""
@@ -211,9 +199,6 @@ class L1MaxReward(RewardShape):
     target: str = "fair_share"
     n_target: float = 512.0
 
-    def __post_init__(self) -> None:
-        self._check_params()
-
     def step_batch(self, batch: StepBatch) -> dict[str, np.ndarray]:
         """See registered formula."""
         tgt = length_target(batch, self.target, self.n_target)
@@ -242,7 +227,7 @@ class DapoOverlongReward(RewardShape):
     l_cache: float = 512.0
 
     def __post_init__(self) -> None:
-        self._check_params()
+        super().__post_init__()
         if self.l_cache > self.l_max:
             raise ValueError(f"reward 'dapo_overlong': l_cache ({self.l_cache}) must not exceed l_max ({self.l_max})")
 
@@ -288,9 +273,6 @@ class CosineReward(RewardShape):
     r_wrong_0: float = -10.0
     r_wrong_L: float = 0.0
     r_exceed: float = -10.0
-
-    def __post_init__(self) -> None:
-        self._check_params()
 
     def step_batch(self, batch: StepBatch) -> dict[str, np.ndarray]:
         """See registered formula."""
