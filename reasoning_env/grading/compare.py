@@ -157,13 +157,27 @@ def _close(ctx: Any, a: Any, b: Any, rel: float) -> bool:
     return diff <= rel * scale + ctx.mpf(10) ** -30
 
 
+def _ulp(places: int) -> Fraction:
+    """One unit in the last place of a decimal with ``places`` decimals (negative: tens...)."""
+    return Fraction(1, 10**places) if places >= 0 else Fraction(10 ** (-places))
+
+
+def _real_part(value: Any, ctx: Any) -> Any:
+    """An mpmath number as a real (its imaginary part negligible), or ``None`` if it is complex."""
+    if isinstance(value, ctx.mpc):
+        if abs(value.imag) > abs(value.real) * ctx.mpf(10) ** -40:
+            return None
+        return value.real
+    return value
+
+
 def _decimal_matches(lit: tuple, other: Any, ctx: Any) -> bool:
     """``lit = (value, places, sig)`` is a decimal literal; ``other`` an exact Fraction or an
     mpmath real. True when the literal is ``other`` rounded or truncated to ``places``."""
     value, places, sig = lit
     if sig < MIN_DECIMAL_SIG:
         return False
-    ulp = Fraction(1, 10**places) if places >= 0 else Fraction(10 ** (-places))
+    ulp = _ulp(places)
     if isinstance(other, Fraction):
         if _terminates(other):
             return False  # 1.00 vs 201/200: a terminating value needs exact equality
@@ -171,10 +185,9 @@ def _decimal_matches(lit: tuple, other: Any, ctx: Any) -> bool:
         if diff * 2 <= ulp:
             return True
         return (other >= 0) == (value >= 0) and abs(value) <= abs(other) and diff < ulp
-    if isinstance(other, ctx.mpc):
-        if abs(other.imag) > abs(other.real) * ctx.mpf(10) ** -40:
-            return False
-        other = other.real
+    other = _real_part(other, ctx)
+    if other is None:
+        return False
     v = ctx.mpf(value.numerator) / value.denominator
     u = ctx.mpf(ulp.numerator) / ulp.denominator
     diff = abs(other - v)
@@ -199,13 +212,12 @@ def _gold_decimal_matches(lit: tuple, other: Any, ctx: Any) -> bool:
     value, places, sig = lit
     if sig < MIN_DECIMAL_SIG:
         return False
-    ulp = Fraction(1, 10**places) if places >= 0 else Fraction(10 ** (-places))
+    ulp = _ulp(places)
     if isinstance(other, Fraction):
         return not _terminates(other) and abs(other - value) * 2 <= ulp
-    if isinstance(other, ctx.mpc):
-        if abs(other.imag) > abs(other.real) * ctx.mpf(10) ** -40:
-            return False
-        other = other.real
+    other = _real_part(other, ctx)
+    if other is None:
+        return False
     v = ctx.mpf(value.numerator) / value.denominator
     u = ctx.mpf(ulp.numerator) / ulp.denominator
     return abs(other - v) * 2 <= u * (1 + ctx.mpf(10) ** -30)
