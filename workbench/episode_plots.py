@@ -20,6 +20,10 @@ import pandas as pd
 import plotly.colors
 import plotly.graph_objects as go
 
+from reasoning_env.sources.gsm8k import PROBLEM_TYPE as GSM8K_TYPE
+from reasoning_env.sources.math500 import PROBLEM_TYPE as MATH500_TYPE
+from reasoning_env.sources.metamathqa import METAMATHQA_TYPES
+from reasoning_env.sources.numina_tir import PROBLEM_TYPE as NUMINA_TYPE
 from reasoning_env.sources.reasoning_gym_source import DEFAULT_DATASETS as REASONING_GYM_DATASETS
 
 __all__ = ["KNOWN_TYPES", "TYPE_COLORS", "spend_figure", "step_rewards_figure", "tokens_per_question_figure", "type_color"]
@@ -32,9 +36,9 @@ _MARGIN = dict(l=55, r=15, t=45, b=40)
 #: a stable hash (the same in every session).
 TYPE_COLORS = tuple(plotly.colors.qualitative.Dark24)
 KNOWN_TYPES = (
-    "GSM_AnsAug", "GSM_Rephrased", "GSM_SV", "GSM_FOBAR", "MATH_AnsAug", "MATH_Rephrased", "MATH_SV", "MATH_FOBAR",
-    "NuminaMath-TIR", "GSM8K", "MATH-500", "reasoning_gym",
-) + tuple(f"reasoning_gym/{name}" for name in REASONING_GYM_DATASETS)
+    METAMATHQA_TYPES + (NUMINA_TYPE, GSM8K_TYPE, MATH500_TYPE, "reasoning_gym")
+    + tuple(f"reasoning_gym/{name}" for name in REASONING_GYM_DATASETS)
+)
 _COMPONENT_COLORS = {
     "correctness": "#4c78a8",
     "efficiency_bonus": "#54a24b",

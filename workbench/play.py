@@ -34,8 +34,8 @@ from typing import Any, Callable, Iterator, Optional, Sequence, Union
 
 import pandas as pd
 
-from reasoning_env.config import DEFAULT_TOKENIZER_NAME, ConfigError, EnvConfig
-from reasoning_env.env import MAX_TOTAL_BUDGET, EpisodeError, ReasoningEconomicsEnv
+from reasoning_env.config import DEFAULT_TOKENIZER_NAME, MAX_TOTAL_BUDGET, ConfigError, EnvConfig
+from reasoning_env.env import EpisodeError, ReasoningEconomicsEnv
 from reasoning_env.models import ReasonBudgetAction, ReasonBudgetObservation
 from reasoning_env.policies import (
     DEFAULT_POLICIES,

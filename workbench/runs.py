@@ -104,9 +104,9 @@ class RunWriter:
         try:
             self.run_dir.mkdir(parents=True, exist_ok=True)
         except (FileExistsError, NotADirectoryError):
-            raise RunFolderError(f"cannot create run folder {str(self.run_dir)!r}: a file is in the way; choose another --out") from None
+            raise RunFolderError(f"cannot create run folder {str(self.run_dir)!r}: a file is in the way; choose another folder") from None
         except PermissionError as exc:
-            raise RunFolderError(f"cannot create run folder {str(self.run_dir)!r}: {exc.strerror}; choose another --out") from None
+            raise RunFolderError(f"cannot create run folder {str(self.run_dir)!r}: {exc.strerror}; choose another folder") from None
         self.kind = kind
         self.config = config
         self.meta = dict(meta or {})
