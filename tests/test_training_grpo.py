@@ -36,20 +36,55 @@ def test_assign_groups_global_positions():
         assign_groups([5, 6], num_generations=2, offset=0, first_group=0)
 
 
-def test_environment_reward_returns_episode_rewards_and_logs_metrics():
+def _stats(correct, questions, answered, forfeited, tokens, budget, ran_dry, turns, cap_hits, steps=()):
+    return {"num_correct": correct, "num_questions": questions, "num_answered": answered, "forfeited": forfeited,
+            "answered_tokens": tokens, "tokens_spent": tokens, "total_budget": budget, "ran_dry": ran_dry,
+            "num_turns": turns, "cap_hits": cap_hits, "steps": list(steps)}
+
+
+def test_environment_reward_returns_episode_rewards_and_logs_batch_metrics():
     logged = {}
+    stats = [_stats(3, 3, 3, 0, 30, 60, 0, 3, 0), _stats(0, 3, 1, 1, 30, 30, 0, 1, 1),
+             _stats(1, 3, 2, 0, 40, 40, 1, 2, 2), _stats(1, 3, 2, 0, 20, 40, 1, 2, 0)]
     rewards = environment_reward(
-        prompts=["p", "p"], completions=["a", "b"], episode_reward=[1.5, -0.2],
-        episode_accuracy=[1.0, 0.0], episode_tokens_per_question=[10.0, 30.0], episode_length=[3, 2],
-        episode_ran_dry=[False, True], episode_utilisation=[0.5, 1.0],
-        episode_components=[{"correctness": 1.0, "cost_penalty": 0.0}, {"correctness": -0.2}],
+        prompts=["p"] * 4, completions=["a"] * 4, episode_reward=[1.5, -0.2, 0.3, 0.4], episode_stats=stats,
+        episode_group=[0, 0, 1, 1],
+        episode_components=[{"correctness": 1.0}, {"correctness": -0.2}, {"correctness": 0.3}, {"correctness": 0.4}],
         log_metric=lambda k, v: logged.__setitem__(k, v),
     )
-    assert rewards == [1.5, -0.2]
-    assert logged["accuracy"] == 0.5 and logged["tokens_per_question"] == 20.0 and logged["episode_length"] == 2.5
-    assert logged["ran_dry"] == 0.5 and logged["env/correctness"] == pytest.approx(0.4)
+    assert rewards == [1.5, -0.2, 0.3, 0.4]
+    assert logged["accuracy"] == pytest.approx(5 / 12)
+    # one denominator: tokens of answered questions / answered questions; the forfeit is apart
+    assert logged["tokens_per_question"] == pytest.approx(120 / 8)
+    assert logged["forfeits_per_episode"] == 0.25 and logged["episode_length"] == 2.0
+    assert logged["ran_dry"] == 0.5 and logged["utilisation"] == pytest.approx(120 / 170)
+    assert logged["cap_hit_rate"] == pytest.approx(3 / 8)
+    assert logged["groups_tied_on_correctness"] == 0.5  # group 1: both members got 1 right
+    assert logged["env/correctness"] == pytest.approx(0.375)
     with pytest.raises(ValueError, match="episode_reward"):
         environment_reward(prompts=["p"], completions=["a"])
+
+
+def test_group_reward_scores_each_question_over_its_group():
+    from reasoning_env.rewards import build_reward
+    from reasoning_env.rewards.batch import StepBatch
+    from training.trl_rollout import group_reward_function
+
+    def step(q, correct, n):
+        return {"question_index": q, "correct": correct, "has_answer": True, "raw_tokens": n, "tokens": n,
+                "spent_before": 0, "difficulty": None, "problem_type": "t", "hard_cap_mode": True}
+
+    stats = [_stats(2, 2, 2, 0, 30, 99, 0, 2, 0, [step(0, True, 10), step(1, True, 20)]),
+             _stats(1, 2, 2, 0, 50, 99, 0, 2, 0, [step(0, True, 30), step(1, False, 20)]),
+             _stats(1, 2, 1, 0, 40, 99, 1, 1, 0, [step(0, True, 40)])]
+    f = group_reward_function("kimi_length")
+    got = f(prompts=["p"] * 3, completions=["c"] * 3, episode_stats=stats, episode_group=[5, 5, 5])
+    # question 0: lengths 10, 30, 40 in one group; question 1: 20, 20 (members 0 and 1 only)
+    ref = build_reward("kimi_length", context="training")
+    q0 = ref.step_batch(StepBatch.build(3, correct=[True] * 3, tokens=[10, 30, 40], total_budget=99, num_questions=2,
+                                        group=[0, 0, 0]))["kimi_length"]
+    assert got == pytest.approx([q0[0] + 0.0, q0[1] + 0.0, q0[2]])
+    assert f.__name__ == "group_kimi_length"
 
 
 def test_smoke_defaults_respect_explicit_options():
@@ -142,11 +177,18 @@ def test_smoke_logged_rewards_equal_the_environments(smoke_run, tmp_path):
     for m, call in zip(metrics, calls):
         rewards = call["output"]["episode_reward"]
         assert m["reward"] == pytest.approx(sum(rewards) / len(rewards), abs=1e-6)
-        assert m["accuracy"] == pytest.approx(sum(call["output"]["episode_accuracy"]) / 4, abs=1e-6)
-        assert m["episode_length"] == pytest.approx(sum(call["output"]["episode_length"]) / 4, abs=1e-6)
+        traces = call["traces"]
+        assert m["accuracy"] == pytest.approx(sum(t.num_correct for t in traces) / sum(t.num_questions for t in traces), abs=1e-6)
+        assert m["episode_length"] == pytest.approx(sum(t.num_answered for t in traces) / 4, abs=1e-6)
+        assert m["tokens_per_question"] == pytest.approx(
+            sum(t.answered_tokens for t in traces) / sum(t.num_answered for t in traces), abs=1e-6)
+        assert m["cap_hit_rate"] == pytest.approx(sum(t.cap_hits for t in traces) / sum(len(t.turns) for t in traces))
+        assert 0.0 <= m["groups_tied_on_correctness"] <= 1.0
         for key in METRIC_KEYS:
             assert key in m
         assert "loss" in m and "entropy" in m
+        # TRL's "last token is not EOS" reads 1.0 for every run-dry episode: replaced by cap_hit_rate
+        assert "completions/clipped_ratio" not in m
     # TRL's own record of the rewards it normalised (a deque holding the last generation batch)
     trl_rewards = list(setup.trainer._logs["rewards"]["environment_reward"])
     assert trl_rewards == pytest.approx(calls[-1]["output"]["episode_reward"], abs=1e-6)

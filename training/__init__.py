@@ -5,7 +5,10 @@ Modules (one job each):
 - :mod:`training.grpo_train`: the command line and :func:`~training.grpo_train.build_trainer`.
 - :mod:`training.trl_rollout`: the episode-seed dataset, TRL's ``rollout_func`` and the reward.
 - :mod:`training.rollout`: playing episodes in lockstep as token ids with ``env_mask``.
-- :mod:`training.chat`: first prompt and between-turn environment text, from the chat template.
+- :mod:`training.trainer`: TRL's ``GRPOTrainer`` with the importance-sampling and cap-hit diagnostics.
+- :mod:`training.distributed`: gathering the generation batch of every process (group rewards).
+- The episode's chat format (first prompt, between-turn text) is :mod:`reasoning_env.conversation`,
+  shared with the evaluation policies.
 - :mod:`training.generation`: batched, per-sequence-capped generation (transformers, vLLM via TRL).
 - :mod:`training.envs`: in-process or remote (OpenEnv server) environment sessions.
 - :mod:`training.models`: the tiny CPU model, Hugging Face models, Unsloth loading.

@@ -45,7 +45,7 @@ def run(args: argparse.Namespace) -> dict:
     import torch
 
     from reasoning_env.config import EnvConfig
-    from training.chat import ChatFormat
+    from reasoning_env.conversation import ChatFormat
     from training.envs import InProcessEnvFactory
     from training.generation import TransformersBackend
     from training.models import eos_token_ids, load_policy

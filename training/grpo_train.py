@@ -31,11 +31,28 @@ import time
 from pathlib import Path
 from typing import Any, Optional
 
+from training.trainer import DEFAULT_IS_MODE, IS_MODES
+
 logger = logging.getLogger("training.grpo_train")
 
 #: Environment settings of ``--smoke`` (overriding ``--config``): 3 short reasoning-gym questions,
 #: 16 tokens per turn.
 SMOKE_ENV = {"sources": ["reasoning_gym"], "num_questions": 3, "max_tokens_per_step": 16}
+
+
+#: TRL 1.15/1.16 ``loss_type`` values that take one advantage per sequence and a token mask.
+LOSS_TYPES = ("dapo", "grpo", "dr_grpo", "bnpo", "cispo", "sapo")
+#: Defaults chosen from ``python -m training.advantage_study`` (docs/training.md, "Advantages and loss").
+DEFAULT_LOSS_TYPE = "dapo"
+DEFAULT_SCALE_REWARDS = "batch"
+
+MASK_TRUNCATED_MESSAGE = (
+    "--mask_truncated_completions is refused: TRL treats a completion whose last token is not a stop token as "
+    "truncated, and here a completion is a whole episode whose last turn is cut at the remaining budget whenever "
+    "the budget runs dry, so TRL would drop every run-dry episode from the loss: the very episodes that teach the "
+    "policy not to run dry. Turns cut by their per-turn cap are graded 'no answer' by the environment instead "
+    "(logged as cap_hit_rate)."
+)
 
 
 class TrainSetupError(RuntimeError):
@@ -74,7 +91,25 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--num_train_epochs", type=float, default=1.0)
     g.add_argument("--max_steps", type=int, default=-1)
     g.add_argument("--beta", type=float, default=0.0, help="KL coefficient (TRL default 0).")
-    g.add_argument("--loss_type", default="dapo")
+    g.add_argument("--loss_type", default=DEFAULT_LOSS_TYPE, choices=LOSS_TYPES,
+                   help="How token losses are aggregated (TRL): dapo = every model token of the batch weighs the same "
+                        "(docs/training.md, 'Advantages and loss').")
+    g.add_argument("--scale_rewards", default=DEFAULT_SCALE_REWARDS, choices=("group", "batch", "none"),
+                   help="Advantage = reward - group mean, divided by the group's std (group), the batch's std (batch) "
+                        "or nothing (none). group turns tiny cost gaps of correctness-tied groups into full-size "
+                        "advantages (docs/training.md).")
+    g.add_argument("--vllm_importance_sampling_mode", default=DEFAULT_IS_MODE, choices=IS_MODES,
+                   help="vLLM importance-sampling correction. A completion is a whole episode, so sequence modes "
+                        "(ratio = exp of the summed log-ratio) mask most episodes from noise; token_truncate clips "
+                        "each token's ratio.")
+    g.add_argument("--vllm_importance_sampling_cap", type=float, default=3.0,
+                   help="Upper bound of the importance-sampling ratio (TRL's vllm_importance_sampling_clip_max).")
+    g.add_argument("--mask_truncated_completions", action="store_true",
+                   help="Refused: TRL would drop every episode that ran out of budget (see the error).")
+    g.add_argument("--group_reward", default=None,
+                   help="Add a group reward shape to the environment's reward: kimi_length, shorter_better, "
+                        "arora_zanette, or a reward spec (YAML/JSON). Scored over whole GRPO groups on every process.")
+    g.add_argument("--group_reward_weight", type=float, default=1.0, help="TRL reward weight of --group_reward.")
     g.add_argument("--temperature", type=float, default=1.0)
     g.add_argument("--top_p", type=float, default=1.0)
     g.add_argument("--top_k", type=int, default=0)
@@ -195,9 +230,15 @@ def _grpo_config(args: argparse.Namespace, backend: str, env_cfg: Any):
         max_completion_length=args.max_episode_tokens,
         temperature=args.temperature,
         top_p=args.top_p,
-        top_k=args.top_k or None,
+        top_k=args.top_k,  # TRL and vLLM: 0 = off; vLLM's SamplingParams rejects None
         beta=args.beta,
         loss_type=args.loss_type,
+        scale_rewards=args.scale_rewards,
+        mask_truncated_completions=False,
+        vllm_importance_sampling_correction=True,
+        vllm_importance_sampling_mode=args.vllm_importance_sampling_mode,
+        vllm_importance_sampling_clip_max=args.vllm_importance_sampling_cap,
+        reward_weights=[1.0, args.group_reward_weight] if args.group_reward else None,
         logging_steps=args.logging_steps,
         save_strategy="steps" if args.save_steps else "no",
         save_steps=args.save_steps or 500,
@@ -251,18 +292,29 @@ def build_trainer(args: argparse.Namespace, *, policy: Any = None, env_config: A
         TrainSetupError / ModelLoadError / ConfigError / ImportError: bad options, missing
             model, GPU or packages (messages say what to fix).
     """
-    from training.chat import ChatFormat
+    from reasoning_env.conversation import ChatFormat
     from training.envs import InProcessEnvFactory, RemoteEnvFactory
     from training.models import eos_token_ids, load_policy
     from training.rollout import RolloutLimits
     from training.run_folder import TrainingRunWriter, make_metrics_callback
-    from training.trl_rollout import GRPORollout, build_episode_dataset, environment_reward
+    from training.trainer import episode_trainer_class
+    from training.trl_rollout import GRPORollout, build_episode_dataset, environment_reward, group_reward_function
 
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")  # rollout_func is experimental in TRL; we know
     if not args.model and policy is None:
         raise TrainSetupError("--model is required (a Hub id, a local folder, or 'tiny'; or use --smoke)")
     if args.num_generations < 2:
         raise TrainSetupError("--num_generations must be >= 2 (GRPO compares rollouts within a group)")
+    if args.mask_truncated_completions:
+        raise TrainSetupError(MASK_TRUNCATED_MESSAGE)
+    if args.vllm_importance_sampling_cap <= 1.0:
+        raise TrainSetupError(f"--vllm_importance_sampling_cap must be > 1 (a ratio bound), got {args.vllm_importance_sampling_cap}")
+    group_reward = None
+    if args.group_reward:
+        try:
+            group_reward = group_reward_function(args.group_reward)
+        except ValueError as exc:
+            raise TrainSetupError(f"--group_reward {args.group_reward!r}: {exc}") from None
     env_cfg = env_config if env_config is not None else load_env_config(args.config, smoke=args.smoke)
     if args.output_dir is None:
         args.output_dir = str(Path("runs") / time.strftime("grpo-%Y%m%d-%H%M%S"))
@@ -299,6 +351,14 @@ def build_trainer(args: argparse.Namespace, *, policy: Any = None, env_config: A
         "lora_rank": args.lora_rank or (32 if policy.unsloth else 0),
         "beta": args.beta,
         "loss_type": args.loss_type,
+        "scale_rewards": args.scale_rewards,
+        "vllm_importance_sampling_mode": args.vllm_importance_sampling_mode if backend == "vllm" else None,
+        "vllm_importance_sampling_cap": args.vllm_importance_sampling_cap if backend == "vllm" else None,
+        "group_reward": args.group_reward,
+        "group_reward_weight": args.group_reward_weight if args.group_reward else None,
+        "temperature": args.temperature,
+        "top_p": args.top_p,
+        "top_k": args.top_k,
     }
     for stale in ("episodes.jsonl", "metrics.jsonl"):
         if (out / stale).exists():
@@ -307,13 +367,11 @@ def build_trainer(args: argparse.Namespace, *, policy: Any = None, env_config: A
     rollout = GRPORollout(env_factory, chat, limits, eos_token_ids(policy.tokenizer, policy.model), writer=writer,
                           run_id=out.name)
 
-    from trl import GRPOTrainer
-
     config = _grpo_config(args, backend, env_cfg)
     dataset = build_episode_dataset(args.num_episodes, base_seed=args.seed)
-    trainer = GRPOTrainer(
+    trainer = episode_trainer_class()(
         model=policy.model,
-        reward_funcs=[environment_reward],
+        reward_funcs=[environment_reward] + ([group_reward] if group_reward is not None else []),
         args=config,
         train_dataset=dataset,
         processing_class=policy.tokenizer,
@@ -341,7 +399,7 @@ def main(argv: Optional[list[str]] = None) -> int:
             print(f"error: {reason}", file=sys.stderr)
             return 2
     from reasoning_env.config import ConfigError
-    from training.chat import ChatFormatError
+    from reasoning_env.conversation import ChatFormatError
     from training.models import ModelLoadError
 
     t0 = time.time()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from reasoning_env.models import ReasonBudgetObservation
-from training.chat import NO_VISIBLE_ANSWER, ChatFormat, ChatFormatError, template_supports_thinking, visible_answer
+from reasoning_env.conversation import NO_VISIBLE_ANSWER, ChatFormat, ChatFormatError, template_supports_thinking, visible_answer
 from training_helpers import SHARED_DATA, tiny_tokenizer
 
 
