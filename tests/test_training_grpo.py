@@ -105,20 +105,24 @@ def test_metrics_row_has_the_workbench_keys():
 @pytest.fixture(scope="module")
 def smoke_run(tmp_path_factory):
     out = tmp_path_factory.mktemp("runs") / "smoke"
-    args = parse_args(["--smoke", "--output_dir", str(out)])
+    args = parse_args(["--smoke", "--output_dir", str(out), "--eval_every", "1", "--eval_seeds", "2"])
     t0 = time.time()
     setup = build_trainer(args)
     calls = []
 
     def recording_rollout(prompts, trainer):
+        before = setup.rollout.backend.stats.calls if setup.rollout.backend else 0
         output = setup.rollout(prompts, trainer)
         calls.append({"prompts": list(prompts), "output": output, "traces": list(setup.rollout.last_traces),
-                      "step": trainer.state.global_step})
+                      "step": trainer.state.global_step, "generate_calls": setup.rollout.backend.stats.calls - before})
         return output
 
     setup.trainer.rollout_func = recording_rollout
     setup.trainer.train()
     setup.writer.write()
+    from training.grpo_train import save_final
+
+    save_final(setup, out / "final")
     seconds = time.time() - t0
     print(f"\nCPU smoke run (build + 2 GRPO steps): {seconds:.1f} s")
     return setup, calls, out, seconds
@@ -132,7 +136,7 @@ def test_smoke_run_two_steps_two_groups(smoke_run):
         assert call["output"]["episode_member"] == [0, 1, 0, 1]
     assert calls[0]["output"]["episode_group"] == [0, 0, 1, 1]
     assert calls[1]["output"]["episode_group"] == [2, 2, 3, 3]
-    assert setup.rollout.backend.stats.calls <= 2 * 3  # lockstep: at most one call per turn
+    assert all(c["generate_calls"] <= 3 for c in calls)  # lockstep: at most one call per turn (3 questions)
     assert seconds < 300, f"smoke run took {seconds:.0f} s (target: under 180 s on 2 CPU cores)"
 
 
@@ -257,3 +261,59 @@ def test_config_errors_are_clear(tmp_path, capsys):
     assert "--model is required" in capsys.readouterr().err
     assert main(["--smoke", "--reasoning_mode", "on", "--output_dir", str(tmp_path / "r")]) == 2
     assert "enable_thinking" in capsys.readouterr().err
+
+
+# ----------------------------------------------------------------------------- held-out evaluation
+def test_smoke_held_out_evaluation_is_logged_with_intervals(smoke_run):
+    setup, calls, out, _ = smoke_run
+    rows = [json.loads(line) for line in (out / "evaluations.jsonl").read_text().splitlines()]
+    assert sorted({r["step"] for r in rows}) == [0, 1, 2]  # before the first step, every step, at the end
+    for step in (0, 1, 2):
+        top = {r["metric"]: r for r in rows if r["step"] == step and r["key"] is None}
+        assert {"accuracy", "tokens_per_question", "cap_hit_rate", "ran_dry", "forfeits", "regret"} <= set(top)
+        for r in top.values():
+            assert r["n"] == 2 and r["ci_low"] is not None and r["ci_low"] <= r["estimate"] <= r["ci_high"]
+        assert top["regret"]["estimate"] >= -1e-9  # no allocation beats the oracle's
+        keyed = {r["metric"] for r in rows if r["step"] == step and r["key"] is not None}
+        assert {"tokens_by_position", "tokens_by_type", "accuracy_by_type"} <= keyed
+    episodes = [json.loads(line) for line in (out / "eval_episodes.jsonl").read_text().splitlines()]
+    assert len(episodes) == 3 * 2 and {e["mode"] for e in episodes} == {"held_out"}
+    seeds = setup.writer.meta["eval_seeds"]
+    assert len(seeds) == 2 and not set(seeds) & set(build_episode_dataset(2, base_seed=42)["seed"])
+    assert [e["seed"] for e in episodes[:2]] == seeds
+    # greedy (temperature 0): the step-0 evaluation is the same episode each time it is played
+    assert setup.writer.meta["eval_temperature"] == 0.0
+    # the held-out episodes are not in the training logs
+    trained = [json.loads(line)["seed"] for line in (out / "episodes.jsonl").read_text().splitlines()]
+    assert not set(trained) & set(seeds)
+
+
+def test_smoke_final_folder_records_the_episode_format(smoke_run):
+    from reasoning_env.policies import TransformersPolicy
+
+    setup, _, out, _ = smoke_run
+    fmt = json.loads((out / "final" / "episode_format.json").read_text())
+    assert fmt == setup.writer.meta["episode_format"]
+    assert fmt["format"] == "multi_turn" and fmt["history_thinking"] == "keep"
+    pol = TransformersPolicy(str(out / "final"), device="cpu")
+    assert (pol.format, pol.history_thinking, pol.episode_format_source) == ("multi_turn", "keep", "episode_format.json")
+
+
+def test_training_options_that_would_learn_nothing_are_refused(tmp_path, capsys):
+    assert main(["--smoke", "--mask_truncated_completions", "--output_dir", str(tmp_path / "r")]) == 2
+    assert "every run-dry episode" in capsys.readouterr().err
+    assert main(["--smoke", "--history_thinking", "strip", "--output_dir", str(tmp_path / "r")]) == 2
+    assert "ONE token sequence" in capsys.readouterr().err
+    assert main(["--smoke", "--group_reward", "no_such_reward", "--output_dir", str(tmp_path / "r")]) == 2
+    assert "--group_reward" in capsys.readouterr().err
+
+
+def test_grpo_config_gets_the_episode_settings(tmp_path):
+    args = parse_args(["--smoke", "--output_dir", str(tmp_path / "r")])
+    setup = build_trainer(args)
+    cfg = setup.trainer.args
+    assert cfg.top_k == 0 and cfg.scale_rewards == "batch" and cfg.loss_type == "dapo"
+    assert cfg.vllm_importance_sampling_mode == "token_truncate" and cfg.vllm_importance_sampling_clip_max == 3.0
+    assert cfg.mask_truncated_completions is False
+    meta = setup.writer.meta
+    assert meta["scale_rewards"] == "batch" and meta["episode_format"]["format"] == "multi_turn"

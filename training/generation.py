@@ -28,6 +28,7 @@ Truncating samples is exact because autoregressive sampling draws token ``t`` fr
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Optional, Sequence
@@ -172,6 +173,12 @@ class GenerationBackend:
     def _generate(self, contexts: list[list[int]], caps: list[int], call_max: int) -> list[Generation]:  # pragma: no cover
         raise NotImplementedError
 
+    @contextlib.contextmanager
+    def temperature(self, value: float):
+        """Generate at ``value`` (0 = greedy) inside the block (held-out evaluation), then restore."""
+        raise NotImplementedError(f"{type(self).__name__} cannot change its temperature")
+        yield  # pragma: no cover
+
 
 # ---------------------------------------------------------------------- transformers
 def _sampler_class():
@@ -189,11 +196,16 @@ def _sampler_class():
         exactly it. ``logprobs`` collects one ``[B]`` tensor per step.
         """
 
-        def __init__(self) -> None:
+        def __init__(self, greedy: bool = False) -> None:
             self.logprobs: list = []
+            self.greedy = greedy
 
         def __call__(self, input_ids, scores):
             s = scores.float()
+            if self.greedy:  # argmax, with its log-prob under the unscaled distribution
+                tok = s.argmax(dim=-1, keepdim=True)
+                self.logprobs.append((s.gather(1, tok) - s.logsumexp(dim=-1, keepdim=True)).squeeze(1))
+                return scores.scatter_(1, tok, float("inf"))
             m = s.max(dim=-1, keepdim=True).values
             cdf = (s - m).exp_().cumsum_(dim=-1)
             total = cdf[:, -1:]
@@ -246,6 +258,15 @@ class TransformersBackend(GenerationBackend):
         self.sampling = sampling or SamplingConfig()
         self.device = device
 
+    @contextlib.contextmanager
+    def temperature(self, value: float):
+        old = self.sampling
+        self.sampling = dataclasses.replace(old, temperature=float(value))
+        try:
+            yield self
+        finally:
+            self.sampling = old
+
     def _context(self):
         if self.model_context is not None:
             return self.model_context()
@@ -262,16 +283,18 @@ class TransformersBackend(GenerationBackend):
         )
 
         s = self.sampling
+        greedy = s.temperature == 0
         processors = LogitsProcessorList()
         if s.repetition_penalty and s.repetition_penalty != 1.0:
             processors.append(RepetitionPenaltyLogitsProcessor(s.repetition_penalty))
-        if s.temperature != 1.0:
-            processors.append(TemperatureLogitsWarper(s.temperature))
-        if s.top_k:
-            processors.append(TopKLogitsWarper(top_k=s.top_k))
-        if s.top_p < 1.0:
-            processors.append(TopPLogitsWarper(top_p=s.top_p))
-        sampler = _sampler_class()()
+        if not greedy:
+            if s.temperature != 1.0:
+                processors.append(TemperatureLogitsWarper(s.temperature))
+            if s.top_k:
+                processors.append(TopKLogitsWarper(top_k=s.top_k))
+            if s.top_p < 1.0:
+                processors.append(TopPLogitsWarper(top_p=s.top_p))
+        sampler = _sampler_class()(greedy=greedy)
         processors.append(sampler)
         # Greedy over the sampler's output (+inf at the drawn token): our processors run in a known
         # order and no built-in warper or multinomial runs after them.
@@ -346,6 +369,17 @@ class TrlVLLMBackend(GenerationBackend):
         local = torch.tensor([int(v) for v in values], device=self.trainer.accelerator.device)
         gathered = self.trainer.accelerator.gather(local.unsqueeze(0))
         return [int(v) for v in gathered.view(-1, len(values)).max(dim=0).values.tolist()]
+
+    @contextlib.contextmanager
+    def temperature(self, value: float):
+        """Sets ``VLLMGeneration.temperature`` (read at each ``generate`` call in TRL 1.15/1.16) for
+        the block; with Unsloth's engine the same attribute is read (not run here: no GPU)."""
+        old = self.vg.temperature
+        self.vg.temperature = float(value)
+        try:
+            yield self
+        finally:
+            self.vg.temperature = old
 
     def _generate(self, contexts: list[list[int]], caps: list[int], call_max: int) -> list[Generation]:
         old = self.vg.max_completion_length

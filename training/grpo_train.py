@@ -73,6 +73,9 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--no_fast_inference", action="store_true", help="Unsloth: no vLLM engine (generate with transformers).")
     g.add_argument("--reasoning_mode", default="auto", choices=["auto", "on", "off"],
                    help="Qwen3 thinking: auto = the chat template's default; the text after </think> is graded.")
+    g.add_argument("--history_thinking", default="keep", choices=["keep", "strip"],
+                   help="Earlier <think> blocks in the episode's history: keep (the only history one training sequence "
+                        "per episode can hold; TRL's qwen3_training template does the same). strip is refused.")
     g = p.add_argument_group("environment")
     g.add_argument("--config", default=None, help="Environment YAML (EnvConfig; an 'env:' key is accepted). Default: the project default config.")
     g.add_argument("--env_base_url", default=None, help="Play against an OpenEnv server at this URL instead of in-process.")
@@ -119,6 +122,13 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--bf16", default="auto", choices=["auto", "true", "false"], help="auto = on when CUDA supports it.")
     g.add_argument("--report_to", default="trackio", help="trackio, wandb, tensorboard, none (comma-separated).")
     g.add_argument("--project", default="reasoning-economics", help="Trackio project.")
+    g = p.add_argument_group("held-out evaluation (docs/training.md)")
+    g.add_argument("--eval_every", type=int, default=0,
+                   help="Evaluate on the held-out seeds every N optimizer steps, before the first and at the end (0 = off).")
+    g.add_argument("--eval_seeds", type=int, default=16, help="Held-out episode seeds (fixed, disjoint from training).")
+    g.add_argument("--eval_temperature", type=float, default=0.0, help="Sampling temperature of the evaluation (0 = greedy).")
+    g.add_argument("--curves", default=None,
+                   help="curves.json (e.g. from a base-model evaluation run) for the regret; default: the simulated solver's.")
     g = p.add_argument_group("generation backend")
     g.add_argument("--backend", default="auto", choices=["auto", "transformers", "vllm"],
                    help="auto = vLLM when installed with a CUDA GPU (or Unsloth fast_inference), else transformers.")
@@ -309,6 +319,24 @@ def build_trainer(args: argparse.Namespace, *, policy: Any = None, env_config: A
         raise TrainSetupError(MASK_TRUNCATED_MESSAGE)
     if args.vllm_importance_sampling_cap <= 1.0:
         raise TrainSetupError(f"--vllm_importance_sampling_cap must be > 1 (a ratio bound), got {args.vllm_importance_sampling_cap}")
+    if args.history_thinking == "strip":
+        raise TrainSetupError(
+            "--history_thinking strip cannot be trained: an episode is ONE token sequence (TRL's rollout_func returns "
+            "one row per episode), and each token must be scored in the context it was sampled in, so earlier <think> "
+            "blocks cannot leave the history; train with keep (evaluate with keep too; strip is an evaluation option)"
+        )
+    if args.eval_every < 0:
+        raise TrainSetupError(f"--eval_every must be >= 0 (0 = no held-out evaluation), got {args.eval_every}")
+    if args.eval_every and args.eval_seeds < 1:
+        raise TrainSetupError(f"--eval_seeds must be >= 1 with --eval_every, got {args.eval_seeds}")
+    curves = None
+    if args.curves:
+        from reasoning_env.policies import SolverCurves
+
+        try:
+            curves = SolverCurves.load(args.curves)
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise TrainSetupError(f"--curves {args.curves!r} cannot be read as a curves.json: {exc}") from None
     group_reward = None
     if args.group_reward:
         try:
@@ -359,6 +387,8 @@ def build_trainer(args: argparse.Namespace, *, policy: Any = None, env_config: A
         "temperature": args.temperature,
         "top_p": args.top_p,
         "top_k": args.top_k,
+        "episode_format": episode_format(chat, args.history_thinking),
+        "eval_every": args.eval_every,
     }
     for stale in ("episodes.jsonl", "metrics.jsonl"):
         if (out / stale).exists():
@@ -369,6 +399,22 @@ def build_trainer(args: argparse.Namespace, *, policy: Any = None, env_config: A
 
     config = _grpo_config(args, backend, env_cfg)
     dataset = build_episode_dataset(args.num_episodes, base_seed=args.seed)
+    callbacks = [make_metrics_callback(out / "metrics.jsonl", on_save=writer.write)]
+    eval_callback = None
+    if args.eval_every:
+        from reasoning_env.policies import SolverCurves
+        from training.evaluation import HeldOutEvaluator, held_out_seeds, make_evaluation_callback
+
+        for stale in ("evaluations.jsonl", "eval_episodes.jsonl"):
+            if (out / stale).exists():
+                (out / stale).unlink()
+        seeds = held_out_seeds(args.eval_seeds, dataset["seed"])
+        curves = curves or SolverCurves()
+        evaluator = HeldOutEvaluator(rollout, seeds, out, curves=curves, config=env_cfg,
+                                     temperature=args.eval_temperature, tokenizer_name=tokenizer_name)
+        eval_callback = make_evaluation_callback(evaluator, args.eval_every)
+        callbacks.append(eval_callback)
+        writer.meta.update(eval_seeds=seeds, eval_temperature=args.eval_temperature, curves=curves.source)
     trainer = episode_trainer_class()(
         model=policy.model,
         reward_funcs=[environment_reward] + ([group_reward] if group_reward is not None else []),
@@ -377,9 +423,28 @@ def build_trainer(args: argparse.Namespace, *, policy: Any = None, env_config: A
         processing_class=policy.tokenizer,
         peft_config=None if policy.unsloth else policy.peft_config,
         rollout_func=rollout,
-        callbacks=[make_metrics_callback(out / "metrics.jsonl", on_save=writer.write)],
+        callbacks=callbacks,
     )
+    if eval_callback is not None:
+        eval_callback.trainer = trainer
     return TrainingSetup(trainer, rollout, writer, env_cfg, policy, backend, out)
+
+
+def episode_format(chat: Any, history_thinking: str = "keep") -> dict:
+    """The episode format a run trains in (``run.json`` and ``<model>/episode_format.json``, which
+    ``reasoning_env.policies.TransformersPolicy`` reads so the model is evaluated the same way)."""
+    return {"format": "multi_turn", "history_thinking": history_thinking, "reasoning_mode": chat.reasoning_mode,
+            "thinking": chat.thinking, "system_prompt": chat.system_prompt, "history_len": chat.history_len}
+
+
+def save_final(setup: "TrainingSetup", folder: Path) -> None:
+    """Save the weights (a LoRA adapter when LoRA is on), the tokenizer and ``episode_format.json``."""
+    from reasoning_env.policies.llm import EPISODE_FORMAT_FILE
+
+    setup.trainer.save_model(str(folder))
+    if setup.trainer.is_world_process_zero():
+        setup.policy.tokenizer.save_pretrained(str(folder))
+        (folder / EPISODE_FORMAT_FILE).write_text(json.dumps(setup.writer.meta["episode_format"], indent=2) + "\n")
 
 
 def main(argv: Optional[list[str]] = None) -> int:
@@ -415,8 +480,7 @@ def main(argv: Optional[list[str]] = None) -> int:
         setup.writer.meta["train_seconds"] = round(time.time() - t0, 2)
         setup.writer.write()
     # final weights (a LoRA adapter when LoRA is on: merge it with `python -m training.export`)
-    setup.trainer.save_model(str(setup.output_dir / "final"))
-    setup.policy.tokenizer.save_pretrained(str(setup.output_dir / "final"))
+    save_final(setup, setup.output_dir / "final")
     summary = {"output_dir": str(setup.output_dir), "episodes": len(setup.writer.episodes),
                "seconds": round(time.time() - t0, 2), "generate_calls": setup.rollout.backend.stats.calls if setup.rollout.backend else 0}
     print(json.dumps(summary))

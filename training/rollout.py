@@ -130,6 +130,10 @@ class EpisodeTrace:
     done_reason: Optional[str] = None
     reset_metadata: dict = field(default_factory=dict)
     num_questions: int = 0
+    #: ``(problem_type, difficulty, gold_answer)`` of every question of the episode, answered or not,
+    #: when the environment runs in this process (trusted context for the oracle's regret; never
+    #: shown to the policy); ``None`` for a remote environment.
+    questions: Optional[list[tuple]] = None
 
     @property
     def num_steps(self) -> int:
@@ -260,6 +264,9 @@ class _LiveEpisode:
         self.obs = obs
         self.trace.reset_metadata = dict(obs.metadata or {})
         self.trace.num_questions = int(obs.num_questions)
+        env_questions = getattr(getattr(self.session, "env", None), "questions", None)
+        if env_questions is not None:
+            self.trace.questions = [(q.problem_type, q.difficulty, q.gold_answer) for q in env_questions]
         self.trace.prompt_ids = self.tokens.start(obs)
         if obs.done:
             self._finish(obs)
