@@ -495,42 +495,47 @@ class TransformersPolicy(_ConversationPolicy):
 
     def _load(self) -> None:
         with self._lock:
-            if self._model is not None and self._tok is not None:
-                return
+            if self._model is None or self._tok is None:
+                self._load_model()
+            self._build_chat()
+
+    def _load_model(self) -> None:
+        try:
+            import torch
+            from transformers import AutoModelForCausalLM, AutoTokenizer
+        except ImportError as exc:  # pragma: no cover - torch is in requirements
+            raise PolicyError(f"the transformers policy needs torch and transformers ({exc})") from None
+        if self._tok is None:
+            if self._tok_ref is None:
+                raise PolicyError("TransformersPolicy: pass a tokenizer when model is an object")
             try:
-                import torch
-                from transformers import AutoModelForCausalLM, AutoTokenizer
-            except ImportError as exc:  # pragma: no cover - torch is in requirements
-                raise PolicyError(f"the transformers policy needs torch and transformers ({exc})") from None
-            if self._tok is None:
-                if self._tok_ref is None:
-                    raise PolicyError("TransformersPolicy: pass a tokenizer when model is an object")
-                try:
-                    self._tok = AutoTokenizer.from_pretrained(self._tok_ref)
-                except Exception as exc:
-                    raise PolicyError(f"could not load tokenizer {self._tok_ref!r}: {type(exc).__name__}: {exc}") from None
-            if self._model is None:
-                try:
-                    kwargs: dict[str, Any] = {}
-                    if self.dtype and self.dtype != "auto":
-                        kwargs["dtype"] = getattr(torch, self.dtype)
-                    self._model = AutoModelForCausalLM.from_pretrained(self._model_ref, **kwargs)
-                except Exception as exc:
-                    raise PolicyError(f"could not load model {self._model_ref!r}: {type(exc).__name__}: {exc}") from None
-            device = self.device or ("cuda" if torch.cuda.is_available() else "cpu")
-            self.device = device
-            self._model.to(device)
-            self._model.eval()
-            if self._chat is None and getattr(self._tok, "chat_template", None):
-                try:
-                    self._chat = ChatFormat(self._tok, reasoning_mode=self.reasoning_mode, system_prompt=self.system_prompt)
-                except ChatFormatError as exc:
-                    raise PolicyError(f"{self.name}: {exc}") from None
-            if self._chat is None and self.format == "multi_turn":
-                raise PolicyError(
-                    f"{self.name}: the tokenizer has no chat template, so the multi-turn format (the one training uses) "
-                    "cannot be rendered; pass format='single_turn' (--llm-format single_turn)"
-                )
+                self._tok = AutoTokenizer.from_pretrained(self._tok_ref)
+            except Exception as exc:
+                raise PolicyError(f"could not load tokenizer {self._tok_ref!r}: {type(exc).__name__}: {exc}") from None
+        if self._model is None:
+            try:
+                kwargs: dict[str, Any] = {}
+                if self.dtype and self.dtype != "auto":
+                    kwargs["dtype"] = getattr(torch, self.dtype)
+                self._model = AutoModelForCausalLM.from_pretrained(self._model_ref, **kwargs)
+            except Exception as exc:
+                raise PolicyError(f"could not load model {self._model_ref!r}: {type(exc).__name__}: {exc}") from None
+        device = self.device or ("cuda" if torch.cuda.is_available() else "cpu")
+        self.device = device
+        self._model.to(device)
+        self._model.eval()
+
+    def _build_chat(self) -> None:
+        if self._chat is None and getattr(self._tok, "chat_template", None):
+            try:
+                self._chat = ChatFormat(self._tok, reasoning_mode=self.reasoning_mode, system_prompt=self.system_prompt)
+            except ChatFormatError as exc:
+                raise PolicyError(f"{self.name}: {exc}") from None
+        if self._chat is None and self.format == "multi_turn":
+            raise PolicyError(
+                f"{self.name}: the tokenizer has no chat template, so the multi-turn format (the one training uses) "
+                "cannot be rendered; pass format='single_turn' (--llm-format single_turn)"
+            )
 
     def clone(self) -> "TransformersPolicy":
         twin = super().clone()
