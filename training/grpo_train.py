@@ -264,6 +264,9 @@ def _grpo_config(args: argparse.Namespace, backend: str, env_cfg: Any):
         vllm_gpu_memory_utilization=args.vllm_gpu_memory_utilization,
         vllm_max_model_length=args.max_episode_tokens,
     )
+    if int(os.environ.get("WORLD_SIZE", "1")) > 1 and not cuda_available():
+        # several CPU processes (torchrun without a GPU): accelerate joins them (MULTI_CPU, gloo) only with use_cpu
+        values.update(use_cpu=True, ddp_backend="gloo")
     try:
         known = {f.name for f in dataclasses.fields(GRPOConfig)}
     except TypeError:  # a patched config class that is not a dataclass (e.g. Unsloth's)
@@ -340,7 +343,7 @@ def build_trainer(args: argparse.Namespace, *, policy: Any = None, env_config: A
     group_reward = None
     if args.group_reward:
         try:
-            group_reward = group_reward_function(args.group_reward)
+            group_reward_function(args.group_reward)  # validates the spec before anything is loaded
         except ValueError as exc:
             raise TrainSetupError(f"--group_reward {args.group_reward!r}: {exc}") from None
     env_cfg = env_config if env_config is not None else load_env_config(args.config, smoke=args.smoke)
@@ -390,9 +393,11 @@ def build_trainer(args: argparse.Namespace, *, policy: Any = None, env_config: A
         "episode_format": episode_format(chat, args.history_thinking),
         "eval_every": args.eval_every,
     }
-    for stale in ("episodes.jsonl", "metrics.jsonl"):
+    for stale in ("episodes.jsonl", "metrics.jsonl", "group_rewards.jsonl"):
         if (out / stale).exists():
             (out / stale).unlink()
+    if args.group_reward:
+        group_reward = group_reward_function(args.group_reward, log_path=out / "group_rewards.jsonl")
     writer = TrainingRunWriter(out, config=env_cfg, meta=meta)
     rollout = GRPORollout(env_factory, chat, limits, eos_token_ids(policy.tokenizer, policy.model), writer=writer,
                           run_id=out.name)

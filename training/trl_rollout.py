@@ -330,7 +330,7 @@ def environment_reward(prompts=None, completions=None, episode_reward=None, log_
     return rewards
 
 
-def group_reward_function(spec: Any) -> Callable[..., list[float]]:
+def group_reward_function(spec: Any, log_path: Any = None) -> Callable[..., list[float]]:
     """A TRL reward function paying a group reward shape (``kimi_length``, ``shorter_better``,
     ``arora_zanette``, or a spec combining them) on top of the environment's reward.
 
@@ -340,9 +340,14 @@ def group_reward_function(spec: Any) -> Callable[..., list[float]]:
     processes is scored whole; each process returns its own episodes' rewards: the sum over the
     episode's answered questions of the shape's components.
 
+    With ``log_path``, the main process appends one JSON line per episode of the global batch
+    (``train_step``, ``group``, ``member``, ``group_reward``) to it (``group_rewards.jsonl``).
+
     Raises:
         ValueError: the spec is unknown or not valid (message from ``reasoning_env.rewards``).
     """
+    import json
+
     import numpy as np
 
     from reasoning_env.rewards import build_reward
@@ -351,11 +356,13 @@ def group_reward_function(spec: Any) -> Callable[..., list[float]]:
 
     reward = build_reward(spec, context="training")
 
-    def group_reward(prompts=None, completions=None, episode_stats=None, episode_group=None, **kwargs) -> list[float]:
+    def group_reward(prompts=None, completions=None, episode_stats=None, episode_group=None, episode_member=None,
+                     trainer_state=None, **kwargs) -> list[float]:
         if episode_stats is None or episode_group is None:
             raise ValueError("group rewards need the episode_stats/episode_group columns that GRPORollout returns")
-        rows, offset = gather_rows(list(zip(episode_stats, episode_group)))
-        flat = [(e, st, g) for e, (s, g) in enumerate(rows) for st in s["steps"]]
+        members = episode_member or [None] * len(episode_stats)
+        rows, offset = gather_rows([(s, g, m) for s, g, m in zip(episode_stats, episode_group, members)])
+        flat = [(e, st, g) for e, (s, g, _) in enumerate(rows) for st in s["steps"]]
         totals = np.zeros(len(rows))
         if flat:
             n = len(flat)
@@ -380,6 +387,11 @@ def group_reward_function(spec: Any) -> Callable[..., list[float]]:
             for values in reward.step_batch(batch).values():
                 per_step = per_step + np.asarray(values, dtype=np.float64)
             np.add.at(totals, np.array([e for e, _, _ in flat]), per_step)
+        if log_path is not None and offset == 0:  # the main process holds every row after the gather
+            step = int(getattr(trainer_state, "global_step", 0) or 0)
+            with open(log_path, "a", encoding="utf-8") as fh:
+                for (_, g, m), value in zip(rows, totals):
+                    fh.write(json.dumps({"train_step": step, "group": g, "member": m, "group_reward": float(value)}) + "\n")
         return [float(x) for x in totals[offset:offset + len(episode_stats)]]
 
     group_reward.__name__ = f"group_{reward.info.name}"
