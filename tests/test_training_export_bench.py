@@ -58,10 +58,24 @@ def test_export_errors(tmp_path, capsys):
 def test_bench_rollout_counts_calls(tmp_path, capsys):
     cfg = tmp_path / "env.yaml"
     cfg.write_text("sources: [reasoning_gym]\nnum_questions: 2\nmax_tokens_per_step: 4\n")
-    assert bench_rollout.main(["--config", str(cfg), "--episodes", "4", "--group_size", "2"]) == 0
+    assert bench_rollout.main(["--config", str(cfg), "--episodes", "4", "--group_size", "1", "--repeats", "2"]) == 0
     result = json.loads(capsys.readouterr().out)
-    assert result["lockstep"]["generate_calls"] == 2
-    assert result["sequential"]["generate_calls"] == 8
-    assert result["call_ratio"] == 4.0
-    assert result["same_episodes"] is True
-    assert result["lockstep"]["episodes_per_s"] > 0 and result["sequential"]["calls_per_episode"] == 2.0
+    fixed, stop = result["fixed"], result["stop_token"]
+    assert fixed["lockstep"]["generate_calls"] == 2 and fixed["sequential"]["generate_calls"] == 8
+    assert result["call_ratio"] == fixed["call_ratio"] == 4.0 and result["speedup"] == fixed["speedup"]
+    assert result["same_episodes"] is True and stop["same_episodes"] is True
+    assert fixed["lockstep"]["episodes_per_s"] > 0 and fixed["sequential"]["calls_per_episode"] == 2.0
+    assert len(fixed["lockstep"]["all_seconds"]) == 2 and fixed["speedup_spread"][0] <= fixed["speedup_spread"][1]
+    # every fixed turn runs to its cap; stop-token turns end early at their own lengths: stragglers
+    assert fixed["straggler_waste"] == 0.0 and 0.0 < stop["straggler_waste"] < 1.0
+    assert stop["mean_turn_tokens"] < fixed["mean_turn_tokens"] == 4.0
+    assert result["torch_threads"] == 1 and "before" in result["load_average"]
+
+
+def test_stop_length_depends_on_episode_and_turn_only():
+    from training.bench_rollout import stop_length
+
+    ctx = list(range(200))
+    assert stop_length(ctx, 7, 16) == stop_length(ctx + [999, 998], 7, 16)  # what was sampled later does not matter
+    lengths = {stop_length(list(range(s, s + 200)), 7, 16) for s in range(50)}
+    assert lengths <= set(range(1, 17)) and len(lengths) > 5

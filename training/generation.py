@@ -80,9 +80,13 @@ class BackendStats:
     sequences: int = 0
     tokens: int = 0
     seconds: float = 0.0
+    #: Sequence-steps decoded: per call, batch size x steps the call ran (the longest sequence).
+    #: ``1 - tokens / decode_slots`` is the share spent on sequences that had already stopped.
+    decode_slots: int = 0
 
     def as_dict(self) -> dict:
-        return {"calls": self.calls, "sequences": self.sequences, "tokens": self.tokens, "seconds": self.seconds}
+        return {"calls": self.calls, "sequences": self.sequences, "tokens": self.tokens, "seconds": self.seconds,
+                "decode_slots": self.decode_slots}
 
 
 def cut_generation(ids: Sequence[int], logprobs: Sequence[float], cap: int, eos_ids: Iterable[int]) -> Generation:
@@ -168,6 +172,7 @@ class GenerationBackend:
         self.stats.calls += 1
         self.stats.sequences += len(contexts)
         self.stats.tokens += sum(len(g.ids) for g in out)
+        self.stats.decode_slots += len(out) * max((len(g.ids) for g in out), default=0)
         return out
 
     def _generate(self, contexts: list[list[int]], caps: list[int], call_max: int) -> list[Generation]:  # pragma: no cover
@@ -233,6 +238,8 @@ class TransformersBackend(GenerationBackend):
         eos_ids: Ids that end a turn.
         sampling: :class:`SamplingConfig`.
         device: Where inputs go (default: the model's device).
+        extra_processors: ``f(contexts, caps, width) -> [LogitsProcessor]`` applied before sampling
+            each call (``width`` = padded context length); the benchmark's stop rule uses it.
 
     The log-probs are those of the sampling distribution: temperature, top-k and top-p are
     applied by this backend's own processors, then its sampler draws the token (inverse CDF)
@@ -248,8 +255,10 @@ class TransformersBackend(GenerationBackend):
         eos_ids: Iterable[int],
         sampling: Optional[SamplingConfig] = None,
         device: Any = None,
+        extra_processors: Optional[Callable[[list[list[int]], list[int], int], list]] = None,
     ) -> None:
         super().__init__(eos_ids)
+        self.extra_processors = extra_processors
         if model is None and model_context is None:
             raise ValueError("TransformersBackend needs model= or model_context=")
         self.model = model
@@ -294,6 +303,9 @@ class TransformersBackend(GenerationBackend):
                 processors.append(TopKLogitsWarper(top_k=s.top_k))
             if s.top_p < 1.0:
                 processors.append(TopPLogitsWarper(top_p=s.top_p))
+        width = max(len(c) for c in contexts)
+        if self.extra_processors is not None:
+            processors.extend(self.extra_processors(contexts, caps, width))
         sampler = _sampler_class()(greedy=greedy)
         processors.append(sampler)
         # Greedy over the sampler's output (+inf at the drawn token): our processors run in a known
@@ -306,7 +318,6 @@ class TransformersBackend(GenerationBackend):
             bos_token_id=None,
             return_dict_in_generate=True,
         )
-        width = max(len(c) for c in contexts)
         input_ids = torch.full((len(contexts), width), self.pad_token_id, dtype=torch.long)
         attention = torch.zeros((len(contexts), width), dtype=torch.long)
         for i, c in enumerate(contexts):
