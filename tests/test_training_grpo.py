@@ -196,6 +196,11 @@ def test_smoke_logged_rewards_equal_the_environments(smoke_run, tmp_path):
     # TRL's own record of the rewards it normalised (a deque holding the last generation batch)
     trl_rewards = list(setup.trainer._logs["rewards"]["environment_reward"])
     assert trl_rewards == pytest.approx(calls[-1]["output"]["episode_reward"], abs=1e-6)
+    # ... and of the advantages: the advantage study's replica of TRL's formula (scale_rewards="batch")
+    from training.advantage_study import advantages
+
+    expected = advantages(calls[-1]["output"]["episode_reward"], 2, "batch")
+    assert list(setup.trainer._logs["advantages"])[-4:] == pytest.approx(list(expected), abs=1e-5)
     ours = [r for call in calls for r in call["output"]["episode_reward"]]
     episodes = [json.loads(line) for line in (out / "episodes.jsonl").read_text().splitlines()]
     assert [e["reward"] for e in episodes] == pytest.approx(ours)
@@ -317,3 +322,25 @@ def test_grpo_config_gets_the_episode_settings(tmp_path):
     assert cfg.mask_truncated_completions is False
     meta = setup.writer.meta
     assert meta["scale_rewards"] == "batch" and meta["episode_format"]["format"] == "multi_turn"
+
+
+def test_advantage_formulas():
+    import numpy as np
+
+    from training.advantage_study import advantages, study, token_weights
+
+    r = np.array([1.0, 1.026, 0.0, 2.0])  # a tied pair (cost gap only) and a correctness gap
+    g = advantages(r, 2, "group")
+    assert g[:2] == pytest.approx([-0.7033, 0.7033], abs=1e-3) and g[2:] == pytest.approx([-0.7071, 0.7071], abs=1e-3)
+    b = advantages(r, 2, "batch")
+    assert abs(b[0]) < 0.02 and abs(b[3]) > 0.9  # batch scaling keeps the reward's proportions
+    assert advantages(r, 2, "none")[:2] == pytest.approx([-0.013, 0.013])
+    with pytest.raises(ValueError):
+        advantages(r, 3, "group")
+    w = token_weights(np.ones(2), np.array([10, 30]), "grpo")
+    assert w[0] == pytest.approx(3 * w[1])  # grpo: a long episode's tokens weigh less
+    assert token_weights(np.ones(2), np.array([10, 30]), "dapo").tolist() == [1 / 40, 1 / 40]
+    data = {"rewards": r, "num_correct": np.array([1, 1, 0, 2]), "tokens": np.array([10, 20, 30, 40]), "group": np.array([0, 0, 1, 1])}
+    res = study(data, 2)
+    assert res["tied_share"] == 0.5 and res["scale_rewards"]["group"]["tied_to_untied_adv"] > 0.9
+    assert res["scale_rewards"]["batch"]["tied_to_untied_adv"] == pytest.approx(res["raw_tied_to_untied"], rel=1e-3)
