@@ -79,3 +79,28 @@ def test_stop_length_depends_on_episode_and_turn_only():
     assert stop_length(ctx, 7, 16) == stop_length(ctx + [999, 998], 7, 16)  # what was sampled later does not matter
     lengths = {stop_length(list(range(s, s + 200)), 7, 16) for s in range(50)}
     assert lengths <= set(range(1, 17)) and len(lengths) > 5
+
+
+def test_gpu_check_refuses_cuda_without_a_gpu(capsys):
+    from training import gpu_check
+
+    if torch.cuda.is_available():
+        pytest.skip("a CUDA GPU is present")
+    assert gpu_check.main(["--device", "cuda"]) == 2
+    assert "--device cpu --tiny" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_gpu_check_cpu_path_runs_grpo_steps_and_reports(tmp_path, capsys):
+    """The prepared GPU check (random Qwen2.5-0.5B-shaped model on CUDA in bf16) on its CPU path:
+    the tiny model, the real environment, two GRPO steps, one JSON object out."""
+    from training import gpu_check
+
+    assert gpu_check.QWEN25_05B["hidden_size"] == 896 and gpu_check.QWEN25_05B["num_hidden_layers"] == 24
+    args = ["--device", "cpu", "--tiny", "--steps", "2", "--num_generations", "2", "--groups", "1", "--num_questions", "2",
+            "--max_tokens_per_step", "8", "--output_dir", str(tmp_path / "run")]
+    assert gpu_check.main(args) == 0
+    out = capsys.readouterr().out
+    result = json.loads(out[out.index("{\n"):])
+    assert result["steps"] == 2 and result["generated_tokens"] > 0 and result["generated_tokens_per_s"] > 0
+    assert result["step_seconds"] > 0 and result["peak_gpu_memory_gib"] is None and result["dtype"] == "float32"

@@ -15,7 +15,8 @@ reward is the environment's. Logs land in ``--output_dir`` in the workbench's ru
 Generation: vLLM (TRL's ``vllm_generation``, colocate or server mode) when installed on a CUDA
 machine, else ``transformers`` generate; ``--unsloth`` loads the model with Unsloth
 (``FastLanguageModel``, LoRA, ``fast_inference``). The GPU paths are written against TRL
-1.15/1.16, Unsloth 2026.10.9 and vLLM 0.33 but were not run in this repository's CI (no GPU).
+1.15/1.16, Unsloth 2026.10.9 and vLLM 0.29 but were not run in this repository's CI (no GPU); the
+training tests run on CPU against both TRL 1.15 (the GPU pin) and 1.16.
 """
 
 from __future__ import annotations
