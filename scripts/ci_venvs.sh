@@ -10,7 +10,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT="${REE_CI_VENVS:-${TMPDIR:-/tmp}/ree-ci-venvs}"
 mkdir -p "$ROOT"
-PIP=(-m pip install -q --disable-pip-version-check)
+PIP=(-m pip install -q --disable-pip-version-check --no-compile)
+quiet_pip() {  # pip, without this machine's warnings about index folders that do not exist
+  "$@" 2> >(grep -v "is ignored: it is neither a file nor a directory" >&2)
+}
 
 build() {  # build NAME STAMP-INPUTS... ; then the install commands come from install_NAME
   local name="$1"; shift
@@ -23,15 +26,15 @@ build() {  # build NAME STAMP-INPUTS... ; then the install commands come from in
 }
 
 install_app() {
-  "$1" "${PIP[@]}" -r requirements.txt
+  quiet_pip "$1" "${PIP[@]}" -r requirements.txt
 }
 
 install_gpu_pins() {
   local reqs="$ROOT/gpu-pins-cpu.txt"
   grep -vE '^(vllm|unsloth|unsloth_zoo|xformers|bitsandbytes)==|^-e ' requirements-gpu.txt > "$reqs"
-  "$1" "${PIP[@]}" -r "$reqs" $(grep -E '^(pytest|pytest-timeout|hypothesis)==' requirements-test.txt) \
+  quiet_pip "$1" "${PIP[@]}" -r "$reqs" $(grep -E '^(pytest|pytest-timeout|hypothesis)==' requirements-test.txt) \
     $(grep -E '^scipy==' requirements.txt)
-  "$1" "${PIP[@]}" --no-deps -e .
+  quiet_pip "$1" "${PIP[@]}" --no-deps -e .
 }
 
 build app requirements.txt pyproject.toml
