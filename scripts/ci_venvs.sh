@@ -37,7 +37,10 @@ install_gpu_pins() {
   quiet_pip "$1" "${PIP[@]}" --no-deps -e .
 }
 
-build app requirements.txt pyproject.toml
-build gpu_pins requirements-gpu.txt requirements-test.txt pyproject.toml
+# the two builds run side by side (pip mostly waits on unpacking); a failing one fails the script
+build app requirements.txt pyproject.toml & app_pid=$!
+build gpu_pins requirements-gpu.txt requirements-test.txt pyproject.toml & pins_pid=$!
+wait "$app_pid"
+wait "$pins_pid"
 echo "REE_APP_VENV=$ROOT/app"
 echo "REE_GPU_PINS_VENV=$ROOT/gpu_pins"
