@@ -348,6 +348,25 @@ CATEGORIES = {
         ("52", "52_8", True),  # digits of a base-8 answer without the subscript
         ("42", "52_8", False),  # its decimal value is not the base-8 answer
     ],
+    # Finite sums and products with constant integer bounds are evaluated (exactly when the
+    # value stays small, else at 256 bits); they used to wait for math-verify, often past 2 s.
+    "sums-products": [
+        (r"\sum_{k=1}^{100} k", "5050", True),
+        (r"\sum_{k=1}^{100} k", "5051", False),
+        (r"\sum_{k=1}^{100} k + 1", "5051", True),  # the body stops at +
+        (r"\sum\limits_{k=1}^{3} k^2", "14", True),
+        (r"6!\sum_{k=0}^{6}\frac{(-1)^k}{k!}", "265", True),
+        (r"\sum_{i=1}^{3} i^2", "14", True),  # an index named i is not the imaginary unit
+        (r"\sum_{i=1}^{100}\sum_{j=1}^{100} ij", "25502500", True),
+        (r"\sum_{k=1}^{2000} \frac{1}{k(k+1)}", r"\frac{2000}{2001}", True),
+        (r"\sum_{k=1}^{99} \frac{1}{\sqrt{k}+\sqrt{k+1}}", "9", True),
+        (r"\sum_{k=0}^{1000} \binom{1000}{k}^2", r"\binom{2000}{1000}", True),
+        (r"\sum_{k=1}^{10000} \frac{1}{k^2}", r"\frac{\pi^2}{6}", False),  # a partial sum
+        (r"\sum_{k=1}^{1000} \sin(k)", "0", False),
+        (r"\prod_{k=2}^{100} \left(1-\frac{1}{k^2}\right)", r"\frac{101}{200}", True),
+        (r"\prod_{k=1}^{1000} \frac{k+1}{k}", "1000", False),
+        (r"\sum_{k=5}^{1} k", "0", True),  # an empty sum
+    ],
 }
 
 ROWS = [(cat, p, g, e) for cat, rows in CATEGORIES.items() for p, g, e in rows]
@@ -429,6 +448,34 @@ def test_hacks_are_decided_before_math_verify(pred: str, gold: str) -> None:
     assert result.correct is False and result.reason == "mismatch", result
     assert result.detail != "math-verify", result
     assert grader._pool is None  # the pool was never touched
+
+
+@pytest.mark.parametrize(
+    "pred,gold",
+    [
+        (r"\sum_{k=1}^{10000} \frac{1}{k^2}", r"\frac{\pi^2}{6}"),
+        (r"\sum_{k=1}^{1000} k^{1000}", "5"),
+        (r"\sum_{k=0}^{1000} \binom{1000}{k}^2", r"\binom{2000}{1000}"),
+        (r"\sum_{k=1}^{99} \frac{1}{\sqrt{k}+\sqrt{k+1}}", "9"),
+    ],
+)
+def test_long_finite_sums_are_decided_without_math_verify(pred: str, gold: str) -> None:
+    """These took math-verify past the 2 s limit; the fast path decides them (the speed figure
+    is in ``python -m reasoning_env.bench cases --worst-case``, not asserted here)."""
+    result = Grader(use_worker=False).grade(r"\boxed{" + pred + "}", gold)
+    assert result.reason in ("numeric", "mismatch") and not result.detail.startswith("undecided"), result
+
+
+def test_sums_too_long_to_evaluate_are_left_to_math_verify() -> None:
+    """Past MAX_SUM_WORK (terms x body size) the parser refuses a sum: no unbounded loop."""
+    from reasoning_env.grading.latex import ParseError, parse_answer
+
+    with pytest.raises(ParseError):
+        parse_answer(r"\sum_{k=1}^{10^{10}} k")
+    with pytest.raises(ParseError):
+        parse_answer(r"\sum_{i=1}^{1000}\sum_{j=1}^{1000} ij")
+    with pytest.raises(ParseError):
+        parse_answer(r"\sum_{k=1}^{30000} k + \sum_{k=1}^{30000} k + \sum_{k=1}^{30000} k")  # each fits, not all
 
 
 def test_single_letters_after_a_number_are_variables() -> None:

@@ -27,6 +27,7 @@ from functools import lru_cache
 from typing import Any, Optional
 
 from reasoning_env.grading.values import (
+    MAX_SUM_WORK,
     Assign,
     Choice,
     Matrix,
@@ -37,6 +38,7 @@ from reasoning_env.grading.values import (
     expand_pm,
     free_vars,
     has_pm,
+    sum_work,
 )
 
 __all__ = ["ParseError", "NotMath", "ChoiceJunk", "parse_answer", "words_between_numbers", "words_after_number", "has_connective", "MAX_PARSE_CHARS", "MAX_DEPTH"]
@@ -103,7 +105,10 @@ _CMD_TOKENS = {
     "lfloor": ("lfloor", ""), "rfloor": ("rfloor", ""), "lceil": ("lceil", ""), "rceil": ("rceil", ""),
     "overline": ("overline", ""), "infty": ("const", "inf"), "pi": ("const", "pi"),
     "mid": ("op", "|"), "colon": ("op", ":"),
+    "sum": ("bigop", "sum"), "prod": ("bigop", "prod"),
 }
+# Commands that only change how something is typeset.
+_IGNORED_CMDS = frozenset(("limits", "nolimits"))
 _REL_OPS = {"=": "=", "<": "<", ">": ">", "<=": "<=", ">=": ">=", "!=": "!=", "in": "in"}
 _CHOICE_RE = re.compile(r"^\(?\s*([A-E])\s*\)?$")
 _CHOICE_VALUE_RE = re.compile(r"^\(\s*([A-E])\s*\)\s*([^\s].*)$", re.DOTALL)
@@ -234,6 +239,8 @@ def tokenize(s: str) -> list:
             toks.append(("end", m.group("eenv")))
         elif kind == "cmd":
             name = text[1:]
+            if name in _IGNORED_CMDS:
+                continue
             if name in _CMD_TOKENS:
                 toks.append(_CMD_TOKENS[name])
             elif name in _FUNCS:
@@ -328,6 +335,7 @@ class _Parser:
         self.i = 0
         self.depth = 0
         self.abs_open = 0
+        self.sum_work = 0  # evaluation cost of the sums parsed so far (values.sum_work)
 
     # -- token access
     def peek(self, k: int = 0) -> tuple:
@@ -444,7 +452,7 @@ class _Parser:
 
     def _starts_atom(self, tok: tuple) -> bool:
         kind = tok[0]
-        if kind in ("num", "id", "const", "fn", "sqrt", "frac", "binom", "lfloor", "lceil", "lset", "begin"):
+        if kind in ("num", "id", "const", "fn", "sqrt", "frac", "binom", "lfloor", "lceil", "lset", "begin", "bigop"):
             return True
         if kind == "op":
             v = tok[1]
@@ -839,7 +847,67 @@ class _Parser:
             return ("f", "ceil", self.parse_group(("rceil", "")))
         if kind == "begin":
             return self.parse_matrix(val)
+        if kind == "bigop":
+            return self.parse_big_op(val)
         raise ParseError(f"unexpected {val or kind}")
+
+    def parse_big_op(self, kind: str) -> tuple:
+        """``\\sum_{k=a}^{b} body`` / ``\\prod``: the body is the product that follows (it stops
+        at ``+``, ``-`` and relations, as in ``\\sum_k a_k + c``). Only ``index = lower`` under the
+        operator is read (``\\sum_{k \\ge 1}`` is outside the subset). An answer whose sums would
+        cost more than :data:`~reasoning_env.grading.values.MAX_SUM_WORK` to evaluate is refused."""
+        var = lo = hi = None
+        for _ in range(2):
+            if self.at("op", "_") and var is None:
+                self.next()
+                braced = self.at("op", "{")
+                if braced:
+                    self.next()
+                tok = self.next()
+                if tok[0] != "id":
+                    raise ParseError("sum index")
+                var = tok[1]
+                self.expect("rel", "=")
+                lo = self.parse_sum() if braced else self.parse_unary()
+                if braced:
+                    self.expect("op", "}")
+            elif self.at("op", "^") and hi is None:
+                self.next()
+                hi = self.parse_exponent()
+        if var is None or hi is None:
+            raise ParseError("sum without both bounds")
+        self.enter()
+        try:
+            body = self.parse_term()
+        finally:
+            self.depth -= 1
+        if not (_is_node(lo) and _is_node(hi) and _is_node(body)):
+            raise ParseError("sum of a non-scalar")
+        if var in ("i", "e"):  # the index named i or e is a variable in the body, not a constant
+            body = _const_to_var(body, var)
+        node = (kind, var, lo, hi, body)
+        work = sum_work(node)
+        if work is not None:
+            self.sum_work += work
+            if self.sum_work > MAX_SUM_WORK:
+                raise ParseError("sums too long to evaluate here")
+        return node
+
+
+def _const_to_var(node: Any, name: str) -> Any:
+    """A copy of ``node`` where the constant ``name`` (``i`` or ``e``) is the variable ``name``."""
+    if not _is_node(node) or not node:
+        return node
+    k = node[0]
+    if k == "c":
+        return ("v", name) if node[1] == name else node
+    if k in ("n", "v", "base"):
+        return node
+    if k == "+":
+        return ("+", tuple((sg, _const_to_var(t, name)) for sg, t in node[1]))
+    if k == "*":
+        return ("*", tuple(_const_to_var(t, name) for t in node[1]))
+    return (k,) + tuple(_const_to_var(c, name) if _is_node(c) else c for c in node[1:])
 
 
 def _expand_items(items: list) -> list:

@@ -21,6 +21,9 @@ Scalar expressions are nested tuples (cheap, hashable, immutable):
 ``("binom", n, k)`` binomial coefficient
 ``("%", a)``        percent (``a/100``)
 ``("base", d, b)``  ``d`` read in base ``b`` (MATH's ``52_8``)
+``("sum", k, lo,    ``\\sum_{k=lo}^{hi} body`` (``"prod"``: ``\\prod``); ``k`` the index's name
+hi, body)``         (bound: not a free variable); finite integer bounds only, see
+                    :data:`MAX_SUM_WORK`
 ==================  ==========================================================================
 
 Structured answers are frozen dataclasses: :class:`Seq` (tuples, intervals, sets, lists),
@@ -67,7 +70,9 @@ __all__ = [
     "decimal_digits",
     "is_positive_monotone",
     "num_context",
+    "sum_work",
     "MAX_EXACT_BITS",
+    "MAX_SUM_WORK",
 ]
 
 #: Largest integer (numerator/denominator) size in bits that exact evaluation will build.
@@ -83,6 +88,16 @@ MAX_LOG2_MAGNITUDE = 2.0 ** 50
 MAX_FUNCTION_ARG = 1e12
 #: Working precision of numeric evaluation (bits): ~77 significant digits.
 NUMERIC_PREC_BITS = 256
+#: Work allowed to the ``\\sum``/``\\prod`` nodes of one answer: terms times the size (nodes) of
+#: the body, nested sums included (``\\sum_{k=1}^{10000} \\frac{1}{k^2}`` costs 50,000). The parser
+#: refuses an answer over it (it goes to math-verify, killed at its deadline), so one evaluation
+#: of an answer's sums costs at most ~0.1 s.
+MAX_SUM_WORK = 60_000
+#: Largest numerator/denominator (bits) of an exact partial sum or product of rationals; a sum
+#: whose exact value grows past it (``\\sum 1/k^2`` over thousands of terms) is evaluated numerically.
+MAX_SUM_EXACT_BITS = 4_096
+#: Largest magnitude of a sum's bounds.
+MAX_SUM_BOUND = 10**12
 
 
 # ----------------------------------------------------------------------------- structured values
@@ -196,8 +211,44 @@ def iter_nodes(node: Any) -> Iterator[tuple]:
 
 
 def free_vars(node: Any) -> frozenset:
-    """Names of the variables in an expression node (``frozenset`` of ``str``)."""
-    return frozenset(x[1] for x in iter_nodes(node) if x[0] == "v")
+    """Names of the free variables in an expression node (``frozenset`` of ``str``); the index of
+    a ``\\sum``/``\\prod`` is bound in its body (``\\sum_{k=1}^{n} k`` has ``n`` only)."""
+    if not any(x[0] in _BIG_OPS for x in iter_nodes(node)):
+        return frozenset(x[1] for x in iter_nodes(node) if x[0] == "v")
+    return _free_vars_bound(node)
+
+
+_BIG_OPS = ("sum", "prod")
+
+
+def _free_vars_bound(node: Any) -> frozenset:
+    """:func:`free_vars` of a node holding sums (recursive over sums only; nesting is capped by
+    the parser)."""
+    out: set = set()
+    stack = [node]
+    while stack:
+        x = stack.pop()
+        if not isinstance(x, tuple) or not x:
+            continue
+        k = x[0]
+        if k == "v":
+            out.add(x[1])
+        elif k in _BIG_OPS:
+            out |= _free_vars_bound(x[2]) | _free_vars_bound(x[3]) | (_free_vars_bound(x[4]) - {x[1]})
+        elif k in ("n", "c", "base"):
+            continue
+        elif k == "+":
+            stack.extend(t for _, t in x[1])
+        elif k == "*":
+            stack.extend(x[1])
+        else:
+            stack.extend(c for c in x[1:] if isinstance(c, tuple))
+    return frozenset(out)
+
+
+def node_count(node: Any) -> int:
+    """Number of expression nodes under ``node`` (itself included)."""
+    return sum(1 for _ in iter_nodes(node))
 
 
 def has_pm(node: Any) -> bool:
@@ -368,71 +419,142 @@ def _exact_pow(b: Fraction, e: Fraction) -> Fraction:
     return _exact_pow(root, Fraction(e.numerator))
 
 
-def exact_value(node: Any) -> Fraction:
-    """Exact rational value of a variable-free expression node.
+def exact_value(node: Any, env: Optional[Mapping[str, Fraction]] = None) -> Fraction:
+    """Exact rational value of an expression node.
 
+    Args:
+        node: Expression node (no ``pm``).
+        env: Values of variables (``Fraction``); default none (a variable is not exact).
     Raises:
-        NotExact: irrational (``\\sqrt 2``, ``\\pi``), has variables, or too large.
+        NotExact: irrational (``\\sqrt 2``, ``\\pi``), has unbound variables, or too large.
         EvalError: undefined (division by zero, ``0^{-1}``).
     """
     k = node[0]
     if k == "n":
         return node[1]
+    if k == "v":
+        if env is not None and node[1] in env:
+            return env[node[1]]
+        raise NotExact("variable")
     if k == "+":
         total = Fraction(0)
         for s, t in node[1]:
-            v = exact_value(t)
+            v = exact_value(t, env)
             total = total + v if s > 0 else total - v
         return _check_size(total)
     if k == "*":
         prod = Fraction(1)
         for t in node[1]:
-            prod = _check_size(prod * exact_value(t))
+            prod = _check_size(prod * exact_value(t, env))
         return prod
     if k == "/":
-        a = exact_value(node[1])
-        b = exact_value(node[2])
+        a = exact_value(node[1], env)
+        b = exact_value(node[2], env)
         if b == 0:
             raise EvalError("division by zero")
         return _check_size(a / b)
     if k == "-":
-        return -exact_value(node[1])
+        return -exact_value(node[1], env)
     if k == "^":
-        return _check_size(_exact_pow(exact_value(node[1]), exact_value(node[2])))
+        return _check_size(_exact_pow(exact_value(node[1], env), exact_value(node[2], env)))
     if k == "%":
-        return exact_value(node[1]) / 100
+        return exact_value(node[1], env) / 100
     if k == "f":
         name = node[1]
         if name == "sqrt":
-            return _rational_root(exact_value(node[2]), 2)
+            return _rational_root(exact_value(node[2], env), 2)
         if name == "abs":
-            return abs(exact_value(node[2]))
+            return abs(exact_value(node[2], env))
         if name == "floor":
-            return Fraction(math.floor(exact_value(node[2])))
+            return Fraction(math.floor(exact_value(node[2], env)))
         if name == "ceil":
-            return Fraction(math.ceil(exact_value(node[2])))
+            return Fraction(math.ceil(exact_value(node[2], env)))
         raise NotExact(name)
     if k == "root":
-        n = exact_value(node[1])
+        n = exact_value(node[1], env)
         if n.denominator != 1:
             raise NotExact("root index")
-        return _rational_root(exact_value(node[2]), int(n))
+        return _rational_root(exact_value(node[2], env), int(n))
     if k == "!":
-        n = exact_value(node[1])
+        n = exact_value(node[1], env)
         if n.denominator != 1 or n < 0:
             raise NotExact("factorial of a non-natural number")
         if n > MAX_EXACT_FACTORIAL:
             raise NotExact("factorial too large")
         return Fraction(math.factorial(int(n)))
     if k == "binom":
-        n = exact_value(node[1])
-        r = exact_value(node[2])
+        n = exact_value(node[1], env)
+        r = exact_value(node[2], env)
         if n.denominator != 1 or r.denominator != 1 or n < 0 or n > MAX_EXACT_FACTORIAL:
             raise NotExact("binomial")
         return Fraction(math.comb(int(n), int(r))) if r >= 0 else Fraction(0)
     if k == "base":
         return Fraction(int(node[1], node[2]))
+    if k in _BIG_OPS:
+        return _exact_big_op(node, env)
     raise NotExact(k)
+
+
+def sum_span(node: tuple) -> Optional[int]:
+    """Number of terms of a ``\\sum``/``\\prod`` node whose bounds are constant integers of at
+    most :data:`MAX_SUM_BOUND` in magnitude (0 for an empty range); ``None`` otherwise (a bound
+    with a variable or ``\\infty``: such a sum is never evaluated here)."""
+    bounds = []
+    for b in node[2:4]:
+        try:
+            v = exact_value(b)
+        except (NotExact, EvalError, ArithmeticError, ValueError):
+            return None
+        if v.denominator != 1 or abs(v) > MAX_SUM_BOUND:
+            return None
+        bounds.append(int(v))
+    return max(0, bounds[1] - bounds[0] + 1)
+
+
+def sum_work(node: tuple) -> Optional[int]:
+    """Evaluation cost of a ``\\sum``/``\\prod`` node: terms times the size of its body, nested
+    sums included (``None`` when its bounds are not constant, see :func:`sum_span`)."""
+    span = sum_span(node)
+    if span is None:
+        return None
+    body = node[4]
+    inner = 0
+    for x in iter_nodes(body):
+        if x[0] in _BIG_OPS:
+            w = sum_work(x)
+            if w is None:
+                return None
+            inner += w
+    return span * (node_count(body) + inner)
+
+
+def _big_op_range(node: tuple) -> range:
+    span = sum_span(node)
+    if span is None:
+        raise NotExact("sum bounds are not constant integers")
+    if span * node_count(node[4]) > MAX_SUM_WORK:
+        raise TooBig("sum or product with too many terms")
+    lo = int(exact_value(node[2]))
+    return range(lo, lo + span)
+
+
+def _exact_big_op(node: tuple, env: Optional[Mapping[str, Fraction]]) -> Fraction:
+    """Exact ``\\sum``/``\\prod`` over constant integer bounds (the parser caps the total work of
+    an answer's sums at :data:`MAX_SUM_WORK`)."""
+    kind, var, _, _, body = node
+    try:
+        terms = _big_op_range(node)
+    except TooBig:
+        raise NotExact("sum or product with too many terms") from None
+    inner = dict(env) if env is not None else {}
+    acc = Fraction(0) if kind == "sum" else Fraction(1)
+    for i in terms:
+        inner[var] = Fraction(i)
+        v = exact_value(body, inner)
+        acc = acc + v if kind == "sum" else acc * v
+        if acc.denominator.bit_length() > MAX_SUM_EXACT_BITS or acc.numerator.bit_length() > MAX_EXACT_BITS:
+            raise NotExact("exact sum too large")
+    return acc
 
 
 # ----------------------------------------------------------------------------- numeric evaluation
@@ -603,6 +725,24 @@ def numeric_value(node: Any, env: Mapping[str, Any], ctx: Any) -> Any:
         return ctx.binomial(n, r)
     if k == "base":
         return ctx.mpf(int(node[1], node[2]))
+    if k in _BIG_OPS:
+        return _numeric_big_op(node, env, ctx)
     if k == "pm":
         raise EvalError("unexpanded \\pm")
     raise EvalError(f"unknown node {k}")
+
+
+def _numeric_big_op(node: tuple, env: Mapping[str, Any], ctx: Any) -> Any:
+    """Numeric ``\\sum``/``\\prod`` over constant integer bounds."""
+    kind, var, _, _, body = node
+    try:
+        terms = _big_op_range(node)
+    except NotExact:
+        raise EvalError("sum bounds are not constant integers") from None
+    inner = dict(env)
+    acc = ctx.mpf(0) if kind == "sum" else ctx.mpf(1)
+    for i in terms:
+        inner[var] = ctx.mpf(i)
+        v = numeric_value(body, inner, ctx)
+        acc = acc + v if kind == "sum" else acc * v
+    return acc
