@@ -27,6 +27,7 @@ from functools import lru_cache
 from typing import Any, Optional
 
 from reasoning_env.grading.values import (
+    APPROX_SUBJECT,
     MAX_SUM_WORK,
     Assign,
     Choice,
@@ -39,6 +40,7 @@ from reasoning_env.grading.values import (
     free_vars,
     has_pm,
     sum_work,
+    value_name,
 )
 
 __all__ = ["ParseError", "NotMath", "ChoiceJunk", "parse_answer", "words_between_numbers", "words_after_number", "has_connective", "MAX_PARSE_CHARS", "MAX_DEPTH"]
@@ -100,12 +102,12 @@ _CMD_TOKENS = {
     "le": ("rel", "<="), "leq": ("rel", "<="), "leqslant": ("rel", "<="),
     "ge": ("rel", ">="), "geq": ("rel", ">="), "geqslant": ("rel", ">="),
     "lt": ("rel", "<"), "gt": ("rel", ">"), "ne": ("rel", "!="), "neq": ("rel", "!="),
-    "approx": ("rel", "="), "in": ("rel", "in"), "cup": ("cup", ""),
+    "approx": ("rel", "~"), "thickapprox": ("rel", "~"), "in": ("rel", "in"), "cup": ("cup", ""),
     "frac": ("frac", ""), "sqrt": ("sqrt", ""), "binom": ("binom", ""),
     "lfloor": ("lfloor", ""), "rfloor": ("rfloor", ""), "lceil": ("lceil", ""), "rceil": ("rceil", ""),
     "overline": ("overline", ""), "infty": ("const", "inf"), "pi": ("const", "pi"),
     "mid": ("op", "|"), "colon": ("op", ":"),
-    "sum": ("bigop", "sum"), "prod": ("bigop", "prod"),
+    "sum": ("bigop", "sum"), "prod": ("bigop", "prod"), "angle": ("angle", ""),
 }
 # Commands that only change how something is typeset.
 _IGNORED_CMDS = frozenset(("limits", "nolimits"))
@@ -371,6 +373,19 @@ class _Parser:
             items.append(self.parse_relation())
         return items
 
+    def parse_groups(self) -> list:
+        """Top level: items separated by ``,``, and groups of them separated by ``;``
+        (``m=2, n=3; m=5, n=3``). Returns one list of items per group."""
+        groups = [[self.parse_relation()]]
+        while self.at("op", ",") or self.at("op", ";"):
+            sep = self.next()[1]
+            if self.peek()[0] == "eof":
+                break  # trailing separator
+            if sep == ";":
+                groups.append([])
+            groups[-1].append(self.parse_relation())
+        return groups
+
     def _function_head(self) -> Optional[str]:
         # id '(' id (',' id)* ')' '='
         if not (self.at("id") and self.at("op", "(", 1)):
@@ -397,7 +412,17 @@ class _Parser:
         head = self._function_head()
         if head is not None:
             self.expect("rel", "=")
-            return Assign(head, self.parse_union())
+            sides = [("v", head), self.parse_union()]
+            ops = ["="]
+            while self.at("rel", "=") or self.at("rel", "~"):
+                ops.append(self.next()[1])
+                sides.append(self.parse_union())
+            if ops == ["="]:
+                return Assign(head, sides[1])
+            return Relation(tuple(ops), tuple(sides))
+        if self.at("rel", "~"):  # "\approx 0.29": an approximation alone
+            self.next()
+            return Relation(("~",), (APPROX_SUBJECT, self.parse_union()))
         first = self.parse_union()
         if self.at("op", ":"):
             items = [first]
@@ -452,7 +477,7 @@ class _Parser:
 
     def _starts_atom(self, tok: tuple) -> bool:
         kind = tok[0]
-        if kind in ("num", "id", "const", "fn", "sqrt", "frac", "binom", "lfloor", "lceil", "lset", "begin", "bigop"):
+        if kind in ("num", "id", "const", "fn", "sqrt", "frac", "binom", "lfloor", "lceil", "lset", "begin", "bigop", "angle", "overline"):
             return True
         if kind == "op":
             v = tok[1]
@@ -849,7 +874,23 @@ class _Parser:
             return self.parse_matrix(val)
         if kind == "bigop":
             return self.parse_big_op(val)
+        if kind == "angle":  # \angle ABC: the name of an angle
+            return ("v", "angle " + self._letters())
+        if kind == "overline":  # \overline{AB}: the name of a segment
+            self.expect("op", "{")
+            name = self._letters()
+            self.expect("op", "}")
+            return ("v", name)
         raise ParseError(f"unexpected {val or kind}")
+
+    def _letters(self) -> str:
+        """One to four single capital letters (the name of a point, segment or angle)."""
+        letters = []
+        while self.at("id") and len(self.peek()[1]) == 1 and self.peek()[1].isupper() and len(letters) < 4:
+            letters.append(self.next()[1])
+        if not letters:
+            raise ParseError("expected the name of a point")
+        return "".join(letters)
 
     def parse_big_op(self, kind: str) -> tuple:
         """``\\sum_{k=a}^{b} body`` / ``\\prod``: the body is the product that follows (it stops
@@ -922,21 +963,60 @@ def _expand_items(items: list) -> list:
 
 
 def _finish_value(v: Any) -> Any:
-    """Post-process one top-level value: ``\\pm`` expansion, assignments."""
+    """Post-process one top-level value: ``\\pm`` expansion, assignments.
+
+    ``lhs = rhs`` is the assignment of ``rhs`` to a name (:func:`~.values.value_name`: a
+    variable, ``PQ``, ``|PQ|``, ``\\frac{AM}{MB}``, ``\\angle ABC``) or to a tuple of distinct
+    variables (``(a,b) = (4,1)``) when ``rhs`` does not use the name's letters; a chain of
+    equalities that opens with a name is the assignment of its last side (``y = 2+3 = 6 = 9``
+    assigns 9, as a worked line ends in its result)."""
     if _is_node(v):
         if has_pm(v):
             return Seq("set", expand_pm(v))
         return v
-    if isinstance(v, Relation) and v.ops == ("=",):
-        lhs, rhs = v.sides
-        if _is_node(lhs) and lhs[0] == "v" and not (_is_node(rhs) and lhs[1] in free_vars(rhs)):
-            return Assign(lhs[1], _finish_value(rhs))
-        if _is_node(rhs) and rhs[0] == "v" and _is_node(lhs) and not free_vars(lhs):
+    if isinstance(v, Relation) and v.ops and all(op == "=" for op in v.ops):
+        lhs, rhs = v.sides[0], v.sides[-1]
+        if len(v.sides) == 2 and _is_node(rhs) and rhs[0] == "v" and _is_node(lhs) and not free_vars(lhs):
             return Assign(rhs[1], _finish_value(lhs))  # "5 = x"
+        name = _assigned_name(lhs, rhs)
+        if name is not None and isinstance(lhs, Seq):
+            # (a,b) = (4,1): the named values a = 4, b = 1, in this order
+            return Seq("list", tuple(Assign(x[1], _finish_value(y)) for x, y in zip(lhs.items, rhs.items)))
+        if name is not None:
+            return Assign(name, _finish_value(rhs))
         return v
     if isinstance(v, Assign):
         return Assign(v.lhs, _finish_value(v.value))
     return v
+
+
+def _assigned_name(lhs: Any, rhs: Any) -> Optional[str]:
+    """The name ``lhs`` gives to ``rhs`` in ``lhs = rhs``, or ``None``."""
+    rhs_vars = free_vars(rhs) if _is_node(rhs) else _seq_vars(rhs)
+    if _is_node(lhs):
+        name = value_name(lhs)
+        if name is not None and not (free_vars(lhs) & rhs_vars):
+            return name
+        return None
+    if (
+        isinstance(lhs, Seq) and lhs.kind == "tuple" and (lhs.open, lhs.close) == ("(", ")")
+        and all(_is_node(x) and x[0] == "v" for x in lhs.items)
+        and len({x[1] for x in lhs.items}) == len(lhs.items)
+        and isinstance(rhs, Seq) and rhs.kind == "tuple" and len(rhs.items) == len(lhs.items)
+        and not ({x[1] for x in lhs.items} & rhs_vars)
+    ):
+        return "(" + ",".join(x[1] for x in lhs.items) + ")"
+    return None
+
+
+def _seq_vars(v: Any) -> frozenset:
+    """Free variables of the scalar items of a structured value (empty for other kinds)."""
+    if isinstance(v, Seq):
+        out: frozenset = frozenset()
+        for x in v.items:
+            out |= free_vars(x) if _is_node(x) else _seq_vars(x)
+        return out
+    return frozenset()
 
 
 def _finish_items(items: list) -> Any:
@@ -988,6 +1068,63 @@ def _choice_value(rest: str) -> Any:
     return value
 
 
+_NUMBER_UNITS = (
+    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen "
+    "sixteen seventeen eighteen nineteen"
+).split()
+_NUMBER_TENS = "twenty thirty forty fifty sixty seventy eighty ninety".split()
+_NUMBER_SCALES = ((10**9, "billion"), (10**6, "million"), (1000, "thousand"))
+_NUMBER_WORD_VALUES = {w: i for i, w in enumerate(_NUMBER_UNITS)} | {w: 20 + 10 * i for i, w in enumerate(_NUMBER_TENS)}
+
+
+def _spell_number(n: int) -> str:
+    """English words of ``0 <= n < 10**12`` (``21`` -> ``"twenty one"``; hyphens as spaces)."""
+    if n < 20:
+        return _NUMBER_UNITS[n]
+    if n < 100:
+        return _NUMBER_TENS[n // 10 - 2] + ("" if n % 10 == 0 else " " + _NUMBER_UNITS[n % 10])
+    if n < 1000:
+        return _NUMBER_UNITS[n // 100] + " hundred" + ("" if n % 100 == 0 else " " + _spell_number(n % 100))
+    for scale, word in _NUMBER_SCALES:
+        if n >= scale:
+            rest = n % scale
+            return _spell_number(n // scale) + " " + word + ("" if rest == 0 else " " + _spell_number(rest))
+    raise ValueError(n)  # pragma: no cover - n < 1000 handled above
+
+
+def number_from_words(text: str) -> Optional[int]:
+    """The integer a whole answer spells out in English (``"five"``, ``"twenty-one"``, ``"one
+    hundred and five"``, ``"three thousand"``), or ``None``. Only the canonical spelling counts
+    (``"hundred"`` alone or ``"five twenty"`` is not a number)."""
+    words = [w for w in text.lower().replace("-", " ").split() if w != "and"]
+    if not words or len(words) > 12:
+        return None
+    total = current = 0
+    for w in words:
+        if w in _NUMBER_WORD_VALUES:
+            current += _NUMBER_WORD_VALUES[w]
+        elif w == "hundred":
+            current *= 100
+        else:
+            scale = next((sc for sc, name in _NUMBER_SCALES if name == w), None)
+            if scale is None:
+                return None
+            total += current * scale
+            current = 0
+    n = total + current
+    return n if n < 10**12 and _spell_number(n) == " ".join(words) else None
+
+
+def _word_answer(s: str) -> Any:
+    """A word answer: the number it spells (``five`` is 5), else :class:`Text`; ``None`` when
+    nothing is left after canonicalising."""
+    text = _canon_text(s)
+    if not text:
+        return None
+    n = number_from_words(text)
+    return ("n", Fraction(n), None) if n is not None else Text(text)
+
+
 def _canon_text(s: str) -> str:
     s = s.lower()
     s = re.sub(r"[^a-z0-9 ]+", " ", s)
@@ -1023,19 +1160,22 @@ def parse_answer(s: str, as_text: bool = False) -> Any:
     if m is not None:  # AMC: "(E) 10", the letter and its option's value
         return Choice(m.group(1), _choice_value(m.group(2)))
     if as_text and _TEXTY_RE.match(s):
-        text = _canon_text(s)
-        if text:
-            return Text(text)
+        word = _word_answer(s)
+        if word is not None:
+            return word
     try:
         toks = tokenize(s)
         p = _Parser(toks)
-        items = p.parse_items(())
+        groups = p.parse_groups()
         if p.peek()[0] != "eof":
             raise ParseError(f"unexpected {p.peek()[1] or p.peek()[0]}")
-        return _finish_items(items)
+        if len(groups) == 1 or all(len(g) == 1 for g in groups):
+            return _finish_items([it for g in groups for it in g])
+        # "m=2, n=3; m=5, n=3": each group is one answer (here, one named pair)
+        return Seq("list", tuple(_finish_items(g) for g in groups))
     except NotMath:
         if _TEXTY_RE.match(s):
-            text = _canon_text(s)
-            if text:
-                return Text(text)
+            word = _word_answer(s)
+            if word is not None:
+                return word
         raise ParseError("words mixed with mathematics") from None

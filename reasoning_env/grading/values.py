@@ -71,6 +71,8 @@ __all__ = [
     "is_positive_monotone",
     "num_context",
     "sum_work",
+    "value_name",
+    "APPROX_SUBJECT",
     "MAX_EXACT_BITS",
     "MAX_SUM_WORK",
 ]
@@ -244,6 +246,43 @@ def _free_vars_bound(node: Any) -> frozenset:
         else:
             stack.extend(c for c in x[1:] if isinstance(c, tuple))
     return frozenset(out)
+
+
+#: Placeholder subject of an approximation written alone (``\\approx 0.29``): ``Relation(("~",),
+#: (APPROX_SUBJECT, value))``. Its name cannot be written in an answer.
+APPROX_SUBJECT = ("v", "\u2248")
+
+
+def value_name(node: Any) -> Optional[str]:
+    """The name an expression gives to a value, when it is only a name: a variable (``x``,
+    ``a_1``, ``\\alpha``), two to four letters (``PQ``, ``xy``, ``g(t)`` read as ``gt``), the
+    absolute value of a name (``|PQ|``; that of a segment is the segment, ``PQ``) or a quotient of
+    names (``\\frac{AM}{MB}``). ``None`` for anything else (``2x``, ``x^2``, ``x+1``).
+    """
+    if not isinstance(node, tuple) or not node:
+        return None
+    k = node[0]
+    if k == "v":
+        return None if node == APPROX_SUBJECT else node[1]
+    if k == "*":
+        letters = []
+        for f in node[1]:
+            if isinstance(f, tuple) and f and f[0] in ("v", "c") and f[1] not in ("pi", "inf") and f != APPROX_SUBJECT:
+                letters.append(f[1])
+            else:
+                return None
+        if not 2 <= len(letters) <= 4:
+            return None
+        return "".join(letters) if all(len(x) == 1 for x in letters) else " ".join(letters)
+    if k == "f" and node[1] == "abs":
+        inner = value_name(node[2])
+        if inner is None:
+            return None
+        return inner if inner.isalpha() and inner.isupper() and len(inner) >= 2 else f"|{inner}|"
+    if k == "/":
+        a, b = value_name(node[1]), value_name(node[2])
+        return f"{a}/{b}" if a is not None and b is not None else None
+    return None
 
 
 def node_count(node: Any) -> int:
