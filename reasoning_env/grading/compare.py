@@ -778,9 +778,12 @@ def _seq_compare(p: Any, g: Seq, deadline: float) -> Verdict:
         if p.kind == "list" or (p.kind == "tuple" and (p.open, p.close) == ("(", ")")):
             return _ordered(p.items, g.items, deadline)  # (5,3) vs x=5, y=3: in order
     if isinstance(p, Seq) and (p.kind in ("set", "list") or (p.kind == "tuple" and g.kind == "list" and (p.open, p.close) == ("(", ")"))):
-        # a set has no repeated elements: \{1,2,2\} is \{1,2\} (identical items collapse)
-        ps = tuple(dict.fromkeys(p.items)) if p.kind == "set" else p.items
+        # a set has no repeated elements: \{1,2,2\} is \{1,2\} (identical items collapse); in a
+        # list, an answer written twice counts once, unless the gold repeats one itself (then the
+        # repeats are multiplicities, 2, 2, 3, and must match)
         gs = tuple(dict.fromkeys(g.items)) if g.kind == "set" else g.items
+        gold_repeats = len(set(gs)) != len(gs)
+        ps = p.items if p.kind != "set" and gold_repeats else tuple(dict.fromkeys(p.items))
         return _unordered(ps, gs, deadline)
     return _no(f"{describe_kind(p)} vs {g.kind}")
 
@@ -943,6 +946,9 @@ def compare(p: Any, g: Any, deadline: float) -> Verdict:
         return compare(p.value, g, deadline)
     if isinstance(g, Relation) or isinstance(p, Relation):
         return _relation_compare(p, g, deadline)
+    if (isinstance(p, Seq) and p.kind == "list" and len(set(p.items)) == 1
+            and not (isinstance(g, Seq) and g.kind in ("list", "set"))):
+        return compare(p.items[0], g, deadline)  # the same answer written twice: "3, 3" is 3
     if isinstance(g, tuple):
         if isinstance(p, Text):
             word = _letters_word(g)

@@ -35,6 +35,7 @@ from reasoning_env.grading.latex import (
     ChoiceJunk,
     ParseError,
     has_connective,
+    has_hedge_word,
     parse_answer,
     words_after_number,
     words_between_numbers,
@@ -282,6 +283,12 @@ class Grader:
             return GradeResult(
                 False, answer, "mismatch", time.perf_counter() - t0, method,
                 "several numbers separated by words (only an exact match counts)",
+            )
+        if has_hedge_word(normalised):
+            # "not 12", "either 12, 13", "maybe 48": math-verify may read the number alone.
+            return GradeResult(
+                False, answer, "mismatch", time.perf_counter() - t0, method,
+                "a hedge or negation word (only an exact match counts)",
             )
         if words_after_number(normalised):
             # "3 thousand", "3 is wrong", "3 not": words that were not dropped as units change

@@ -39,11 +39,12 @@ from reasoning_env.grading.values import (
     expand_pm,
     free_vars,
     has_pm,
+    iter_nodes,
     sum_work,
     value_name,
 )
 
-__all__ = ["ParseError", "NotMath", "ChoiceJunk", "parse_answer", "words_between_numbers", "words_after_number", "has_connective", "MAX_PARSE_CHARS", "MAX_DEPTH"]
+__all__ = ["ParseError", "NotMath", "ChoiceJunk", "parse_answer", "words_between_numbers", "words_after_number", "has_connective", "has_hedge_word", "number_from_words", "MAX_PARSE_CHARS", "MAX_DEPTH"]
 
 #: Longest normalised answer the parser reads (characters); longer ones are not parsed.
 MAX_PARSE_CHARS = 1000
@@ -214,6 +215,25 @@ def words_between_numbers(s: str) -> bool:
     return False
 
 
+def _names_points(toks: list) -> bool:
+    """Whether the next letters name points: after ``\\angle`` or ``\\overline{``."""
+    return bool(toks) and (toks[-1][0] == "angle" or (toks[-1] == ("op", "{") and len(toks) > 1 and toks[-2][0] == "overline"))
+
+
+_HEDGE_RE = re.compile(
+    r"(?<![A-Za-z\\])(?:not|no|none|nor|neither|either|maybe|perhaps|possibly|probably|unless|except|"
+    r"approximately|roughly|about|around|isnt|wrong|incorrect|unsure|guess)(?![A-Za-z])",
+    re.IGNORECASE,
+)
+
+
+def has_hedge_word(s: str) -> bool:
+    """Whether a normalised answer holds a hedge or negation word outside any command (``not
+    12``, ``either 12, 13``, ``maybe 48``): such an answer counts only as an exact match
+    (math-verify may read the number alone)."""
+    return _HEDGE_RE.search(s) is not None
+
+
 def tokenize(s: str) -> list:
     """Tokens of a normalised answer as ``(kind, value)`` pairs.
 
@@ -268,7 +288,10 @@ def tokenize(s: str) -> list:
             else:
                 raise ParseError(f"unsupported escape {text}")
         elif kind == "word":
-            toks.extend(_word_tokens(text))
+            if text.isupper() and len(text) <= 4 and _names_points(toks):
+                toks.extend(("id", c) for c in text)  # \angle ABC, \overline{ABC}: points
+            else:
+                toks.extend(_word_tokens(text))
         elif kind == "op":
             if text in _REL_OPS:
                 toks.append(("rel", _REL_OPS[text]))
@@ -987,7 +1010,8 @@ def _finish_value(v: Any) -> Any:
         return v
     if isinstance(v, Assign):
         return Assign(v.lhs, _finish_value(v.value))
-    return v
+    pm = _pm_tuple(v)
+    return pm if pm is not None else v
 
 
 def _assigned_name(lhs: Any, rhs: Any) -> Optional[str]:
@@ -1037,14 +1061,29 @@ def _finish_items(items: list) -> Any:
         for v in vals:
             flat.extend(v.value.items if isinstance(v.value, Seq) and v.value.kind == "set" else (v.value,))
         return Assign(vals[0].lhs, Seq("list", tuple(flat)))
-    # \pm inside a list item ("1 \pm \sqrt 2, 3") contributes both readings.
+    # \pm inside a list item ("1 \pm \sqrt 2, 3", "(1, \pm 2), (3, 4)") contributes both readings.
     expanded = []
     for it, v in zip(items, vals):
         if _is_node(it) and has_pm(it):
             expanded.extend(expand_pm(it))
+        elif isinstance(v, Seq) and v.kind == "list" and _pm_tuple(it) is not None:
+            expanded.extend(v.items)
         else:
             expanded.append(v)
     return Seq("list", tuple(expanded))
+
+
+def _pm_tuple(v: Any) -> Optional[Seq]:
+    """Both readings of a point with one ``\\pm`` (``(1, \\pm 2)`` is ``(1, 2), (1, -2)``) as a list;
+    ``None`` for anything else (two ``\\pm`` in one point are ambiguous: the same sign, or all
+    four combinations?)."""
+    if not (isinstance(v, Seq) and v.kind == "tuple" and (v.open, v.close) == ("(", ")")):
+        return None
+    with_pm = [i for i, x in enumerate(v.items) if _is_node(x) and has_pm(x)]
+    if len(with_pm) != 1 or sum(1 for x in iter_nodes(v.items[with_pm[0]]) if x[0] == "pm") != 1:
+        return None
+    i = with_pm[0]
+    return Seq("list", tuple(Seq("tuple", v.items[:i] + (r,) + v.items[i + 1:], "(", ")") for r in expand_pm(v.items[i])))
 
 
 _CHOICE_VALUE_START_RE = re.compile(r"^(?:-\s*)?(?:\d|\.\d|\\(?:frac|sqrt|pi)(?![A-Za-z]))")

@@ -80,6 +80,8 @@ _THIN_THOUSANDS_RE = re.compile(r"(\d),\\!\s*(?=\d)")
 # "\\\\" (a matrix row break) is matched first and kept, so "\\\\ " is not read as "\\ ".
 _SPACING_RE = re.compile(r"\\\\|\\[!,;:> ]|~|\\(?:thinspace|medspace|thickspace|hfill|enspace)(?![A-Za-z])")
 _QUAD_RE = re.compile(r"\\q?quad(?![A-Za-z])")
+# Plain "and" / "or" between two values: "3 and 4", "(1,2) or (3,4)", "1 or x = 2" (a list).
+_PLAIN_AND_OR_RE = re.compile(r"(?<=[\d)\]}])\s+(?:and|or)\s+(?=[-\d(\[\\]|[A-Za-z]\s*=)")
 _AND_OR_RE = re.compile(r"\\(?:text|mbox|textrm|mathrm|textnormal|textbf|mathbf|textsf|mathsf|textit|mathit|emph)\{\s*(?:and|or|,)\s*\}")
 _DEGREE_RE = re.compile(r"\^\s*\{?\s*\\circ\s*\}?|\\circ(?![A-Za-z])|\\degree(?![A-Za-z])|°")
 _ORDINAL_RE = re.compile(
@@ -377,6 +379,8 @@ def normalize_with_unit(s: str) -> tuple:
                 break
             s = new
     s = _WS_RE.sub(" ", s).strip().rstrip(_TRAILING_PUNCT).strip()
+    if " and " in s or " or " in s:
+        s = _PLAIN_AND_OR_RE.sub(", ", s)
     if s.endswith("\\"):  # a stray trailing backslash or row break: "12\\"
         s = s.rstrip("\\ ").rstrip(_TRAILING_PUNCT).strip()
     # After unwrapping, "5 apples" may have appeared.
