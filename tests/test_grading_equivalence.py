@@ -366,6 +366,14 @@ CATEGORIES = {
         (r"\prod_{k=2}^{100} \left(1-\frac{1}{k^2}\right)", r"\frac{101}{200}", True),
         (r"\prod_{k=1}^{1000} \frac{k+1}{k}", "1000", False),
         (r"\sum_{k=5}^{1} k", "0", True),  # an empty sum
+        # infinite series of the shapes Richardson extrapolation sums reliably
+        (r"\sum_{n=1}^{\infty} \frac{1}{n^2}", r"\frac{\pi^2}{6}", True),
+        (r"\sum_{n=0}^{\infty} \frac{(-1)^n}{2n+1}", r"\frac{\pi}{4}", True),
+        (r"\sum_{n=1}^{\infty} \frac{n}{3^n}", r"\frac34", True),
+        (r"\sum_{n=0}^{\infty} \frac{1}{n!}", "e", True),
+        (r"\sum_{n=1}^{\infty} \frac{1}{n^2}", "1.645", True),  # a decimal gold: rounding rule
+        (r"\sum_{n=1}^{\infty} \frac{1}{n^2}", r"\frac{\pi^2}{7}", False),
+        (r"\sum_{n=1}^{\infty} \frac{1}{n(n+1)}", "2", False),
     ],
 }
 
@@ -466,6 +474,22 @@ def test_long_finite_sums_are_decided_without_math_verify(pred: str, gold: str) 
     assert result.reason in ("numeric", "mismatch") and not result.detail.startswith("undecided"), result
 
 
+@pytest.mark.parametrize(
+    "series",
+    [
+        r"\sum_{n=1}^{\infty} \frac{1}{n}",  # diverges
+        r"\sum_{n=1}^{\infty} 2^n",
+        r"\sum_{n=1}^{\infty} (-1)^n",
+        r"\sum_{n=1}^{\infty} \frac{1}{(n+1)^2 - n^2}",  # 1/(2n+1): the leading terms cancel
+        r"\sum_{n=1}^{\infty} \frac{\sin n}{n}",  # converges, but outside the evaluated shapes
+    ],
+)
+def test_series_outside_the_evaluated_shapes_are_undecided(series: str) -> None:
+    """Divergent series, and shapes extrapolation may misjudge, are never given a value."""
+    result = Grader(use_worker=False).grade(r"\boxed{" + series + "}", "1")
+    assert result.correct is False and result.detail.startswith("undecided"), result
+
+
 def test_sums_too_long_to_evaluate_are_left_to_math_verify() -> None:
     """Past MAX_SUM_WORK (terms x body size) the parser refuses a sum: no unbounded loop."""
     from reasoning_env.grading.latex import ParseError, parse_answer
@@ -480,7 +504,8 @@ def test_sums_too_long_to_evaluate_are_left_to_math_verify() -> None:
 
 def test_single_letters_after_a_number_are_variables() -> None:
     """'k' is a magnitude word in a \\text tail (3 \\text{ k} = 3000), but a bare single letter
-    after a number is a variable: \\sum_{k=1}^{3} k must still reach math-verify."""
+    after a number is a variable: \\sum_{k=1}^{3} k must not be refused as "a number followed by
+    words" (the fast path now evaluates it; sums it cannot read still reach math-verify)."""
     from reasoning_env.grading.latex import words_after_number
 
     assert not words_after_number(r"\sum_{k=1}^{3} k")

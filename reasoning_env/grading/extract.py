@@ -21,7 +21,7 @@ Rules, in priority order (``extract_final_answer``):
    ``Answer:`` (markdown bold allowed), up to the end of its line (MetaMathQA's convention is
    ``The answer is: X``); a line that opens with a ``$...$`` span ending its sentence gives the
    span (Minerva's ``The final answer is $5$. I hope it is correct.``), and closing sentences of
-   words only are dropped (``12,000,023. I hope it is correct.``). A line in prose, ``The
+   words only are dropped (``12,000,023. I hope it is correct.``; never ``5. Wait, no.``). A line in prose, ``The
    smallest $k$ is 12.``, gives the value after its last ``is``/``are``/``equals``/``was``/``=``
    when the words before it hold no other verb, hedge or ``=`` (``The area of $PQRS$ is 48``;
    never ``x is 5 or y is 6``); ``approximately``/``about`` there is ``\\approx``.
@@ -76,10 +76,16 @@ _MATH_THEN_SENTENCE_RE = re.compile(r"[ \t]*(\$[^$\n]+\$)[ \t]*[.!。][ \t]+\S")
 _SENTENCE_END_RE = re.compile(r"[.!?。](?:\*\*)?[ \t]+(?=\S)")
 # Closing sentences of words only: nothing that could be (part of) a value.
 _WORDS_ONLY_RE = re.compile(r"[^\d$\\{}=<>^_]*")
+# Closing words that take the answer back ("5. Wait, no."): the line is then not an answer.
+_RETRACTION_RE = re.compile(
+    r"(?<![A-Za-z])(?:no|not|nope|wait|maybe|perhaps|but|however|actually|wrong|incorrect|mistake|error|"
+    r"hmm|or|unless|except|unsure|doubt|recheck|recount|redo)(?![A-Za-z])|n't(?![A-Za-z])",
+    re.IGNORECASE,
+)
 # Prose answer line: "The smallest $k$ is 12", "The area of $PQRS$ is 48".
 _PROSE_VERB_RE = re.compile(r"(?:(?<![A-Za-z])(?:is|are|equals|was|were)(?![A-Za-z])|=)[ \t]*")
 _PROSE_REFUSED_RE = re.compile(
-    r"(?<![A-Za-z])(?:is|are|was|were|be|been|equals?|or|either|nor|neither|not|no|maybe|perhaps|possibly|"
+    r"(?<![A-Za-z])(?:is|are|was|were|equals?|or|either|nor|neither|not|no|maybe|perhaps|possibly|"
     r"probably|unless|if|except|but|between|than)(?![A-Za-z])|[=<>]|\\(?:le|ge|ne|neq|leq|geq|approx|pm)(?![A-Za-z])",
     re.IGNORECASE,
 )
@@ -367,6 +373,8 @@ def _drop_closing_words(line: str) -> str:
     gives ``12,000,023``)."""
     for m in _SENTENCE_END_RE.finditer(line):
         if _WORDS_ONLY_RE.fullmatch(line, m.end()) is not None:
+            if _RETRACTION_RE.search(line, m.end()) is not None:
+                return line  # "5. Wait, no.": taken back
             return line[:m.start()]
     return line
 

@@ -43,6 +43,7 @@ import math
 import threading
 from dataclasses import dataclass
 from fractions import Fraction
+from functools import lru_cache
 from typing import Any, Iterator, Mapping, Optional, Union as _U
 
 import mpmath
@@ -772,8 +773,11 @@ def numeric_value(node: Any, env: Mapping[str, Any], ctx: Any) -> Any:
 
 
 def _numeric_big_op(node: tuple, env: Mapping[str, Any], ctx: Any) -> Any:
-    """Numeric ``\\sum``/``\\prod`` over constant integer bounds."""
-    kind, var, _, _, body = node
+    """Numeric ``\\sum``/``\\prod`` over constant integer bounds, or an infinite series of a
+    shape :func:`series_converges` accepts."""
+    kind, var, _, hi_node, body = node
+    if kind == "sum" and hi_node == ("c", "inf"):
+        return _numeric_series(node, env, ctx)
     try:
         terms = _big_op_range(node)
     except NotExact:
@@ -785,3 +789,165 @@ def _numeric_big_op(node: tuple, env: Mapping[str, Any], ctx: Any) -> Any:
         v = numeric_value(body, inner, ctx)
         acc = acc + v if kind == "sum" else acc * v
     return acc
+
+
+# ----------------------------------------------------------------------------- infinite series
+#: Most precision (bits) at which an infinite series is evaluated (a recheck at higher precision
+#: is refused: the pair is then undecided).
+MAX_SERIES_PREC_BITS = NUMERIC_PREC_BITS
+#: Smallest magnitude of a series value trusted (the extrapolation's tolerance is absolute).
+MIN_SERIES_MAGNITUDE = 1e-30
+
+
+def _flat_factors(node: Any, out_num: list, out_den: list, sign: list) -> None:
+    """Split a product/quotient/negation into numerator and denominator factors."""
+    k = node[0]
+    if k == "*":
+        for f in node[1]:
+            _flat_factors(f, out_num, out_den, sign)
+    elif k == "/":
+        _flat_factors(node[1], out_num, out_den, sign)
+        _flat_factors(node[2], out_den, out_num, sign)
+    elif k == "-":
+        sign[0] = -sign[0]
+        _flat_factors(node[1], out_num, out_den, sign)
+    else:
+        out_num.append(node)
+
+
+def _poly_degree(node: Any, var: str) -> Optional[int]:
+    """Degree of a polynomial in ``var`` (``+ - *``, constant divisors, natural powers)."""
+    k = node[0]
+    if var not in free_vars(node):
+        return 0
+    if k == "v":
+        return 1
+    if k == "+":
+        degs = [_poly_degree(t, var) for _, t in node[1]]
+        return None if None in degs else max(degs)
+    if k == "*":
+        degs = [_poly_degree(t, var) for t in node[1]]
+        return None if None in degs else sum(degs)
+    if k == "-":
+        return _poly_degree(node[1], var)
+    if k == "/" and var not in free_vars(node[2]):
+        return _poly_degree(node[1], var)
+    if k == "^" and node[2][0] == "n" and node[2][1].denominator == 1 and 1 <= node[2][1] <= 16:
+        d = _poly_degree(node[1], var)
+        return None if d is None else d * int(node[2][1])
+    return None
+
+
+def _affine_int_coefficient(node: Any, var: str) -> Optional[int]:
+    """``a`` when ``node`` is ``a * var + b`` with integers ``a != 0``, ``b``; else ``None``."""
+    if _poly_degree(node, var) != 1:
+        return None
+    try:
+        b = exact_value(node, {var: Fraction(0)})
+        a = exact_value(node, {var: Fraction(1)}) - b
+    except (NotExact, EvalError, ArithmeticError, ValueError):
+        return None
+    return int(a) if a != 0 and a.denominator == 1 and b.denominator == 1 else None
+
+
+def _degree_holds(node: Any, var: str, degree: int) -> bool:
+    """Whether a polynomial grows like ``var^degree`` (its leading terms do not cancel:
+    ``(n+1)^2 - n^2`` has degree 1, not 2), checked exactly at ``2^20`` and ``2^21``."""
+    try:
+        a = exact_value(node, {var: Fraction(2**20)})
+        b = exact_value(node, {var: Fraction(2**21)})
+    except (NotExact, EvalError, ArithmeticError, ValueError):
+        return False
+    if a == 0 or b == 0:
+        return False
+    return abs(math.log2(abs(b / a)) - degree) < 0.05
+
+
+@lru_cache(maxsize=1024)
+def series_converges(body: tuple, var: str) -> bool:
+    """Whether ``\\sum_{var=a}^{\\infty} body`` has a shape whose value Richardson extrapolation
+    finds reliably, and converges: a product of constants, polynomials in ``var`` (numerator
+    degree at least 2 below the denominator's), ``c^{k var + m}`` factors (together a ratio
+    below 1, or exactly 1 with an alternating ``(-1)^{var}`` and a degree gap of 1) and
+    factorials ``(k var + m)!`` in the denominator. Anything else (``\\sin n / n``, ``1/\\ln n``,
+    ``1/n``) is left to math-verify."""
+    num: list = []
+    den: list = []
+    _flat_factors(body, num, den, [1])
+    degree = 0
+    log_ratio = 0.0
+    alternating = False
+    factorial = False
+    for factors, side in ((num, 1), (den, -1)):
+        for f in factors:
+            if var not in free_vars(f):
+                continue
+            if f[0] == "!":
+                if side > 0 or _affine_int_coefficient(f[1], var) is None or _affine_int_coefficient(f[1], var) < 0:
+                    return False
+                factorial = True
+                continue
+            if f[0] == "^" and var not in free_vars(f[1]):
+                k = _affine_int_coefficient(f[2], var)
+                if k is None:
+                    return False
+                try:
+                    base = exact_value(f[1])
+                except (NotExact, EvalError, ArithmeticError, ValueError):
+                    return False
+                if base == 0:
+                    return False
+                if base < 0:
+                    if base == -1:
+                        alternating = alternating != (k % 2 == 1)
+                        continue
+                    if k % 2 == 1:
+                        alternating = not alternating
+                log_ratio += side * k * math.log(abs(base))
+                continue
+            d = _poly_degree(f, var)
+            if d is None or not _degree_holds(f, var, d):
+                return False
+            degree += side * d
+    if factorial:
+        return True
+    if log_ratio < -1e-9:
+        return True
+    if log_ratio > 1e-9:
+        return False
+    return degree <= -2 or (alternating and degree <= -1)
+
+
+def _numeric_series(node: tuple, env: Mapping[str, Any], ctx: Any) -> Any:
+    """``\\sum_{k=a}^{\\infty} body`` by Richardson extrapolation (mpmath ``nsum``, strict: no
+    value unless it converged), for the shapes :func:`series_converges` accepts.
+
+    Raises:
+        EvalError: another shape, a body with other variables, a non-constant lower bound,
+            no convergence, or a value too small to trust.
+        TooBig: asked for more than :data:`MAX_SERIES_PREC_BITS` bits.
+    """
+    _, var, lo_node, _, body = node
+    if ctx.prec > MAX_SERIES_PREC_BITS:
+        raise TooBig("series at more than 256 bits")
+    if free_vars(body) - {var} or not series_converges(body, var):
+        raise EvalError("series outside the evaluated shapes")
+    try:
+        lo = exact_value(lo_node)
+    except NotExact:
+        raise EvalError("series lower bound is not a constant") from None
+    if lo.denominator != 1 or abs(lo) > 10**6:
+        raise EvalError("series lower bound")
+    inner = dict(env)
+
+    def term(k: Any) -> Any:
+        inner[var] = ctx.mpf(k)
+        return numeric_value(body, inner, ctx)
+
+    try:
+        value = ctx.nsum(term, [int(lo), ctx.inf], method="richardson", strict=True, tol=ctx.eps * 2**16)
+    except (ctx.NoConvergence, ZeroDivisionError, ValueError, ArithmeticError):
+        raise EvalError("series did not converge numerically") from None
+    if not abs(value) > MIN_SERIES_MAGNITUDE:
+        raise EvalError("series value too small to trust")
+    return value
