@@ -272,35 +272,38 @@ def _name_before(text: str, lo: int, hi: int) -> tuple:
 
 def last_boxed_group(text: str) -> Optional[tuple]:
     """The boxes that end the answer together, oldest first, as ``(name, content)`` pairs (the
-    name written just before a box, ``x = \\boxed{3}``, or ``None``); ``None`` under the same
-    conditions as :func:`last_boxed`. At most :data:`MAX_BOX_PARTS`; linear time.
+    name written just before a box, ``x = \\boxed{3}``, or ``None``; looked up only when there are
+    several boxes); ``None`` under the same conditions as :func:`last_boxed`. At most
+    :data:`MAX_BOX_PARTS`; linear time.
     """
-    parts = []
-    after = None  # start of the box (or its name) that follows, already taken
+    items: list = []  # [start, content, name], latest first
     for start, cmd_len in _box_starts(text):
         box = _box_at(text, start, cmd_len)
         if box is False:
             continue
-        if after is None:
+        if not items:
             if box is None:
                 content = _stray_escape_close(text, text.index("{", start + cmd_len))
                 return None if content is None else ((None, content),)
             if not box[0]:
                 return None
-        else:
-            if box is None or not box[0] or box[1] > after:
-                break  # unclosed, empty, or enclosing the next box: not part of the group
-            if _BOX_SEP_RE.fullmatch(text, box[1], after) is None:
-                break
-        name, name_start = _name_before(text, 0, start)
-        parts.append((name, box[0]))
-        after = name_start
-        if len(parts) >= MAX_BOX_PARTS:
+            items.append([start, box[0], None])
+            continue
+        nxt = items[-1]
+        if box is None or not box[0] or box[1] > nxt[0]:
+            break  # unclosed, empty, or enclosing the next box: not part of the group
+        name, name_start = _name_before(text, box[1], nxt[0])
+        if _BOX_SEP_RE.fullmatch(text, box[1], name_start) is None:
             break
-    if not parts:
+        nxt[2] = name
+        items.append([start, box[0], None])
+        if len(items) >= MAX_BOX_PARTS:
+            break
+    if not items:
         return None
-    parts.reverse()
-    return tuple(parts)
+    if len(items) > 1:
+        items[-1][2] = _name_before(text, 0, items[-1][0])[0]
+    return tuple((name, content) for _, content, name in reversed(items))
 
 
 def _has_real_box(text: str) -> bool:

@@ -216,9 +216,14 @@ def iter_nodes(node: Any) -> Iterator[tuple]:
 def free_vars(node: Any) -> frozenset:
     """Names of the free variables in an expression node (``frozenset`` of ``str``); the index of
     a ``\\sum``/``\\prod`` is bound in its body (``\\sum_{k=1}^{n} k`` has ``n`` only)."""
-    if not any(x[0] in _BIG_OPS for x in iter_nodes(node)):
-        return frozenset(x[1] for x in iter_nodes(node) if x[0] == "v")
-    return _free_vars_bound(node)
+    names = []
+    for x in iter_nodes(node):
+        k = x[0]
+        if k == "v":
+            names.append(x[1])
+        elif k == "sum" or k == "prod":
+            return _free_vars_bound(node)
+    return frozenset(names)
 
 
 _BIG_OPS = ("sum", "prod")
