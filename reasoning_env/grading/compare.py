@@ -20,11 +20,18 @@ Rules (each motivated by a public grading failure, see ``../shared/cases/grading
   decides identities such as ``\\sec^2 y = \\tan^2 y + 1`` or ``(x+1)^2 = x^2+2x+1``. Renamed
   integration constants (``A + B/x`` vs ``C + D/x``) match when a renaming makes them equal.
 * Equations match when ``lhs - rhs`` are proportional (a nonzero constant factor), so the same
-  line or plane written differently matches; assignments (``x = 5``) match the bare value.
-* Single-variable inequalities are intervals (``m \\ge \\sqrt2`` == ``[\\sqrt2, \\infty)``).
+  line or plane written differently matches; assignments (``x = 5``, ``|PQ| = 2``) match the
+  bare value; lists of assignments to distinct names match by name, and in order against a
+  bare tuple.
+* Inequalities are the sets they allow: single-variable ones are intervals (``m \\ge \\sqrt2`` ==
+  ``[\\sqrt2, \\infty)``), linear ones are solved (``-y < -2`` == ``y > 2``), absolute values split
+  (``2 \\le |w| \\le 5`` == ``[-5,-2] \\cup [2,5]``), and on a name they are its range.
+* ``\\approx``: an exact value followed by its rounding is the exact value; an approximation
+  alone is a decimal; an approximation that is not the exact value rounded is a mismatch.
 * Tuples/intervals are ordered and their brackets must agree (``(1, 2) != [1, 2]``); sets and
   bare lists are unordered; ``\\pm`` means both values (``1 \\pm \\sqrt{19}``), so a single root
-  does not match; a subset of a multi-answer gold does not match.
+  does not match; a subset of a multi-answer gold does not match; an answer repeated in a bare
+  list counts once unless the gold repeats one (multiplicities).
 * Structure mismatches (a number vs a tuple, different sizes) are rejected at once.
 
 Everything is bounded: evaluation refuses astronomically large powers (:class:`TooBig`),
@@ -54,6 +61,7 @@ from reasoning_env.grading.values import (
     TooBig,
     Union,
     APPROX_SUBJECT,
+    affine_coefficients,
     decimal_literal,
     exact_value,
     free_vars,
@@ -577,15 +585,15 @@ def _relation_set(r: Any) -> Optional[tuple]:
     names = free_vars(subject)
     if len(names) == 1:
         (var,) = names
-        if subject[0] == "f" and subject[1] == "abs" and _affine(subject[2], var) is not None:
+        if subject[0] == "f" and subject[1] == "abs" and affine_coefficients(subject[2], var) is not None:
             inner = _abs_preimage(lo, lo_closed, hi, hi_closed)
             if inner is None:
                 return None
-            parts = tuple(_affine_preimage(x, *_affine(subject[2], var)) for x in inner)
+            parts = tuple(_affine_preimage(x, *affine_coefficients(subject[2], var)) for x in inner)
             if not parts:
                 return var, Seq("set", ())
             return var, parts[0] if len(parts) == 1 else Union(parts)
-        line = _affine(subject, var)
+        line = affine_coefficients(subject, var)
         if line is not None:
             return var, _affine_preimage(_interval(lo, lo_closed, hi, hi_closed), *line)
     name = value_name(subject)
@@ -596,41 +604,6 @@ def _relation_set(r: Any) -> Optional[tuple]:
 
 def _interval(lo: Any, lo_closed: bool, hi: Any, hi_closed: bool) -> Seq:
     return Seq("tuple", (lo, hi), "[" if lo_closed else "(", "]" if hi_closed else ")")
-
-
-def _degree(node: Any, var: str) -> Optional[int]:
-    """Degree of a polynomial expression in ``var`` built with ``+ - *``, division by constants
-    and constant powers; ``None`` when it is not one (``1/x``, ``\\sqrt x``, ``x^y``)."""
-    k = node[0]
-    if k in ("n", "c"):
-        return 0
-    if k == "v":
-        return 1 if node[1] == var else None
-    if var not in free_vars(node):
-        return 0
-    if k == "+":
-        degs = [_degree(t, var) for _, t in node[1]]
-        return None if None in degs else max(degs)
-    if k == "*":
-        degs = [_degree(t, var) for t in node[1]]
-        return None if None in degs else sum(degs)
-    if k in ("-", "%"):
-        return _degree(node[1], var)
-    if k == "/":
-        return _degree(node[1], var) if var not in free_vars(node[2]) else None
-    return None
-
-
-def _affine(node: Any, var: str) -> Optional[tuple]:
-    """``(a, b)`` (exact rationals, ``a != 0``) when ``node`` is ``a * var + b``, else ``None``."""
-    if _degree(node, var) != 1:
-        return None
-    try:
-        b = exact_value(node, {var: Fraction(0)})
-        a = exact_value(node, {var: Fraction(1)}) - b
-    except (NotExact, EvalError, ZeroDivisionError, OverflowError, ValueError):
-        return None
-    return (a, b) if a != 0 else None
 
 
 def _affine_preimage(interval: Seq, a: Fraction, b: Fraction) -> Seq:

@@ -3,12 +3,15 @@
 Stages of :meth:`Grader.grade` (first decisive stage wins):
 
 1. Extract the final answer (:mod:`~reasoning_env.grading.extract`); none -> ``no_answer``.
+   Several boxes that end the answer together are graded joined, and else each alone: correct
+   only when together, or each of them, they are the gold (one guess among several never is).
 2. Normalise it and compare with the gold's cached normal form: equal -> ``exact``.
 3. Parse it with the bounded fast parser and compare values (:mod:`~.compare`): numbers ->
    ``numeric``, structures/identities -> ``equivalent``, decided unequal -> ``mismatch``.
    No sympy, no processes; bounded time.
 4. Undecided, and either side has several numbers separated by words (``5 hours 30
-   minutes``): ``mismatch`` (math-verify would read only the first number).
+   minutes``), or the answer holds a hedge or negation word (``not 12``), or a word after a
+   number: ``mismatch`` (math-verify would read only the number).
 5. Undecided otherwise (a construct outside the fast subset, or an overflowing value): ask
    math-verify in a worker process (:mod:`~.pool`) with what is left of ``timeout_s``: equal ->
    ``symbolic``; not equal -> ``mismatch``; past the deadline -> ``timeout``; worker failure ->

@@ -15,8 +15,12 @@ separators (whole-answer), mixed numbers (``1\\frac{4}{5}``, ``1 1/2``, ``-1\\fr
 ``\\pi``/``pi``, ``e``, ``i``, ``\\infty``, single-letter and subscripted variables, Greek
 letters, ``\\pm``/``\\mp``, tuples and intervals with any bracket pair, ``\\{..\\}`` sets, bare
 comma lists, ``\\cup`` unions, ``a:b`` ratios, ``=``/``<``/``\\le``/``\\ne``/``\\in`` relations
-and chains, assignments ``x = 5`` / ``f(x) = ..`` / ``x \\in [a, b]``, ``pmatrix``/``bmatrix``
-matrices, base-``b`` numbers ``52_8``, multiple-choice letters and word answers.
+and chains, assignments ``x = 5`` / ``f(x) = ..`` / ``x \\in [a, b]`` and to names (``PQ = 3``,
+``|PQ| = 2``, ``\\frac{AM}{MB} = ..``, ``\\angle ABC = ..``, ``(a,b) = (4,1)``), chains that end in
+their result (``y = 2+3 = 5``), ``;`` between groups of assignments, ``\\approx`` (kept as the
+relation ``~``; :mod:`~reasoning_env.grading.compare` applies its rule), ``\\sum``/``\\prod``
+with bounds, ``pmatrix``/``bmatrix`` matrices, base-``b`` numbers ``52_8``, multiple-choice
+letters, word answers and spelled-out integers (``twenty-one``).
 """
 
 from __future__ import annotations

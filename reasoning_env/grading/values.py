@@ -73,6 +73,8 @@ __all__ = [
     "num_context",
     "sum_work",
     "value_name",
+    "poly_degree",
+    "affine_coefficients",
     "APPROX_SUBJECT",
     "MAX_EXACT_BITS",
     "MAX_SUM_WORK",
@@ -820,39 +822,49 @@ def _flat_factors(node: Any, out_num: list, out_den: list, sign: list) -> None:
         out_num.append(node)
 
 
-def _poly_degree(node: Any, var: str) -> Optional[int]:
-    """Degree of a polynomial in ``var`` (``+ - *``, constant divisors, natural powers)."""
+def poly_degree(node: Any, var: str) -> Optional[int]:
+    """Degree in ``var`` of a polynomial built with ``+ - *``, constant divisors and natural
+    powers (at most 16); ``None`` when the expression is not one (``1/x``, ``\\sqrt x``, ``x^y``).
+    Leading terms that cancel are not detected (``(x+1)^2 - x^2`` reports 2)."""
     k = node[0]
     if var not in free_vars(node):
         return 0
     if k == "v":
         return 1
     if k == "+":
-        degs = [_poly_degree(t, var) for _, t in node[1]]
+        degs = [poly_degree(t, var) for _, t in node[1]]
         return None if None in degs else max(degs)
     if k == "*":
-        degs = [_poly_degree(t, var) for t in node[1]]
+        degs = [poly_degree(t, var) for t in node[1]]
         return None if None in degs else sum(degs)
-    if k == "-":
-        return _poly_degree(node[1], var)
+    if k in ("-", "%"):
+        return poly_degree(node[1], var)
     if k == "/" and var not in free_vars(node[2]):
-        return _poly_degree(node[1], var)
+        return poly_degree(node[1], var)
     if k == "^" and node[2][0] == "n" and node[2][1].denominator == 1 and 1 <= node[2][1] <= 16:
-        d = _poly_degree(node[1], var)
+        d = poly_degree(node[1], var)
         return None if d is None else d * int(node[2][1])
     return None
 
 
-def _affine_int_coefficient(node: Any, var: str) -> Optional[int]:
-    """``a`` when ``node`` is ``a * var + b`` with integers ``a != 0``, ``b``; else ``None``."""
-    if _poly_degree(node, var) != 1:
+def affine_coefficients(node: Any, var: str) -> Optional[tuple]:
+    """``(a, b)`` (exact rationals, ``a != 0``) when ``node`` is ``a * var + b``, else ``None``."""
+    if poly_degree(node, var) != 1:
         return None
     try:
         b = exact_value(node, {var: Fraction(0)})
         a = exact_value(node, {var: Fraction(1)}) - b
     except (NotExact, EvalError, ArithmeticError, ValueError):
         return None
-    return int(a) if a != 0 and a.denominator == 1 and b.denominator == 1 else None
+    return (a, b) if a != 0 else None
+
+
+def _affine_int_coefficient(node: Any, var: str) -> Optional[int]:
+    """``a`` when ``node`` is ``a * var + b`` with integers ``a``, ``b``; else ``None``."""
+    line = affine_coefficients(node, var)
+    if line is None or line[0].denominator != 1 or line[1].denominator != 1:
+        return None
+    return int(line[0])
 
 
 def _degree_holds(node: Any, var: str, degree: int) -> bool:
@@ -910,7 +922,7 @@ def series_converges(body: tuple, var: str) -> bool:
                         alternating = not alternating
                 log_ratio += side * k * math.log(abs(base))
                 continue
-            d = _poly_degree(f, var)
+            d = poly_degree(f, var)
             if d is None or not _degree_holds(f, var, d):
                 return False
             degree += side * d
