@@ -961,8 +961,11 @@ def _numeric_series(node: tuple, env: Mapping[str, Any], ctx: Any) -> Any:
         inner[var] = ctx.mpf(k)
         return numeric_value(body, inner, ctx)
 
+    maxterms = max(20, min(10 * ctx.dps, MAX_SUM_WORK // node_count(body)))  # bounded work
     try:
-        value = ctx.nsum(term, [int(lo), ctx.inf], method="richardson", strict=True, tol=ctx.eps * 2**16)
+        value = ctx.nsum(
+            term, [int(lo), ctx.inf], method="richardson", strict=True, tol=ctx.eps * 2**16, maxterms=maxterms
+        )
     except (ctx.NoConvergence, ZeroDivisionError, ValueError, ArithmeticError):
         raise EvalError("series did not converge numerically") from None
     if not abs(value) > MIN_SERIES_MAGNITUDE:
