@@ -21,10 +21,11 @@ Rules, in priority order (``extract_final_answer``):
    ``Answer:`` (markdown bold allowed), up to the end of its line (MetaMathQA's convention is
    ``The answer is: X``); a line that opens with a ``$...$`` span ending its sentence gives the
    span (Minerva's ``The final answer is $5$. I hope it is correct.``), and closing sentences of
-   words only are dropped (``12,000,023. I hope it is correct.``; never ``5. Wait, no.``). A line in prose, ``The
-   smallest $k$ is 12.``, gives the value after its last ``is``/``are``/``equals``/``was``/``=``
-   when the words before it hold no other verb, hedge or ``=`` (``The area of $PQRS$ is 48``;
-   never ``x is 5 or y is 6``); ``approximately``/``about`` there is ``\\approx``.
+   words only are dropped (``12,000,023. I hope it is correct.``; never ``5. Wait, no.``). A
+   line in prose, ``The smallest $k$ is 12.``, gives the value after its last
+   ``is``/``are``/``equals``/``was``/``=`` when the words before it hold no other verb, hedge or
+   ``=`` (``The area of $PQRS$ is 48``; never ``x is 5 or y is 6``); ``approximately``/``about``
+   there is ``\\approx``.
 4. The LAST GSM8K ``#### N`` marker, up to the end of its line.
 5. A closing statement: the response's last sentence ends with ``is|are|equals|be <number>``
    followed by optional unit words and a full stop (``... the total cost is $29.00.``). Only a
