@@ -892,6 +892,8 @@ def compare(p: Any, g: Any, deadline: float) -> Verdict:
     if time.perf_counter() > deadline:
         return _undecided("deadline")
     if isinstance(p, Relation) and "~" in p.ops:
+        if p == g:
+            return _yes("equivalent", "the same approximation")  # as an exact match would say
         p, why = _resolve_approx(p)
         if p is None:
             return _no(why)
