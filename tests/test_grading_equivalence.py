@@ -348,6 +348,106 @@ CATEGORIES = {
         ("52", "52_8", True),  # digits of a base-8 answer without the subscript
         ("42", "52_8", False),  # its decimal value is not the base-8 answer
     ],
+    # Finite sums and products with constant integer bounds are evaluated (exactly when the
+    # value stays small, else at 256 bits); they used to wait for math-verify, often past 2 s.
+    "sums-products": [
+        (r"\sum_{k=1}^{100} k", "5050", True),
+        (r"\sum_{k=1}^{100} k", "5051", False),
+        (r"\sum_{k=1}^{100} k + 1", "5051", True),  # the body stops at +
+        (r"\sum\limits_{k=1}^{3} k^2", "14", True),
+        (r"6!\sum_{k=0}^{6}\frac{(-1)^k}{k!}", "265", True),
+        (r"\sum_{i=1}^{3} i^2", "14", True),  # an index named i is not the imaginary unit
+        (r"\sum_{i=1}^{100}\sum_{j=1}^{100} ij", "25502500", True),
+        (r"\sum_{k=1}^{2000} \frac{1}{k(k+1)}", r"\frac{2000}{2001}", True),
+        (r"\sum_{k=1}^{99} \frac{1}{\sqrt{k}+\sqrt{k+1}}", "9", True),
+        (r"\sum_{k=0}^{1000} \binom{1000}{k}^2", r"\binom{2000}{1000}", True),
+        (r"\sum_{k=1}^{10000} \frac{1}{k^2}", r"\frac{\pi^2}{6}", False),  # a partial sum
+        (r"\sum_{k=1}^{1000} \sin(k)", "0", False),
+        (r"\prod_{k=2}^{100} \left(1-\frac{1}{k^2}\right)", r"\frac{101}{200}", True),
+        (r"\prod_{k=1}^{1000} \frac{k+1}{k}", "1000", False),
+        (r"\sum_{k=5}^{1} k", "0", True),  # an empty sum
+        # infinite series of the shapes Richardson extrapolation sums reliably
+        (r"\sum_{n=1}^{\infty} \frac{1}{n^2}", r"\frac{\pi^2}{6}", True),
+        (r"\sum_{n=0}^{\infty} \frac{(-1)^n}{2n+1}", r"\frac{\pi}{4}", True),
+        (r"\sum_{n=1}^{\infty} \frac{n}{3^n}", r"\frac34", True),
+        (r"\sum_{n=0}^{\infty} \frac{1}{n!}", "e", True),
+        (r"\sum_{n=1}^{\infty} \frac{1}{n^2}", "1.645", True),  # a decimal gold: rounding rule
+        (r"\sum_{n=1}^{\infty} \frac{1}{n^2}", r"\frac{\pi^2}{7}", False),
+        (r"\sum_{n=1}^{\infty} \frac{1}{n(n+1)}", "2", False),
+    ],
+    # issue 14: the policies docs/grading.md states, one example each way
+    "names-and-chains": [
+        ("|PQ|=2", "2", True),
+        ("2", "|PQ| = 2", True),
+        (r"\frac{AM}{MB}=\frac{2}{\sqrt3}", r"\frac{2\sqrt3}{3}", True),
+        (r"\angle ABC = 30^\circ", "30", True),
+        ("(a,b)=(4,1)", "(4,1)", True),
+        ("(a,b)=(4,1)", "b=1, a=4", True),
+        ("(a,b)=(4,1)", "(1,4)", False),
+        ("PQ=3, RS=7", "3, 7", True),
+        ("m=2,n=3; m=5,n=3", "(2,3),(5,3)", True),
+        ("y = 2+3 = 6 = 9", "y = 9", True),
+        ("t = 4+4 = 3", "t = 1+2 = 3", True),
+        ("y = 2+3 = 6 = 9", "y = 6", False),
+        ("y = 9 = 6", "9", False),
+        ("2x = 3", "3", False),
+        ("x+1 = 3", "3", False),
+        ("2+3 = 5", "5", False),
+        ("(3,5)", "x=5, y=3", False),  # a named gold is ordered
+    ],
+    "inequalities-as-sets": [
+        ("-y < -2", "y > 2", True),
+        ("-y < -2", r"(2, \infty)", True),
+        (r"-2y \geq -4", r"y \le 2", True),
+        ("2x+1 > 5", "x > 2", True),
+        (r"2 \le |w| \le 5", r"[-5,-2]\cup[2,5]", True),
+        (r"|x-1| \le 2", "[-1,3]", True),
+        (r"|x| > 3", r"(-\infty,-3)\cup(3,\infty)", True),
+        ("-1 < g(t) < 2", "(-1,2)", True),
+        ("-y < -2", "y < 2", False),
+        ("y > 2", "x > 2", False),
+        ("[2,5]", r"2 \le |w| \le 5", False),
+        (r"|x| < 3", "[-3,3]", False),
+    ],
+    "approx": [
+        (r"y = \frac{2}{7} \approx 0.29", r"\frac27", True),
+        (r"\sqrt{50} \approx 7.07", r"5\sqrt2", True),
+        (r"A = 16\pi \approx 50.27", r"16\pi", True),
+        (r"y \approx 7", "7", True),
+        (r"\approx 0.2857", r"\frac27", True),
+        (r"x \approx 3.14", r"\pi", True),
+        ("y ≈ 0.2857", r"\frac27", True),
+        (r"y \approx 0.35", r"\frac27", False),
+        (r"\frac27 \approx 0.35", r"\frac27", False),
+        (r"y \approx 0.29", r"\frac27", False),
+        (r"y \approx 7", "7.2", False),
+        (r"y \approx 7", r"\sqrt{50}", False),
+        (r"x \approx 3", r"\pi", False),
+        (r"x = 1/3 \approx 1.3", r"\frac13", False),
+    ],
+    "number-words-and-percent-words": [
+        (r"\text{five}", "5", True),
+        ("twenty-one", "21", True),
+        (r"\text{one hundred and five}", "105", True),
+        ("three thousand", "3000", True),
+        (r"\text{hundred}", "100", False),
+        (r"\text{six}", "5", False),
+        ("25 pct", r"25\%", True),
+        ("25 percentage", r"25\%", True),
+        (r"25 \textbf{ percent}", "0.25", True),
+        (r"12\textbf{ cm}", "12", True),
+        (r"5\,\mathrm{kg}", "5", True),
+        ("26 pct", r"25\%", False),
+    ],
+    "repeats-and-points": [
+        ("(2,3),(3,2),(2,3)", "(2,3),(3,2)", True),
+        ("3, 3", "3", True),
+        (r"(1, \pm 2)", "(1,2),(1,-2)", True),
+        ("2, 3", "2, 2, 3", False),
+        (r"(1, \pm 2)", "(1,2)", False),
+        ("12\\\\", "12", True),
+        ("13\\\\", "12", False),
+    ],
 }
 
 ROWS = [(cat, p, g, e) for cat, rows in CATEGORIES.items() for p, g, e in rows]
@@ -431,9 +531,54 @@ def test_hacks_are_decided_before_math_verify(pred: str, gold: str) -> None:
     assert grader._pool is None  # the pool was never touched
 
 
+@pytest.mark.parametrize(
+    "pred,gold",
+    [
+        (r"\sum_{k=1}^{10000} \frac{1}{k^2}", r"\frac{\pi^2}{6}"),
+        (r"\sum_{k=1}^{1000} k^{1000}", "5"),
+        (r"\sum_{k=0}^{1000} \binom{1000}{k}^2", r"\binom{2000}{1000}"),
+        (r"\sum_{k=1}^{99} \frac{1}{\sqrt{k}+\sqrt{k+1}}", "9"),
+    ],
+)
+def test_long_finite_sums_are_decided_without_math_verify(pred: str, gold: str) -> None:
+    """These took math-verify past the 2 s limit; the fast path decides them (the speed figure
+    is in ``python -m reasoning_env.bench cases --worst-case``, not asserted here)."""
+    result = Grader(use_worker=False).grade(r"\boxed{" + pred + "}", gold)
+    assert result.reason in ("numeric", "mismatch") and not result.detail.startswith("undecided"), result
+
+
+@pytest.mark.parametrize(
+    "series",
+    [
+        r"\sum_{n=1}^{\infty} \frac{1}{n}",  # diverges
+        r"\sum_{n=1}^{\infty} 2^n",
+        r"\sum_{n=1}^{\infty} (-1)^n",
+        r"\sum_{n=1}^{\infty} \frac{1}{(n+1)^2 - n^2}",  # 1/(2n+1): the leading terms cancel
+        r"\sum_{n=1}^{\infty} \frac{\sin n}{n}",  # converges, but outside the evaluated shapes
+    ],
+)
+def test_series_outside_the_evaluated_shapes_are_undecided(series: str) -> None:
+    """Divergent series, and shapes extrapolation may misjudge, are never given a value."""
+    result = Grader(use_worker=False).grade(r"\boxed{" + series + "}", "1")
+    assert result.correct is False and result.detail.startswith("undecided"), result
+
+
+def test_sums_too_long_to_evaluate_are_left_to_math_verify() -> None:
+    """Past MAX_SUM_WORK (terms x body size) the parser refuses a sum: no unbounded loop."""
+    from reasoning_env.grading.latex import ParseError, parse_answer
+
+    with pytest.raises(ParseError):
+        parse_answer(r"\sum_{k=1}^{10^{10}} k")
+    with pytest.raises(ParseError):
+        parse_answer(r"\sum_{i=1}^{1000}\sum_{j=1}^{1000} ij")
+    with pytest.raises(ParseError):
+        parse_answer(r"\sum_{k=1}^{30000} k + \sum_{k=1}^{30000} k + \sum_{k=1}^{30000} k")  # each fits, not all
+
+
 def test_single_letters_after_a_number_are_variables() -> None:
     """'k' is a magnitude word in a \\text tail (3 \\text{ k} = 3000), but a bare single letter
-    after a number is a variable: \\sum_{k=1}^{3} k must still reach math-verify."""
+    after a number is a variable: \\sum_{k=1}^{3} k must not be refused as "a number followed by
+    words" (the fast path now evaluates it; sums it cannot read still reach math-verify)."""
     from reasoning_env.grading.latex import words_after_number
 
     assert not words_after_number(r"\sum_{k=1}^{3} k")

@@ -19,6 +19,10 @@ ATOMS = [
     "\\rfloor", "\\left(", "\\right)", "^\\circ", "\\$", "\\%", "\\text{", "cm", "\\begin{pmatrix}",
     "\\end{pmatrix}", "\\\\", "\\boxed{", "\\fbox{", "<think>", "</think>", "The answer is: ", "#### ",
     "\n", "$", "\\mbox{", "\\!", "\\,", "9^{9^{9^9}}", "(10^{100})!",
+    # issue 14's constructs: sums and series, approximations, names, groups, prose answer lines
+    "\\sum_{k=1}^{", "\\sum_{n=0}^{\\infty}", "\\prod_{i=2}^{", "k", "n", "\\approx", "≈", ";", "\\angle ABC",
+    "\\overline{AB}", "PQ", "\\textbf{", "pct", " is ", " or ", " not ", "Final Answer: The value of $x$ is ",
+    "\\boxed{1} and \\boxed{2}", "\\}", "twenty-one", "(-1)^n", "10000}",
 ]
 latexish = st.lists(st.sampled_from(ATOMS), min_size=0, max_size=25).map("".join)
 GOLDS = ["5", r"\frac{1}{2}", "(1,2)", r"\{1,2\}", "x^2+1", r"\text{east}", "A", r"(-\infty, 3]", "y=2x+1", r"1 \pm \sqrt{2}"]

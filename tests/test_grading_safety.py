@@ -22,8 +22,9 @@ GRADING_DIR = REPO / "reasoning_env" / "grading"
 MARKER = "pwned_by_grader.txt"
 MARGIN_S = 3.0  # process-kill latency and a loaded machine; speed targets live in the benchmark
 
-# A sum that only math-verify evaluates: forces the worker path.
-NEEDS_WORKER = (r"\boxed{\sum_{k=1}^{3} k}", "6")
+# An integral: only math-verify evaluates it (the fast path evaluates sums and series itself, so
+# they no longer force the worker path).
+NEEDS_WORKER = (r"\boxed{\int_{0}^{1} 2x \, dx}", "1")
 # Astronomically large values that cancel: nothing decides this fast, sympy hangs on it.
 UNDECIDABLE = (r"\boxed{9^{9^{9^9}} - 9^{9^{9^9}}}", "0")
 
@@ -298,7 +299,7 @@ def test_workers_stop_when_the_process_exits(tmp_path) -> None:
         "g = Grader()\n"
         "assert g.warm_up(wait_s=90)\n"
         "print(' '.join(map(str, g.pool.pids())), flush=True)\n"
-        "print(g.grade(r'\\boxed{\\sum_{k=1}^{3} k}', '6', timeout_s=20).reason, flush=True)\n"
+        "print(g.grade(r'\\boxed{\\int_{0}^{1} 2x \\, dx}', '1', timeout_s=20).reason, flush=True)\n"
     )
     proc = subprocess.run(
         [sys.executable, "-c", script], cwd=str(REPO), capture_output=True, text=True, timeout=180

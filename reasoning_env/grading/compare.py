@@ -20,11 +20,18 @@ Rules (each motivated by a public grading failure, see ``../shared/cases/grading
   decides identities such as ``\\sec^2 y = \\tan^2 y + 1`` or ``(x+1)^2 = x^2+2x+1``. Renamed
   integration constants (``A + B/x`` vs ``C + D/x``) match when a renaming makes them equal.
 * Equations match when ``lhs - rhs`` are proportional (a nonzero constant factor), so the same
-  line or plane written differently matches; assignments (``x = 5``) match the bare value.
-* Single-variable inequalities are intervals (``m \\ge \\sqrt2`` == ``[\\sqrt2, \\infty)``).
+  line or plane written differently matches; assignments (``x = 5``, ``|PQ| = 2``) match the
+  bare value; lists of assignments to distinct names match by name, and in order against a
+  bare tuple.
+* Inequalities are the sets they allow: single-variable ones are intervals (``m \\ge \\sqrt2`` ==
+  ``[\\sqrt2, \\infty)``), linear ones are solved (``-y < -2`` == ``y > 2``), absolute values split
+  (``2 \\le |w| \\le 5`` == ``[-5,-2] \\cup [2,5]``), and on a name they are its range.
+* ``\\approx``: an exact value followed by its rounding is the exact value; an approximation
+  alone is a decimal; an approximation that is not the exact value rounded is a mismatch.
 * Tuples/intervals are ordered and their brackets must agree (``(1, 2) != [1, 2]``); sets and
   bare lists are unordered; ``\\pm`` means both values (``1 \\pm \\sqrt{19}``), so a single root
-  does not match; a subset of a multi-answer gold does not match.
+  does not match; a subset of a multi-answer gold does not match; an answer repeated in a bare
+  list counts once unless the gold repeats one (multiplicities).
 * Structure mismatches (a number vs a tuple, different sizes) are rejected at once.
 
 Everything is bounded: evaluation refuses astronomically large powers (:class:`TooBig`),
@@ -53,6 +60,8 @@ from reasoning_env.grading.values import (
     Text,
     TooBig,
     Union,
+    APPROX_SUBJECT,
+    affine_coefficients,
     decimal_literal,
     exact_value,
     free_vars,
@@ -61,6 +70,7 @@ from reasoning_env.grading.values import (
     num_context,
     numeric_value,
     rename_vars,
+    value_name,
 )
 
 __all__ = ["Verdict", "compare", "describe_kind"]
@@ -541,41 +551,119 @@ def _proportional(fp: Any, fg: Any, deadline: float) -> Verdict:
 _FLIP = {"<": ">", ">": "<", "<=": ">=", ">=": "<="}
 
 
-def _as_interval(r: Any) -> Optional[Seq]:
-    """A single-variable inequality (``x > 3``, ``1 < x \\le 2``) as an interval."""
-    if not isinstance(r, Relation) or not r.ops or any(op not in _FLIP for op in r.ops):
+def _relation_set(r: Any) -> Optional[tuple]:
+    """``(subject, set)`` for an inequality (or chain of two) on one subject between constants:
+    the set of values it allows, an interval or a union of intervals.
+
+    The subject is a name (``x``, ``g(t)`` read as ``gt``, ``PQ``: the set is its range), an
+    affine expression of one variable with rational coefficients (``-2y \\ge -4`` is ``y \\le 2``;
+    ``subject`` is then the variable) or the absolute value of one (``2 \\le |w| \\le 5`` is
+    ``[-5,-2] \\cup [2,5]``). ``None`` for anything else (``x^2 < 4``, ``x < y``, ``1 < x > 3``).
+    """
+    if not isinstance(r, Relation) or not r.ops or len(r.sides) > 3 or any(op not in _FLIP for op in r.ops):
         return None
     sides = r.sides
     if not all(isinstance(s, tuple) for s in sides):
         return None
-    var_idx = [i for i, s in enumerate(sides) if s[0] == "v"]
-    if len(var_idx) != 1 or any(free_vars(s) for i, s in enumerate(sides) if i != var_idx[0]):
+    if len(r.ops) == 2 and (r.ops[0] in ("<", "<=")) != (r.ops[1] in ("<", "<=")):
+        return None
+    var_idx = [i for i, s in enumerate(sides) if free_vars(s)]
+    if len(var_idx) != 1:
         return None
     i = var_idx[0]
     lo, lo_closed, hi, hi_closed = _NEG_INF, False, _INF, False
-    # Constraint between the variable and its neighbours.
+    # Constraint between the subject and its neighbours, as "subject OP bound".
     for j, op in ((i - 1, r.ops[i - 1] if i >= 1 else None), (i + 1, r.ops[i] if i < len(r.ops) else None)):
         if op is None:
             continue
-        bound = sides[j]
-        # normalise to "var OP bound"
         eff = op if j > i else _FLIP[op]
         if eff in (">", ">="):
-            lo, lo_closed = bound, eff == ">="
+            lo, lo_closed = sides[j], eff == ">="
         else:
-            hi, hi_closed = bound, eff == "<="
-    if len(sides) > 3:
-        return None
+            hi, hi_closed = sides[j], eff == "<="
+    subject = sides[i]
+    names = free_vars(subject)
+    if len(names) == 1:
+        (var,) = names
+        if subject[0] == "f" and subject[1] == "abs" and affine_coefficients(subject[2], var) is not None:
+            inner = _abs_preimage(lo, lo_closed, hi, hi_closed)
+            if inner is None:
+                return None
+            parts = tuple(_affine_preimage(x, *affine_coefficients(subject[2], var)) for x in inner)
+            if not parts:
+                return var, Seq("set", ())
+            return var, parts[0] if len(parts) == 1 else Union(parts)
+        line = affine_coefficients(subject, var)
+        if line is not None:
+            return var, _affine_preimage(_interval(lo, lo_closed, hi, hi_closed), *line)
+    name = value_name(subject)
+    if name is not None:
+        return name, _interval(lo, lo_closed, hi, hi_closed)
+    return None
+
+
+def _interval(lo: Any, lo_closed: bool, hi: Any, hi_closed: bool) -> Seq:
     return Seq("tuple", (lo, hi), "[" if lo_closed else "(", "]" if hi_closed else ")")
 
 
+def _affine_preimage(interval: Seq, a: Fraction, b: Fraction) -> Seq:
+    """The interval of ``x`` where ``a * x + b`` lies in ``interval`` (``a != 0``)."""
+    (lo, hi), lo_c, hi_c = interval.items, interval.open == "[", interval.close == "]"
+
+    def back(u: Any) -> Any:
+        if u == _INF or u == _NEG_INF:
+            return u if a > 0 else (_NEG_INF if u == _INF else _INF)
+        if b != 0:
+            u = ("+", ((1, u), (-1, ("n", b, None))))
+        return u if a == 1 else ("/", u, ("n", a, None))
+
+    if a > 0:
+        return _interval(back(lo), lo_c, back(hi), hi_c)
+    return _interval(back(hi), hi_c, back(lo), lo_c)
+
+
+def _bound_value(node: Any) -> Optional[Any]:
+    """An exact rational bound, ``±inf`` as ``float``, or ``None`` when not exact."""
+    if node == _INF:
+        return float("inf")
+    if node == _NEG_INF:
+        return float("-inf")
+    try:
+        return exact_value(node)
+    except (NotExact, EvalError, ZeroDivisionError, OverflowError, ValueError):
+        return None
+
+
+def _abs_preimage(lo: Any, lo_closed: bool, hi: Any, hi_closed: bool) -> Optional[tuple]:
+    """The intervals of ``u`` where ``|u|`` lies between ``lo`` and ``hi`` (exact bounds only)."""
+    lv, hv = _bound_value(lo), _bound_value(hi)
+    if lv is None or hv is None:
+        return None
+    if hv < 0 or (hv == 0 and not hi_closed) or hv < lv or (hv == lv and not (lo_closed and hi_closed)):
+        return ()
+    neg_hi = _NEG_INF if hi == _INF else ("-", hi)
+    if lv < 0 or (lv == 0 and lo_closed):
+        return (_interval(neg_hi, hi_closed, hi, hi_closed),)  # |u| >= 0 always holds
+    if hv == lv:
+        return None  # "c <= |u| <= c": two points, not intervals (outside this subset)
+    return (_interval(neg_hi, hi_closed, ("-", lo), lo_closed), _interval(lo, lo_closed, hi, hi_closed))
+
+
 def _relation_compare(p: Any, g: Any, deadline: float) -> Verdict:
-    ip = _as_interval(p) if isinstance(p, Relation) else None
-    ig = _as_interval(g) if isinstance(g, Relation) else None
-    if ip is not None or ig is not None:
-        a = ip if ip is not None else p
-        b = ig if ig is not None else g
-        if isinstance(a, (Relation,)) or isinstance(b, (Relation,)):
+    sp = _relation_set(p)
+    sg = _relation_set(g)
+    if sp is not None or sg is not None:
+        if sp is not None and sg is not None and sp[0] != sg[0]:
+            return _no("inequalities on different subjects")
+        a, b = (sp[1] if sp is not None else p), (sg[1] if sg is not None else g)
+        for side, other in ((sp, g), (sg, p)):
+            if side is not None and isinstance(other, Assign) and other.lhs != side[0]:
+                return _no("a set of values for another variable")
+        if isinstance(a, Assign):
+            a = a.value
+        if isinstance(b, Assign):
+            b = b.value
+        if isinstance(a, Relation) or isinstance(b, Relation):
             return _no("inequality vs another relation")
         return compare(a, b, deadline)
     fp = _equation_function(p)
@@ -654,10 +742,21 @@ def _seq_compare(p: Any, g: Seq, deadline: float) -> Verdict:
             return _ordered(p.items, g.items, deadline)
         return _no(f"{describe_kind(p)} vs ratio")
     # set / list
+    named_g, named_p = _named(g), _named(p)
+    if named_g is not None and isinstance(p, Seq):
+        if named_p is not None:  # x=5, y=3 vs y=3, x=5: matched by name
+            if set(named_p) != set(named_g):
+                return _no("values of different names")
+            return _ordered(tuple(named_p[k] for k in named_g), tuple(named_g.values()), deadline)
+        if p.kind == "list" or (p.kind == "tuple" and (p.open, p.close) == ("(", ")")):
+            return _ordered(p.items, g.items, deadline)  # (5,3) vs x=5, y=3: in order
     if isinstance(p, Seq) and (p.kind in ("set", "list") or (p.kind == "tuple" and g.kind == "list" and (p.open, p.close) == ("(", ")"))):
-        # a set has no repeated elements: \{1,2,2\} is \{1,2\} (identical items collapse)
-        ps = tuple(dict.fromkeys(p.items)) if p.kind == "set" else p.items
+        # a set has no repeated elements: \{1,2,2\} is \{1,2\} (identical items collapse); in a
+        # list, an answer written twice counts once, unless the gold repeats one itself (then the
+        # repeats are multiplicities, 2, 2, 3, and must match)
         gs = tuple(dict.fromkeys(g.items)) if g.kind == "set" else g.items
+        gold_repeats = len(set(gs)) != len(gs)
+        ps = p.items if p.kind != "set" and gold_repeats else tuple(dict.fromkeys(p.items))
         return _unordered(ps, gs, deadline)
     return _no(f"{describe_kind(p)} vs {g.kind}")
 
@@ -675,6 +774,110 @@ def _letters_word(p: Any) -> Optional[str]:
     return "".join(letters).lower()
 
 
+# ----------------------------------------------------------------------------- approximations
+def _as_approximate(node: Any) -> Any:
+    """An approximation graded as the decimal it is: an integer literal gets zero decimal places,
+    so ``\\approx 7`` needs exact equality with a terminating gold and 3 significant digits
+    against any other value (the decimal rule), like ``7.`` would."""
+    neg = node[0] == "-"
+    lit = node[1] if neg else node
+    if lit[0] == "n" and lit[2] is None:
+        lit = ("n", lit[1], 0)
+        return ("-", lit) if neg else lit
+    return node
+
+
+def _approximation_digits(node: Any) -> Optional[tuple]:
+    """``(value, places)`` of an approximation written as a decimal (``0.29``, ``7``, ``-1.5``) or
+    ``m \\times 10^{k}`` (places shifted by ``k``); ``None`` for anything else."""
+    lit = decimal_literal(node)
+    if lit is not None:
+        return lit[0], lit[1]
+    sign, x = 1, node
+    while x[0] == "-":
+        sign, x = -sign, x[1]
+    if x[0] == "n":
+        return sign * x[1], 0
+    if x[0] == "*" and len(x[1]) == 2:
+        m, pw = x[1]
+        mant = decimal_literal(m) or ((m[1], 0, 0) if m[0] == "n" else None)
+        if (mant is not None and pw[0] == "^" and pw[1] == ("n", Fraction(10), None)
+                and pw[2][0] in ("n", "-") and decimal_literal(pw[2]) is None):
+            try:
+                k = exact_value(pw[2])
+            except (NotExact, EvalError):
+                return None
+            if k.denominator == 1 and abs(k) <= 400:
+                return sign * mant[0] * Fraction(10) ** int(k), mant[1] - int(k)
+    return None
+
+
+def _approximation_agrees(exact: Any, approx: Any) -> bool:
+    """Whether ``approx`` is ``exact`` rounded or truncated to the digits it shows (any number
+    of them: ``\\frac{2}{7} \\approx 0.29``, ``\\sqrt{50} \\approx 7``; not ``\\frac13 \\approx 1.3``)."""
+    digits = _approximation_digits(approx)
+    if digits is None:
+        return False
+    value, places = digits
+    ulp = _ulp(places)
+    try:
+        e: Any = exact_value(exact)
+        diff = abs(e - value)
+        return diff * 2 <= ulp or ((e >= 0) == (value >= 0) and abs(value) <= abs(e) and diff < ulp)
+    except (NotExact, EvalError, ZeroDivisionError, OverflowError, ValueError):
+        pass
+    ctx = num_context()
+    e = _real_part(_numeric_or_toobig(exact, ctx), ctx) if _numeric_or_toobig(exact, ctx) not in (None, TooBig) else None
+    if e is None:
+        return False
+    v = ctx.mpf(value.numerator) / value.denominator
+    u = ctx.mpf(ulp.numerator) / ulp.denominator
+    diff = abs(e - v)
+    return diff * 2 <= u or ((e >= 0) == (v >= 0) and abs(v) <= abs(e) and diff < u)
+
+
+def _resolve_approx(r: Relation) -> tuple:
+    """``(value, "")`` for a relation holding ``\\approx``, or ``(None, why)``.
+
+    The rule (docs/grading.md): an exact value followed by its approximation is the exact value
+    (``y = \\frac{2}{7} \\approx 0.29`` is ``y = \\frac27``), and the approximation must be that value
+    rounded or truncated (else the answer names two different values: a mismatch); an
+    approximation alone (``y \\approx 0.286``, ``\\approx 7``) is graded as the decimal it is."""
+    j = r.ops.index("~")
+    head, head_ops, approx = r.sides[:j + 1], r.ops[:j], r.sides[j + 1:]
+    if any(op != "~" for op in r.ops[j:]) or any(op != "=" for op in head_ops):
+        return None, "an approximation mixed with another relation"
+    if not all(isinstance(x, tuple) for x in r.sides):
+        return None, "an approximation of a structure"
+    first = head[0]
+    name = value_name(first)
+    if len(head) == 1 and (first == APPROX_SUBJECT or name is not None):
+        value = _as_approximate(approx[0])
+        if free_vars(value) or not all(_approximation_agrees(approx[0], a) for a in approx[1:]):
+            return None, "approximations that disagree"
+        return (value if first == APPROX_SUBJECT else Assign(name, value)), ""
+    exact = head[-1]
+    if free_vars(exact):
+        return None, "an approximation of an expression with variables"
+    if not all(_approximation_agrees(exact, a) for a in approx):
+        return None, "the approximation is not the exact value rounded (two different values)"
+    if len(head) == 1:
+        return exact, ""
+    if name is not None and not (free_vars(first) & free_vars(exact)):
+        return Assign(name, exact), ""
+    return Relation(head_ops, head), ""
+
+
+def _named(v: Any) -> Optional[dict]:
+    """``{name: value}`` of a list of assignments to distinct names (``x=5, y=3``), else None."""
+    if not (isinstance(v, Seq) and v.kind == "list" and len(v.items) >= 2):
+        return None
+    if not all(isinstance(x, Assign) for x in v.items):
+        return None
+    out = {x.lhs: x.value for x in v.items}
+    return out if len(out) == len(v.items) else None
+
+
 # ----------------------------------------------------------------------------- entry point
 def compare(p: Any, g: Any, deadline: float) -> Verdict:
     """Compare a parsed prediction ``p`` with a parsed gold ``g``.
@@ -688,6 +891,16 @@ def compare(p: Any, g: Any, deadline: float) -> Verdict:
     """
     if time.perf_counter() > deadline:
         return _undecided("deadline")
+    if isinstance(p, Relation) and "~" in p.ops:
+        if p == g:
+            return _yes("equivalent", "the same approximation")  # as an exact match would say
+        p, why = _resolve_approx(p)
+        if p is None:
+            return _no(why)
+    if isinstance(g, Relation) and "~" in g.ops:
+        g, why = _resolve_approx(g)
+        if g is None:
+            return _undecided(f"gold: {why}")
     if isinstance(p, Choice) and p.value is not None and not isinstance(g, Choice):
         return compare(p.value, g, deadline)  # "(E) 10" vs 10: the option's value
     # Assignments: "x = 5" is the value 5 unless both sides name the variable.
@@ -708,6 +921,9 @@ def compare(p: Any, g: Any, deadline: float) -> Verdict:
         return compare(p.value, g, deadline)
     if isinstance(g, Relation) or isinstance(p, Relation):
         return _relation_compare(p, g, deadline)
+    if (isinstance(p, Seq) and p.kind == "list" and len(set(p.items)) == 1
+            and not (isinstance(g, Seq) and g.kind in ("list", "set"))):
+        return compare(p.items[0], g, deadline)  # the same answer written twice: "3, 3" is 3
     if isinstance(g, tuple):
         if isinstance(p, Text):
             word = _letters_word(g)

@@ -10,11 +10,22 @@ Rules, in priority order (``extract_final_answer``):
 2. The LAST ``\\boxed{...}`` / ``\\fbox{...}`` with matched braces (``\\{``/``\\}`` are escapes,
    not braces); ``\\boxed 5`` (one token after a space) counts too. If the last box is opened but
    never closed (a trace cut off while writing its answer), there is no final answer: earlier
-   boxes are intermediate values, not the answer.
+   boxes are intermediate values, not the answer. One exception: a last box closed by a stray
+   ``\\}`` (``\\boxed{12\\}``, no ``\\{`` in it) holds what comes before that backslash.
+   Boxes that end the answer together, separated only by punctuation, spaces, ``$``, ``and`` /
+   ``or`` or ``\\quad`` (``\\boxed{-3} and \\boxed{2}``; a ``x =`` written just before a box is
+   kept with it), are one multi-part answer: :attr:`Extraction.parts` lists them and
+   :attr:`Extraction.answer` joins them with commas (the grader then accepts them only when they
+   are the gold together, or when each of them is the gold).
 3. The LAST answer phrase: ``The answer is``, ``The final answer is``, ``Final answer:``,
    ``Answer:`` (markdown bold allowed), up to the end of its line (MetaMathQA's convention is
    ``The answer is: X``); a line that opens with a ``$...$`` span ending its sentence gives the
-   span (Minerva's ``The final answer is $5$. I hope it is correct.``).
+   span (Minerva's ``The final answer is $5$. I hope it is correct.``), and closing sentences of
+   words only are dropped (``12,000,023. I hope it is correct.``; never ``5. Wait, no.``). A
+   line in prose, ``The smallest $k$ is 12.``, gives the value after its last
+   ``is``/``are``/``equals``/``was``/``=`` when the words before it hold no other verb, hedge or
+   ``=`` (``The area of $PQRS$ is 48``; never ``x is 5 or y is 6``); ``approximately``/``about``
+   there is ``\\approx``.
 4. The LAST GSM8K ``#### N`` marker, up to the end of its line.
 5. A closing statement: the response's last sentence ends with ``is|are|equals|be <number>``
    followed by optional unit words and a full stop (``... the total cost is $29.00.``). Only a
@@ -37,6 +48,7 @@ __all__ = [
     "extract_final_answer",
     "strip_think",
     "last_boxed",
+    "last_boxed_group",
     "last_phrase_answer",
     "last_gsm8k_answer",
     "last_statement_answer",
@@ -61,6 +73,24 @@ _GSM_RE = re.compile(r"####[ \t]*")
 # An answer line that opens with one $...$ span and ends that sentence, followed by more text
 # (Minerva / MATH few-shot: "The final answer is $5$. I hope it is correct."): the span.
 _MATH_THEN_SENTENCE_RE = re.compile(r"[ \t]*(\$[^$\n]+\$)[ \t]*[.!。][ \t]+\S")
+# The end of a sentence followed by more text ("12,000,023. I hope it is correct.").
+_SENTENCE_END_RE = re.compile(r"[.!?。](?:\*\*)?[ \t]+(?=\S)")
+# Closing sentences of words only: nothing that could be (part of) a value.
+_WORDS_ONLY_RE = re.compile(r"[^\d$\\{}=<>^_]*")
+# Closing words that take the answer back ("5. Wait, no."): the line is then not an answer.
+_RETRACTION_RE = re.compile(
+    r"(?<![A-Za-z])(?:no|not|nope|wait|maybe|perhaps|but|however|actually|wrong|incorrect|mistake|error|"
+    r"hmm|or|unless|except|unsure|doubt|recheck|recount|redo)(?![A-Za-z])|n't(?![A-Za-z])",
+    re.IGNORECASE,
+)
+# Prose answer line: "The smallest $k$ is 12", "The area of $PQRS$ is 48".
+_PROSE_VERB_RE = re.compile(r"(?:(?<![A-Za-z])(?:is|are|equals|was|were)(?![A-Za-z])|=)[ \t]*")
+_PROSE_REFUSED_RE = re.compile(
+    r"(?<![A-Za-z])(?:is|are|was|were|equals?|or|either|nor|neither|not|no|maybe|perhaps|possibly|"
+    r"probably|unless|if|except|but|between|than)(?![A-Za-z])|[=<>]|\\(?:le|ge|ne|neq|leq|geq|approx|pm)(?![A-Za-z])",
+    re.IGNORECASE,
+)
+_APPROX_WORD_RE = re.compile(r"^(?:approximately|approx\.?|about|roughly|around|nearly)[ \t]+", re.IGNORECASE)
 # Braces and backslashes: the only characters the brace matcher needs to look at.
 _BRACE_RE = re.compile(r"[\\{}]")
 # Closing statement: "... is $29.00." / "... equals 42 dollars." at the very end of the text.
@@ -79,11 +109,16 @@ class Extraction:
 
     Attributes:
         answer: The extracted answer string (stripped), or ``None`` when there is no final answer.
+            For several boxes that end the answer together, their contents joined by ``", "``.
         method: ``"boxed"``, ``"phrase"``, ``"gsm8k"``, ``"statement"`` or ``"none"``.
+        parts: The contents of those boxes, in order and without repeats, when there are at
+            least two different ones (``("-3", "2")`` for ``\\boxed{-3} and \\boxed{2}``);
+            otherwise empty.
     """
 
     answer: Optional[str]
     method: str
+    parts: tuple = ()
 
 
 def strip_think(text: str) -> str:
@@ -147,38 +182,129 @@ def _box_starts(text: str):
         pos[cmd] = text.rfind(cmd, 0, start)
 
 
+def _box_at(text: str, start: int, cmd_len: int) -> Optional[tuple]:
+    """The box whose command starts at ``start``: ``(content, end)`` with ``end`` just past it;
+    ``("", end)`` for an empty or unusable box; ``None`` for an unclosed one; ``False`` when the
+    command is a longer macro name (``\\boxedfoo``)."""
+    n = len(text)
+    j = start + cmd_len
+    if j < n and text[j].isalpha():
+        return False
+    k = j
+    while k < n and text[k] in " \t":
+        k += 1
+    if k < n and text[k] == "{":
+        close = match_brace(text, k)
+        if close == -1:
+            return None
+        return text[k + 1:close].strip(), close + 1
+    if j < k < n:
+        m = k
+        while m < n and not text[m].isspace() and text[m] != "$":
+            m += 1
+        content = text[k:m].rstrip(".,;")
+        if content and (len(content) == 1 or any(ch.isdigit() for ch in content)):
+            return content, m
+    return "", j
+
+
+def _stray_escape_close(text: str, open_idx: int) -> Optional[str]:
+    """Content of a box opened at ``open_idx`` that a stray ``\\}`` closes (``\\boxed{12\\}``): the
+    first ``\\}`` at the box's own level, when no ``\\{`` comes before it; else ``None``."""
+    depth = 0
+    pos = open_idx
+    search = _BRACE_RE.search
+    while True:
+        m = search(text, pos)
+        if m is None:
+            return None
+        i = m.start()
+        c = text[i]
+        if c == "\\":
+            nxt = text[i + 1:i + 2]
+            if nxt == "{":
+                return None
+            if nxt == "}" and depth == 1:
+                return text[open_idx + 1:i].strip() or None
+            pos = i + 2
+            continue
+        depth += 1 if c == "{" else -1
+        pos = i + 1
+
+
 def last_boxed(text: str) -> Optional[str]:
     """Content of the last ``\\boxed{...}`` / ``\\fbox{...}`` with matched braces.
 
     Returns ``None`` when there is no box, when the last box is opened but never closed (a
     truncated answer: earlier boxes are not the final answer), or when the last box is empty.
-    ``\\boxed 5`` (a space, then one token holding a digit or a single character) yields ``"5"``.
-    ``\\boxedfoo`` is another macro and is skipped. Linear time.
+    ``\\boxed 5`` (a space, then one token holding a digit or a single character) yields ``"5"``;
+    ``\\boxed{12\\}`` (closed by a stray ``\\}``) yields ``"12"``. ``\\boxedfoo`` is another macro
+    and is skipped. Linear time.
     """
-    n = len(text)
     for start, cmd_len in _box_starts(text):
-        j = start + cmd_len
-        if j < n and text[j].isalpha():
+        box = _box_at(text, start, cmd_len)
+        if box is False:
             continue  # \boxedfoo is a different macro: keep looking further back.
-        k = j
-        while k < n and text[k] in " \t":
-            k += 1
-        if k < n and text[k] == "{":
-            close = match_brace(text, k)
-            if close == -1:
-                return None  # the final box never closes: truncated answer
-            content = text[k + 1:close].strip()
-            return content if content else None
-        if j < k < n:
-            m = k
-            while m < n and not text[m].isspace() and text[m] != "$":
-                m += 1
-            content = text[k:m].rstrip(".,;")
-            if content and (len(content) == 1 or any(ch.isdigit() for ch in content)):
-                return content
-        # "\boxed" with nothing usable after it: no final answer.
-        return None
+        if box is None:
+            return _stray_escape_close(text, text.index("{", start + cmd_len))
+        return box[0] or None
     return None
+
+
+#: Most boxes read as one multi-part answer.
+MAX_BOX_PARTS = 16
+# Text allowed between the boxes of one multi-part answer.
+_BOX_SEP_RE = re.compile(
+    r"(?:\s|\$|\\[()\[\]]|[,;.&~]|\\q?quad(?![A-Za-z])|\\[,;: !]|\\\\|(?<![A-Za-z])(?:and|or)(?![A-Za-z])"
+    r"|\\(?:text|mbox|textrm|mathrm)\{\s*(?:and|or|,)?\s*\})*"
+)
+# A name written just before a box: "x = \boxed{3}", "$a_1 = \boxed{2}", "|PQ| = \boxed{5}".
+_NAME_BEFORE_BOX_RE = re.compile(
+    r"(?<![A-Za-z\\])(?P<name>[A-Za-z](?:_\{?[A-Za-z0-9]{1,3}\}?)?|[A-Z]{2,3}|\|[A-Z]{2,3}\|)\s*=\s*\$?\s*$"
+)
+
+
+def _name_before(text: str, lo: int, hi: int) -> tuple:
+    """``(name, start)`` of a ``name =`` ending at ``hi`` (searched in ``text[lo:hi]``), or
+    ``(None, hi)``."""
+    m = _NAME_BEFORE_BOX_RE.search(text, max(lo, hi - 24), hi)
+    return (m.group("name"), m.start()) if m is not None else (None, hi)
+
+
+def last_boxed_group(text: str) -> Optional[tuple]:
+    """The boxes that end the answer together, oldest first, as ``(name, content)`` pairs (the
+    name written just before a box, ``x = \\boxed{3}``, or ``None``; looked up only when there are
+    several boxes); ``None`` under the same conditions as :func:`last_boxed`. At most
+    :data:`MAX_BOX_PARTS`; linear time.
+    """
+    items: list = []  # [start, content, name], latest first
+    for start, cmd_len in _box_starts(text):
+        box = _box_at(text, start, cmd_len)
+        if box is False:
+            continue
+        if not items:
+            if box is None:
+                content = _stray_escape_close(text, text.index("{", start + cmd_len))
+                return None if content is None else ((None, content),)
+            if not box[0]:
+                return None
+            items.append([start, box[0], None])
+            continue
+        nxt = items[-1]
+        if box is None or not box[0] or box[1] > nxt[0]:
+            break  # unclosed, empty, or enclosing the next box: not part of the group
+        name, name_start = _name_before(text, box[1], nxt[0])
+        if _BOX_SEP_RE.fullmatch(text, box[1], name_start) is None:
+            break
+        nxt[2] = name
+        items.append([start, box[0], None])
+        if len(items) >= MAX_BOX_PARTS:
+            break
+    if not items:
+        return None
+    if len(items) > 1:
+        items[-1][2] = _name_before(text, 0, items[-1][0])[0]
+    return tuple((name, content) for _, content, name in reversed(items))
 
 
 def _has_real_box(text: str) -> bool:
@@ -241,7 +367,44 @@ def last_phrase_answer(text: str) -> Optional[str]:
     m = _MATH_THEN_SENTENCE_RE.match(line)
     if m is not None:  # Minerva: "The final answer is $5$. I hope it is correct."
         return _clean_line_answer(m.group(1))
-    return _clean_line_answer(line)
+    line = _drop_closing_words(line)
+    prose = _prose_value(line)
+    return _clean_line_answer(prose if prose is not None else line)
+
+
+def _drop_closing_words(line: str) -> str:
+    """``line`` without closing sentences of words only (``12,000,023. I hope it is correct.``
+    gives ``12,000,023``)."""
+    for m in _SENTENCE_END_RE.finditer(line):
+        if _WORDS_ONLY_RE.fullmatch(line, m.end()) is not None:
+            if _RETRACTION_RE.search(line, m.end()) is not None:
+                return line  # "5. Wait, no.": taken back
+            return line[:m.start()]
+    return line
+
+
+def _prose_value(line: str) -> Optional[str]:
+    """The value after the last ``is``/``are``/``equals``/``was``/``=`` of a prose answer line
+    (``The smallest $k$ is 12.`` gives ``12``), or ``None``: the line must open with a word, and
+    the words before that verb may hold no other verb, no hedge (``or``, ``maybe``, ``not``...)
+    and no relation, so ``x is 5 or y is 6`` and ``12 is not 13, it is 14`` give nothing."""
+    head = line.strip().lstrip("*").lstrip()
+    if not head[:1].isalpha():
+        return None
+    last = None
+    for m in _PROSE_VERB_RE.finditer(head):
+        last = m
+    if last is None:
+        return None
+    subject, value = head[:last.start()], head[last.end():].strip()
+    if not value or _PROSE_REFUSED_RE.search(subject) is not None:
+        return None
+    if last.group(0).startswith("=") and subject.rstrip().endswith("$"):
+        return None  # "... $x$ = 5": an equation written in prose, not a named value
+    m = _APPROX_WORD_RE.match(value)
+    if m is not None:
+        value = "\\approx " + value[m.end():]
+    return value
 
 
 def last_gsm8k_answer(text: str) -> Optional[str]:
@@ -283,9 +446,12 @@ def extract_final_answer(text: str) -> Extraction:
         raise TypeError(f"response must be a str, got {type(text).__name__}")
     body = strip_think(text)
     if "\\boxed" in body or "\\fbox" in body:
-        boxed = last_boxed(body)
-        if boxed is not None:
-            return Extraction(boxed, "boxed")
+        group = last_boxed_group(body)
+        if group is not None:
+            if len({content for _, content in group}) == 1:
+                return Extraction(group[-1][1], "boxed")  # one box, or the same box repeated
+            parts = tuple(dict.fromkeys(c if n is None else f"{n} = {c}" for n, c in group))
+            return Extraction(", ".join(parts), "boxed", parts)
         # A box exists but the last one is unclosed, empty or unusable: no final answer.
         # Falling through to phrases would grade an earlier, intermediate value.
         if _has_real_box(body):

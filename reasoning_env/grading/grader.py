@@ -3,12 +3,15 @@
 Stages of :meth:`Grader.grade` (first decisive stage wins):
 
 1. Extract the final answer (:mod:`~reasoning_env.grading.extract`); none -> ``no_answer``.
+   Several boxes that end the answer together are graded joined, and else each alone: correct
+   only when together, or each of them, they are the gold (one guess among several never is).
 2. Normalise it and compare with the gold's cached normal form: equal -> ``exact``.
 3. Parse it with the bounded fast parser and compare values (:mod:`~.compare`): numbers ->
    ``numeric``, structures/identities -> ``equivalent``, decided unequal -> ``mismatch``.
    No sympy, no processes; bounded time.
 4. Undecided, and either side has several numbers separated by words (``5 hours 30
-   minutes``): ``mismatch`` (math-verify would read only the first number).
+   minutes``), or the answer holds a hedge or negation word (``not 12``), or a word after a
+   number: ``mismatch`` (math-verify would read only the number).
 5. Undecided otherwise (a construct outside the fast subset, or an overflowing value): ask
    math-verify in a worker process (:mod:`~.pool`) with what is left of ``timeout_s``: equal ->
    ``symbolic``; not equal -> ``mismatch``; past the deadline -> ``timeout``; worker failure ->
@@ -35,6 +38,7 @@ from reasoning_env.grading.latex import (
     ChoiceJunk,
     ParseError,
     has_connective,
+    has_hedge_word,
     parse_answer,
     words_after_number,
     words_between_numbers,
@@ -206,28 +210,45 @@ class Grader:
         ext = extract_final_answer(response)
         if ext.answer is None:
             return GradeResult(False, None, "no_answer", time.perf_counter() - t0, ext.method)
-        answer = ext.answer
+        result = self._grade_answer(ext.answer, ext.method, info, t0, deadline, timeout_s)
+        if result.correct or not ext.parts:
+            return result
+        # Several boxes end the answer: together they are not the gold; they still count when
+        # each of them is the gold (one answer written twice, 15\frac{39}{40} and \frac{639}{40}).
+        # One box among different guesses never counts (hedging is a reward hack).
+        for part in ext.parts:
+            one = self._grade_answer(part, ext.method, info, t0, deadline, timeout_s)
+            if not one.correct:
+                return GradeResult(
+                    False, ext.answer, "timeout" if one.reason == "timeout" else "mismatch",
+                    time.perf_counter() - t0, ext.method,
+                    f"several boxed answers: together not the gold ({result.detail}), and {part!r} is not it",
+                )
+        return GradeResult(True, ext.answer, one.reason, time.perf_counter() - t0, ext.method, "every boxed answer equals the gold")
+
+    def _grade_answer(self, answer: str, method: str, info: GoldInfo, t0: float, deadline: float, timeout_s: float) -> GradeResult:
+        """Stages 2-5 of :meth:`grade` for one extracted answer."""
         if answer == info.gold or answer == info.normalised:  # verbatim: no normalising needed
-            return GradeResult(True, answer, "exact", time.perf_counter() - t0, ext.method)
+            return GradeResult(True, answer, "exact", time.perf_counter() - t0, method)
         normalised, unit = normalize_with_unit(answer)
         if unit is not None and info.unit is not None and unit != info.unit:
             return GradeResult(
-                False, answer, "mismatch", time.perf_counter() - t0, ext.method,
+                False, answer, "mismatch", time.perf_counter() - t0, method,
                 f"different units ({unit} vs {info.unit})",
             )
         if match_key(normalised) == info.key:
-            return GradeResult(True, answer, "exact", time.perf_counter() - t0, ext.method)
+            return GradeResult(True, answer, "exact", time.perf_counter() - t0, method)
         if has_connective(normalised):
             # "x=3 \lor x=4", "3 \equiv 4": math-verify grades the last equation (a reward
             # hack); a logic connective, implication, equivalence or "\neq" is exact-match only.
             return GradeResult(
-                False, answer, "mismatch", time.perf_counter() - t0, ext.method,
+                False, answer, "mismatch", time.perf_counter() - t0, method,
                 "logic connective or relation (only an exact match counts)",
             )
 
         if len(normalised) > max(MAX_PARSE_CHARS, 4 * len(info.normalised)):
             return GradeResult(
-                False, _clip(answer), "mismatch", time.perf_counter() - t0, ext.method,
+                False, _clip(answer), "mismatch", time.perf_counter() - t0, method,
                 "answer too long to be the gold",
             )
         detail = ""
@@ -236,7 +257,7 @@ class Grader:
                 pred_value = parse_answer(normalised, is_wrapped_text(answer))
             except ChoiceJunk as exc:
                 return GradeResult(
-                    False, answer, "mismatch", time.perf_counter() - t0, ext.method,
+                    False, answer, "mismatch", time.perf_counter() - t0, method,
                     f"choice letter with other text (only an exact match counts): {exc}",
                 )
             except ParseError as exc:
@@ -254,7 +275,7 @@ class Grader:
                     verdict = Verdict(None, "undecided", f"fast path error: {type(exc).__name__}")
                 if verdict.equal is not None:
                     reason = verdict.reason if verdict.equal else "mismatch"
-                    return GradeResult(verdict.equal, answer, reason, time.perf_counter() - t0, ext.method, verdict.detail)
+                    return GradeResult(verdict.equal, answer, reason, time.perf_counter() - t0, method, verdict.detail)
                 detail = verdict.detail
         else:
             detail = "gold not parsed"
@@ -263,29 +284,35 @@ class Grader:
             # "5 hours 30 minutes" vs 5: math-verify would read the first number only (a reward
             # hack). Several quantities separated by words count only as an exact match.
             return GradeResult(
-                False, answer, "mismatch", time.perf_counter() - t0, ext.method,
+                False, answer, "mismatch", time.perf_counter() - t0, method,
                 "several numbers separated by words (only an exact match counts)",
+            )
+        if has_hedge_word(normalised):
+            # "not 12", "either 12, 13", "maybe 48": math-verify may read the number alone.
+            return GradeResult(
+                False, answer, "mismatch", time.perf_counter() - t0, method,
+                "a hedge or negation word (only an exact match counts)",
             )
         if words_after_number(normalised):
             # "3 thousand", "3 is wrong", "3 not": words that were not dropped as units change
             # what the number means; math-verify may read the number alone.
             return GradeResult(
-                False, answer, "mismatch", time.perf_counter() - t0, ext.method,
+                False, answer, "mismatch", time.perf_counter() - t0, method,
                 "a number followed by words (only an exact match counts)",
             )
         if not self.use_worker:
-            return GradeResult(False, answer, "mismatch", time.perf_counter() - t0, ext.method, f"undecided: {detail}")
+            return GradeResult(False, answer, "mismatch", time.perf_counter() - t0, method, f"undecided: {detail}")
         remaining = deadline - time.perf_counter()
         if remaining <= 0:
-            return GradeResult(False, answer, "timeout", time.perf_counter() - t0, ext.method, detail)
+            return GradeResult(False, answer, "timeout", time.perf_counter() - t0, method, detail)
         status, value = self.pool.verify(_for_math_verify(answer), _for_math_verify(info.gold), remaining)
         elapsed = time.perf_counter() - t0
         if status == "ok":
             ok = bool(value)
-            return GradeResult(ok, answer, "symbolic" if ok else "mismatch", elapsed, ext.method, "math-verify")
+            return GradeResult(ok, answer, "symbolic" if ok else "mismatch", elapsed, method, "math-verify")
         if status == "timeout":
-            return GradeResult(False, answer, "timeout", elapsed, ext.method, f"math-verify: {value}")
-        return GradeResult(False, answer, "error", elapsed, ext.method, f"math-verify: {value}")
+            return GradeResult(False, answer, "timeout", elapsed, method, f"math-verify: {value}")
+        return GradeResult(False, answer, "error", elapsed, method, f"math-verify: {value}")
 
 
 def _clip(s: str, n: int = 200) -> str:

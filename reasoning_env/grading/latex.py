@@ -15,8 +15,12 @@ separators (whole-answer), mixed numbers (``1\\frac{4}{5}``, ``1 1/2``, ``-1\\fr
 ``\\pi``/``pi``, ``e``, ``i``, ``\\infty``, single-letter and subscripted variables, Greek
 letters, ``\\pm``/``\\mp``, tuples and intervals with any bracket pair, ``\\{..\\}`` sets, bare
 comma lists, ``\\cup`` unions, ``a:b`` ratios, ``=``/``<``/``\\le``/``\\ne``/``\\in`` relations
-and chains, assignments ``x = 5`` / ``f(x) = ..`` / ``x \\in [a, b]``, ``pmatrix``/``bmatrix``
-matrices, base-``b`` numbers ``52_8``, multiple-choice letters and word answers.
+and chains, assignments ``x = 5`` / ``f(x) = ..`` / ``x \\in [a, b]`` and to names (``PQ = 3``,
+``|PQ| = 2``, ``\\frac{AM}{MB} = ..``, ``\\angle ABC = ..``, ``(a,b) = (4,1)``), chains that end in
+their result (``y = 2+3 = 5``), ``;`` between groups of assignments, ``\\approx`` (kept as the
+relation ``~``; :mod:`~reasoning_env.grading.compare` applies its rule), ``\\sum``/``\\prod``
+with bounds, ``pmatrix``/``bmatrix`` matrices, base-``b`` numbers ``52_8``, multiple-choice
+letters, word answers and spelled-out integers (``twenty-one``).
 """
 
 from __future__ import annotations
@@ -27,6 +31,8 @@ from functools import lru_cache
 from typing import Any, Optional
 
 from reasoning_env.grading.values import (
+    APPROX_SUBJECT,
+    MAX_SUM_WORK,
     Assign,
     Choice,
     Matrix,
@@ -37,9 +43,12 @@ from reasoning_env.grading.values import (
     expand_pm,
     free_vars,
     has_pm,
+    iter_nodes,
+    sum_work,
+    value_name,
 )
 
-__all__ = ["ParseError", "NotMath", "ChoiceJunk", "parse_answer", "words_between_numbers", "words_after_number", "has_connective", "MAX_PARSE_CHARS", "MAX_DEPTH"]
+__all__ = ["ParseError", "NotMath", "ChoiceJunk", "parse_answer", "words_between_numbers", "words_after_number", "has_connective", "has_hedge_word", "number_from_words", "MAX_PARSE_CHARS", "MAX_DEPTH"]
 
 #: Longest normalised answer the parser reads (characters); longer ones are not parsed.
 MAX_PARSE_CHARS = 1000
@@ -98,12 +107,15 @@ _CMD_TOKENS = {
     "le": ("rel", "<="), "leq": ("rel", "<="), "leqslant": ("rel", "<="),
     "ge": ("rel", ">="), "geq": ("rel", ">="), "geqslant": ("rel", ">="),
     "lt": ("rel", "<"), "gt": ("rel", ">"), "ne": ("rel", "!="), "neq": ("rel", "!="),
-    "approx": ("rel", "="), "in": ("rel", "in"), "cup": ("cup", ""),
+    "approx": ("rel", "~"), "thickapprox": ("rel", "~"), "in": ("rel", "in"), "cup": ("cup", ""),
     "frac": ("frac", ""), "sqrt": ("sqrt", ""), "binom": ("binom", ""),
     "lfloor": ("lfloor", ""), "rfloor": ("rfloor", ""), "lceil": ("lceil", ""), "rceil": ("rceil", ""),
     "overline": ("overline", ""), "infty": ("const", "inf"), "pi": ("const", "pi"),
     "mid": ("op", "|"), "colon": ("op", ":"),
+    "sum": ("bigop", "sum"), "prod": ("bigop", "prod"), "angle": ("angle", ""),
 }
+# Commands that only change how something is typeset.
+_IGNORED_CMDS = frozenset(("limits", "nolimits"))
 _REL_OPS = {"=": "=", "<": "<", ">": ">", "<=": "<=", ">=": ">=", "!=": "!=", "in": "in"}
 _CHOICE_RE = re.compile(r"^\(?\s*([A-E])\s*\)?$")
 _CHOICE_VALUE_RE = re.compile(r"^\(\s*([A-E])\s*\)\s*([^\s].*)$", re.DOTALL)
@@ -207,6 +219,25 @@ def words_between_numbers(s: str) -> bool:
     return False
 
 
+def _names_points(toks: list) -> bool:
+    """Whether the next letters name points: after ``\\angle`` or ``\\overline{``."""
+    return bool(toks) and (toks[-1][0] == "angle" or (toks[-1] == ("op", "{") and len(toks) > 1 and toks[-2][0] == "overline"))
+
+
+_HEDGE_RE = re.compile(
+    r"(?<![A-Za-z\\])(?:not|no|none|nor|neither|either|maybe|perhaps|possibly|probably|unless|except|"
+    r"approximately|roughly|about|around|isnt|wrong|incorrect|unsure|guess)(?![A-Za-z])",
+    re.IGNORECASE,
+)
+
+
+def has_hedge_word(s: str) -> bool:
+    """Whether a normalised answer holds a hedge or negation word outside any command (``not
+    12``, ``either 12, 13``, ``maybe 48``): such an answer counts only as an exact match
+    (math-verify may read the number alone)."""
+    return _HEDGE_RE.search(s) is not None
+
+
 def tokenize(s: str) -> list:
     """Tokens of a normalised answer as ``(kind, value)`` pairs.
 
@@ -234,6 +265,8 @@ def tokenize(s: str) -> list:
             toks.append(("end", m.group("eenv")))
         elif kind == "cmd":
             name = text[1:]
+            if name in _IGNORED_CMDS:
+                continue
             if name in _CMD_TOKENS:
                 toks.append(_CMD_TOKENS[name])
             elif name in _FUNCS:
@@ -259,7 +292,10 @@ def tokenize(s: str) -> list:
             else:
                 raise ParseError(f"unsupported escape {text}")
         elif kind == "word":
-            toks.extend(_word_tokens(text))
+            if text.isupper() and len(text) <= 4 and _names_points(toks):
+                toks.extend(("id", c) for c in text)  # \angle ABC, \overline{ABC}: points
+            else:
+                toks.extend(_word_tokens(text))
         elif kind == "op":
             if text in _REL_OPS:
                 toks.append(("rel", _REL_OPS[text]))
@@ -328,6 +364,7 @@ class _Parser:
         self.i = 0
         self.depth = 0
         self.abs_open = 0
+        self.sum_work = 0  # evaluation cost of the sums parsed so far (values.sum_work)
 
     # -- token access
     def peek(self, k: int = 0) -> tuple:
@@ -363,6 +400,19 @@ class _Parser:
             items.append(self.parse_relation())
         return items
 
+    def parse_groups(self) -> list:
+        """Top level: items separated by ``,``, and groups of them separated by ``;``
+        (``m=2, n=3; m=5, n=3``). Returns one list of items per group."""
+        groups = [[self.parse_relation()]]
+        while self.at("op", ",") or self.at("op", ";"):
+            sep = self.next()[1]
+            if self.peek()[0] == "eof":
+                break  # trailing separator
+            if sep == ";":
+                groups.append([])
+            groups[-1].append(self.parse_relation())
+        return groups
+
     def _function_head(self) -> Optional[str]:
         # id '(' id (',' id)* ')' '='
         if not (self.at("id") and self.at("op", "(", 1)):
@@ -389,7 +439,17 @@ class _Parser:
         head = self._function_head()
         if head is not None:
             self.expect("rel", "=")
-            return Assign(head, self.parse_union())
+            sides = [("v", head), self.parse_union()]
+            ops = ["="]
+            while self.at("rel", "=") or self.at("rel", "~"):
+                ops.append(self.next()[1])
+                sides.append(self.parse_union())
+            if ops == ["="]:
+                return Assign(head, sides[1])
+            return Relation(tuple(ops), tuple(sides))
+        if self.at("rel", "~"):  # "\approx 0.29": an approximation alone
+            self.next()
+            return Relation(("~",), (APPROX_SUBJECT, self.parse_union()))
         first = self.parse_union()
         if self.at("op", ":"):
             items = [first]
@@ -444,7 +504,7 @@ class _Parser:
 
     def _starts_atom(self, tok: tuple) -> bool:
         kind = tok[0]
-        if kind in ("num", "id", "const", "fn", "sqrt", "frac", "binom", "lfloor", "lceil", "lset", "begin"):
+        if kind in ("num", "id", "const", "fn", "sqrt", "frac", "binom", "lfloor", "lceil", "lset", "begin", "bigop", "angle", "overline"):
             return True
         if kind == "op":
             v = tok[1]
@@ -839,7 +899,83 @@ class _Parser:
             return ("f", "ceil", self.parse_group(("rceil", "")))
         if kind == "begin":
             return self.parse_matrix(val)
+        if kind == "bigop":
+            return self.parse_big_op(val)
+        if kind == "angle":  # \angle ABC: the name of an angle
+            return ("v", "angle " + self._letters())
+        if kind == "overline":  # \overline{AB}: the name of a segment
+            self.expect("op", "{")
+            name = self._letters()
+            self.expect("op", "}")
+            return ("v", name)
         raise ParseError(f"unexpected {val or kind}")
+
+    def _letters(self) -> str:
+        """One to four single capital letters (the name of a point, segment or angle)."""
+        letters = []
+        while self.at("id") and len(self.peek()[1]) == 1 and self.peek()[1].isupper() and len(letters) < 4:
+            letters.append(self.next()[1])
+        if not letters:
+            raise ParseError("expected the name of a point")
+        return "".join(letters)
+
+    def parse_big_op(self, kind: str) -> tuple:
+        """``\\sum_{k=a}^{b} body`` / ``\\prod``: the body is the product that follows (it stops
+        at ``+``, ``-`` and relations, as in ``\\sum_k a_k + c``). Only ``index = lower`` under the
+        operator is read (``\\sum_{k \\ge 1}`` is outside the subset). An answer whose sums would
+        cost more than :data:`~reasoning_env.grading.values.MAX_SUM_WORK` to evaluate is refused."""
+        var = lo = hi = None
+        for _ in range(2):
+            if self.at("op", "_") and var is None:
+                self.next()
+                braced = self.at("op", "{")
+                if braced:
+                    self.next()
+                tok = self.next()
+                if tok[0] != "id":
+                    raise ParseError("sum index")
+                var = tok[1]
+                self.expect("rel", "=")
+                lo = self.parse_sum() if braced else self.parse_unary()
+                if braced:
+                    self.expect("op", "}")
+            elif self.at("op", "^") and hi is None:
+                self.next()
+                hi = self.parse_exponent()
+        if var is None or hi is None:
+            raise ParseError("sum without both bounds")
+        self.enter()
+        try:
+            body = self.parse_term()
+        finally:
+            self.depth -= 1
+        if not (_is_node(lo) and _is_node(hi) and _is_node(body)):
+            raise ParseError("sum of a non-scalar")
+        if var in ("i", "e"):  # the index named i or e is a variable in the body, not a constant
+            body = _const_to_var(body, var)
+        node = (kind, var, lo, hi, body)
+        work = sum_work(node)
+        if work is not None:
+            self.sum_work += work
+            if self.sum_work > MAX_SUM_WORK:
+                raise ParseError("sums too long to evaluate here")
+        return node
+
+
+def _const_to_var(node: Any, name: str) -> Any:
+    """A copy of ``node`` where the constant ``name`` (``i`` or ``e``) is the variable ``name``."""
+    if not _is_node(node) or not node:
+        return node
+    k = node[0]
+    if k == "c":
+        return ("v", name) if node[1] == name else node
+    if k in ("n", "v", "base"):
+        return node
+    if k == "+":
+        return ("+", tuple((sg, _const_to_var(t, name)) for sg, t in node[1]))
+    if k == "*":
+        return ("*", tuple(_const_to_var(t, name) for t in node[1]))
+    return (k,) + tuple(_const_to_var(c, name) if _is_node(c) else c for c in node[1:])
 
 
 def _expand_items(items: list) -> list:
@@ -854,21 +990,61 @@ def _expand_items(items: list) -> list:
 
 
 def _finish_value(v: Any) -> Any:
-    """Post-process one top-level value: ``\\pm`` expansion, assignments."""
+    """Post-process one top-level value: ``\\pm`` expansion, assignments.
+
+    ``lhs = rhs`` is the assignment of ``rhs`` to a name (:func:`~.values.value_name`: a
+    variable, ``PQ``, ``|PQ|``, ``\\frac{AM}{MB}``, ``\\angle ABC``) or to a tuple of distinct
+    variables (``(a,b) = (4,1)``) when ``rhs`` does not use the name's letters; a chain of
+    equalities that opens with a name is the assignment of its last side (``y = 2+3 = 6 = 9``
+    assigns 9, as a worked line ends in its result)."""
     if _is_node(v):
         if has_pm(v):
             return Seq("set", expand_pm(v))
         return v
-    if isinstance(v, Relation) and v.ops == ("=",):
-        lhs, rhs = v.sides
-        if _is_node(lhs) and lhs[0] == "v" and not (_is_node(rhs) and lhs[1] in free_vars(rhs)):
-            return Assign(lhs[1], _finish_value(rhs))
-        if _is_node(rhs) and rhs[0] == "v" and _is_node(lhs) and not free_vars(lhs):
+    if isinstance(v, Relation) and v.ops and all(op == "=" for op in v.ops):
+        lhs, rhs = v.sides[0], v.sides[-1]
+        if len(v.sides) == 2 and _is_node(rhs) and rhs[0] == "v" and _is_node(lhs) and not free_vars(lhs):
             return Assign(rhs[1], _finish_value(lhs))  # "5 = x"
+        name = _assigned_name(lhs, rhs)
+        if name is not None and isinstance(lhs, Seq):
+            # (a,b) = (4,1): the named values a = 4, b = 1, in this order
+            return Seq("list", tuple(Assign(x[1], _finish_value(y)) for x, y in zip(lhs.items, rhs.items)))
+        if name is not None:
+            return Assign(name, _finish_value(rhs))
         return v
     if isinstance(v, Assign):
         return Assign(v.lhs, _finish_value(v.value))
-    return v
+    pm = _pm_tuple(v)
+    return pm if pm is not None else v
+
+
+def _assigned_name(lhs: Any, rhs: Any) -> Optional[str]:
+    """The name ``lhs`` gives to ``rhs`` in ``lhs = rhs``, or ``None``."""
+    rhs_vars = free_vars(rhs) if _is_node(rhs) else _seq_vars(rhs)
+    if _is_node(lhs):
+        name = value_name(lhs)
+        if name is not None and not (free_vars(lhs) & rhs_vars):
+            return name
+        return None
+    if (
+        isinstance(lhs, Seq) and lhs.kind == "tuple" and (lhs.open, lhs.close) == ("(", ")")
+        and all(_is_node(x) and x[0] == "v" for x in lhs.items)
+        and len({x[1] for x in lhs.items}) == len(lhs.items)
+        and isinstance(rhs, Seq) and rhs.kind == "tuple" and len(rhs.items) == len(lhs.items)
+        and not ({x[1] for x in lhs.items} & rhs_vars)
+    ):
+        return "(" + ",".join(x[1] for x in lhs.items) + ")"
+    return None
+
+
+def _seq_vars(v: Any) -> frozenset:
+    """Free variables of the scalar items of a structured value (empty for other kinds)."""
+    if isinstance(v, Seq):
+        out: frozenset = frozenset()
+        for x in v.items:
+            out |= free_vars(x) if _is_node(x) else _seq_vars(x)
+        return out
+    return frozenset()
 
 
 def _finish_items(items: list) -> Any:
@@ -889,14 +1065,29 @@ def _finish_items(items: list) -> Any:
         for v in vals:
             flat.extend(v.value.items if isinstance(v.value, Seq) and v.value.kind == "set" else (v.value,))
         return Assign(vals[0].lhs, Seq("list", tuple(flat)))
-    # \pm inside a list item ("1 \pm \sqrt 2, 3") contributes both readings.
+    # \pm inside a list item ("1 \pm \sqrt 2, 3", "(1, \pm 2), (3, 4)") contributes both readings.
     expanded = []
     for it, v in zip(items, vals):
         if _is_node(it) and has_pm(it):
             expanded.extend(expand_pm(it))
+        elif isinstance(v, Seq) and v.kind == "list" and _pm_tuple(it) is not None:
+            expanded.extend(v.items)
         else:
             expanded.append(v)
     return Seq("list", tuple(expanded))
+
+
+def _pm_tuple(v: Any) -> Optional[Seq]:
+    """Both readings of a point with one ``\\pm`` (``(1, \\pm 2)`` is ``(1, 2), (1, -2)``) as a list;
+    ``None`` for anything else (two ``\\pm`` in one point are ambiguous: the same sign, or all
+    four combinations?)."""
+    if not (isinstance(v, Seq) and v.kind == "tuple" and (v.open, v.close) == ("(", ")")):
+        return None
+    with_pm = [i for i, x in enumerate(v.items) if _is_node(x) and has_pm(x)]
+    if len(with_pm) != 1 or sum(1 for x in iter_nodes(v.items[with_pm[0]]) if x[0] == "pm") != 1:
+        return None
+    i = with_pm[0]
+    return Seq("list", tuple(Seq("tuple", v.items[:i] + (r,) + v.items[i + 1:], "(", ")") for r in expand_pm(v.items[i])))
 
 
 _CHOICE_VALUE_START_RE = re.compile(r"^(?:-\s*)?(?:\d|\.\d|\\(?:frac|sqrt|pi)(?![A-Za-z]))")
@@ -918,6 +1109,63 @@ def _choice_value(rest: str) -> Any:
     if not _is_node(value) or free_vars(value):
         raise ChoiceJunk(rest[:40])
     return value
+
+
+_NUMBER_UNITS = (
+    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen "
+    "sixteen seventeen eighteen nineteen"
+).split()
+_NUMBER_TENS = "twenty thirty forty fifty sixty seventy eighty ninety".split()
+_NUMBER_SCALES = ((10**9, "billion"), (10**6, "million"), (1000, "thousand"))
+_NUMBER_WORD_VALUES = {w: i for i, w in enumerate(_NUMBER_UNITS)} | {w: 20 + 10 * i for i, w in enumerate(_NUMBER_TENS)}
+
+
+def _spell_number(n: int) -> str:
+    """English words of ``0 <= n < 10**12`` (``21`` -> ``"twenty one"``; hyphens as spaces)."""
+    if n < 20:
+        return _NUMBER_UNITS[n]
+    if n < 100:
+        return _NUMBER_TENS[n // 10 - 2] + ("" if n % 10 == 0 else " " + _NUMBER_UNITS[n % 10])
+    if n < 1000:
+        return _NUMBER_UNITS[n // 100] + " hundred" + ("" if n % 100 == 0 else " " + _spell_number(n % 100))
+    for scale, word in _NUMBER_SCALES:
+        if n >= scale:
+            rest = n % scale
+            return _spell_number(n // scale) + " " + word + ("" if rest == 0 else " " + _spell_number(rest))
+    raise ValueError(n)  # pragma: no cover - n < 1000 handled above
+
+
+def number_from_words(text: str) -> Optional[int]:
+    """The integer a whole answer spells out in English (``"five"``, ``"twenty-one"``, ``"one
+    hundred and five"``, ``"three thousand"``), or ``None``. Only the canonical spelling counts
+    (``"hundred"`` alone or ``"five twenty"`` is not a number)."""
+    words = [w for w in text.lower().replace("-", " ").split() if w != "and"]
+    if not words or len(words) > 12:
+        return None
+    total = current = 0
+    for w in words:
+        if w in _NUMBER_WORD_VALUES:
+            current += _NUMBER_WORD_VALUES[w]
+        elif w == "hundred":
+            current *= 100
+        else:
+            scale = next((sc for sc, name in _NUMBER_SCALES if name == w), None)
+            if scale is None:
+                return None
+            total += current * scale
+            current = 0
+    n = total + current
+    return n if n < 10**12 and _spell_number(n) == " ".join(words) else None
+
+
+def _word_answer(s: str) -> Any:
+    """A word answer: the number it spells (``five`` is 5), else :class:`Text`; ``None`` when
+    nothing is left after canonicalising."""
+    text = _canon_text(s)
+    if not text:
+        return None
+    n = number_from_words(text)
+    return ("n", Fraction(n), None) if n is not None else Text(text)
 
 
 def _canon_text(s: str) -> str:
@@ -955,19 +1203,22 @@ def parse_answer(s: str, as_text: bool = False) -> Any:
     if m is not None:  # AMC: "(E) 10", the letter and its option's value
         return Choice(m.group(1), _choice_value(m.group(2)))
     if as_text and _TEXTY_RE.match(s):
-        text = _canon_text(s)
-        if text:
-            return Text(text)
+        word = _word_answer(s)
+        if word is not None:
+            return word
     try:
         toks = tokenize(s)
         p = _Parser(toks)
-        items = p.parse_items(())
+        groups = p.parse_groups()
         if p.peek()[0] != "eof":
             raise ParseError(f"unexpected {p.peek()[1] or p.peek()[0]}")
-        return _finish_items(items)
+        if len(groups) == 1 or all(len(g) == 1 for g in groups):
+            return _finish_items([it for g in groups for it in g])
+        # "m=2, n=3; m=5, n=3": each group is one answer (here, one named pair)
+        return Seq("list", tuple(_finish_items(g) for g in groups))
     except NotMath:
         if _TEXTY_RE.match(s):
-            text = _canon_text(s)
-            if text:
-                return Text(text)
+            word = _word_answer(s)
+            if word is not None:
+                return word
         raise ParseError("words mixed with mathematics") from None

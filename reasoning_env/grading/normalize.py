@@ -16,7 +16,10 @@ units are only removed as whole words at the end of an answer here).
   (``\\$``, ``€``, ``£``), ``\\%`` -> ``%`` (the parser reads percent);
 * trailing unit words after a number or expression (``864 \\mbox{ inches}^2``, ``5 apples``);
 * text wrappers (``\\text{}``, ``\\mbox{}``, ``\\mathrm{}``, ``\\textbf{}``...) are unwrapped;
-* trailing sentence punctuation; whitespace runs collapse to one space.
+* percent spelt out (``25 percent``, ``25 per cent``, ``25 pct``, ``25 \\textbf{ percent}``) -> ``%``;
+  ``≈`` -> ``\\approx``;
+* trailing sentence punctuation and stray trailing backslashes (``12\\\\``); whitespace runs
+  collapse to one space.
 
 All operations are ``str.replace`` or regexes without nested quantifiers, applied to answers
 capped at :data:`MAX_NORMALISE_CHARS` characters, so the cost is linear and small.
@@ -65,6 +68,7 @@ _SIMPLE_REPLACEMENTS = (
     ("\u2265", "\\geq "),
     ("\u2260", "\\neq "),
     ("\u00b1", "\\pm "),
+    ("\u2248", "\\approx "),
     ("\u03c0", "\\pi "),
     ("\u221e", "\\infty "),
     ("\u221a", "\\sqrt "),
@@ -76,7 +80,9 @@ _THIN_THOUSANDS_RE = re.compile(r"(\d),\\!\s*(?=\d)")
 # "\\\\" (a matrix row break) is matched first and kept, so "\\\\ " is not read as "\\ ".
 _SPACING_RE = re.compile(r"\\\\|\\[!,;:> ]|~|\\(?:thinspace|medspace|thickspace|hfill|enspace)(?![A-Za-z])")
 _QUAD_RE = re.compile(r"\\q?quad(?![A-Za-z])")
-_AND_OR_RE = re.compile(r"\\(?:text|mbox|textrm|mathrm|textnormal)\{\s*(?:and|or|,)\s*\}")
+# Plain "and" / "or" between two values: "3 and 4", "(1,2) or (3,4)", "1 or x = 2" (a list).
+_PLAIN_AND_OR_RE = re.compile(r"(?<=[\d)\]}])\s+(?:and|or)\s+(?=[-\d(\[\\]|[A-Za-z]\s*=)")
+_AND_OR_RE = re.compile(r"\\(?:text|mbox|textrm|mathrm|textnormal|textbf|mathbf|textsf|mathsf|textit|mathit|emph)\{\s*(?:and|or|,)\s*\}")
 _DEGREE_RE = re.compile(r"\^\s*\{?\s*\\circ\s*\}?|\\circ(?![A-Za-z])|\\degree(?![A-Za-z])|°")
 _ORDINAL_RE = re.compile(
     r"(\d)\s*(?:\^\s*)?(?:\{\s*)?(?:\\(?:text|mathrm|textrm|mbox)\{\s*)?(?:st|nd|rd|th)(?![A-Za-z])\s*\}?\s*\}?"
@@ -86,7 +92,8 @@ _WRAPPER_RE = re.compile(
     r"mathtt|mathnormal|mbox|hbox|operatorname|emph|boldsymbol|bm|mathbb|underline)\s*\{([^{}]*)\}"
 )
 _TEXT_UNIT_TAIL_RE = re.compile(
-    r"\s*\\(?:text|mbox|mathrm|textrm|textnormal|textit|hbox)\s*\{\s*([A-Za-z][A-Za-z .\-/]*?)\s*\}"
+    r"\s*\\(?:text|mbox|mathrm|textrm|textnormal|textit|hbox|textbf|mathbf|textsf|mathsf|textup|mathit|emph|texttt|mathtt)"
+    r"\s*\{\s*([A-Za-z][A-Za-z .\-/]*?)\s*\}"
     r"\s*(?:\^\s*\{?\s*([23])\s*\}?)?\s*$"
 )
 _NEQ_RE = re.compile(r"\\(?:neq|ne)(?![A-Za-z])\s*|\\not\s*=\s*")
@@ -95,7 +102,9 @@ _REAL_LINE_WORDS = frozenset(
      "all real x", "all real numbers x")
 )
 _DOLLAR_WORDS_RE = re.compile(r"(?<![A-Za-z])(?:USD|US\$)(?![A-Za-z])")
-_PERCENT_WORD_RE = re.compile(r"\s*\\?(?:percent|per\s+cent)\s*$", re.IGNORECASE)
+_PERCENT_WORD_RE = re.compile(r"\s*\\?(?:percent(?:age)?|per[\s\-]*cent|pct\.?)\s*$", re.IGNORECASE)
+#: Spellings of "percent" in a trailing \text{...} (``25 \text{ pct}``, ``25 \textbf{ percent}``).
+_PERCENT_TAILS = (["percent"], ["per", "cent"], ["per-cent"], ["pct"], ["pct."], ["percentage"])
 _TRAILING_PUNCT = " .,;:。"
 _WS_RE = re.compile(r"\s+")
 _THOUSANDS_RE = re.compile(r"^([-+]?)(\d{1,3}(?:,\d{3})+)(\.\d+)?(%?)$")
@@ -289,7 +298,7 @@ def _strip_unit_tail(s: str, units: list) -> str:
         words = m.group(1).strip().lower().split()
         if not head or not any(ch.isdigit() for ch in head):
             break
-        if words in (["percent"], ["per", "cent"]) and not m.group(2):
+        if words in _PERCENT_TAILS and not m.group(2):
             s = head + "%"
             break
         if not _unit_words(words):
@@ -358,7 +367,7 @@ def normalize_with_unit(s: str) -> tuple:
         s = s.replace("$", "")
     if "US" in s:
         s = _DOLLAR_WORDS_RE.sub("", s)
-    if "cent" in s:
+    if "cent" in s or "pct" in s:
         s = _PERCENT_WORD_RE.sub("%", s)
     s = s.strip()
     if "\\" in s or " " in s:
@@ -370,6 +379,10 @@ def normalize_with_unit(s: str) -> tuple:
                 break
             s = new
     s = _WS_RE.sub(" ", s).strip().rstrip(_TRAILING_PUNCT).strip()
+    if " and " in s or " or " in s:
+        s = _PLAIN_AND_OR_RE.sub(", ", s)
+    if s.endswith("\\"):  # a stray trailing backslash or row break: "12\\"
+        s = s.rstrip("\\ ").rstrip(_TRAILING_PUNCT).strip()
     # After unwrapping, "5 apples" may have appeared.
     if " " in s:
         s = _strip_unit_tail(s, units)

@@ -21,6 +21,9 @@ Scalar expressions are nested tuples (cheap, hashable, immutable):
 ``("binom", n, k)`` binomial coefficient
 ``("%", a)``        percent (``a/100``)
 ``("base", d, b)``  ``d`` read in base ``b`` (MATH's ``52_8``)
+``("sum", k, lo,    ``\\sum_{k=lo}^{hi} body`` (``"prod"``: ``\\prod``); ``k`` the index's name
+hi, body)``         (bound: not a free variable); finite integer bounds only, see
+                    :data:`MAX_SUM_WORK`
 ==================  ==========================================================================
 
 Structured answers are frozen dataclasses: :class:`Seq` (tuples, intervals, sets, lists),
@@ -40,6 +43,7 @@ import math
 import threading
 from dataclasses import dataclass
 from fractions import Fraction
+from functools import lru_cache
 from typing import Any, Iterator, Mapping, Optional, Union as _U
 
 import mpmath
@@ -67,7 +71,13 @@ __all__ = [
     "decimal_digits",
     "is_positive_monotone",
     "num_context",
+    "sum_work",
+    "value_name",
+    "poly_degree",
+    "affine_coefficients",
+    "APPROX_SUBJECT",
     "MAX_EXACT_BITS",
+    "MAX_SUM_WORK",
 ]
 
 #: Largest integer (numerator/denominator) size in bits that exact evaluation will build.
@@ -83,6 +93,16 @@ MAX_LOG2_MAGNITUDE = 2.0 ** 50
 MAX_FUNCTION_ARG = 1e12
 #: Working precision of numeric evaluation (bits): ~77 significant digits.
 NUMERIC_PREC_BITS = 256
+#: Work allowed to the ``\\sum``/``\\prod`` nodes of one answer: terms times the size (nodes) of
+#: the body, nested sums included (``\\sum_{k=1}^{10000} \\frac{1}{k^2}`` costs 50,000). The parser
+#: refuses an answer over it (it goes to math-verify, killed at its deadline), so one evaluation
+#: of an answer's sums costs at most ~0.1 s.
+MAX_SUM_WORK = 60_000
+#: Largest numerator/denominator (bits) of an exact partial sum or product of rationals; a sum
+#: whose exact value grows past it (``\\sum 1/k^2`` over thousands of terms) is evaluated numerically.
+MAX_SUM_EXACT_BITS = 4_096
+#: Largest magnitude of a sum's bounds.
+MAX_SUM_BOUND = 10**12
 
 
 # ----------------------------------------------------------------------------- structured values
@@ -196,8 +216,86 @@ def iter_nodes(node: Any) -> Iterator[tuple]:
 
 
 def free_vars(node: Any) -> frozenset:
-    """Names of the variables in an expression node (``frozenset`` of ``str``)."""
-    return frozenset(x[1] for x in iter_nodes(node) if x[0] == "v")
+    """Names of the free variables in an expression node (``frozenset`` of ``str``); the index of
+    a ``\\sum``/``\\prod`` is bound in its body (``\\sum_{k=1}^{n} k`` has ``n`` only)."""
+    names = []
+    for x in iter_nodes(node):
+        k = x[0]
+        if k == "v":
+            names.append(x[1])
+        elif k == "sum" or k == "prod":
+            return _free_vars_bound(node)
+    return frozenset(names)
+
+
+_BIG_OPS = ("sum", "prod")
+
+
+def _free_vars_bound(node: Any) -> frozenset:
+    """:func:`free_vars` of a node holding sums (recursive over sums only; nesting is capped by
+    the parser)."""
+    out: set = set()
+    stack = [node]
+    while stack:
+        x = stack.pop()
+        if not isinstance(x, tuple) or not x:
+            continue
+        k = x[0]
+        if k == "v":
+            out.add(x[1])
+        elif k in _BIG_OPS:
+            out |= _free_vars_bound(x[2]) | _free_vars_bound(x[3]) | (_free_vars_bound(x[4]) - {x[1]})
+        elif k in ("n", "c", "base"):
+            continue
+        elif k == "+":
+            stack.extend(t for _, t in x[1])
+        elif k == "*":
+            stack.extend(x[1])
+        else:
+            stack.extend(c for c in x[1:] if isinstance(c, tuple))
+    return frozenset(out)
+
+
+#: Placeholder subject of an approximation written alone (``\\approx 0.29``): ``Relation(("~",),
+#: (APPROX_SUBJECT, value))``. Its name cannot be written in an answer.
+APPROX_SUBJECT = ("v", "\u2248")
+
+
+def value_name(node: Any) -> Optional[str]:
+    """The name an expression gives to a value, when it is only a name: a variable (``x``,
+    ``a_1``, ``\\alpha``), two to four letters (``PQ``, ``xy``, ``g(t)`` read as ``gt``), the
+    absolute value of a name (``|PQ|``; that of a segment is the segment, ``PQ``) or a quotient of
+    names (``\\frac{AM}{MB}``). ``None`` for anything else (``2x``, ``x^2``, ``x+1``).
+    """
+    if not isinstance(node, tuple) or not node:
+        return None
+    k = node[0]
+    if k == "v":
+        return None if node == APPROX_SUBJECT else node[1]
+    if k == "*":
+        letters = []
+        for f in node[1]:
+            if isinstance(f, tuple) and f and f[0] in ("v", "c") and f[1] not in ("pi", "inf") and f != APPROX_SUBJECT:
+                letters.append(f[1])
+            else:
+                return None
+        if not 2 <= len(letters) <= 4:
+            return None
+        return "".join(letters) if all(len(x) == 1 for x in letters) else " ".join(letters)
+    if k == "f" and node[1] == "abs":
+        inner = value_name(node[2])
+        if inner is None:
+            return None
+        return inner if inner.isalpha() and inner.isupper() and len(inner) >= 2 else f"|{inner}|"
+    if k == "/":
+        a, b = value_name(node[1]), value_name(node[2])
+        return f"{a}/{b}" if a is not None and b is not None else None
+    return None
+
+
+def node_count(node: Any) -> int:
+    """Number of expression nodes under ``node`` (itself included)."""
+    return sum(1 for _ in iter_nodes(node))
 
 
 def has_pm(node: Any) -> bool:
@@ -368,71 +466,142 @@ def _exact_pow(b: Fraction, e: Fraction) -> Fraction:
     return _exact_pow(root, Fraction(e.numerator))
 
 
-def exact_value(node: Any) -> Fraction:
-    """Exact rational value of a variable-free expression node.
+def exact_value(node: Any, env: Optional[Mapping[str, Fraction]] = None) -> Fraction:
+    """Exact rational value of an expression node.
 
+    Args:
+        node: Expression node (no ``pm``).
+        env: Values of variables (``Fraction``); default none (a variable is not exact).
     Raises:
-        NotExact: irrational (``\\sqrt 2``, ``\\pi``), has variables, or too large.
+        NotExact: irrational (``\\sqrt 2``, ``\\pi``), has unbound variables, or too large.
         EvalError: undefined (division by zero, ``0^{-1}``).
     """
     k = node[0]
     if k == "n":
         return node[1]
+    if k == "v":
+        if env is not None and node[1] in env:
+            return env[node[1]]
+        raise NotExact("variable")
     if k == "+":
         total = Fraction(0)
         for s, t in node[1]:
-            v = exact_value(t)
+            v = exact_value(t, env)
             total = total + v if s > 0 else total - v
         return _check_size(total)
     if k == "*":
         prod = Fraction(1)
         for t in node[1]:
-            prod = _check_size(prod * exact_value(t))
+            prod = _check_size(prod * exact_value(t, env))
         return prod
     if k == "/":
-        a = exact_value(node[1])
-        b = exact_value(node[2])
+        a = exact_value(node[1], env)
+        b = exact_value(node[2], env)
         if b == 0:
             raise EvalError("division by zero")
         return _check_size(a / b)
     if k == "-":
-        return -exact_value(node[1])
+        return -exact_value(node[1], env)
     if k == "^":
-        return _check_size(_exact_pow(exact_value(node[1]), exact_value(node[2])))
+        return _check_size(_exact_pow(exact_value(node[1], env), exact_value(node[2], env)))
     if k == "%":
-        return exact_value(node[1]) / 100
+        return exact_value(node[1], env) / 100
     if k == "f":
         name = node[1]
         if name == "sqrt":
-            return _rational_root(exact_value(node[2]), 2)
+            return _rational_root(exact_value(node[2], env), 2)
         if name == "abs":
-            return abs(exact_value(node[2]))
+            return abs(exact_value(node[2], env))
         if name == "floor":
-            return Fraction(math.floor(exact_value(node[2])))
+            return Fraction(math.floor(exact_value(node[2], env)))
         if name == "ceil":
-            return Fraction(math.ceil(exact_value(node[2])))
+            return Fraction(math.ceil(exact_value(node[2], env)))
         raise NotExact(name)
     if k == "root":
-        n = exact_value(node[1])
+        n = exact_value(node[1], env)
         if n.denominator != 1:
             raise NotExact("root index")
-        return _rational_root(exact_value(node[2]), int(n))
+        return _rational_root(exact_value(node[2], env), int(n))
     if k == "!":
-        n = exact_value(node[1])
+        n = exact_value(node[1], env)
         if n.denominator != 1 or n < 0:
             raise NotExact("factorial of a non-natural number")
         if n > MAX_EXACT_FACTORIAL:
             raise NotExact("factorial too large")
         return Fraction(math.factorial(int(n)))
     if k == "binom":
-        n = exact_value(node[1])
-        r = exact_value(node[2])
+        n = exact_value(node[1], env)
+        r = exact_value(node[2], env)
         if n.denominator != 1 or r.denominator != 1 or n < 0 or n > MAX_EXACT_FACTORIAL:
             raise NotExact("binomial")
         return Fraction(math.comb(int(n), int(r))) if r >= 0 else Fraction(0)
     if k == "base":
         return Fraction(int(node[1], node[2]))
+    if k in _BIG_OPS:
+        return _exact_big_op(node, env)
     raise NotExact(k)
+
+
+def sum_span(node: tuple) -> Optional[int]:
+    """Number of terms of a ``\\sum``/``\\prod`` node whose bounds are constant integers of at
+    most :data:`MAX_SUM_BOUND` in magnitude (0 for an empty range); ``None`` otherwise (a bound
+    with a variable or ``\\infty``: such a sum is never evaluated here)."""
+    bounds = []
+    for b in node[2:4]:
+        try:
+            v = exact_value(b)
+        except (NotExact, EvalError, ArithmeticError, ValueError):
+            return None
+        if v.denominator != 1 or abs(v) > MAX_SUM_BOUND:
+            return None
+        bounds.append(int(v))
+    return max(0, bounds[1] - bounds[0] + 1)
+
+
+def sum_work(node: tuple) -> Optional[int]:
+    """Evaluation cost of a ``\\sum``/``\\prod`` node: terms times the size of its body, nested
+    sums included (``None`` when its bounds are not constant, see :func:`sum_span`)."""
+    span = sum_span(node)
+    if span is None:
+        return None
+    body = node[4]
+    inner = 0
+    for x in iter_nodes(body):
+        if x[0] in _BIG_OPS:
+            w = sum_work(x)
+            if w is None:
+                return None
+            inner += w
+    return span * (node_count(body) + inner)
+
+
+def _big_op_range(node: tuple) -> range:
+    span = sum_span(node)
+    if span is None:
+        raise NotExact("sum bounds are not constant integers")
+    if span * node_count(node[4]) > MAX_SUM_WORK:
+        raise TooBig("sum or product with too many terms")
+    lo = int(exact_value(node[2]))
+    return range(lo, lo + span)
+
+
+def _exact_big_op(node: tuple, env: Optional[Mapping[str, Fraction]]) -> Fraction:
+    """Exact ``\\sum``/``\\prod`` over constant integer bounds (the parser caps the total work of
+    an answer's sums at :data:`MAX_SUM_WORK`)."""
+    kind, var, _, _, body = node
+    try:
+        terms = _big_op_range(node)
+    except TooBig:
+        raise NotExact("sum or product with too many terms") from None
+    inner = dict(env) if env is not None else {}
+    acc = Fraction(0) if kind == "sum" else Fraction(1)
+    for i in terms:
+        inner[var] = Fraction(i)
+        v = exact_value(body, inner)
+        acc = acc + v if kind == "sum" else acc * v
+        if acc.denominator.bit_length() > MAX_SUM_EXACT_BITS or acc.numerator.bit_length() > MAX_EXACT_BITS:
+            raise NotExact("exact sum too large")
+    return acc
 
 
 # ----------------------------------------------------------------------------- numeric evaluation
@@ -603,6 +772,202 @@ def numeric_value(node: Any, env: Mapping[str, Any], ctx: Any) -> Any:
         return ctx.binomial(n, r)
     if k == "base":
         return ctx.mpf(int(node[1], node[2]))
+    if k in _BIG_OPS:
+        return _numeric_big_op(node, env, ctx)
     if k == "pm":
         raise EvalError("unexpanded \\pm")
     raise EvalError(f"unknown node {k}")
+
+
+def _numeric_big_op(node: tuple, env: Mapping[str, Any], ctx: Any) -> Any:
+    """Numeric ``\\sum``/``\\prod`` over constant integer bounds, or an infinite series of a
+    shape :func:`series_converges` accepts."""
+    kind, var, _, hi_node, body = node
+    if kind == "sum" and hi_node == ("c", "inf"):
+        return _numeric_series(node, env, ctx)
+    try:
+        terms = _big_op_range(node)
+    except NotExact:
+        raise EvalError("sum bounds are not constant integers") from None
+    inner = dict(env)
+    acc = ctx.mpf(0) if kind == "sum" else ctx.mpf(1)
+    for i in terms:
+        inner[var] = ctx.mpf(i)
+        v = numeric_value(body, inner, ctx)
+        acc = acc + v if kind == "sum" else acc * v
+    return acc
+
+
+# ----------------------------------------------------------------------------- infinite series
+#: Most precision (bits) at which an infinite series is evaluated (a recheck at higher precision
+#: is refused: the pair is then undecided).
+MAX_SERIES_PREC_BITS = NUMERIC_PREC_BITS
+#: Smallest magnitude of a series value trusted (the extrapolation's tolerance is absolute).
+MIN_SERIES_MAGNITUDE = 1e-30
+
+
+def _flat_factors(node: Any, out_num: list, out_den: list, sign: list) -> None:
+    """Split a product/quotient/negation into numerator and denominator factors."""
+    k = node[0]
+    if k == "*":
+        for f in node[1]:
+            _flat_factors(f, out_num, out_den, sign)
+    elif k == "/":
+        _flat_factors(node[1], out_num, out_den, sign)
+        _flat_factors(node[2], out_den, out_num, sign)
+    elif k == "-":
+        sign[0] = -sign[0]
+        _flat_factors(node[1], out_num, out_den, sign)
+    else:
+        out_num.append(node)
+
+
+def poly_degree(node: Any, var: str) -> Optional[int]:
+    """Degree in ``var`` of a polynomial built with ``+ - *``, constant divisors and natural
+    powers (at most 16); ``None`` when the expression is not one (``1/x``, ``\\sqrt x``, ``x^y``).
+    Leading terms that cancel are not detected (``(x+1)^2 - x^2`` reports 2)."""
+    k = node[0]
+    if var not in free_vars(node):
+        return 0
+    if k == "v":
+        return 1
+    if k == "+":
+        degs = [poly_degree(t, var) for _, t in node[1]]
+        return None if None in degs else max(degs)
+    if k == "*":
+        degs = [poly_degree(t, var) for t in node[1]]
+        return None if None in degs else sum(degs)
+    if k in ("-", "%"):
+        return poly_degree(node[1], var)
+    if k == "/" and var not in free_vars(node[2]):
+        return poly_degree(node[1], var)
+    if k == "^" and node[2][0] == "n" and node[2][1].denominator == 1 and 1 <= node[2][1] <= 16:
+        d = poly_degree(node[1], var)
+        return None if d is None else d * int(node[2][1])
+    return None
+
+
+def affine_coefficients(node: Any, var: str) -> Optional[tuple]:
+    """``(a, b)`` (exact rationals, ``a != 0``) when ``node`` is ``a * var + b``, else ``None``."""
+    if poly_degree(node, var) != 1:
+        return None
+    try:
+        b = exact_value(node, {var: Fraction(0)})
+        a = exact_value(node, {var: Fraction(1)}) - b
+    except (NotExact, EvalError, ArithmeticError, ValueError):
+        return None
+    return (a, b) if a != 0 else None
+
+
+def _affine_int_coefficient(node: Any, var: str) -> Optional[int]:
+    """``a`` when ``node`` is ``a * var + b`` with integers ``a``, ``b``; else ``None``."""
+    line = affine_coefficients(node, var)
+    if line is None or line[0].denominator != 1 or line[1].denominator != 1:
+        return None
+    return int(line[0])
+
+
+def _degree_holds(node: Any, var: str, degree: int) -> bool:
+    """Whether a polynomial grows like ``var^degree`` (its leading terms do not cancel:
+    ``(n+1)^2 - n^2`` has degree 1, not 2), checked exactly at ``2^20`` and ``2^21``."""
+    try:
+        a = exact_value(node, {var: Fraction(2**20)})
+        b = exact_value(node, {var: Fraction(2**21)})
+    except (NotExact, EvalError, ArithmeticError, ValueError):
+        return False
+    if a == 0 or b == 0:
+        return False
+    return abs(math.log2(abs(b / a)) - degree) < 0.05
+
+
+@lru_cache(maxsize=1024)
+def series_converges(body: tuple, var: str) -> bool:
+    """Whether ``\\sum_{var=a}^{\\infty} body`` has a shape whose value Richardson extrapolation
+    finds reliably, and converges: a product of constants, polynomials in ``var`` (numerator
+    degree at least 2 below the denominator's), ``c^{k var + m}`` factors (together a ratio
+    below 1, or exactly 1 with an alternating ``(-1)^{var}`` and a degree gap of 1) and
+    factorials ``(k var + m)!`` in the denominator. Anything else (``\\sin n / n``, ``1/\\ln n``,
+    ``1/n``) is left to math-verify."""
+    num: list = []
+    den: list = []
+    _flat_factors(body, num, den, [1])
+    degree = 0
+    log_ratio = 0.0
+    alternating = False
+    factorial = False
+    for factors, side in ((num, 1), (den, -1)):
+        for f in factors:
+            if var not in free_vars(f):
+                continue
+            if f[0] == "!":
+                if side > 0 or _affine_int_coefficient(f[1], var) is None or _affine_int_coefficient(f[1], var) < 0:
+                    return False
+                factorial = True
+                continue
+            if f[0] == "^" and var not in free_vars(f[1]):
+                k = _affine_int_coefficient(f[2], var)
+                if k is None:
+                    return False
+                try:
+                    base = exact_value(f[1])
+                except (NotExact, EvalError, ArithmeticError, ValueError):
+                    return False
+                if base == 0:
+                    return False
+                if base < 0:
+                    if base == -1:
+                        alternating = alternating != (k % 2 == 1)
+                        continue
+                    if k % 2 == 1:
+                        alternating = not alternating
+                log_ratio += side * k * math.log(abs(base))
+                continue
+            d = poly_degree(f, var)
+            if d is None or not _degree_holds(f, var, d):
+                return False
+            degree += side * d
+    if factorial:
+        return True
+    if log_ratio < -1e-9:
+        return True
+    if log_ratio > 1e-9:
+        return False
+    return degree <= -2 or (alternating and degree <= -1)
+
+
+def _numeric_series(node: tuple, env: Mapping[str, Any], ctx: Any) -> Any:
+    """``\\sum_{k=a}^{\\infty} body`` by Richardson extrapolation (mpmath ``nsum``, strict: no
+    value unless it converged), for the shapes :func:`series_converges` accepts.
+
+    Raises:
+        EvalError: another shape, a body with other variables, a non-constant lower bound,
+            no convergence, or a value too small to trust.
+        TooBig: asked for more than :data:`MAX_SERIES_PREC_BITS` bits.
+    """
+    _, var, lo_node, _, body = node
+    if ctx.prec > MAX_SERIES_PREC_BITS:
+        raise TooBig("series at more than 256 bits")
+    if free_vars(body) - {var} or not series_converges(body, var):
+        raise EvalError("series outside the evaluated shapes")
+    try:
+        lo = exact_value(lo_node)
+    except NotExact:
+        raise EvalError("series lower bound is not a constant") from None
+    if lo.denominator != 1 or abs(lo) > 10**6:
+        raise EvalError("series lower bound")
+    inner = dict(env)
+
+    def term(k: Any) -> Any:
+        inner[var] = ctx.mpf(k)
+        return numeric_value(body, inner, ctx)
+
+    maxterms = max(20, min(10 * ctx.dps, MAX_SUM_WORK // node_count(body)))  # bounded work
+    try:
+        value = ctx.nsum(
+            term, [int(lo), ctx.inf], method="richardson", strict=True, tol=ctx.eps * 2**16, maxterms=maxterms
+        )
+    except (ctx.NoConvergence, ZeroDivisionError, ValueError, ArithmeticError):
+        raise EvalError("series did not converge numerically") from None
+    if not abs(value) > MIN_SERIES_MAGNITUDE:
+        raise EvalError("series value too small to trust")
+    return value
