@@ -113,8 +113,10 @@ def smoke_run(tmp_path_factory):
     def recording_rollout(prompts, trainer):
         before = setup.rollout.backend.stats.calls if setup.rollout.backend else 0
         output = setup.rollout(prompts, trainer)
+        streamed = (out / "trajectories.jsonl").read_text().splitlines()
         calls.append({"prompts": list(prompts), "output": output, "traces": list(setup.rollout.last_traces),
-                      "step": trainer.state.global_step, "generate_calls": setup.rollout.backend.stats.calls - before})
+                      "step": trainer.state.global_step, "generate_calls": setup.rollout.backend.stats.calls - before,
+                      "streamed_steps": len(streamed)})
         return output
 
     setup.trainer.rollout_func = recording_rollout
@@ -137,6 +139,11 @@ def test_smoke_run_two_steps_two_groups(smoke_run):
     assert calls[0]["output"]["episode_group"] == [0, 0, 1, 1]
     assert calls[1]["output"]["episode_group"] == [2, 2, 3, 3]
     assert all(c["generate_calls"] <= 3 for c in calls)  # lockstep: at most one call per turn (3 questions)
+    # step rows are appended as soon as they are played (a crash before the first save keeps them)
+    played = 0
+    for c in calls:
+        played += sum(len(t.steps) for t in c["traces"])
+        assert c["streamed_steps"] == played
     assert seconds < 300, f"smoke run took {seconds:.0f} s (target: under 180 s on 2 CPU cores)"
 
 

@@ -394,9 +394,9 @@ def build_trainer(args: argparse.Namespace, *, policy: Any = None, env_config: A
         "episode_format": episode_format(chat, args.history_thinking),
         "eval_every": args.eval_every,
     }
-    for stale in ("episodes.jsonl", "metrics.jsonl", "group_rewards.jsonl"):
-        if (out / stale).exists():
-            (out / stale).unlink()
+    for stale in [*out.glob("episodes*.jsonl"), *out.glob("trajectories*.jsonl"), out / "metrics.jsonl", out / "group_rewards.jsonl"]:
+        if stale.exists():
+            stale.unlink()
     if args.group_reward:
         group_reward = group_reward_function(args.group_reward, log_path=out / "group_rewards.jsonl")
     writer = TrainingRunWriter(out, config=env_cfg, meta=meta)

@@ -186,10 +186,8 @@ class GRPORollout:
 
     def _ensure_runner(self, trainer: Any) -> EpisodeRunner:
         if self.runner is None:
-            rank = trainer.accelerator.process_index
-            if self.writer is not None and rank > 0 and getattr(self.writer, "episodes_log", None) is not None:
-                # one per-episode log per process; the parquet files hold the main process's episodes
-                self.writer.episodes_log = self.writer.episodes_log.with_name(f"episodes.rank{rank}.jsonl")
+            if self.writer is not None:  # one streamed log per process; the parquet files hold the main process's
+                self.writer.use_rank(trainer.accelerator.process_index)
             if self.backend_factory is not None:
                 self.backend = self.backend_factory(trainer)
             elif getattr(trainer, "use_vllm", False):
