@@ -336,3 +336,25 @@ def test_play_answers_by_someone_else_enter_the_conversation():
     strip.answer("<think>\nlong\n</think>\n\n\\boxed{1}")
     strip.ask(q2)
     assert strip.messages()[2]["content"] == "\\boxed{1}"
+
+
+def test_play_llm_policy_sees_the_answers_a_person_typed(server):
+    """In Play, a person answers question 1, the LLM policy question 2, the person question 3, the
+    policy question 4: each policy request holds the whole episode so far, typed answers included."""
+    from test_app_support import fixture_settings, play_session
+
+    url, state = server
+    s = play_session()
+    s.reset(fixture_settings())
+    llm = {"base_url": url, "model": fx.TOKENIZER, "tokenizer_name": fx.TOKENIZER}
+    state["calls"].clear()
+    s.step("typed one \\boxed{1}")
+    s.step_policy("llm_local", llm=llm)
+    s.step("typed three \\boxed{3}")
+    s.step_policy("llm_local", llm=llm)
+    first, second = (c["body"]["messages"] for c in state["calls"])
+    assert [m["role"] for m in first] == ["system", "user", "assistant", "user"]
+    assert first[2]["content"] == "typed one \\boxed{1}"
+    assert [m["role"] for m in second] == ["system"] + ["user", "assistant"] * 3 + ["user"]
+    assert second[2]["content"] == "typed one \\boxed{1}" and second[6]["content"] == "typed three \\boxed{3}"
+    assert second[4]["content"] == s.results[1].response  # the policy's own earlier answer, as sent

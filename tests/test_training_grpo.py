@@ -351,3 +351,20 @@ def test_advantage_formulas():
     res = study(data, 2)
     assert res["tied_share"] == 0.5 and res["scale_rewards"]["group"]["tied_to_untied_adv"] > 0.9
     assert res["scale_rewards"]["batch"]["tied_to_untied_adv"] == pytest.approx(res["raw_tied_to_untied"], rel=1e-3)
+
+
+def test_is_masked_fraction_counts_zeroed_or_clipped_weights():
+    import torch
+
+    from training.trainer import is_masked_fraction
+
+    mask = torch.tensor([[1, 1, 1, 0], [1, 1, 0, 0]])
+    token = torch.tensor([[1.0, 0.0, 0.9, 0.0], [0.0, 1.1, 5.0, 5.0]])  # the last two columns are padding / env
+    assert is_masked_fraction(token, mask, "token_mask", 3.0) == pytest.approx(2 / 5)
+    clipped = torch.tensor([[1.0, 3.0, 0.9, 3.0], [3.0, 1.1, 3.0, 3.0]])
+    assert is_masked_fraction(clipped, mask, "token_truncate", 3.0) == pytest.approx(2 / 5)
+    seq = torch.tensor([[0.0], [1.2]])
+    assert is_masked_fraction(seq, mask, "sequence_mask", 3.0) == 0.5
+    assert is_masked_fraction(seq, torch.zeros_like(mask), "sequence_mask", 3.0) == 0.0
+    with pytest.raises(ValueError, match="importance-sampling mode"):
+        is_masked_fraction(seq, mask, "per_episode", 3.0)

@@ -533,7 +533,7 @@ class PlaySession:
                 before = ep.reset_obs
                 for r in ep.results:
                     pol.record_answer(before, r.response)
-                    before = r.obs
+                    before = r.observation
         except PolicyError as exc:
             raise PlayError(str(exc)) from None
         ep.policies[name] = pol
