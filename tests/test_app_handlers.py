@@ -73,6 +73,40 @@ def test_unknown_tokenizer_is_a_gradio_error(play):
         reset(play, tokenizer_name="nobody/nothing-tokenizer")
 
 
+@pytest.fixture
+def bare_play(tmp_path):
+    """A Play tab on the default config and no preloaded pools: sources load for real (offline)."""
+    return PlayTab(AppContext(runs_root=str(tmp_path), download_dir=tmp_path / "downloads", environ={}))
+
+
+def test_gsm8k_without_a_data_folder_points_at_the_data_folder_field(bare_play):
+    with pytest.raises(gr.Error) as err:
+        reset(bare_play, sources=["gsm8k"], data_dir="")
+    message = err.value.message
+    assert "Fill “Data folder” on the left with a folder holding gsm8k_test.jsonl" in message
+    assert "untick gsm8k" in message and "Hub is unreachable" in message
+    assert "options." not in message and "data_dir" not in message  # no config-file fix on the page
+
+
+def test_a_data_folder_without_the_files_is_named_in_the_message(bare_play, tmp_path):
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with pytest.raises(gr.Error) as err:
+        reset(bare_play, sources=["math500"], data_dir=str(empty))
+    assert f"the Data folder '{empty}' holds no math500*.jsonl" in err.value.message
+
+
+def test_play_actions_show_busy_and_refused_on_the_status_line_only(ctx):
+    """A refused action marks one place (the status line), not every output panel."""
+    from workbench.app import build_workbench
+
+    demo = build_workbench(ctx)
+    status = demo.workbench["play"][1]["status"]._id
+    deps = {d["api_name"]: d for d in demo.get_config_file()["dependencies"] if d.get("api_name")}
+    for name in ("reset", "answer", "policy_step", "run_to_end"):
+        assert deps[name]["show_progress_on"] == [status], name
+
+
 def test_answer_before_reset_is_a_gradio_error(play):
     with pytest.raises(gr.Error, match="press Reset"):
         play.answer(None, "\\boxed{3}")

@@ -56,6 +56,8 @@ BUDGET_MODE_LABELS = {
     "explicit": "explicit: a fixed number of tokens",
 }
 TOKEN_COLORS = {"token": "#dbeafe", "token·": "#fde68a", "unpaid": "#fecaca"}
+#: Label of the form field that holds the data folder (messages name it).
+DATA_FOLDER_LABEL = "Data folder"
 HISTORY_COLUMNS = ["#", "type", "level", "by", "tokens", "raw", "answer", "gold", "verdict", "reward"]
 
 
@@ -71,6 +73,30 @@ def usable_sources() -> list[str]:
             continue
         out.append(name)
     return out
+
+
+def data_folder_hint(config: Any) -> Optional[str]:
+    """A fix worded for this page when a source of ``config`` cannot be loaded here, else ``None``.
+
+    Loads ``config``'s sources the way the environment does (cached loads are free); when one is
+    unavailable (offline, no local copy), the message says what was tried and points at the
+    form's :data:`DATA_FOLDER_LABEL` field and the source's checkbox, not at config options.
+    """
+    from reasoning_env.sources import SourceError, SourceUnavailable, load_pools
+
+    try:
+        load_pools(config.sources, data_dir=config.data_dir, offline_fallback=config.offline_fallback)
+    except SourceUnavailable as exc:
+        name = exc.source or "a source"
+        wanted = exc.local_patterns[0] if exc.local_patterns else f"the {name} files"
+        tried = [t for t in exc.tried if not t.startswith("no file matching")]
+        if config.data_dir:
+            tried.insert(0, f"the {DATA_FOLDER_LABEL} {config.data_dir!r} holds no {wanted}")
+        return (f"{name} cannot be loaded here: {'; '.join(tried)}. Fill “{DATA_FOLDER_LABEL}” on the left with a folder "
+                f"holding {wanted} (e.g. ../shared/data), or untick {name} in “Question sources”.")
+    except SourceError:  # bad options: the library's own message says it
+        return None
+    return None
 
 
 # ------------------------------------------------------------------------------- renderers
@@ -285,7 +311,13 @@ class PlayTab:
         """Start an episode with the form's settings. Raises ``gr.Error`` on bad input."""
         settings = parse_play_settings(sources, budget_mode, budget_ratio, total_budget, tokenizer_name, seed, hard_cap_mode, num_questions, data_dir)
         session = session if session is not None else self.new_session()
-        obs = session.reset(settings)
+        try:
+            obs = session.reset(settings)
+        except PlayError:
+            hint = data_folder_hint(session.config_for(settings))
+            if hint is None:
+                raise
+            raise PlayError(hint) from None
         md = obs.metadata
         if md.get("budget_warning"):
             warn(md["budget_warning"])
@@ -372,7 +404,8 @@ class PlayTab:
                     c["seed"] = gr.Textbox("", label="Seed", placeholder="blank = random", min_width=100)
                     c["num_questions"] = gr.Number(cfg.num_questions, label="Questions", precision=0, minimum=1, maximum=100, min_width=100)
                 c["hard_cap"] = gr.Checkbox(cfg.hard_cap_mode, label="Hard cap (clip spend, stop when dry)")
-                c["data_dir"] = gr.Textbox(cfg.data_dir or "", label="Data folder (optional)", placeholder="e.g. ../shared/data")
+                c["data_dir"] = gr.Textbox(cfg.data_dir or "", label=DATA_FOLDER_LABEL, placeholder="e.g. ../shared/data",
+                                           info="Local dataset files; offline, gsm8k / math500 need it.", elem_id="ree-data-dir")
                 c["reset_btn"] = gr.Button("Reset: new episode", variant="primary", elem_id="ree-reset")
                 c["info"] = gr.Markdown("", elem_classes=["ree-info"])
             with gr.Column(scale=3, min_width=520):
@@ -390,6 +423,9 @@ class PlayTab:
                         c["response"] = gr.Textbox(label="Your response (reasoning, then \\boxed{answer})", lines=4,
                                                    placeholder="Let me think... so the answer is \\boxed{42}", elem_id="ree-response")
                         c["answer_btn"] = gr.Button("Submit answer", variant="primary", elem_id="ree-answer")
+                # the one place a Play action shows it is busy or was refused (the message itself is a toast),
+                # so a refused action leaves every panel as it was
+                c["status"] = gr.Markdown("", elem_id="ree-status", container=False)
                 with gr.Row(equal_height=False):
                     with gr.Column(scale=3, min_width=360):
                         c["verdict"] = gr.Markdown(render_verdict(None), elem_id="ree-verdict")
@@ -415,11 +451,12 @@ class PlayTab:
         view = [c[name] for name in VIEW]
         reset_inputs = [state, c["sources"], c["budget_mode"], c["budget_ratio"], c["total_budget"], c["tokenizer"], c["seed"],
                         c["hard_cap"], c["num_questions"], c["data_dir"]]
-        c["reset_btn"].click(self.reset, reset_inputs, [state, *view], api_name="reset")
-        c["answer_btn"].click(self.answer, [state, c["response"]], [state, *view, c["response"]], api_name="answer")
-        c["response"].submit(self.answer, [state, c["response"]], [state, *view, c["response"]], api_visibility="private")
-        c["policy_btn"].click(self.policy_step, [state, c["policy"]], [state, *view], api_name="policy_step")
-        run = c["run_btn"].click(self.run_to_end, [state, c["policy"]], [state, *view], api_name="run_to_end")
+        on = {"show_progress_on": [c["status"]]}  # busy and error marks on the status line only
+        c["reset_btn"].click(self.reset, reset_inputs, [state, *view], api_name="reset", **on)
+        c["answer_btn"].click(self.answer, [state, c["response"]], [state, *view, c["response"]], api_name="answer", **on)
+        c["response"].submit(self.answer, [state, c["response"]], [state, *view, c["response"]], api_visibility="private", **on)
+        c["policy_btn"].click(self.policy_step, [state, c["policy"]], [state, *view], api_name="policy_step", **on)
+        run = c["run_btn"].click(self.run_to_end, [state, c["policy"]], [state, *view], api_name="run_to_end", **on)
         c["stop_btn"].click(None, None, None, cancels=[run], api_visibility="private")
         c["save_event"] = c["save_btn"].click(self.save_run, [state, c["runs_root"]], [c["save_status"]], api_name="save_run")
         return c
