@@ -3,7 +3,8 @@
 Thin layer over :class:`workbench.play.PlaySession` (one per browser session, held in a
 ``gr.State``) and :mod:`workbench.episode_plots`. Handlers are methods of :class:`PlayTab` so
 tests can call them directly; each returns the whole view (:data:`VIEW`) so every output stays
-consistent with the session.
+consistent with the session. In the page, a step is drawn in two passes (:data:`VIEW_FIRST`, then
+:meth:`PlayTab.view_rest`) so the verdict is not held up by redrawing the charts.
 
 API names (for ``gradio_client``): ``/reset``, ``/answer``, ``/policy_step``, ``/run_to_end``,
 ``/save_run``.
@@ -38,6 +39,13 @@ __all__ = ["PlayTab", "POLICY_LABELS", "VIEW", "render_gauges", "render_question
 
 #: Names of the view outputs every Play handler returns, in order (after the session state).
 VIEW = ("question", "gauges", "verdict", "components", "tokens", "spend_plot", "type_plot", "reward_plot", "history", "info", "prompt", "download")
+#: In the page a step is drawn in two passes: first the verdict and what to do next
+#: (:meth:`PlayTab.answer_first`), then the rest (:meth:`PlayTab.view_rest`: token view, three
+#: charts, steps table, prompt, download), because redrawing the charts takes most of the
+#: browser's time. Through the API (``/answer``, ``/policy_step``) a step returns the whole view.
+VIEW_FIRST = ("question", "gauges", "verdict", "components")
+VIEW_REST = tuple(name for name in VIEW if name not in VIEW_FIRST)
+assert VIEW == VIEW_FIRST + VIEW_REST, "the first pass must be a prefix of the view"
 
 POLICY_LABELS = {
     "uniform": "uniform: fair share on every question",
@@ -275,6 +283,23 @@ class PlayTab:
 
     def view(self, session: Optional[PlaySession]) -> tuple:
         """Every output of :data:`VIEW` for ``session`` (placeholders before the first reset)."""
+        return (*self.view_first(session), *self.view_rest(session))
+
+    def view_first(self, session: Optional[PlaySession]) -> tuple:
+        """The :data:`VIEW_FIRST` outputs: question, gauges, verdict, reward components."""
+        results = session.results if session is not None else []
+        last = results[-1] if results else None
+        current = session.observation if session is not None else None
+        return (
+            gr.Markdown(value=render_question(session), latex_delimiters=question_latex(current.problem_type if current is not None else None)),
+            render_gauges(session),
+            render_verdict(last),
+            render_components(last),
+        )
+
+    def view_rest(self, session: Optional[PlaySession]) -> tuple:
+        """The :data:`VIEW_REST` outputs (the page's second pass after a step): token view, the
+        three charts, steps table, episode info, prompt, download."""
         results = session.results if session is not None else []
         last = results[-1] if results else None
         frame = session.steps_frame() if session is not None and session.started else pd.DataFrame()
@@ -288,12 +313,7 @@ class PlayTab:
             spans = token_spans(session.tokenizer, last.response, charged=ls.tokens if ls.raw_tokens > ls.tokens else None)
             label = f"Response tokens, as {obs.metadata.get('tokenizer_name')} splits them ({ls.raw_tokens:,} tokens; shades alternate per token" + (", red: past the budget" if ls.raw_tokens > ls.tokens else "") + ")"
         path = self._download_path(session)
-        current = session.observation if session is not None else None
         return (
-            gr.Markdown(value=render_question(session), latex_delimiters=question_latex(current.problem_type if current is not None else None)),
-            render_gauges(session),
-            render_verdict(last),
-            render_components(last),
             gr.HighlightedText(value=spans, label=label),
             episode_plots.spend_figure(frame, total, n),
             episode_plots.tokens_per_question_figure(frame, total / n if total else None, n),
@@ -331,20 +351,39 @@ class PlayTab:
 
     @user_errors
     def answer(self, session: Optional[PlaySession], response: str) -> tuple:
-        """Answer the current question with the typed response."""
-        if session is None:
-            raise PlayError("no episode yet: press Reset to start one")
-        session.step(response or "")
+        """Answer the current question with the typed response; returns the whole view."""
+        self._typed_step(session, response)
         return (session, *self.view(session), "")
 
     @user_errors
+    def answer_first(self, session: Optional[PlaySession], response: str) -> tuple:
+        """:meth:`answer` for the page: the step and the :data:`VIEW_FIRST` outputs (then
+        :meth:`view_rest` draws the rest)."""
+        self._typed_step(session, response)
+        return (session, *self.view_first(session), "")
+
+    def _typed_step(self, session: Optional[PlaySession], response: str) -> None:
+        if session is None:
+            raise PlayError("no episode yet: press Reset to start one")
+        session.step(response or "")
+
+    @user_errors
     def policy_step(self, session: Optional[PlaySession], policy: str) -> tuple:
-        """Let the chosen policy answer the current question."""
+        """Let the chosen policy answer the current question; returns the whole view."""
+        self._policy_step(session, policy)
+        return (session, *self.view(session))
+
+    @user_errors
+    def policy_step_first(self, session: Optional[PlaySession], policy: str) -> tuple:
+        """:meth:`policy_step` for the page: the step and the :data:`VIEW_FIRST` outputs."""
+        self._policy_step(session, policy)
+        return (session, *self.view_first(session))
+
+    def _policy_step(self, session: Optional[PlaySession], policy: str) -> None:
         if session is None:
             raise PlayError("no episode yet: press Reset to start one")
         name = self._check_policy(policy)
         session.step_policy(name, llm=self._llm(name))
-        return (session, *self.view(session))
 
     @user_errors
     def run_to_end(self, session: Optional[PlaySession], policy: str) -> Iterator[tuple]:
@@ -452,10 +491,19 @@ class PlayTab:
         reset_inputs = [state, c["sources"], c["budget_mode"], c["budget_ratio"], c["total_budget"], c["tokenizer"], c["seed"],
                         c["hard_cap"], c["num_questions"], c["data_dir"]]
         on = {"show_progress_on": [c["status"]]}  # busy and error marks on the status line only
+        first, rest = [c[name] for name in VIEW_FIRST], [c[name] for name in VIEW_REST]
+        page = {"api_visibility": "private", **on}
+        # (queue=False would save tens of ms per step, but Gradio 6.31's page then shows no message
+        # for a refused action: keep the queue.)
+        second_pass = {"api_visibility": "private", "show_progress": "hidden"}
         c["reset_btn"].click(self.reset, reset_inputs, [state, *view], api_name="reset", **on)
-        c["answer_btn"].click(self.answer, [state, c["response"]], [state, *view, c["response"]], api_name="answer", **on)
-        c["response"].submit(self.answer, [state, c["response"]], [state, *view, c["response"]], api_visibility="private", **on)
-        c["policy_btn"].click(self.policy_step, [state, c["policy"]], [state, *view], api_name="policy_step", **on)
+        # in the page a step is drawn in two passes (see VIEW_FIRST); the API endpoints return the whole view
+        gr.on([c["answer_btn"].click, c["response"].submit], self.answer_first, [state, c["response"]],
+              [state, *first, c["response"]], **page).success(self.view_rest, [state], rest, **second_pass)
+        gr.on([], self.answer, [state, c["response"]], [state, *view, c["response"]], api_name="answer")
+        c["policy_btn"].click(self.policy_step_first, [state, c["policy"]], [state, *first], **page).success(
+            self.view_rest, [state], rest, **second_pass)
+        gr.on([], self.policy_step, [state, c["policy"]], [state, *view], api_name="policy_step")
         run = c["run_btn"].click(self.run_to_end, [state, c["policy"]], [state, *view], api_name="run_to_end", **on)
         c["stop_btn"].click(None, None, None, cancels=[run], api_visibility="private")
         c["save_event"] = c["save_btn"].click(self.save_run, [state, c["runs_root"]], [c["save_status"]], api_name="save_run")
