@@ -132,6 +132,8 @@ def start_server(port: int, max_sessions: int, log: Any, timeout_s: float = 180.
     """
     env = dict(os.environ)
     env["REE_MAX_SESSIONS"] = str(max(max_sessions, int(env.get("REE_MAX_SESSIONS", "0") or 0)))
+    # every load session comes from this one address
+    env["REE_MAX_SESSIONS_PER_CLIENT"] = str(max(max_sessions, int(env.get("REE_MAX_SESSIONS_PER_CLIENT", "0") or 0)))
     proc = subprocess.Popen(
         [sys.executable, "-m", "reasoning_env.server", "--host", "127.0.0.1", "--port", str(port),
          "--log-level", "warning"],

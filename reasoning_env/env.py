@@ -218,6 +218,8 @@ class ReasoningEconomicsEnv(Environment[ReasonBudgetAction, ReasonBudgetObservat
             raise EpisodeError(f"seed must be a non-negative integer or null, got {seed!r}")
         if episode_id is not None and (not isinstance(episode_id, str) or not episode_id or len(episode_id) > 255):
             raise EpisodeError(f"episode_id must be a non-empty string of at most 255 characters, got {episode_id!r}")
+        if episode_id is not None and not _is_utf8(episode_id):
+            raise EpisodeError("episode_id is not valid Unicode text (it holds a lone surrogate code point); send UTF-8 text")
         if total_budget is not None:
             if isinstance(total_budget, bool) or not isinstance(total_budget, int):
                 raise EpisodeError(f"total_budget must be an integer number of tokens, got {total_budget!r}")
@@ -225,6 +227,8 @@ class ReasoningEconomicsEnv(Environment[ReasonBudgetAction, ReasonBudgetObservat
                 raise EpisodeError(f"total_budget must be between 1 and {MAX_TOTAL_BUDGET:,} tokens, got {total_budget}")
         if tokenizer_name is not None and (not isinstance(tokenizer_name, str)):
             raise EpisodeError(f"tokenizer_name must be a string (a Hub id or local folder), got {tokenizer_name!r}")
+        if tokenizer_name is not None and not _is_utf8(tokenizer_name):
+            raise EpisodeError("tokenizer_name is not valid Unicode text (it holds a lone surrogate code point)")
         tokenizer_name = (tokenizer_name or "").strip() or None
 
         pools = self.pools

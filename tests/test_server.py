@@ -87,7 +87,7 @@ class LiveServer:
 
 @pytest.fixture(scope="module")
 def live():
-    with LiveServer(create_server_app(CONFIG, max_sessions=80, session_timeout_s=None)) as srv:
+    with LiveServer(create_server_app(CONFIG, max_sessions=80, max_sessions_per_client=80, session_timeout_s=None)) as srv:
         yield srv
 
 
@@ -227,7 +227,7 @@ def test_64_concurrent_episodes_match_in_process_runs(live, gold):
 
 
 def test_capacity_cap_answers_clearly_and_frees_on_close():
-    with LiveServer(create_server_app(CONFIG, max_sessions=2, session_timeout_s=None)) as srv:
+    with LiveServer(create_server_app(CONFIG, max_sessions=2, max_sessions_per_client=2, session_timeout_s=None)) as srv:
         a = ReasoningEconomicsClient(base_url=srv.url).sync()
         b = ReasoningEconomicsClient(base_url=srv.url).sync()
         a.connect(), b.connect()
