@@ -246,7 +246,7 @@ class ReasoningEconomicsEnv(Environment[ReasonBudgetAction, ReasonBudgetObservat
         tokenizer: Optional[LoadedTokenizer] = None
         if tokenizer_name is not None:
             try:
-                tokenizer = get_tokenizer(tokenizer_name)
+                tokenizer = self._tokenizer_for(tokenizer_name)
             except TokenizerLoadError as exc:
                 if not self.config.allow_config_budget_fallback:
                     raise
@@ -256,7 +256,7 @@ class ReasoningEconomicsEnv(Environment[ReasonBudgetAction, ReasonBudgetObservat
                 )
                 logger.warning(warning)
         if tokenizer is None:
-            tokenizer = get_tokenizer(self.config.tokenizer_name)
+            tokenizer = self._tokenizer_for(self.config.tokenizer_name)
 
         if total_budget is not None:
             budget, source = int(total_budget), "client"
@@ -362,7 +362,7 @@ class ReasoningEconomicsEnv(Environment[ReasonBudgetAction, ReasonBudgetObservat
             return obs
 
         if step_tok and step_tok.strip() and step_tok.strip() != self._tokenizer.name:
-            self._tokenizer = get_tokenizer(step_tok.strip())  # raises before anything is charged
+            self._tokenizer = self._tokenizer_for(step_tok.strip())  # raises before anything is charged
 
         q = self._questions[self._index]
         raw = self._tokenizer.count(action.response)
@@ -465,6 +465,14 @@ class ReasoningEconomicsEnv(Environment[ReasonBudgetAction, ReasonBudgetObservat
         self._clear_episode()
 
     # ------------------------------------------------------------------ helpers
+    def _tokenizer_for(self, name: str) -> LoadedTokenizer:
+        """The tokenizer ``name`` resolves to (a server restricts what its clients may name).
+
+        Raises:
+            TokenizerLoadError: it cannot be loaded.
+        """
+        return get_tokenizer(name)
+
     @staticmethod
     def _coerce_action(action: Any) -> ReasonBudgetAction:
         if isinstance(action, ReasonBudgetAction):
