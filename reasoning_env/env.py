@@ -57,6 +57,8 @@ def _is_utf8(text: str) -> bool:
 
 
 RESET_OPTIONS = ("seed", "episode_id", "tokenizer_name", "total_budget")
+#: Characters of a question kept in a history entry's ``question_summary`` (the reference's field).
+SUMMARY_CHARS = 60
 
 
 class EpisodeError(ValueError):
@@ -436,6 +438,9 @@ class ReasoningEconomicsEnv(Environment[ReasonBudgetAction, ReasonBudgetObservat
             grade_reason=result.reason,
             reward=reward,
             reward_components=components,
+            tokens_used=charged,
+            was_correct=result.correct,
+            question_summary=q.text[:SUMMARY_CHARS],
         )
         self._history.append(HistoryEntry(**entry))
         record = StepRecord(
@@ -456,6 +461,11 @@ class ReasoningEconomicsEnv(Environment[ReasonBudgetAction, ReasonBudgetObservat
                 "episode_id": self._episode_id,
                 "step": self._index,
                 "episode_reward": self._episode_reward,
+                # the reference environment's per-step keys
+                "min_tokens": self.config.min_tokens,
+                "max_tokens": self.config.max_tokens,
+                "num_questions": len(self._questions),
+                "budget_ratio": self.config.budget_ratio,
             }
         )
         return obs
@@ -508,6 +518,8 @@ class ReasoningEconomicsEnv(Environment[ReasonBudgetAction, ReasonBudgetObservat
             remaining_budget=self._remaining,
             questions_remaining=left,
             budget_per_remaining_question=(self._remaining / left) if left else 0.0,
+            step_idx=self._index,
+            budget_per_remaining=(self._remaining / left) if left else 0.0,
             accuracy_so_far=self._correct / self._index if self._index else 0.0,
             step_token_cap=cap if not self._done else 0,
             history=list(self._history),

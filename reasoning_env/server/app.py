@@ -36,7 +36,8 @@ from dataclasses import dataclass
 from typing import Any, Optional, Sequence, Union
 
 from fastapi import FastAPI, Request
-from fastapi.responses import HTMLResponse, JSONResponse
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import HTMLResponse, JSONResponse, Response
 from openenv.core.env_server.http_server import HTTPEnvServer
 from openenv.core.env_server.types import ConcurrencyConfig, ServerMode
 from starlette.routing import WebSocketRoute as StarletteWebSocketRoute
@@ -265,6 +266,14 @@ def _add_error_handlers(app: FastAPI) -> None:
             return JSONResponse(status_code=status, content={"detail": str(exc), "error": type(exc).__name__})
         return handler
 
+    async def invalid_request(request: Request, exc: Exception) -> Response:
+        # FastAPI's own answer echoes the input back and fails (500) when it holds a lone
+        # surrogate; this one names each problem, without the input, in ASCII-safe JSON.
+        detail = [{"loc": list(e.get("loc", ())), "msg": str(e.get("msg", "")), "type": str(e.get("type", ""))}
+                  for e in exc.errors()]
+        return Response(json.dumps({"detail": detail}), status_code=422, media_type="application/json")
+
+    app.add_exception_handler(RequestValidationError, invalid_request)
     app.add_exception_handler(EpisodeStateError, answer(409))
     app.add_exception_handler(TokenizerNotAllowedError, answer(403))
     app.add_exception_handler(EpisodeError, answer(400))

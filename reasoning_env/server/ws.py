@@ -24,6 +24,7 @@ import ctypes.util
 import logging
 import threading
 import time
+from collections import deque
 from typing import Any, Awaitable, Callable, Optional
 from urllib.parse import parse_qs
 
@@ -44,6 +45,10 @@ Send = Callable[[Message], Awaitable[None]]
 #: RFC 6455 close codes used here.
 POLICY_VIOLATION = 1008
 TRY_AGAIN_LATER = 1013
+#: Messages a session may send ahead of its answers that are read while a call runs (the rest wait in
+#: the socket). uvicorn already holds up to 32 received frames per connection (``ws_max_queue``), so
+#: reading them does not add memory; it lets a disconnect behind them be seen at once.
+READ_AHEAD = 32
 #: Messages larger than this (bytes of text) make the process hand freed memory back afterwards.
 _BIG_MESSAGE_CHARS = 256 * 1024
 
@@ -165,15 +170,24 @@ class WebSocketRoute:
                 asyncio.get_running_loop().run_in_executor(None, self._trim)
 
     async def _serve(self, session: Any, conn: Connection, receive: Receive) -> bool:
-        """The session's message loop; returns whether a large message was seen."""
+        """The session's message loop; returns whether a large message was seen.
+
+        While a call runs, up to :data:`READ_AHEAD` further messages are read and kept (a client
+        may pipeline), so that a disconnect is seen at once: the slot is freed and the session's
+        queued work is cancelled.
+        """
         loop = asyncio.get_running_loop()
         env = self.make_env()
         big = False
+        inbox: deque = deque()
         pending: Optional[asyncio.Future] = None
         try:
             while not conn.closed:
-                message = await (pending if pending is not None else receive())
-                pending = None
+                if inbox:
+                    message = inbox.popleft()
+                else:
+                    message = await (pending if pending is not None else receive())
+                    pending = None
                 kind = message.get("type")
                 if kind == "websocket.disconnect" or conn.closed:
                     return big
@@ -184,15 +198,20 @@ class WebSocketRoute:
                 if text is not None and len(text) > _BIG_MESSAGE_CHARS:
                     big = True
                 call = loop.run_in_executor(self.executor, self._handle, env, session, text)
-                pending = asyncio.ensure_future(receive())
-                done, _ = await asyncio.wait((call, pending), return_when=asyncio.FIRST_COMPLETED)
-                if call not in done:
-                    nxt = pending.result()
-                    if nxt.get("type") == "websocket.disconnect":
-                        call.cancel()  # queued work of a client that left never runs
+                while not call.done():
+                    if len(inbox) >= READ_AHEAD:
+                        await asyncio.wait((call,))
+                        break
+                    if pending is None:
+                        pending = asyncio.ensure_future(receive())
+                    await asyncio.wait((call, pending), return_when=asyncio.FIRST_COMPLETED)
+                    if pending.done():
+                        nxt = pending.result()
                         pending = None
-                        return big
-                    await asyncio.wait((call,))  # a pipelined message: answered after this one
+                        if nxt.get("type") == "websocket.disconnect":
+                            call.cancel()  # queued work of a client that left never runs
+                            return big
+                        inbox.append(nxt)  # pipelined: answered in order after this one
                 reply, close = call.result()
                 if reply is not None:
                     await conn.send_text(reply)
