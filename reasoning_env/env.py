@@ -263,7 +263,7 @@ class ReasoningEconomicsEnv(Environment[ReasonBudgetAction, ReasonBudgetObservat
         if total_budget is not None:
             budget, source = int(total_budget), "client"
         elif tokenizer_name is not None and warning is None:
-            question_tokens = sum(tokenizer.count(q.text) for q in questions)
+            question_tokens = sum(tokenizer.count_many([q.text for q in questions]))  # remembered per tokenizer
             budget, source = max(1, int(self.config.budget_ratio * question_tokens)), "tokenizer_native"
             if budget > MAX_TOTAL_BUDGET:
                 raise EpisodeError(
@@ -453,8 +453,7 @@ class ReasoningEconomicsEnv(Environment[ReasonBudgetAction, ReasonBudgetObservat
             spent_before=spent_before,
             remaining_budget_after=self._remaining,
         )
-        obs = self._observation(reward=reward)
-        obs.last_step = record
+        obs = self._observation(reward=reward, last_step=record)  # in the constructor: validate_assignment would re-check it
         obs.metadata.update(
             {
                 "tokenizer_name": self._tokenizer.name,
@@ -500,7 +499,7 @@ class ReasoningEconomicsEnv(Environment[ReasonBudgetAction, ReasonBudgetObservat
             f"step() takes a ReasonBudgetAction (or its dict, or a response string), got {type(action).__name__}"
         )
 
-    def _observation(self, reward: Optional[float]) -> ReasonBudgetObservation:
+    def _observation(self, reward: Optional[float], last_step: Optional[StepRecord] = None) -> ReasonBudgetObservation:
         n = len(self._questions)
         left = 0 if self._done else n - self._index
         current = self._questions[self._index] if (not self._done and self._index < n) else None
@@ -523,6 +522,7 @@ class ReasoningEconomicsEnv(Environment[ReasonBudgetAction, ReasonBudgetObservat
             accuracy_so_far=self._correct / self._index if self._index else 0.0,
             step_token_cap=cap if not self._done else 0,
             history=list(self._history),
+            last_step=last_step,
             done=self._done,
             reward=reward,
             done_reason=self._done_reason if self._done else None,
