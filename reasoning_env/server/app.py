@@ -342,9 +342,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("--host", default="0.0.0.0", help="interface to bind (default 0.0.0.0: all)")
     parser.add_argument("--port", type=int, default=int(os.environ.get("PORT", "8000")),
                         help="TCP port (default $PORT or 8000)")
-    parser.add_argument("--workers", type=int, default=1,
-                        help="server processes on this port (default 1); each WebSocket session stays on the process "
-                             "that accepted it, and each process has its own limits")
+    parser.add_argument("--workers", type=int, default=int(os.environ.get("REE_WORKERS", "1") or 1),
+                        help="server processes on this port (default $REE_WORKERS or 1); each WebSocket session stays on "
+                             "the process that accepted it, and each process has its own limits")
     parser.add_argument("--log-level", default="info", choices=["critical", "error", "warning", "info", "debug"])
     parser.add_argument("--ws-compression", action="store_true",
                         help="offer permessage-deflate on WebSockets: less bandwidth, ~20%% more server CPU per step")

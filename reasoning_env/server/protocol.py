@@ -195,11 +195,36 @@ def error_frame(message: str, code: str, **extra: Any) -> str:
     return to_json({"type": "error", "data": {"message": message, "code": code, **extra}}).decode()
 
 
-def observation_frame(obs: BaseModel) -> str:
+class HistoryCache:
+    """The JSON of one session's history entries, kept across steps: an episode's history grows
+    by one entry per step and every observation carries all of it, so each entry is serialised
+    once instead of once per later step. Entries are matched by identity (the environment keeps
+    its entry objects; a new episode has new ones)."""
+
+    def __init__(self) -> None:
+        self._entries: list[tuple[Any, str]] = []
+
+    def json(self, history: list) -> str:
+        """``history`` as a JSON array."""
+        kept = self._entries
+        n = 0
+        while n < len(kept) and n < len(history) and kept[n][0] is history[n]:
+            n += 1
+        del kept[n:]
+        kept.extend((e, e.model_dump_json()) for e in history[n:])
+        return "[" + ",".join(text for _, text in kept) + "]"
+
+
+def observation_frame(obs: BaseModel, history: Optional[HistoryCache] = None) -> str:
     """An OpenEnv observation frame (JSON text) for ``obs``: the observation without ``reward`` and
     ``done``, which sit beside it, and its ``metadata`` once more at the top (as
-    ``openenv.core.env_server.serialization.serialize_observation`` lays it out)."""
-    body = obs.model_dump_json(exclude={"reward", "done"})
+    ``openenv.core.env_server.serialization.serialize_observation`` lays it out). With a
+    :class:`HistoryCache`, the history entries are serialised once per session."""
+    if history is not None and getattr(obs, "history", None):
+        head = obs.model_dump_json(exclude={"reward", "done", "history"})
+        body = head[:-1] + ',"history":' + history.json(obs.history) + "}"
+    else:
+        body = obs.model_dump_json(exclude={"reward", "done"})
     reward = to_json(obs.reward).decode()
     tail = ""
     metadata = getattr(obs, "metadata", None)

@@ -31,7 +31,7 @@ from urllib.parse import parse_qs
 from reasoning_env.config import ConfigError
 from reasoning_env.env import EpisodeError
 from reasoning_env.server.fallback import client_key
-from reasoning_env.server.protocol import FrameError, error_frame, observation_frame, parse_message, state_frame
+from reasoning_env.server.protocol import FrameError, HistoryCache, error_frame, observation_frame, parse_message, state_frame
 from reasoning_env.server.sessions import IDLE_CLOSE_CODE, AdmissionError, SessionRegistry
 from reasoning_env.server.settings import ServerSettings
 from reasoning_env.tokenization import TokenizerLoadError
@@ -178,6 +178,7 @@ class WebSocketRoute:
         """
         loop = asyncio.get_running_loop()
         env = self.make_env()
+        history = HistoryCache()
         big = False
         inbox: deque = deque()
         pending: Optional[asyncio.Future] = None
@@ -197,7 +198,7 @@ class WebSocketRoute:
                 text = message.get("text")
                 if text is not None and len(text) > _BIG_MESSAGE_CHARS:
                     big = True
-                call = loop.run_in_executor(self.executor, self._handle, env, session, text)
+                call = loop.run_in_executor(self.executor, self._handle, env, history, session, text)
                 while not call.done():
                     if len(inbox) >= READ_AHEAD:
                         await asyncio.wait((call,))
@@ -222,7 +223,7 @@ class WebSocketRoute:
             if pending is not None and not pending.done():
                 pending.cancel()
 
-    def _handle(self, env: Any, session: Any, text: Optional[str]) -> tuple[Optional[str], bool]:
+    def _handle(self, env: Any, history: HistoryCache, session: Any, text: Optional[str]) -> tuple[Optional[str], bool]:
         """Run one message in a worker thread: ``(answer frame or None, close the session?)``."""
         token = client_key.set(session.client)
         try:
@@ -241,7 +242,7 @@ class WebSocketRoute:
             else:
                 obs = env.step(request.data)
                 session.steps += 1
-            return observation_frame(obs), False
+            return observation_frame(obs, history), False
         except (EpisodeError, TokenizerLoadError, ConfigError) as exc:
             return error_frame(str(exc), "EXECUTION_ERROR"), False
         except Exception as exc:  # a bug must not kill the session; the client sees what failed
