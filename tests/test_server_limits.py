@@ -328,8 +328,8 @@ sys.path.insert(0, sys.argv[1])
 from reasoning_env.grading.pool import WorkerPool
 pool = WorkerPool(2)
 assert pool.warm_up(120)
-print(" ".join(map(str, pool.pids())), flush=True)
 try:
+    print(" ".join(map(str, pool.pids())), flush=True)
     time.sleep(60)
 except KeyboardInterrupt:
     print("interrupted", flush=True)
