@@ -362,3 +362,33 @@ def test_docs_page_works_offline(live_server):
     pytest.importorskip("swagger_ui_bundle")
     assert "/docs-assets/swagger-ui-bundle.js" in page and "cdn" not in page.lower()
     assert httpx.get(live_server.url + "/docs-assets/swagger-ui-bundle.js").status_code == 200
+
+
+# ------------------------------------------------------------------------------ start-up warning
+def test_serving_the_network_without_a_token_warns_at_start():
+    from test_server import _free_port, _sources_env
+
+    port = _free_port()
+    repo = Path(__file__).resolve().parents[1]
+    env = {**os.environ, **_sources_env(), "PYTHONPATH": str(repo)}
+    env.pop("REE_API_TOKEN", None)
+    proc = subprocess.Popen([sys.executable, "-m", "reasoning_env.server", "--host", "0.0.0.0", "--port", str(port),
+                             "--log-level", "warning"], cwd=repo, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        summary = json.loads(proc.stdout.readline())
+        assert summary["settings"]["api_token"] is None
+        line = proc.stderr.readline()
+        assert "WARNING" in line and "without authentication" in line and "REE_API_TOKEN" in line
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
+def test_the_start_up_line_never_prints_the_token(monkeypatch, capsys):
+    from reasoning_env.server.app import build_app_from_env
+    from test_server import _sources_env
+
+    environ = {**_sources_env(), "REE_API_TOKEN": "very-secret-token"}
+    build_app_from_env(environ, announce=True)
+    out = capsys.readouterr().out
+    assert "very-secret-token" not in out and json.loads(out)["env"]["REE_API_TOKEN"] == "(set)"
