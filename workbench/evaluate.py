@@ -37,8 +37,9 @@ from typing import Any, Callable, Optional, Sequence, Union
 
 import pandas as pd
 
+from reasoning_env.client import make_action
 from reasoning_env.config import ConfigError, EnvConfig
-from reasoning_env.models import ReasonBudgetAction
+from reasoning_env.remote import RemoteEnv, Replicas, as_observation, parse_urls
 from reasoning_env.policies import (
     BUDGET_BASELINES,
     DEFAULT_POLICIES,
@@ -119,75 +120,23 @@ def oracle_allocation_for(curves: SolverCurves, questions: Sequence[tuple[Option
 
 
 # ----------------------------------------------------------------------------- remote server
-class RemoteEnv:
-    """Adapter giving a :mod:`reasoning_env.client` session the in-process env's ``reset``/``step``.
-
-    The remote server never sends gold answers, so ``questions`` is ``None``: policies that need
-    trusted context (simulated solvers, oracle) cannot run remotely, and the regret is computed
-    only for episodes whose questions were all answered (their types and difficulties are then
-    known from the steps).
-
-    Args:
-        client: A synchronous client with ``reset(seed=, episode_id=, tokenizer_name=,
-            total_budget=)`` and ``step(action)`` returning observations (or results with an
-            ``observation`` attribute), e.g. ``ReasoningEconomicsClient(base_url=url).sync()``.
-    """
-
-    questions = None
-
-    def __init__(self, client: Any) -> None:
-        self.client = client
-
-    @staticmethod
-    def _obs(result: Any) -> Any:
-        obs = getattr(result, "observation", None)
-        if obs is None:
-            return result
-        for attr in ("reward", "done"):
-            if getattr(obs, attr, None) is None and getattr(result, attr, None) is not None:
-                try:
-                    setattr(obs, attr, getattr(result, attr))
-                except Exception:  # frozen model
-                    pass
-        return obs
-
-    def reset(self, **kwargs: Any) -> Any:
-        """Reset the remote episode (``None`` arguments are not sent)."""
-        return self._obs(self.client.reset(**{k: v for k, v in kwargs.items() if v is not None}))
-
-    def step(self, action: ReasonBudgetAction) -> Any:
-        """Send one action."""
-        return self._obs(self.client.step(action))
-
-    def close(self) -> None:
-        """Close the client session."""
-        close = getattr(self.client, "close", None)
-        if callable(close):
-            close()
-
-
-def connect_remote(url: str) -> RemoteEnv:
-    """A :class:`RemoteEnv` for an OpenEnv server at ``url``.
+def connect_remote(url: Union[str, Sequence[str], Replicas]) -> RemoteEnv:
+    """A :class:`reasoning_env.remote.RemoteEnv` for the OpenEnv server(s) at ``url`` (one URL or
+    several replicas: sessions are spread over them, and an episode whose replica dies is
+    replayed from its seed on another).
 
     Raises:
-        RuntimeError: :mod:`reasoning_env.client` is not available in this install, or the
-            server cannot be reached.
+        RuntimeError: no server can be reached.
     """
+    env = RemoteEnv(url)
     try:
-        from reasoning_env.client import ReasoningEconomicsClient  # type: ignore
-    except ImportError as exc:
-        raise RuntimeError(f"--server-url needs reasoning_env.client ({exc}); run in-process without --server-url") from None
-    client = ReasoningEconomicsClient(base_url=url)
-    sync = client.sync() if hasattr(client, "sync") else client
-    if hasattr(sync, "connect"):
-        try:
-            sync.connect()
-        except OSError as exc:  # ConnectionError and friends
-            raise RuntimeError(
-                f"cannot connect to the environment server at {url} ({exc}); is it running? "
-                "(start one with: python -m reasoning_env.server --port 8000)"
-            ) from None
-    return RemoteEnv(sync)
+        env._ensure()
+    except ConnectionError as exc:
+        raise RuntimeError(
+            f"cannot connect to the environment server at {', '.join(url.urls if isinstance(url, Replicas) else parse_urls(url))} ({exc}); is it running? "
+            "(start one with: python -m reasoning_env.server --port 8000)"
+        ) from None
+    return env
 
 
 # ----------------------------------------------------------------------------- one episode
@@ -282,7 +231,7 @@ def run_episode(
     Raises:
         PolicyError: the policy failed (e.g. an endpoint down after its retries).
     """
-    obs = env.reset(seed=seed, episode_id=f"{policy.name}-{index:04d}", **reset_kwargs)
+    obs = as_observation(env.reset(seed=seed, episode_id=f"{policy.name}-{index:04d}", **reset_kwargs))
     md = dict(getattr(obs, "metadata", None) or {})
     questions = getattr(env, "questions", None)
     info = make_episode_info(obs, config, policy=policy, questions=questions, episode=index, seed=seed)
@@ -294,14 +243,9 @@ def run_episode(
         t0 = time.perf_counter()
         out = policy.act(obs)
         latency = time.perf_counter() - t0
-        action_md: dict[str, Any] = {}
-        if out.grading_response is not None and out.grading_response.strip():
-            action_md["grading_response"] = out.grading_response
-        if step_tokenizer:
-            action_md["tokenizer_name"] = step_tokenizer
-        if out.num_generated_tokens is not None:
-            action_md["num_generated_tokens"] = int(out.num_generated_tokens)
-        obs = env.step(ReasonBudgetAction(response=out.response, metadata=action_md))
+        action = make_action(out.response, out.grading_response, step_tokenizer, out.num_generated_tokens)
+        action_md = action.metadata
+        obs = as_observation(env.step(action))
         ls = obs.last_step
         subject = None
         if questions is not None and ls is not None and ls.index < len(questions):
@@ -429,7 +373,7 @@ def evaluate(
     out: Union[str, Path, None] = None,
     budget_mode: str = "tokenizer_native",
     total_budget: Optional[int] = None,
-    server_url: Optional[str] = None,
+    server_url: Union[str, Sequence[str], None] = None,
     workers: int = 1,
     curves: Optional[SolverCurves] = None,
     progress: bool = True,
@@ -451,7 +395,8 @@ def evaluate(
         budget_mode: ``"tokenizer_native"`` (reset with the policy's tokenizer name) or
             ``"config"`` (config formula; the policy's tokenizer still counts, via step metadata).
         total_budget: Fixed budget per episode (tokens); overrides ``budget_mode``.
-        server_url: Play against a remote OpenEnv server instead of in-process.
+        server_url: Play against a remote OpenEnv server instead of in-process (a URL, or several
+            replicas: episodes are spread over them and replayed from their seed when one dies).
         workers: Episodes played in parallel per policy (threads; useful for LLM endpoints).
         curves: Solver curves for the regret (default: the defaults).
         progress: Show a tqdm bar per policy (stderr).
@@ -509,9 +454,11 @@ def evaluate(
     grader = Grader(timeout_s=config.grading_timeout_s)
     if server_url:
         factory = remote_factory or connect_remote
+        # One set of replicas for the whole run, so that its sessions spread over them.
+        target = server_url if remote_factory else Replicas(server_url)
 
         def make_env() -> Any:
-            return factory(server_url)
+            return factory(target)
     else:
         env_pools = pools if pools is not None else ReasoningEconomicsEnv(config, grader=grader).pools  # load once, share
 
@@ -650,7 +597,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--data-dir", "--data_dir", dest="data_dir", help="folder with local data files (e.g. ../shared/data)")
     p.add_argument("--sources", help="comma list of question sources, e.g. gsm8k,math500 (overrides the config's)")
     p.add_argument("--out", help="run folder (default runs/eval-<timestamp>)")
-    p.add_argument("--server-url", dest="server_url", help="play against a remote OpenEnv server instead of in-process")
+    p.add_argument("--server-url", "--env_base_url", dest="server_url", nargs="+", default=None,
+                   help="play against remote OpenEnv server(s) instead of in-process; several replicas spread the episodes, "
+                        "and an episode whose replica dies is replayed from its seed on another")
     p.add_argument("--workers", type=int, default=1, help="episodes in parallel per policy (threads)")
     p.add_argument("--budget", choices=BUDGET_MODES, default="tokenizer_native", help="tokenizer_native: reset with the policy tokenizer; config: the config formula")
     p.add_argument("--total-budget", dest="total_budget", type=int, help="fixed budget per episode in tokens (overrides --budget)")

@@ -36,7 +36,8 @@ import pandas as pd
 
 from reasoning_env.config import DEFAULT_TOKENIZER_NAME, MAX_TOTAL_BUDGET, ConfigError, EnvConfig
 from reasoning_env.env import EpisodeError, ReasoningEconomicsEnv
-from reasoning_env.models import ReasonBudgetAction, ReasonBudgetObservation
+from reasoning_env.client import make_action
+from reasoning_env.models import ReasonBudgetObservation
 from reasoning_env.policies import (
     DEFAULT_POLICIES,
     BasePolicy,
@@ -478,12 +479,12 @@ class PlaySession:
             raise PlayError(f"the episode is over ({reason.replace('_', ' ')}): press Reset to start a new one")
         return self._episode
 
-    def _apply(self, ep: _Episode, actor: str, response: str, grading_response: Optional[str], latency: Optional[float]) -> StepResult:
-        md: dict[str, Any] = {}
-        if grading_response is not None and grading_response.strip():
-            md["grading_response"] = grading_response
+    def _apply(self, ep: _Episode, actor: str, response: str, grading_response: Optional[str], latency: Optional[float],
+               num_generated_tokens: Optional[int] = None) -> StepResult:
         try:
-            obs = self._env.step(ReasonBudgetAction(response=response, metadata=md))
+            action = make_action(response, grading_response, num_generated_tokens=num_generated_tokens)
+            md = action.metadata
+            obs = self._env.step(action)
         except (EpisodeError, TokenizerLoadError) as exc:
             raise PlayError(str(exc)) from None
         if obs.last_step is None:  # the environment refused (after the end): nothing changed
@@ -551,7 +552,7 @@ class PlaySession:
             except PolicyError as exc:
                 raise PlayError(f"policy {name!r} failed: {exc}") from None
             latency = time.perf_counter() - t0
-            return self._apply(ep, name, out.response, out.grading_response, latency)
+            return self._apply(ep, name, out.response, out.grading_response, latency, out.num_generated_tokens)
 
     def run_iter(self, name: str, *, max_steps: Optional[int] = None, llm: Optional[dict] = None) -> Iterator[StepResult]:
         """Let policy ``name`` answer until the episode ends (or ``max_steps`` steps), yielding
