@@ -1,0 +1,374 @@
+"""Running policies over seeded episodes: the evaluation loop behind ``python -m workbench.evaluate``.
+
+Every policy plays the same episodes: episode ``i`` of evaluation seed ``s`` is reset with seed
+:func:`~workbench.evaluation.episodes.episode_seed` ``(s, i)``, so it gets the same questions and
+(for the same tokenizer) the same budget, whatever the policy. Conditions repeat those episodes:
+
+- several evaluation seeds (``seeds``): more episodes, pooled in the summary (with a per-seed
+  table to show how much one seed's result moves);
+- a budget sweep (``budget_ratios``): the same episodes at each ``budget_ratio`` (tokenizer-native
+  or config budgets scale with it);
+- a calibration sweep (``caps``): the same episodes with a per-question cap
+  (``max_tokens_per_step``) and a budget of ``cap x num_questions``, so the cap is what limits
+  each answer (:mod:`workbench.calibration`).
+
+Each step and episode row carries the condition (``base_seed``, ``budget_ratio``, ``token_cap``)
+and a unique ``episode`` index; the same index means the same seed for every policy (paired).
+The run folder is written by :mod:`workbench.evaluation.writer`.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Callable, Optional, Sequence, Union
+
+import pandas as pd
+
+from reasoning_env.config import EnvConfig
+from reasoning_env.policies import POLICY_NAMES, BasePolicy, OracleAllocationPolicy, OracleCache, PolicyError, SolverCurves
+from workbench.evaluation.episodes import EpisodeResult, episode_seed, run_episode
+from workbench.evaluation.extras import BUDGET_MODES, budget_reset_kwargs
+
+__all__ = ["Condition", "EvalResult", "evaluate"]
+
+
+@dataclass(frozen=True)
+class Condition:
+    """One setting the episodes are played under.
+
+    Attributes:
+        config: The environment config of the condition.
+        columns: Constant columns of its rows (``budget_ratio``, ``token_cap``).
+        total_budget: Fixed budget per episode (tokens), or ``None``.
+    """
+
+    config: EnvConfig
+    columns: dict
+    total_budget: Optional[int] = None
+
+
+@dataclass
+class EvalResult:
+    """What :func:`evaluate` produced.
+
+    Attributes:
+        run_dir: The run folder (``None`` when nothing was written).
+        steps, episodes, summary: The frames written to it (summary includes timing columns).
+        meta: ``run.json`` contents. failed: policy name -> error message.
+        comparisons: The paired comparisons (``comparisons.csv``).
+    """
+
+    run_dir: Optional[Path]
+    steps: pd.DataFrame
+    episodes: pd.DataFrame
+    summary: pd.DataFrame
+    meta: dict
+    failed: dict[str, str] = field(default_factory=dict)
+    comparisons: Optional[pd.DataFrame] = None
+
+
+def _resolve_tokenizer(policy: BasePolicy, config: EnvConfig, notes: list[str]) -> str:
+    from reasoning_env.tokenization import TokenizerLoadError, get_tokenizer
+
+    cand = policy.tokenizer_name
+    if cand is None and policy.kind == "llm":
+        cand = getattr(policy, "model", None) if isinstance(getattr(policy, "model", None), str) else None
+    if cand:
+        try:
+            get_tokenizer(cand)
+            policy.tokenizer_name = cand
+            return cand
+        except (TokenizerLoadError, TypeError) as exc:
+            if policy.tokenizer_name:  # asked for explicitly: that is an error
+                raise PolicyError(f"policy {policy.name!r}: tokenizer {cand!r} cannot be loaded: {exc}") from None
+            notes.append(
+                f"{policy.name}: model {cand!r} has no loadable tokenizer here; tokens are counted with the config's "
+                f"{config.tokenizer_name!r} (pass --llm-tokenizer for exact counts)"
+            )
+    return config.tokenizer_name
+
+
+def _number_list(values: Optional[Sequence[Any]], what: str, *, integer: bool) -> Optional[list]:
+    if values is None:
+        return None
+    out = []
+    for v in values:
+        if isinstance(v, bool):
+            raise ValueError(f"{what} must be numbers, got {v!r}")
+        try:
+            x = float(v)
+        except (TypeError, ValueError):
+            raise ValueError(f"{what} must be numbers, got {v!r}") from None
+        if not math.isfinite(x) or x <= 0 or (integer and x != int(x)):
+            raise ValueError(f"{what} must be {'whole numbers' if integer else 'numbers'} > 0, got {v!r}")
+        out.append(int(x) if integer else x)
+    if not out:
+        raise ValueError(f"{what}: give at least one value")
+    if len(set(out)) != len(out):
+        raise ValueError(f"{what} repeat a value: {out}")
+    return out
+
+
+def conditions_for(config: EnvConfig, *, budget_ratios: Optional[Sequence[float]] = None, caps: Optional[Sequence[int]] = None,
+                   total_budget: Optional[int] = None) -> list[Condition]:
+    """The conditions of a run (see the module docstring).
+
+    Raises:
+        ValueError: both a budget sweep and caps, a budget sweep with a fixed budget, or bad values
+            (the config's validation message when a ratio or cap is out of range).
+    """
+    from reasoning_env.config import ConfigError
+
+    ratios = _number_list(budget_ratios, "budget ratios", integer=False)
+    cap_list = _number_list(caps, "caps", integer=True)
+    if ratios and cap_list:
+        raise ValueError("--budget-ratios and --caps are separate sweeps: run them one at a time")
+    if ratios and total_budget is not None:
+        raise ValueError("--budget-ratios scales the budget formula; it cannot be combined with --total-budget (a fixed budget)")
+    try:
+        if cap_list:
+            return [Condition(config.replace(max_tokens_per_step=c), {"budget_ratio": math.nan, "token_cap": c},
+                              total_budget if total_budget is not None else c * config.num_questions) for c in cap_list]
+        if ratios:
+            return [Condition(config.replace(budget_ratio=r), {"budget_ratio": r}) for r in ratios]
+    except ConfigError as exc:
+        raise ValueError(str(exc)) from None
+    return [Condition(config, {"budget_ratio": math.nan if total_budget is not None else float(config.budget_ratio)}, total_budget)]
+
+
+def _default_remote(url: str) -> Any:
+    from workbench.evaluate import connect_remote
+
+    return connect_remote(url)
+
+
+def evaluate(
+    policies: Sequence[BasePolicy],
+    *,
+    config: Optional[EnvConfig] = None,
+    n_episodes: int = 20,
+    seed: int = 42,
+    seeds: Optional[Sequence[int]] = None,
+    budget_ratios: Optional[Sequence[float]] = None,
+    caps: Optional[Sequence[int]] = None,
+    out: Union[str, Path, None] = None,
+    budget_mode: str = "tokenizer_native",
+    total_budget: Optional[int] = None,
+    server_url: Optional[str] = None,
+    workers: int = 1,
+    curves: Optional[SolverCurves] = None,
+    progress: bool = True,
+    report: bool = True,
+    max_response_chars: Optional[int] = None,
+    remote_factory: Optional[Callable[[str], Any]] = None,
+    notes: Optional[list[str]] = None,
+    run_meta: Optional[dict[str, Any]] = None,
+    pools: Any = None,
+    n_resamples: int = 2000,
+) -> EvalResult:
+    """Run every policy on ``n_episodes`` seeded episodes (per seed and condition) and write the
+    run folder.
+
+    Args:
+        policies: Policies with unique names.
+        config: Environment config (default: :class:`EnvConfig` defaults).
+        n_episodes: Episodes per policy, seed and condition (>= 1).
+        seed: Base seed (episode seeds: :func:`~workbench.evaluation.episodes.episode_seed`).
+        seeds: Several base seeds (overrides ``seed``): their episodes are pooled.
+        budget_ratios: A budget sweep: the same episodes at each ratio (in-process only).
+        caps: A calibration sweep: per-question caps (tokens), budget ``cap x num_questions``
+            unless ``total_budget`` is given (in-process only).
+        out: Run folder (default ``runs/eval-<YYYYmmdd-HHMMSS>``).
+        budget_mode: ``"tokenizer_native"`` (reset with the policy's tokenizer name) or
+            ``"config"`` (config formula; the policy's tokenizer still counts, via step metadata).
+        total_budget: Fixed budget per episode (tokens); overrides ``budget_mode``.
+        server_url: Play against a remote OpenEnv server instead of in-process.
+        workers: Episodes played in parallel per policy (threads; useful for LLM endpoints).
+        curves: Solver curves of the simulated policies, the oracle and the regret (default:
+            the defaults).
+        progress: Show a tqdm bar per policy (stderr). report: Write ``report.html``.
+        max_response_chars: Truncate stored responses (``None``: keep all).
+        remote_factory: ``url -> remote env`` (tests; default :func:`workbench.evaluate.connect_remote`).
+        notes: Extra notes for ``run.json``. run_meta: extra ``run.json`` fields.
+        pools: Pre-loaded question pools (:class:`reasoning_env.sources.PoolSet`) instead of the
+            config's sources (in-process only).
+        n_resamples: Bootstrap resamples of the intervals.
+
+    Returns:
+        An :class:`EvalResult`. A policy that fails (:class:`PolicyError`) is reported in
+        ``failed`` and left out; the others still run.
+
+    Raises:
+        ValueError: bad arguments (duplicate names, n_episodes < 1, unknown budget mode, a
+            policy needing trusted context with ``server_url``, a sweep against a server).
+    """
+    from tqdm.auto import tqdm
+
+    from reasoning_env.env import ReasoningEconomicsEnv
+    from reasoning_env.grading import Grader
+    from workbench.evaluation.writer import write_run
+
+    config = config or EnvConfig()
+    curves = curves or SolverCurves()
+    if n_episodes < 1:
+        raise ValueError(f"n_episodes must be >= 1, got {n_episodes}")
+    if budget_mode not in BUDGET_MODES or budget_mode == "explicit":
+        raise ValueError(f"budget_mode must be one of ['tokenizer_native', 'config'] (a fixed budget: total_budget), got {budget_mode!r}")
+    names = [p.name for p in policies]
+    if not names:
+        raise ValueError("no policies to evaluate; pass --policies with at least one of: " + ", ".join(POLICY_NAMES))
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+        raise ValueError(f"workers must be an integer >= 1 (episodes played in parallel), got {workers!r}")
+    if max_response_chars is not None and max_response_chars < 0:
+        raise ValueError(f"max_response_chars must be >= 0 characters (or unset to keep whole responses), got {max_response_chars}")
+    if len(set(names)) != len(names):
+        raise ValueError(f"policy names must be unique, got {names}")
+    base_seeds = [int(s) for s in (seeds if seeds else [seed])]
+    if len(set(base_seeds)) != len(base_seeds):
+        raise ValueError(f"seeds repeat a value: {base_seeds}")
+    if server_url:
+        trusted = [p.name for p in policies if p.needs_trusted_context]
+        if trusted:
+            raise ValueError(
+                f"policies {trusted} need the episode's gold answers (trusted context), which a remote server never "
+                "sends; run them in-process (without --server-url)"
+            )
+        if budget_ratios or caps:
+            raise ValueError("budget and cap sweeps change the environment's config, which a remote server owns: run them in-process")
+    conds = conditions_for(config, budget_ratios=budget_ratios, caps=caps, total_budget=total_budget)
+    notes = list(notes or [])
+    run_dir = Path(out) if out else Path("runs") / f"eval-{datetime.now().strftime('%Y%m%d-%H%M%S')}"
+    run_id = run_dir.name
+    from workbench.runs import RunWriter
+
+    RunWriter(run_dir, kind="evaluation", config=config)  # fail before playing when the folder cannot be created
+    # episode index -> (base seed, episode seed); the same indices in every condition
+    plan = [(s, episode_seed(s, i)) for s in base_seeds for i in range(n_episodes)]
+    per_cond = len(plan)
+
+    env_pools = None
+    grader = Grader(timeout_s=config.grading_timeout_s)
+    if not server_url:
+        env_pools = pools if pools is not None else ReasoningEconomicsEnv(config, grader=grader).pools  # load once, share
+    factory = remote_factory or _default_remote
+
+    def env_maker(cond: Condition) -> Callable[[], Any]:
+        if server_url:
+            return lambda: factory(server_url)
+        return lambda: ReasoningEconomicsEnv(cond.config, pools=env_pools, grader=grader)
+
+    # Warm up what every policy needs (tokenizer, grader imports) so per-policy wall_s is comparable.
+    try:
+        from reasoning_env.tokenization import get_tokenizer
+
+        get_tokenizer(config.tokenizer_name)
+    except Exception:  # reported by the env on reset
+        pass
+    grader.grade("\\boxed{1}", "2")
+    # one oracle cache per condition, shared by every policy's regret and the oracle policy
+    oracles = [OracleCache(curves, cap=c.config.max_tokens_per_step, min_tokens=c.config.min_tokens) for c in conds]
+    results_all: list[EpisodeResult] = []
+    timing: dict[str, dict[str, float]] = {}
+    failed: dict[str, str] = {}
+    tokenizers_used: list[str] = []
+    sources_used = None
+    t_start = time.perf_counter()
+    for policy in policies:
+        try:
+            tok_name = _resolve_tokenizer(policy, config, notes)
+        except PolicyError as exc:
+            failed[policy.name] = str(exc)
+            print(f"[{policy.name}] skipped: {exc}", file=sys.stderr)
+            continue
+        if tok_name not in tokenizers_used:
+            tokenizers_used.append(tok_name)
+        mine: list[EpisodeResult] = []
+        bar = tqdm(total=per_cond * len(conds), desc=f"{policy.name:>18}", unit="ep", disable=not progress, file=sys.stderr, leave=True, dynamic_ncols=True)
+        t0 = time.perf_counter()
+        try:
+            for ci, cond in enumerate(conds):
+                mode = "explicit" if cond.total_budget is not None else budget_mode
+                reset_kwargs, step_tok = budget_reset_kwargs(mode, tokenizer_name=tok_name, config_tokenizer=cond.config.tokenizer_name,
+                                                             total_budget=cond.total_budget)
+                oracle = oracles[ci]
+                if isinstance(policy, OracleAllocationPolicy) and policy.curves is curves:
+                    policy.oracle_cache = oracle
+                kwargs = dict(run_id=run_id, config=cond.config, reset_kwargs=reset_kwargs, curves=curves, oracle=oracle,
+                              step_tokenizer=step_tok, max_response_chars=max_response_chars)
+                make_env = env_maker(cond)
+                jobs = [(ci * per_cond + j, s, ep_seed) for j, (s, ep_seed) in enumerate(plan)]
+                results: list[Optional[EpisodeResult]] = [None] * len(jobs)
+
+                def columns(base: int) -> dict:
+                    return {"base_seed": base, **cond.columns}
+
+                if workers == 1:
+                    env = make_env()
+                    try:
+                        for k, (idx, s, ep_seed) in enumerate(jobs):
+                            results[k] = run_episode(env, policy, index=idx, seed=ep_seed, extra_columns=columns(s), **kwargs)
+                            bar.update(1)
+                    finally:
+                        if hasattr(env, "close"):
+                            env.close()
+                else:
+                    def task(job: tuple[int, int, int]) -> EpisodeResult:
+                        idx, s, ep_seed = job
+                        env_i = make_env()
+                        try:
+                            return run_episode(env_i, policy.clone(), index=idx, seed=ep_seed, extra_columns=columns(s), **kwargs)
+                        finally:
+                            if hasattr(env_i, "close"):
+                                env_i.close()
+
+                    with ThreadPoolExecutor(max_workers=workers) as pool:
+                        futures = [pool.submit(task, job) for job in jobs]
+                        for k, fut in enumerate(futures):
+                            results[k] = fut.result()
+                            bar.update(1)
+                mine.extend(r for r in results if r is not None)
+        except PolicyError as exc:
+            failed[policy.name] = str(exc)
+            print(f"[{policy.name}] failed: {exc}", file=sys.stderr)
+            continue
+        finally:
+            bar.close()
+        wall = time.perf_counter() - t0
+        lat = [s.latency_s for r in mine for s in r.steps if s.latency_s is not None]
+        timing[policy.name] = {"wall_s": round(wall, 3), "latency_s_mean": round(sum(lat) / len(lat), 6) if lat else float("nan")}
+        results_all.extend(mine)
+        if sources_used is None and not server_url and env_pools is not None:
+            sources_used = [dict(s) for s in env_pools.sources_used]
+        policy.close()
+
+    for name, err in failed.items():
+        notes.append(f"policy {name} failed: {err}")
+    meta = {
+        "seed": base_seeds[0],
+        "seeds": base_seeds,
+        "n_episodes": n_episodes,
+        "episode_seeds": [s for _b, s in plan],
+        "policies": [p.describe() for p in policies if p.name not in failed],
+        "failed_policies": failed,
+        "budget_mode": "client" if total_budget is not None else budget_mode,
+        "total_budget": total_budget,
+        "budget_ratios": [float(c.columns["budget_ratio"]) for c in conds] if budget_ratios else None,
+        "caps": [int(c.columns["token_cap"]) for c in conds] if caps else None,
+        "tokenizer_name": tokenizers_used,
+        "sources_used": sources_used,
+        "curves": curves.source,
+        "server_url": server_url,
+        "workers": workers,
+        "notes": notes,
+        **(run_meta or {}),
+    }
+    return write_run(
+        run_dir, results_all, config=config, curves=curves, meta=meta, order=[p.name for p in policies], timing=timing,
+        failed=failed, report=report, tokenizers=tokenizers_used or [config.tokenizer_name], t_start=t_start, n_resamples=n_resamples,
+    )
