@@ -184,12 +184,13 @@ def _grid(n: int, budget: int, cap: int, lows: Sequence[int], max_units: int) ->
 @dataclass
 class _Pass:
     """One parametric pass: per end state, the best value of ``sum E + c sum p`` and the
-    ``sum p`` (slope in ``c``) of the plan reaching it; back-pointers to rebuild plans."""
+    ``sum p`` (slope in ``c``) of the plan reaching it; the value arrays entering each question,
+    from which a plan is rebuilt."""
 
     c: float
     value: np.ndarray  # (n_ends,)
-    slope: np.ndarray  # (n_ends,)
-    choices: list  # per question: (S+1,) int32 length chosen to reach each state (-1: none)
+    slope: np.ndarray  # (n_ends,) (zeros when not tracked)
+    inputs: list  # per question: (S+1,) best value of each spend before it
 
 
 @dataclass
@@ -223,9 +224,18 @@ class Tables:
     notes: list = field(default_factory=list)
 
 
-def _dp_passes(tab: Tables, cs: Sequence[float]) -> list[_Pass]:
+def _gain(tab: Tables, i: int, j: int, hi: int, cvec: np.ndarray) -> np.ndarray:
+    """``E_i + c p_i`` of length ``lengths[i][j]`` for source states ``0..hi-1`` (rows: c)."""
+    ev, pv = tab.value[i], tab.p[i]
+    if ev.ndim == 2:
+        return ev[j][tab.cell_of[:hi]][None, :] + cvec * pv[j]
+    return ev[j] + cvec * pv[j]
+
+
+def _dp_passes(tab: Tables, cs: Sequence[float], *, slopes: bool = True) -> list[_Pass]:
     """Parametric passes for the coefficients ``cs``, computed together (one sweep over the
-    lengths with a row per coefficient)."""
+    lengths with a row per coefficient). ``slopes=False`` skips the ``sum p`` bookkeeping (one
+    pass without episode terms needs no slope): two array operations per length."""
     n = len(tab.lengths)
     S1 = tab.n_states
     C = len(cs)
@@ -233,42 +243,36 @@ def _dp_passes(tab: Tables, cs: Sequence[float]) -> list[_Pass]:
     V = np.full((C, S1), -np.inf)
     V[:, 0] = 0.0
     P = np.zeros((C, S1))
-    choices = []
+    inputs = []
     dry_vals, dry_slopes = [], []
     for i in range(n):
+        inputs.append(V)
         newV = np.full((C, S1), -np.inf)
-        newP = np.zeros((C, S1))
-        choice = np.full((C, S1), -1, dtype=np.int32)
-        lengths, pv, ev = tab.lengths[i], tab.p[i], tab.value[i]
-        two_d = ev.ndim == 2
+        newP = np.zeros((C, S1)) if slopes else P
         reach = np.flatnonzero(np.any(V > -np.inf, axis=0))
         smax = int(reach[-1]) if reach.size else -1
-        for j, t in enumerate(lengths):
+        for j, t in enumerate(tab.lengths[i]):
             t = int(t)
             hi = min(S1 - t, smax + 1)  # source states 0..hi-1 land on t..t+hi-1
             if hi <= 0:
                 break
-            if two_d:
-                val = V[:, :hi] + (ev[j][tab.cell_of[:hi]][None, :] + cvec * pv[j])
-            else:
-                val = V[:, :hi] + (ev[j] + cvec * pv[j])
+            val = V[:, :hi] + _gain(tab, i, j, hi, cvec)
             dst = newV[:, t:t + hi]
-            better = val > dst
-            if not better.any():
-                continue
-            np.copyto(dst, val, where=better)
-            np.copyto(newP[:, t:t + hi], P[:, :hi] + pv[j], where=better)
-            np.copyto(choice[:, t:t + hi], np.int32(t), where=better)
-        choices.append(choice)
+            if slopes:
+                better = val > dst
+                np.copyto(dst, val, where=better)
+                np.copyto(newP[:, t:t + hi], P[:, :hi] + tab.p[i][j], where=better)
+            else:
+                np.maximum(dst, val, out=dst)
         if tab.terminal_from is not None and i < n - 1:
             k = tab.terminal_from
             dry_vals.append(newV[:, k:].copy())
-            dry_slopes.append(newP[:, k:].copy())
+            dry_slopes.append(newP[:, k:].copy() if slopes else np.zeros((C, S1 - k)))
             newV[:, k:] = -np.inf
         V, P = newV, newP
     value = np.concatenate([V] + dry_vals, axis=1)
-    slope = np.concatenate([P] + dry_slopes, axis=1)
-    return [_Pass(float(c), value[r], slope[r], [ch[r] for ch in choices]) for r, c in enumerate(cs)]
+    slope = np.concatenate([P if slopes else np.zeros((C, S1))] + dry_slopes, axis=1)
+    return [_Pass(float(c), value[r], slope[r], [v[r] for v in inputs]) for r, c in enumerate(cs)]
 
 
 def _end_coefficients(tab: Tables) -> tuple[np.ndarray, np.ndarray, list[tuple[int, int]]]:
@@ -323,15 +327,25 @@ def _bounds(passes: list[_Pass], a: np.ndarray, b: np.ndarray) -> tuple[np.ndarr
 
 
 def _reconstruct(tab: Tables, pas: _Pass, after: int, s_end: int) -> list[int]:
+    """The plan of pass ``pas`` ending at spend ``s_end`` after question ``after``: backwards,
+    each question's length is the one whose predecessor value plus gain is largest."""
     n = len(tab.lengths)
     tokens = [0] * n
     s = s_end
     for i in range(after, -1, -1):
-        t = int(pas.choices[i][s])
-        if t < 0:  # pragma: no cover - defensive: an end state is reachable by construction
-            raise RuntimeError("allocation back-pointers are inconsistent")
-        tokens[i] = t
-        s -= t
+        lengths = tab.lengths[i]
+        ok = np.flatnonzero(lengths <= s)
+        if not ok.size:  # pragma: no cover - defensive: an end state is reachable by construction
+            raise RuntimeError("allocation plan cannot be rebuilt")
+        src = s - lengths[ok]
+        if tab.value[i].ndim == 2:
+            gains = tab.value[i][ok, tab.cell_of[src]] + pas.c * tab.p[i][ok]
+        else:
+            gains = tab.value[i][ok] + pas.c * tab.p[i][ok]
+        cand = pas.inputs[i][src] + gains
+        j = ok[int(np.argmax(cand))]
+        tokens[i] = int(lengths[j])
+        s -= int(lengths[j])
     return tokens
 
 
@@ -345,7 +359,7 @@ def solve(tab: Tables, *, tol: float = EXACT_TOL) -> tuple[list[int], int, float
         cands = [a_lo]
     else:
         cands = list(np.linspace(a_lo, a_hi, 3))
-    passes: list[_Pass] = _dp_passes(tab, cands)
+    passes: list[_Pass] = _dp_passes(tab, cands, slopes=len(cands) > 1)
     while True:
         lb, best_pass, ub = _bounds(passes, a, b)
         k = int(np.argmax(lb))
