@@ -120,8 +120,10 @@ def _condition_groups(ep: pd.DataFrame, conds: Sequence[str]) -> list[tuple[tupl
     for _, k in keys.iterrows():
         mask = np.ones(len(ep), dtype=bool)
         for c in conds:
-            mask &= (ep[c] == k[c]).to_numpy()
-        out.append((tuple(k[c] for c in conds), ep[mask]))
+            col = ep[c]
+            mask &= (col.isna() if pd.isna(k[c]) else (col == k[c])).to_numpy()
+        if mask.any():
+            out.append((tuple(k[c] for c in conds), ep[mask]))
     return out
 
 
@@ -266,7 +268,14 @@ def _holm(p: np.ndarray) -> np.ndarray:
 
 
 def _condition_label(conds: Sequence[str], key: tuple) -> str:
-    return ", ".join(f"{c}={v:g}" if isinstance(v, (int, float, np.floating, np.integer)) else f"{c}={v}" for c, v in zip(conds, key))
+    """``"budget_ratio=2"`` (empty for no condition; a missing value, e.g. the ratio of a fixed
+    budget, is left out)."""
+    parts = []
+    for c, v in zip(conds, key):
+        if pd.isna(v):
+            continue
+        parts.append(f"{c}={v:g}" if isinstance(v, (int, float, np.floating, np.integer)) else f"{c}={v}")
+    return ", ".join(parts)
 
 
 def paired_comparisons(
@@ -274,12 +283,14 @@ def paired_comparisons(
     *,
     metrics: Sequence[str] = COMPARISON_METRICS,
     order: Optional[Sequence[str]] = None,
+    on: str = "episode",
     confidence: float = stats.CONFIDENCE,
     n_resamples: int = stats.N_RESAMPLES,
     seed: int = 0,
 ) -> pd.DataFrame:
     """Every pair of policies compared on the episodes they both played (same episode index, so
-    the same seed and questions), per sweep condition and metric: ``a - b`` with its paired
+    the same seed and questions; ``on="seed"`` pairs by episode seed instead, e.g. across runs),
+    per sweep condition and metric: ``a - b`` with its paired
     bootstrap interval, the sign-flip permutation p-value (:func:`workbench.stats.paired_difference`)
     and the Holm-adjusted p-value over the pairs of that condition and metric.
 
@@ -301,8 +312,8 @@ def paired_comparisons(
             block = []
             for ia, a in enumerate(pols):
                 for b in pols[ia + 1:]:
-                    ea = ep[ep["policy"] == a].set_index("episode")
-                    eb = ep[ep["policy"] == b].set_index("episode")
+                    ea = ep[ep["policy"] == a].drop_duplicates(on).set_index(on)
+                    eb = ep[ep["policy"] == b].drop_duplicates(on).set_index(on)
                     common = ea.index.intersection(eb.index)
                     if len(common) == 0:
                         continue
