@@ -11,7 +11,7 @@ import pytest
 
 import evalpol_fixtures as fx
 from test_app_support import TOKENIZER, make_eval_run, make_training_run, play_config
-from workbench import reward_tuning as rt
+from workbench.reward_lab import tuning as rt
 from workbench.app.common import AppContext
 from workbench.app.lab_tab import SYNTHETIC, LabTab
 from workbench.app.play_tab import VIEW, PlayTab, render_gauges

@@ -238,7 +238,8 @@ class PlayTab:
     # ------------------------------------------------------------------ helpers
     def new_session(self) -> PlaySession:
         """A fresh session on the app's base config, sharing its grader and pools."""
-        return PlaySession(self.ctx.base_config, grader=self.ctx.grader, pools=self.ctx.pools, tokenizer_policy=self.ctx.tokenizer_policy)
+        return PlaySession(self.ctx.base_config, grader=self.ctx.grader, pools=self.ctx.pools, tokenizer_policy=self.ctx.tokenizer_policy,
+                           curves=self.ctx.curves)
 
     def _download_path(self, session: PlaySession) -> Optional[str]:
         if session is None or not session.started or not session.results:
