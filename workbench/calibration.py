@@ -15,8 +15,9 @@ curves to that:
 2. **Fit per problem type and difficulty.** The evaluation then fits
    ``p(cap, d) = ceiling * sigmoid(k (ln cap - ln(t50 growth^(d-1))))`` by maximum likelihood
    to those rows (:meth:`reasoning_env.policies.SolverCurves.fit` with ``x="token_cap"``): one curve
-   per problem type with enough rows, per family otherwise, with standard errors, goodness of fit
-   and the parameters the rows cannot identify (growth without difficulty labels, a ceiling the
+   per problem type with enough rows, per family otherwise, with standard errors (clustered by
+   question: one question answered at every cap gives correlated verdicts), goodness of fit and
+   the parameters the rows cannot identify (growth without difficulty labels, a ceiling the
    caps do not reach). It is saved in the run folder as ``fitted_curves.json``
    (:data:`CALIBRATION_FILE`; re-fit with ``python -m workbench.calibration RUN``).
 3. **Use it.** ``--curves runs/calib-qwen/fitted_curves.json`` makes the simulated policies, the
@@ -85,7 +86,7 @@ def calibrate(run: Union[str, Path], *, policies: Optional[Sequence[str]] = None
     rows = steps[steps["policy"].isin(pols)]
     if rows.empty:
         raise ValueError(f"no rows of policies {pols} in {str(run)!r} (policies there: {sorted(set(steps['policy']))})")
-    curves = SolverCurves.fit(rows, per=per, min_rows=min_rows, ceiling=ceiling, base=base, x="token_cap")
+    curves = SolverCurves.fit(rows, per=per, min_rows=min_rows, ceiling=ceiling, base=base, x="token_cap", cluster="question_id")
     curves.source += f" from {Path(run).name} (policies {', '.join(pols)})"
     if save:
         curves.save(Path(run) / CALIBRATION_FILE)

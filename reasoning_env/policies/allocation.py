@@ -448,7 +448,8 @@ def optimal_allocation(
 
     Args:
         curves: One :data:`CurveFn` per question (non-decreasing probabilities, ``p(0) = 0``
-            is assumed for a skipped question).
+            is assumed for a skipped question; when every question can have ``cap`` tokens,
+            the accuracy objective's plan is the cap for all).
         budget: Episode budget ``B`` (tokens, >= 0).
         lo: Minimum tokens per asked question (int or one per question; 0 allows skipping).
         cap: Maximum tokens per question (default: ``budget``).
@@ -485,6 +486,11 @@ def optimal_allocation(
         if reward is not None or not hard_cap_mode or min_tokens > 0:
             raise ValueError("max_units (a coarse grid) applies to the accuracy objective under a hard cap without an early end; leave it unset for an exact plan")
         return _coarse_accuracy(curves, budget, lows, cap, int(max_units))
+    roomy = n * cap <= budget and budget - (n - 1) * cap >= min_tokens if hard_cap_mode else n * cap <= math.floor(soft_headroom * budget)
+    if reward is None and roomy:
+        # Every question can have the cap without an early end: with non-decreasing curves that is the optimum.
+        p = tuple(float(_curve_values(f, np.array([cap]))[0]) if cap > 0 else 0.0 for f in curves)
+        return Allocation((cap,) * n, float(sum(p)), 1, p=p)
     if reward is None:
         tab = accuracy_tables(curves, budget, lows, cap, min_tokens=min_tokens if hard_cap_mode else 0,
                               max_spend=None if hard_cap_mode else int(math.floor(soft_headroom * budget)))

@@ -13,8 +13,12 @@ Model (per group of rows: a problem-type family, or one exact problem type)::
 maximised by Fisher scoring (with floor 0 and a fixed ceiling 1 this is logistic regression).
 
 Uncertainty: the covariance of ``(a, b, c, ceiling)`` is the inverse Fisher information at the
-optimum; standard errors of ``k``, ``t50`` and ``growth`` follow by the delta method, and 95%
-Wald intervals are taken on the log scale for ``t50`` and ``growth`` (they are positive).
+optimum, or, when rows come in clusters (``clusters``: e.g. one question answered at several caps
+of a calibration sweep, whose verdicts are correlated), the cluster-robust sandwich
+``I^-1 (sum_g s_g s_g^T) I^-1 * G / (G - 1)`` with ``s_g`` the score summed over cluster ``g``
+(Liang & Zeger 1986; the ordinary standard errors would be too small). Standard errors of ``k``,
+``t50`` and ``growth`` follow by the delta method, and 95% Wald intervals are taken on the log
+scale for ``t50`` and ``growth`` (they are positive).
 Goodness of fit: deviance, McFadden's pseudo-R^2 (1 - ll / ll_null) and the Hosmer-Lemeshow
 test over deciles of the fitted probability (chi^2 with g - 2 degrees of freedom; Hosmer &
 Lemeshow, *Applied Logistic Regression*, 2000, sec. 5.2.2), with the calibration table of those
@@ -40,7 +44,7 @@ from scipy import stats as _st
 __all__ = ["CEILING_SE_LIMIT", "CurveFit", "CurveFitError", "Estimate", "fit_group", "format_fit"]
 
 #: A fitted ceiling with a larger standard error than this is reported as not identified.
-CEILING_SE_LIMIT = 0.1
+CEILING_SE_LIMIT = 0.15
 _Z95 = float(_st.norm.ppf(0.975))
 
 
@@ -72,6 +76,7 @@ class CurveFit:
     Attributes:
         group: ``"family:<name>"``, ``"type:<problem type>"`` or ``"pooled"``.
         n: Rows used. n_correct: Correct rows among them. x: The length column fitted on.
+        clusters: Number of clusters of the robust standard errors (``None``: independent rows).
         estimates: ``k``, ``t50``, ``growth``, ``ceiling`` as :class:`Estimate` (``floor`` is fixed).
         floor: The fixed floor.
         loglik, null_loglik: Log-likelihood of the fit and of a constant accuracy.
@@ -93,6 +98,7 @@ class CurveFit:
     hosmer_lemeshow: dict[str, float]
     calibration: list[dict[str, float]]
     unidentified: list[str] = field(default_factory=list)
+    clusters: Optional[int] = None
 
     @property
     def deviance(self) -> float:
@@ -120,7 +126,8 @@ def format_fit(fit: dict[str, Any]) -> str:
     """Text of a fit report (:meth:`CurveFit.to_dict` form, as stored under ``fits`` in a curves
     file): rows, each parameter with its standard error and interval, goodness of fit, and what
     the rows could not identify."""
-    lines = [f"{fit['group']}: {fit['n']} rows ({fit['n_correct']} correct), length = {fit['x']}"]
+    clustered = f", standard errors clustered over {fit['clusters']} questions" if fit.get("clusters") else ""
+    lines = [f"{fit['group']}: {fit['n']} rows ({fit['n_correct']} correct), length = {fit['x']}{clustered}"]
     for name, e in fit["estimates"].items():
         e = e if isinstance(e, Estimate) else Estimate(**e)
         lines.append(f"  {name:<8s} {e}")
@@ -141,6 +148,36 @@ def _model(X: np.ndarray, beta: np.ndarray, ceiling: float, floor: float) -> tup
     return floor + (ceiling - floor) * s, s
 
 
+def _jacobian(X: np.ndarray, beta: np.ndarray, c: float, floor: float, free_c: bool) -> tuple[np.ndarray, np.ndarray]:
+    """``(p, dp/dtheta)`` per row (theta = beta, then the ceiling when it is free)."""
+    p, s = _model(X, beta, c, floor)
+    J = X * ((c - floor) * s * (1 - s))[:, None]
+    if free_c:
+        J = np.concatenate([J, s[:, None]], axis=1)
+    return np.clip(p, 1e-12, 1 - 1e-12), J
+
+
+def _covariance(X: np.ndarray, y: np.ndarray, beta: np.ndarray, c: float, floor: float, free_c: bool, info: np.ndarray,
+                clusters: Optional[np.ndarray]) -> Optional[np.ndarray]:
+    """Inverse Fisher information, or its cluster-robust sandwich (see the module docstring)."""
+    try:
+        inv = np.linalg.inv(info)
+    except np.linalg.LinAlgError:
+        return None
+    if clusters is None:
+        return inv
+    p, J = _jacobian(X, beta, c, floor, free_c)
+    scores = J * ((y - p) / (p * (1 - p)))[:, None]
+    _, idx = np.unique(clusters, return_inverse=True)
+    G = int(idx.max()) + 1
+    if G < 2:
+        return inv
+    summed = np.zeros((G, scores.shape[1]))
+    np.add.at(summed, idx, scores)
+    meat = summed.T @ summed * (G / (G - 1))
+    return inv @ meat @ inv
+
+
 def _scoring(X: np.ndarray, y: np.ndarray, *, floor: float, ceiling: Optional[float], c0: float, iters: int = 200) -> tuple[np.ndarray, float, np.ndarray]:
     """Fisher scoring over ``beta`` (and the ceiling when ``ceiling is None``), with step halving.
 
@@ -154,12 +191,7 @@ def _scoring(X: np.ndarray, y: np.ndarray, *, floor: float, ceiling: Optional[fl
     lo_c, hi_c = min(1.0, floor + 1e-3), 1.0
 
     def info_and_score(b: np.ndarray, c: float) -> tuple[np.ndarray, np.ndarray]:
-        p, s = _model(X, b, c, floor)
-        p = np.clip(p, 1e-12, 1 - 1e-12)
-        dz = (c - floor) * s * (1 - s)
-        J = X * dz[:, None]
-        if free_c:
-            J = np.concatenate([J, s[:, None]], axis=1)
+        p, J = _jacobian(X, b, c, floor, free_c)
         w = 1.0 / (p * (1 - p))
         return J.T @ (J * w[:, None]), J.T @ ((y - p) * w)
 
@@ -213,6 +245,7 @@ def fit_group(
     ceiling: Union[float, str, None] = "fit",
     floor: float = 0.0,
     x_name: str = "tokens",
+    clusters: Optional[np.ndarray] = None,
 ):
     """Fit one group of rows (lengths ``x`` > 0, difficulties ``d``, verdicts ``y`` in {0, 1}).
 
@@ -220,6 +253,8 @@ def fit_group(
         prior: The :class:`~.curves.Curve` whose ``growth`` / ``ceiling`` are kept when the rows
             cannot identify them.
         ceiling: ``"fit"`` (estimate it), a number (hold it), or ``None`` (hold the prior's).
+        clusters: One label per row; rows sharing a label are correlated (cluster-robust
+            standard errors). ``None``: independent rows.
 
     Returns:
         ``(Curve, CurveFit)``.
@@ -254,10 +289,7 @@ def fit_group(
     cov = None
     ceiling_est: Estimate
     if fixed_c is None:
-        try:
-            cov = np.linalg.inv(info)
-        except np.linalg.LinAlgError:
-            cov = None
+        cov = _covariance(X, y, beta, C, floor, True, info, clusters)
         se_c = math.sqrt(cov[-1, -1]) if cov is not None and cov[-1, -1] > 0 else math.inf
         at_bound = C >= 1.0 - 1e-6 or C <= floor + 2e-3
         if at_bound or not se_c <= CEILING_SE_LIMIT:
@@ -272,9 +304,8 @@ def fit_group(
     else:
         ceiling_est = Estimate(fixed_c, identified=False)
     if cov is None:
-        try:
-            cov = np.linalg.inv(info)
-        except np.linalg.LinAlgError:
+        cov = _covariance(X, y, beta, C, floor, False, info, clusters)
+        if cov is None:
             cov = np.full(info.shape, np.nan)
     a = float(beta[0])
     if not math.isfinite(a) or a <= 1e-6:
@@ -309,7 +340,7 @@ def fit_group(
     ybar = float(y.mean())
     hl, table = _hosmer_lemeshow(y, p_hat)
     report = CurveFit(
-        group=group, n=int(n), n_correct=int(y.sum()), x=x_name,
+        group=group, n=int(n), n_correct=int(y.sum()), x=x_name, clusters=None if clusters is None else int(len(np.unique(clusters))),
         estimates={"k": k_est, "t50": t50_est, "growth": growth_est, "ceiling": ceiling_est},
         floor=float(floor), loglik=_loglik(y, p_hat), null_loglik=_loglik(y, np.full(n, ybar)),
         hosmer_lemeshow=hl, calibration=table, unidentified=unidentified,

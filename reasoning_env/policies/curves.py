@@ -273,6 +273,7 @@ class SolverCurves:
         floor: float = 0.0,
         base: Optional["SolverCurves"] = None,
         x: str = "tokens",
+        cluster: Optional[str] = None,
     ) -> "SolverCurves":
         """Maximum-likelihood curves from recorded steps, with standard errors and goodness of
         fit (:mod:`.curve_fit`; the reports are kept in :attr:`fits` and in the saved file).
@@ -293,6 +294,8 @@ class SolverCurves:
                 (default: :class:`SolverCurves` defaults).
             x: The length column: ``"tokens"`` (charged) or ``"token_cap"`` (the per-question
                 cap of a calibration sweep).
+            cluster: A column whose equal values mark correlated rows (e.g. ``"question_id"``:
+                one question answered at several caps): cluster-robust standard errors.
 
         Returns:
             New curves: fitted groups replace the base ones; ``source`` describes the fit.
@@ -307,7 +310,7 @@ class SolverCurves:
         if per not in ("family", "type"):
             raise ValueError(f"per must be 'family' or 'type', got {per!r}")
         base = base or cls()
-        data = _rows_to_arrays(rows, base, x)
+        data = _rows_to_arrays(rows, base, x, cluster)
         n = len(data["t"])
         if n < min_rows:
             raise CurveFitError(f"need at least {min_rows} rows with {x} > 0 to fit a curve, got {n}")
@@ -323,7 +326,7 @@ class SolverCurves:
                 prior = (base.families.get(groups[0]) or DEFAULT_CURVES["other"]) if len(groups) == 1 else Curve(
                     k=2.0, t50=50.0, growth=2.0, ceiling=float(np.mean([(base.families.get(g) or DEFAULT_CURVES["other"]).ceiling for g in groups])))
                 cur, rep = fit_group(data["t"], data["d"], data["y"], group="pooled" if len(groups) > 1 else f"family:{groups[0]}",
-                                     prior=prior, ceiling=ceiling, floor=floor, x_name=x)
+                                     prior=prior, ceiling=ceiling, floor=floor, x_name=x, clusters=data["cluster"])
                 fits[rep.group] = rep.to_dict()
                 pooled_cache.append(cur)
             return pooled_cache[0]
@@ -333,7 +336,8 @@ class SolverCurves:
             if len(groups) > 1 and per_family and mask.sum() >= min_rows:
                 try:
                     cur, rep = fit_group(data["t"][mask], data["d"][mask], data["y"][mask], group=f"family:{g}",
-                                         prior=base.families.get(g) or DEFAULT_CURVES["other"], ceiling=ceiling, floor=floor, x_name=x)
+                                         prior=base.families.get(g) or DEFAULT_CURVES["other"], ceiling=ceiling, floor=floor, x_name=x,
+                                         clusters=None if data["cluster"] is None else data["cluster"][mask])
                     fits[rep.group] = rep.to_dict()
                 except CurveFitError as exc:
                     notes.append(f"{g}: pooled fit used ({exc})")
@@ -352,7 +356,7 @@ class SolverCurves:
                     continue
                 try:
                     cur, rep = fit_group(data["t"][mask], data["d"][mask], data["y"][mask], group=f"type:{t}", prior=fams[fam],
-                                         ceiling=ceiling, floor=floor, x_name=x)
+                                         ceiling=ceiling, floor=floor, x_name=x, clusters=None if data["cluster"] is None else data["cluster"][mask])
                 except CurveFitError as exc:
                     notes.append(f"type {t}: its family's curve ({exc})")
                     continue
@@ -362,14 +366,14 @@ class SolverCurves:
         return cls(families=fams, types=types, default_difficulty=dict(base.default_difficulty), source=src, fits=fits)
 
 
-def _rows_to_arrays(rows: Any, curves: SolverCurves, x: str = "tokens") -> dict[str, np.ndarray]:
+def _rows_to_arrays(rows: Any, curves: SolverCurves, x: str = "tokens", cluster: Optional[str] = None) -> dict[str, np.ndarray]:
     if hasattr(rows, "to_dict") and hasattr(rows, "columns"):  # a pandas DataFrame
         if x not in rows.columns:
             raise CurveFitError(f"the rows have no {x!r} column (columns: {', '.join(map(str, rows.columns))})")
         records = rows.to_dict(orient="records")
     else:
         records = list(rows)
-    t, d, y, fam, typ = [], [], [], [], []
+    t, d, y, fam, typ, grp = [], [], [], [], [], []
     for r in records:
         tok = _get(r, x)
         if tok is None:
@@ -386,8 +390,10 @@ def _rows_to_arrays(rows: Any, curves: SolverCurves, x: str = "tokens") -> dict[
         y.append(1.0 if bool(_get(r, "correct")) else 0.0)
         fam.append(problem_family(pt))
         typ.append(str(pt or "other"))
+        grp.append(str(_get(r, cluster)) if cluster else "")
     return {"t": np.array(t, dtype=float), "d": np.array(d, dtype=float), "y": np.array(y, dtype=float),
-            "family": np.array(fam, dtype=object), "type": np.array(typ, dtype=object)}
+            "family": np.array(fam, dtype=object), "type": np.array(typ, dtype=object),
+            "cluster": np.array(grp, dtype=object) if cluster else None}
 
 
 def fit_run(path: Union[str, Path], *, policies: Optional[Sequence[str]] = None, **kwargs: Any) -> SolverCurves:
