@@ -44,6 +44,7 @@ __all__ = [
     "discover_runs",
     "frontier",
     "intervals",
+    "labelled_summary",
     "load_runs",
     "main",
     "tokens_by_type",
@@ -345,7 +346,9 @@ def training_curves_figure(runs: RunSet, *, smooth: int = 1) -> go.Figure:
 
 
 
-def _labelled_summary(runs: RunSet) -> pd.DataFrame:
+def labelled_summary(runs: RunSet) -> pd.DataFrame:
+    """Every column of every run's summary (one row per run, policy and sweep condition), with
+    ``policy = "<run>:<policy>"`` when several runs are loaded (the figures' labels)."""
     table = runs.summary(columns=None)
     if table.empty:
         return table
@@ -360,21 +363,21 @@ def frontier(runs: RunSet) -> go.Figure:
     intervals and the Pareto frontier (:func:`workbench.sweep_plots.frontier_figure`)."""
     from workbench import sweep_plots
 
-    return sweep_plots.frontier_figure(_labelled_summary(runs))
+    return sweep_plots.frontier_figure(labelled_summary(runs))
 
 
 def intervals(runs: RunSet, metric: str = "accuracy") -> go.Figure:
     """``metric`` of every (run, policy) with its 95% interval over episodes."""
     from workbench import sweep_plots
 
-    return sweep_plots.interval_figure(_labelled_summary(runs), metric)
+    return sweep_plots.interval_figure(labelled_summary(runs), metric)
 
 
 def accuracy_vs_budget(runs: RunSet) -> go.Figure:
     """Accuracy against the budget ratio of the budget sweeps among the runs."""
     from workbench import sweep_plots
 
-    return sweep_plots.accuracy_vs_budget_figure(_labelled_summary(runs))
+    return sweep_plots.accuracy_vs_budget_figure(labelled_summary(runs))
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
@@ -398,7 +401,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if not len(runs):
         print("error: no run could be loaded", file=sys.stderr)
         return 2
-    summary = _labelled_summary(runs)
+    summary = labelled_summary(runs)
     cmp = runs.comparisons()
     print(runs.describe())
     print()

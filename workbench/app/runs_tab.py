@@ -122,7 +122,7 @@ class RunsTab:
         runs = compare.load_runs(dict.fromkeys(paths))
         if not len(runs):
             raise ValueError("no run could be loaded: " + "; ".join(f"{k}: {v}" for k, v in runs.errors.items()))
-        summary = compare._labelled_summary(runs)
+        summary = compare.labelled_summary(runs)
         cmp = runs.comparisons()
         lines = [f"**Provenance ({label})**: {w}" for label, run in runs.runs.items()
                  for w in (run.meta.get("provenance") or {}).get("warnings") or []]
