@@ -148,6 +148,24 @@ def test_exact_at_hundreds_of_random_budgets_and_mixes(block):
             assert oracle.expected_correct == pytest.approx(brute_force(None, qs, budget, cap, hard=True, min_tokens=mt, curves=curves)[0], abs=1e-12)
 
 
+@pytest.mark.parametrize("spec", ["budget_aware", {"type": "thinkprune", "limit": "remaining_share"},
+                                  {"type": "l1_exact", "target": "remaining_share", "alpha": 0.002}])
+def test_rewards_read_on_cells_of_the_spent_budget_keep_their_bound(spec, monkeypatch):
+    """A reward that reads the spent budget is solved on cells of it when a per-token table is too
+    large: the plan's exact value is within the reported bound of the per-token optimum."""
+    import reasoning_env.policies.objective as objective
+
+    qs = default_questions(6)
+    exact = induced_allocation(spec, qs, 900, max_tokens_per_step=300)
+    assert exact.bound < 1e-9 and not any("cells" in n for n in exact.notes)
+    monkeypatch.setattr(objective, "FULL_TABLE_ROWS", 1000)  # force cells
+    coarse = induced_allocation(spec, qs, 900, max_tokens_per_step=300, resolution=30)
+    assert any("cells" in n for n in coarse.notes)
+    assert coarse.objective <= exact.objective + 1e-9
+    assert exact.objective <= coarse.objective + coarse.bound + 1e-9
+    assert coarse.bound < 0.05 * abs(exact.objective) + 0.05
+
+
 def test_the_reported_regret_no_longer_depends_on_the_budget_grid():
     """Issue 13: cosine's regret was 38.6% / 0.5% / 33.5% at 3,300 / 3,344 / 3,400 tokens (the
     3,344 grid could not represent running dry); exact plans move smoothly with the budget."""

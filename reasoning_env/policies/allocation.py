@@ -41,6 +41,7 @@ an optimiser and is never used to report a bound.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional, Sequence, Union
@@ -222,6 +223,7 @@ class Tables:
     end_b_dry: Optional[np.ndarray] = None
     exact_value: Optional[Callable[[list[int], list[bool]], float]] = None
     notes: list = field(default_factory=list)
+    value_low: Optional[list] = None  # the lower cell envelope (cells only): a second, safe plan
 
 
 def _gain(tab: Tables, i: int, j: int, hi: int, cvec: np.ndarray) -> np.ndarray:
@@ -500,7 +502,16 @@ def optimal_allocation(
         tab = reward_tables(reward, curves, budget, lows, cap, questions=questions, hard_cap_mode=hard_cap_mode,
                             min_tokens=min_tokens, soft_headroom=soft_headroom, spent_cells=spent_cells)
     tokens, after, value, upper, passes = solve(tab, tol=tol)
-    return _plan_allocation(tab, tokens, after, value, upper, passes)
+    best = _plan_allocation(tab, tokens, after, value, upper, passes)
+    if tab.value_low is not None:  # the plan optimal on the lower envelope may be worth more
+        low_tab = dataclasses.replace(tab, value=tab.value_low, value_low=None)
+        t2, a2, v2, _u2, p2 = solve(low_tab, tol=tol)
+        other = _plan_allocation(tab, t2, a2, v2, upper, passes + p2)
+        if other.objective > best.objective:
+            best = other
+        else:
+            best = dataclasses.replace(best, passes=passes + p2)
+    return best
 
 
 def _coarse_accuracy(curves: Sequence[CurveFn], budget: int, lows: list[int], cap: int, max_units: int) -> Allocation:

@@ -17,10 +17,11 @@ correct answers ``K``; a term that is not affine in ``K`` is linearised through 
 Rewards that read the spent budget (a remaining-budget share, soft-mode overspend) need a table
 over ``(t, s)``. It is computed per token when it has at most :data:`FULL_TABLE_ROWS` rows;
 otherwise the spend is cut into ``spent_cells`` cells and each cell is valued at the better of its
-two ends (its start and the next cell's start). That envelope is an upper bound of the reward inside the cell when the reward is
-monotone in the spent budget within a cell, which holds for every registered shape (shares and
-overspend are monotone in it); the plan found on it is then re-valued exactly, and the
-difference is the reported ``bound``. Whether a reward reads the spent budget is detected by
+two ends (its start and the next cell's start) and, separately, at the worse. When the reward is
+monotone in the spent budget within a cell, which holds for every registered shape (shares,
+limits and overspend are monotone in it), the first envelope bounds the optimum from above and
+the plan optimal on the second is safe; both plans are re-valued exactly, the better is
+returned, and its distance to the upper bound is the reported ``bound``. Whether a reward reads the spent budget is detected by
 evaluating it at several spends.
 """
 
@@ -141,7 +142,7 @@ def reward_tables(
             reads_spent = True
     notes: list[str] = []
     cell_of = None
-    values = []
+    values, lows_ = [], []
     if not reads_spent:
         for i in range(n):
             values.append(ps[i] * rows_c[i][:, 0] + (1 - ps[i]) * rows_w[i][:, 0])
@@ -164,6 +165,8 @@ def reward_tables(
             rwr = _step_values(rw, tt, ss, False, i=i, difficulty=d, problem_type=pt, **common).reshape(len(t), len(pts))
             e = ps[i][:, None] * rc + (1 - ps[i][:, None]) * rwr
             values.append(e if width == 1 else np.maximum(e[:, :-1], e[:, 1:]))
+            if width > 1:
+                lows_.append(np.minimum(e[:, :-1], e[:, 1:]))
         if width > 1:
             notes.append(f"the reward reads the spent budget: read on {spent_cells} cells of it (bound reported)")
     # Episode terms per way of ending.
@@ -202,7 +205,9 @@ def reward_tables(
         a, b, _e = _episode_coefficients(rw, np.array([float(s)]), answered=len(asked), n=n, budget=budget, ran_dry=ran_dry)
         return total + float(a[0]) * psum + float(b[0])
 
-    return Tables(lengths, ps, values, cell_of, S1, terminal_from, a_done, b_done, a_dry, b_dry, exact_value, notes)
+    tab = Tables(lengths, ps, values, cell_of, S1, terminal_from, a_done, b_done, a_dry, b_dry, exact_value, notes)
+    tab.value_low = lows_ or None
+    return tab
 
 
 def correctness_signal(reward: Any, *, budget: int, num_questions: int, cap: int, hard_cap_mode: bool = True) -> bool:

@@ -126,7 +126,8 @@ def _run(args: argparse.Namespace) -> int:
             print("mean tokens by difficulty:")
             print(piv.round(0).to_string())
         worst = float(res.summary["bound"].max())
-        print(f"\noptimiser: exact in tokens; largest certified gap of any optimum above: {worst:.2g} (reward units)")
+        print(f"\noptimiser: exact in tokens (bound 0); rewards that read the spent budget are solved on cells of it with a certified "
+              f"bound (largest above: {worst:.2g} reward units)")
         for label, ns in res.notes.items():
             for n in ns:
                 print(f"note: {label}: {n}")
