@@ -112,8 +112,10 @@ def _run(args: argparse.Namespace) -> int:
 
         from reasoning_env.policies import SolverCurves
 
-        if min(args.budgets) < 1 or args.orders < 1 or args.resolution < 1:
-            raise ValueError(f"--budgets must be positive token counts, --orders and --resolution >= 1, got {args.budgets}, {args.orders} and {args.resolution}")
+        if min(args.budgets) < 1 or args.orders < 1:
+            raise ValueError(f"--budgets must be positive token counts and --orders >= 1, got {args.budgets} and {args.orders}")
+        if args.resolution < 1:
+            raise ValueError(f"--resolution must be >= 1 cells, got {args.resolution}")
         curves = SolverCurves.load(args.curves) if args.curves else SolverCurves()
         t0 = time.perf_counter()
         res = induced_behaviour({name: name for name in args.rewards}, args.budgets, orders=args.orders, hard_cap_mode=not args.soft,
