@@ -148,6 +148,90 @@ def _default_remote(url: str) -> Any:
     return connect_remote(url)
 
 
+def _check_arguments(policies: Sequence[BasePolicy], *, n_episodes: int, budget_mode: str, workers: Any, seed: int,
+                     seeds: Optional[Sequence[int]], max_response_chars: Optional[int], server_url: Optional[str], sweep: bool) -> list[int]:
+    """Validate :func:`evaluate`'s arguments; returns the evaluation seeds.
+
+    Raises:
+        ValueError: see :func:`evaluate`.
+    """
+    if n_episodes < 1:
+        raise ValueError(f"n_episodes must be >= 1, got {n_episodes}")
+    if budget_mode not in BUDGET_MODES or budget_mode == "explicit":
+        raise ValueError(f"budget_mode must be one of ['tokenizer_native', 'config'] (a fixed budget: total_budget), got {budget_mode!r}")
+    names = [p.name for p in policies]
+    if not names:
+        raise ValueError("no policies to evaluate; pass --policies with at least one of: " + ", ".join(POLICY_NAMES))
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+        raise ValueError(f"workers must be an integer >= 1 (episodes played in parallel), got {workers!r}")
+    if max_response_chars is not None and max_response_chars < 0:
+        raise ValueError(f"max_response_chars must be >= 0 characters (or unset to keep whole responses), got {max_response_chars}")
+    if len(set(names)) != len(names):
+        raise ValueError(f"policy names must be unique, got {names}")
+    base_seeds = [int(s) for s in (seeds if seeds else [seed])]
+    if len(set(base_seeds)) != len(base_seeds):
+        raise ValueError(f"seeds repeat a value: {base_seeds}")
+    if server_url:
+        trusted = [p.name for p in policies if p.needs_trusted_context]
+        if trusted:
+            raise ValueError(
+                f"policies {trusted} need the episode's gold answers (trusted context), which a remote server never "
+                "sends; run them in-process (without --server-url)"
+            )
+        if sweep:
+            raise ValueError("budget and cap sweeps change the environment's config, which a remote server owns: run them in-process")
+    return base_seeds
+
+
+def _play_condition(policy: BasePolicy, cond: Condition, *, first_index: int, plan: Sequence[tuple[int, int]], make_env: Callable[[], Any],
+                    workers: int, on_episode: Callable[[int], Any], run_id: str, tokenizer_name: str, budget_mode: str,
+                    curves: SolverCurves, oracle: OracleCache, max_response_chars: Optional[int]) -> list[EpisodeResult]:
+    """Every episode of ``plan`` (``(base seed, episode seed)``) for one policy under one condition,
+    in order (``workers`` threads, each with its own environment and policy clone).
+
+    Raises:
+        PolicyError: the policy failed.
+    """
+    mode = "explicit" if cond.total_budget is not None else budget_mode
+    reset_kwargs, step_tok = budget_reset_kwargs(mode, tokenizer_name=tokenizer_name, config_tokenizer=cond.config.tokenizer_name,
+                                                 total_budget=cond.total_budget)
+    kwargs = dict(run_id=run_id, config=cond.config, reset_kwargs=reset_kwargs, curves=curves, oracle=oracle,
+                  step_tokenizer=step_tok, max_response_chars=max_response_chars)
+    jobs = [(first_index + j, base, ep_seed) for j, (base, ep_seed) in enumerate(plan)]
+
+    def play(env: Any, pol: BasePolicy, job: tuple[int, int, int]) -> EpisodeResult:
+        idx, base, ep_seed = job
+        return run_episode(env, pol, index=idx, seed=ep_seed, extra_columns={"base_seed": base, **cond.columns}, **kwargs)
+
+    if workers == 1:
+        env = make_env()
+        out = []
+        try:
+            for job in jobs:
+                out.append(play(env, policy, job))
+                on_episode(1)
+        finally:
+            if hasattr(env, "close"):
+                env.close()
+        return out
+
+    def task(job: tuple[int, int, int]) -> EpisodeResult:
+        env_i = make_env()
+        try:
+            return play(env_i, policy.clone(), job)
+        finally:
+            if hasattr(env_i, "close"):
+                env_i.close()
+
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        futures = [pool.submit(task, job) for job in jobs]
+        out = []
+        for fut in futures:
+            out.append(fut.result())
+            on_episode(1)
+    return out
+
+
 def evaluate(
     policies: Sequence[BasePolicy],
     *,
@@ -213,49 +297,20 @@ def evaluate(
     from reasoning_env.env import ReasoningEconomicsEnv
     from reasoning_env.grading import Grader
     from workbench.evaluation.writer import write_run
+    from workbench.runs import RunWriter
 
     config = config or EnvConfig()
     curves = curves or SolverCurves()
-    if n_episodes < 1:
-        raise ValueError(f"n_episodes must be >= 1, got {n_episodes}")
-    if budget_mode not in BUDGET_MODES or budget_mode == "explicit":
-        raise ValueError(f"budget_mode must be one of ['tokenizer_native', 'config'] (a fixed budget: total_budget), got {budget_mode!r}")
-    names = [p.name for p in policies]
-    if not names:
-        raise ValueError("no policies to evaluate; pass --policies with at least one of: " + ", ".join(POLICY_NAMES))
-    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
-        raise ValueError(f"workers must be an integer >= 1 (episodes played in parallel), got {workers!r}")
-    if max_response_chars is not None and max_response_chars < 0:
-        raise ValueError(f"max_response_chars must be >= 0 characters (or unset to keep whole responses), got {max_response_chars}")
-    if len(set(names)) != len(names):
-        raise ValueError(f"policy names must be unique, got {names}")
-    base_seeds = [int(s) for s in (seeds if seeds else [seed])]
-    if len(set(base_seeds)) != len(base_seeds):
-        raise ValueError(f"seeds repeat a value: {base_seeds}")
-    if server_url:
-        trusted = [p.name for p in policies if p.needs_trusted_context]
-        if trusted:
-            raise ValueError(
-                f"policies {trusted} need the episode's gold answers (trusted context), which a remote server never "
-                "sends; run them in-process (without --server-url)"
-            )
-        if budget_ratios or caps:
-            raise ValueError("budget and cap sweeps change the environment's config, which a remote server owns: run them in-process")
+    base_seeds = _check_arguments(policies, n_episodes=n_episodes, budget_mode=budget_mode, workers=workers, seed=seed, seeds=seeds,
+                                  max_response_chars=max_response_chars, server_url=server_url, sweep=bool(budget_ratios or caps))
     conds = conditions_for(config, budget_ratios=budget_ratios, caps=caps, total_budget=total_budget)
     notes = list(notes or [])
     run_dir = Path(out) if out else Path("runs") / f"eval-{datetime.now().strftime('%Y%m%d-%H%M%S')}"
-    run_id = run_dir.name
-    from workbench.runs import RunWriter
-
     RunWriter(run_dir, kind="evaluation", config=config)  # fail before playing when the folder cannot be created
     # episode index -> (base seed, episode seed); the same indices in every condition
     plan = [(s, episode_seed(s, i)) for s in base_seeds for i in range(n_episodes)]
-    per_cond = len(plan)
-
-    env_pools = None
     grader = Grader(timeout_s=config.grading_timeout_s)
-    if not server_url:
-        env_pools = pools if pools is not None else ReasoningEconomicsEnv(config, grader=grader).pools  # load once, share
+    env_pools = None if server_url else (pools if pools is not None else ReasoningEconomicsEnv(config, grader=grader).pools)  # load once, share
     factory = remote_factory or _default_remote
 
     def env_maker(cond: Condition) -> Callable[[], Any]:
@@ -289,61 +344,27 @@ def evaluate(
         if tok_name not in tokenizers_used:
             tokenizers_used.append(tok_name)
         mine: list[EpisodeResult] = []
-        bar = tqdm(total=per_cond * len(conds), desc=f"{policy.name:>18}", unit="ep", disable=not progress, file=sys.stderr, leave=True, dynamic_ncols=True)
+        bar = tqdm(total=len(plan) * len(conds), desc=f"{policy.name:>18}", unit="ep", disable=not progress, file=sys.stderr, leave=True, dynamic_ncols=True)
         t0 = time.perf_counter()
         try:
             for ci, cond in enumerate(conds):
-                mode = "explicit" if cond.total_budget is not None else budget_mode
-                reset_kwargs, step_tok = budget_reset_kwargs(mode, tokenizer_name=tok_name, config_tokenizer=cond.config.tokenizer_name,
-                                                             total_budget=cond.total_budget)
-                oracle = oracles[ci]
                 if isinstance(policy, OracleAllocationPolicy) and policy.curves is curves:
-                    policy.oracle_cache = oracle
-                kwargs = dict(run_id=run_id, config=cond.config, reset_kwargs=reset_kwargs, curves=curves, oracle=oracle,
-                              step_tokenizer=step_tok, max_response_chars=max_response_chars)
-                make_env = env_maker(cond)
-                jobs = [(ci * per_cond + j, s, ep_seed) for j, (s, ep_seed) in enumerate(plan)]
-                results: list[Optional[EpisodeResult]] = [None] * len(jobs)
-
-                def columns(base: int) -> dict:
-                    return {"base_seed": base, **cond.columns}
-
-                if workers == 1:
-                    env = make_env()
-                    try:
-                        for k, (idx, s, ep_seed) in enumerate(jobs):
-                            results[k] = run_episode(env, policy, index=idx, seed=ep_seed, extra_columns=columns(s), **kwargs)
-                            bar.update(1)
-                    finally:
-                        if hasattr(env, "close"):
-                            env.close()
-                else:
-                    def task(job: tuple[int, int, int]) -> EpisodeResult:
-                        idx, s, ep_seed = job
-                        env_i = make_env()
-                        try:
-                            return run_episode(env_i, policy.clone(), index=idx, seed=ep_seed, extra_columns=columns(s), **kwargs)
-                        finally:
-                            if hasattr(env_i, "close"):
-                                env_i.close()
-
-                    with ThreadPoolExecutor(max_workers=workers) as pool:
-                        futures = [pool.submit(task, job) for job in jobs]
-                        for k, fut in enumerate(futures):
-                            results[k] = fut.result()
-                            bar.update(1)
-                mine.extend(r for r in results if r is not None)
+                    policy.oracle_cache = oracles[ci]
+                mine.extend(_play_condition(
+                    policy, cond, first_index=ci * len(plan), plan=plan, make_env=env_maker(cond), workers=workers, on_episode=bar.update,
+                    run_id=run_dir.name, tokenizer_name=tok_name, budget_mode=budget_mode, curves=curves, oracle=oracles[ci],
+                    max_response_chars=max_response_chars,
+                ))
         except PolicyError as exc:
             failed[policy.name] = str(exc)
             print(f"[{policy.name}] failed: {exc}", file=sys.stderr)
             continue
         finally:
             bar.close()
-        wall = time.perf_counter() - t0
         lat = [s.latency_s for r in mine for s in r.steps if s.latency_s is not None]
-        timing[policy.name] = {"wall_s": round(wall, 3), "latency_s_mean": round(sum(lat) / len(lat), 6) if lat else float("nan")}
+        timing[policy.name] = {"wall_s": round(time.perf_counter() - t0, 3), "latency_s_mean": round(sum(lat) / len(lat), 6) if lat else float("nan")}
         results_all.extend(mine)
-        if sources_used is None and not server_url and env_pools is not None:
+        if sources_used is None and env_pools is not None:
             sources_used = [dict(s) for s in env_pools.sources_used]
         policy.close()
 

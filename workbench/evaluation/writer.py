@@ -34,7 +34,12 @@ def budget_note(mode: str, total_budget: Optional[int], config: EnvConfig, token
                 f"(the cap is what limits each answer), counted with {toks}.")
     if total_budget is not None:
         return f"Budget: fixed at {total_budget} tokens per episode (--total-budget), counted with {toks}."
-    sweep = f" Budget sweep over budget_ratio {', '.join(f'{r:g}' for r in ratios)}." if ratios else ""
+    sweep = ""
+    if ratios:
+        per = episodes.groupby("budget_ratio")["total_budget"].mean() if "budget_ratio" in episodes and not episodes.empty else pd.Series(dtype=float)
+        means = ", ".join(f"x{r:g}: {per[r]:.0f}" for r in ratios if r in per.index)
+        sweep = f" Budget sweep over budget_ratio {', '.join(f'{r:g}' for r in ratios)}" + (f" (mean budget {means} tokens)." if means else ".")
+        mean_text = "budgets scale with the ratio"
     if mode == "config":
         return (
             f"Budget: config formula ({config.config_budget()} units: budget_ratio x num_questions x "
@@ -124,8 +129,8 @@ def write_run(
     comparisons = analysis.paired_comparisons(episodes, order=order, n_resamples=n_resamples)
     by_seed = analysis.seed_table(episodes, order=order)
     meta = dict(meta)
-    meta["budget_note"] = budget_note(meta.get("budget_mode", "tokenizer_native") if meta.get("total_budget") is None else "client",
-                                      meta.get("total_budget"), config, tokenizers, episodes, meta.get("budget_ratios"), meta.get("caps"))
+    meta["budget_note"] = budget_note(meta.get("budget_mode", "tokenizer_native"), meta.get("total_budget"), config, tokenizers, episodes,
+                                      meta.get("budget_ratios"), meta.get("caps"))
     meta["provenance"] = provenance(meta.get("policies") or [], meta.get("sources_used"), curves)
     meta["wall_s"] = round(time.perf_counter() - t_start, 3)
     writer.meta.update(meta)
