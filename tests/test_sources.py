@@ -8,8 +8,9 @@ import logging
 
 import pytest
 
-from conftest import FIXTURES
+from conftest import FIXTURES, REPO, shared_data_or_skip
 from reasoning_env.sources import LoadContext, SourceError, SourceUnavailable, available, load_pools, load_source
+from reasoning_env.sources.hf_dataset import detect_gold_format
 from reasoning_env.sources.metamathqa import METAMATHQA_TYPES
 
 OFFLINE = LoadContext(hub=False)
@@ -100,6 +101,121 @@ def test_jsonl_needs_files_and_hf_needs_an_id():
         load_source("jsonl", {}, OFFLINE)
     with pytest.raises(SourceError, match="hf_id"):
         load_source("hf", {}, OFFLINE)
+
+
+def _rows(tmp_path, answers, name="rows.jsonl"):
+    f = tmp_path / name
+    f.write_text("".join(json.dumps({"question": f"Q{i}?", "answer": a}) + "\n" for i, a in enumerate(answers)))
+    return str(f)
+
+
+#: One worked solution per common gold format: (answer_extraction, answer field, gold).
+GOLD_FORMATS = [
+    ("gsm8k", "She has 2 + 3 = <<2+3=5>>5 boxes of 260.\nSo 5 * 260 = <<5*260=1300>>1300.\n#### 1,300", "1300"),
+    ("boxed", "Halve it: the probability is $\\boxed{\\frac{1}{2}}$.", "\\frac{1}{2}"),
+    ("metamathqa", "We have $x = \\boxed{7}$ from the first line.\nThe answer is: 7", "7"),
+]
+
+
+@pytest.mark.parametrize("source", ["hf", "jsonl"])
+@pytest.mark.parametrize("fmt, solution, gold", GOLD_FORMATS, ids=[f[0] for f in GOLD_FORMATS])
+def test_worked_solutions_with_answer_extraction_unset_stop_with_one_line_naming_it(tmp_path, source, fmt, solution, gold):
+    files = _rows(tmp_path, [solution, solution])
+    with pytest.raises(SourceError) as err:
+        load_source(source, {"data_files": files}, OFFLINE)
+    message = str(err.value)
+    assert "\n" not in message
+    assert f"Set answer_extraction: {fmt} " in message and "2 of 2 values of field 'answer'" in message
+
+
+@pytest.mark.parametrize("source", ["hf", "jsonl"])
+@pytest.mark.parametrize("fmt, solution, gold", GOLD_FORMATS, ids=[f[0] for f in GOLD_FORMATS])
+def test_the_answer_extraction_the_message_names_reads_the_gold(tmp_path, source, fmt, solution, gold):
+    qs = load_source(source, {"data_files": _rows(tmp_path, [solution]), "answer_extraction": fmt}, OFFLINE)
+    assert [q.gold_answer for q in qs] == [gold]
+
+
+def test_plain_answers_load_as_they_are_without_answer_extraction(tmp_path):
+    answers = ["18", "\\frac{1}{2}", "\\left( 3, \\frac{\\pi}{2} \\right)", "x^2 + 1"]
+    qs = load_source("jsonl", {"data_files": _rows(tmp_path, answers)}, OFFLINE)
+    assert [q.gold_answer for q in qs] == answers
+
+
+def test_answer_extraction_none_keeps_a_worked_solution_as_the_gold(tmp_path):
+    solution = GOLD_FORMATS[0][1]
+    qs = load_source("jsonl", {"data_files": _rows(tmp_path, [solution]), "answer_extraction": "none"}, OFFLINE)
+    assert [q.gold_answer for q in qs] == [solution]
+
+
+def test_an_extraction_that_finds_no_gold_names_the_format_the_field_holds(tmp_path):
+    files = _rows(tmp_path, ["It is \\boxed{4}.", "It is \\boxed{5}."])
+    with pytest.raises(SourceError, match="found no gold answer in any of the 2 values.*set answer_extraction: boxed"):
+        load_source("jsonl", {"data_files": files, "answer_extraction": "gsm8k"}, OFFLINE)
+
+
+def test_rows_without_a_gold_are_skipped_with_one_warning(tmp_path, caplog):
+    files = _rows(tmp_path, ["1 + 1 = 2\n#### 2", "no marker here", "2 + 2 = 4\n#### 4"])
+    with caplog.at_level(logging.WARNING, logger="reasoning_env.sources"):
+        qs = load_source("jsonl", {"data_files": files, "answer_extraction": "gsm8k"}, OFFLINE)
+    assert [q.gold_answer for q in qs] == ["2", "4"]
+    assert [r.getMessage() for r in caplog.records if "skipped" in r.getMessage()] == [
+        f"source 'jsonl': answer_extraction 'gsm8k' found no gold answer in 1 of 3 rows of files:{files} (field 'answer'); they are skipped"]
+
+
+def test_detect_gold_format_takes_the_most_common_and_the_last_marker():
+    assert detect_gold_format(["18", "\\frac{1}{2}"]) is None
+    fmt, matched, total, _ = detect_gold_format(["a\n#### 1", "b\n#### 2", "c \\boxed{3}", "4"])
+    assert (fmt, matched, total) == ("gsm8k", 2, 4)
+    # MetaMathQA boxes a value, then states the answer: the later marker is the gold's format
+    assert detect_gold_format(["\\boxed{5} so The answer is: 5"])[0] == "metamathqa"
+    assert detect_gold_format(["The answer is 5, i.e. \\boxed{5}"])[0] == "boxed"
+
+
+def test_real_gsm8k_through_the_hf_source_needs_answer_extraction_gsm8k(shared_data):
+    files = str(shared_data / "gsm8k_test.jsonl")
+    with pytest.raises(SourceError, match="1319 of 1319 values of field 'answer'.*Set answer_extraction: gsm8k"):
+        load_source("hf", {"data_files": files}, OFFLINE)
+    via_hf = load_source("hf", {"data_files": files, "answer_extraction": "gsm8k"}, OFFLINE)
+    native = load_source("gsm8k", {}, LoadContext(data_dir=str(shared_data)))
+    assert [q.gold_answer for q in via_hf] == [q.gold_answer for q in native]
+
+
+def test_a_right_answer_grades_right_on_a_gsm8k_style_file(tmp_path):
+    from reasoning_env import EnvConfig, ReasoningEconomicsEnv
+
+    files = _rows(tmp_path, ["3 + 4 = <<3+4=7>>7\n#### 7"] * 3)
+    config = EnvConfig(sources=[{"name": "jsonl", "options": {"data_files": files, "answer_extraction": "gsm8k"}}],
+                       num_questions=2, total_budget=400)
+    env = ReasoningEconomicsEnv(config)
+    env.reset(seed=0)
+    obs = env.step("3 + 4 = 7, so the answer is \\boxed{7}.")
+    assert obs.last_step.correct, obs.last_step
+
+
+EXAMPLES = REPO / "examples" / "sources"
+EXAMPLE_CONFIGS = sorted(EXAMPLES.glob("*.yaml"))
+
+
+def test_every_source_has_an_example_config():
+    assert sorted(p.stem for p in EXAMPLE_CONFIGS) == sorted(available())
+
+
+@pytest.mark.parametrize("path", EXAMPLE_CONFIGS, ids=[p.stem for p in EXAMPLE_CONFIGS])
+def test_example_config_loads_answers_not_solutions(path, monkeypatch):
+    """Each ``examples/sources/<name>.yaml`` is a valid config for that source that loads offline
+    from the repository root (gsm8k / math500 from ``../shared/data``; metamathqa / numina_tir from
+    their builtin stand-ins), and its golds are answers, not worked solutions."""
+    from reasoning_env import EnvConfig
+
+    monkeypatch.chdir(REPO)
+    config = EnvConfig.from_yaml(path)
+    assert [s.name for s in config.sources] == [path.stem]
+    if path.stem in ("gsm8k", "math500"):
+        config = config.replace(data_dir=str(shared_data_or_skip()))
+    pools = load_pools(config.sources, data_dir=config.data_dir, offline_fallback=config.offline_fallback, hub=False)
+    golds = [q.gold_answer for qs in pools.pools.values() for q in qs]
+    assert len(golds) >= config.num_questions
+    assert detect_gold_format(golds) is None
 
 
 def test_reasoning_gym_is_offline_deterministic_and_takes_difficulty_options():
