@@ -4,11 +4,9 @@ seeds, budget sweeps and the frontier, provenance, the regret function, the repo
 
 from __future__ import annotations
 
-import json
 import math
 import os
 
-import numpy as np
 import pandas as pd
 import pytest
 
@@ -17,7 +15,6 @@ from reasoning_env.config import EnvConfig
 from reasoning_env.policies import SolverCurves, episode_regret, make_policy
 from workbench import analysis, stats
 from workbench.evaluate import evaluate, main
-from workbench.runs import load_run
 
 POLICIES = ("uniform", "sim_greedy", "oracle_allocation")
 
