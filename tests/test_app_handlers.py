@@ -11,7 +11,7 @@ import pytest
 
 import evalpol_fixtures as fx
 from test_app_support import TOKENIZER, make_eval_run, make_training_run, play_config
-from workbench import reward_tuning as rt
+from workbench.reward_lab import tuning as rt
 from workbench.app.common import AppContext
 from workbench.app.lab_tab import SYNTHETIC, LabTab
 from workbench.app.play_tab import VIEW, VIEW_FIRST, VIEW_REST, PlayTab, render_gauges
@@ -356,3 +356,20 @@ def test_a_saved_episode_is_added_to_the_runs_selection(play, runs, ctx, tmp_pat
     picker, status = runs.include_saved(session, ctx.runs_root, [])
     assert str(session.saved_to) in picker.value and "added" in status
     assert str(session.saved_to) in [v for _l, v in picker.choices]
+
+
+def test_uncertainty_shows_the_paired_comparison_and_the_frontier(runs, ctx):
+    root = Path(ctx.runs_root)
+    md, intervals, frontier, budget = runs.uncertainty([str(root / "eval-tiny")], "")
+    assert "Paired comparison" in md and "cannot be told apart" in md
+    assert all(isinstance(f, go.Figure) for f in (intervals, frontier, budget))
+    assert frontier.data[0].name == "frontier"
+    assert any("one budget only" in (a.text or "") for a in budget.layout.annotations)
+    assert len(runs.uncertainty([], "")) == 4  # nothing chosen: the outputs are left as they are
+
+
+def test_the_runs_table_shows_intervals(runs, ctx):
+    root = Path(ctx.runs_root)
+    _describe, table, *_ = runs.compare([str(root / "eval-tiny")], "", 1)
+    cell = table["accuracy [95% CI]"].iloc[0]
+    assert cell.count("[") == 1 and cell.endswith("]")

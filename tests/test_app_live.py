@@ -164,7 +164,7 @@ def test_sessions_are_independent(live):
 
 
 def test_reward_lab_through_gradio_client(client):
-    from workbench.reward_tuning import controls
+    from workbench.reward_lab.tuning import controls
 
     client.predict("synthetic", api_name="/lab_load")
     values = [c.default for c in controls()]

@@ -272,7 +272,8 @@ class PlayTab:
     # ------------------------------------------------------------------ helpers
     def new_session(self) -> PlaySession:
         """A fresh session on the app's base config, sharing its grader and pools."""
-        return PlaySession(self.ctx.base_config, grader=self.ctx.grader, pools=self.ctx.pools, tokenizer_policy=self.ctx.tokenizer_policy)
+        return PlaySession(self.ctx.base_config, grader=self.ctx.grader, pools=self.ctx.pools, tokenizer_policy=self.ctx.tokenizer_policy,
+                           curves=self.ctx.curves)
 
     def _download_path(self, session: PlaySession) -> Optional[str]:
         if session is None or not session.started or not session.results:
@@ -454,7 +455,8 @@ class PlayTab:
                     with gr.Tab("Let a policy answer"):
                         with gr.Row(equal_height=True):
                             c["policy"] = gr.Dropdown([(POLICY_LABELS.get(p, p), p) for p in self.policies], value="sim_greedy",
-                                                      label="Policy", scale=3, elem_id="ree-policy")
+                                                      label="Policy", scale=3, elem_id="ree-policy",
+                                                      info=f"Simulated policies follow the {self.ctx.curves.provenance}")
                             c["policy_btn"] = gr.Button("Answer this one", scale=1, elem_id="ree-policy-step")
                             c["run_btn"] = gr.Button("Run to the end", variant="primary", scale=1, elem_id="ree-run")
                             c["stop_btn"] = gr.Button("Stop", variant="stop", scale=0, min_width=70)
