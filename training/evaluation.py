@@ -64,23 +64,23 @@ def expected_and_oracle(curves: Any, questions: Sequence[tuple], step_tokens: Se
     Args:
         curves: :class:`reasoning_env.policies.SolverCurves` (accuracy vs tokens per type and difficulty).
         questions: ``(problem_type, difficulty, gold_answer)`` of every question, in order.
-        step_tokens: Tokens charged per answered question (questions not reached get 0).
+        step_tokens: Tokens charged per question, in order (questions not reached get 0).
         budget: The episode's total budget (tokens).
         cap, min_tokens: The config's ``max_tokens_per_step`` and ``min_tokens``.
         tokenizer: The episode's tokenizer, for the oracle's shortest answers (``None``: 1 token).
     Returns:
         ``(expected, oracle_expected)``; the regret is their difference.
 
-    The oracle is today's ``workbench.evaluate.OracleCache`` (the exact DP of
-    ``reasoning_env.policies.optimal_allocation``); this is the one place training calls it.
+    The one place training calls the oracle: :func:`reasoning_env.policies.episode_regret`, the
+    function evaluation and Play use (the exact plan of ``optimal_allocation``).
     """
+    from reasoning_env.policies import episode_regret
     from reasoning_env.policies.text import minimal_tokens
-    from workbench.evaluate import OracleCache
 
-    expected = sum(float(curves.p(t, q[0], q[1])) for q, t in zip(questions, step_tokens) if t > 0)
     lows = [minimal_tokens(tokenizer, q[2]) for q in questions] if tokenizer is not None else None
-    oracle = OracleCache(curves, cap=cap, min_tokens=min_tokens).expected_correct([(q[0], q[1]) for q in questions], budget, lows)
-    return expected, float(oracle)
+    r = episode_regret(curves, [(q[0], q[1]) for q in questions], int(budget), list(step_tokens), lows=lows,
+                       cap=cap, min_tokens=min_tokens)
+    return float(r.expected_correct), float(r.oracle_expected_correct)
 
 
 def episode_record(trace: Any, *, curves: Any, cap: int, min_tokens: int, tokenizer: Any = None) -> dict:

@@ -79,7 +79,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "per episode can hold; TRL's qwen3_training template does the same). strip is refused.")
     g = p.add_argument_group("environment")
     g.add_argument("--config", default=None, help="Environment YAML (EnvConfig; an 'env:' key is accepted). Default: the project default config.")
-    g.add_argument("--env_base_url", default=None, help="Play against an OpenEnv server at this URL instead of in-process.")
+    g.add_argument("--env_base_url", "--server-url", dest="env_base_url", nargs="+", default=None,
+                   help="Play against OpenEnv server(s) at these URLs instead of in-process; several replicas spread the "
+                        "episodes, and an episode whose replica dies is replayed from its seed on another.")
     g.add_argument("--total_budget", type=int, default=None, help="Fixed budget (tokens) for every episode; default: tokenizer-native.")
     g.add_argument("--num_episodes", type=int, default=256, help="Distinct episode seeds in the training set (one GRPO group each).")
     g.add_argument("--max_episode_tokens", type=int, default=8192,
