@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
 # One-time set-up of the current Python environment (use a venv). Idempotent.
-#   bash scripts/setup.sh          # everything the main job needs (CPU)
-#   bash scripts/setup.sh --test   # plus what the tests need (Debian chromium for the browser test)
+#   bash scripts/setup.sh          # the app, the core and CPU training (requirements.txt + requirements-train.txt)
+#   bash scripts/setup.sh --test   # plus what the tests need (requirements-test.txt, Debian chromium)
+# requirements.txt alone is what the Space (app.py) installs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-python -m pip install -q --disable-pip-version-check -r requirements.txt
+REQS=(-r requirements.txt -r requirements-train.txt)
+[ "${1:-}" = "--test" ] && REQS+=(-r requirements-test.txt)
+python -m pip install -q --disable-pip-version-check "${REQS[@]}"
 if [ "${1:-}" = "--test" ]; then
   if ! command -v chromium >/dev/null 2>&1 && [ ! -x /usr/bin/chromium ]; then
     if command -v apt-get >/dev/null 2>&1; then

@@ -334,8 +334,9 @@ def test_compare_draws_the_table_and_figures(runs, ctx):
     describe, table, *figs = out
     assert "eval-tiny" in describe and "train-tiny" in describe
     assert len(table) == 3 and "tokens/question" in table.columns
-    assert len(figs) == 5 and all(isinstance(f, go.Figure) for f in figs)
-    assert "rolling mean over 3" in figs[-1].layout.title.text
+    assert len(figs) == 6 and all(isinstance(f, go.Figure) for f in figs)
+    assert "rolling mean over 3" in figs[-2].layout.title.text
+    assert "Held-out evaluation" in figs[-1].layout.title.text
 
 
 @pytest.mark.parametrize("smooth", [float("inf"), float("nan"), "abc", 0])
@@ -346,7 +347,7 @@ def test_compare_with_a_bad_smoothing_value_is_a_gradio_error(runs, ctx, smooth)
 
 def test_compare_if_any_skips_without_a_selection(runs):
     out = runs.compare_if_any([], "")
-    assert len(out) == 7
+    assert len(out) == 8
 
 
 def test_a_saved_episode_is_added_to_the_runs_selection(play, runs, ctx, tmp_path):

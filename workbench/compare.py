@@ -43,6 +43,8 @@ __all__ = [
     "budget_spend",
     "discover_runs",
     "frontier",
+    "held_out_evaluations",
+    "held_out_figure",
     "intervals",
     "labelled_summary",
     "load_runs",
@@ -346,6 +348,66 @@ def training_curves_figure(runs: RunSet, *, smooth: int = 1) -> go.Figure:
 
 
 
+def held_out_evaluations(runs: RunSet) -> pd.DataFrame:
+    """Every training run's held-out evaluations (``evaluations.jsonl``, written by
+    ``training.grpo_train --eval_every``): one row per ``(run, step, metric, key)`` with ``estimate``,
+    ``ci_low``, ``ci_high`` (bootstrap 95% over the held-out episodes) and ``n`` (empty if none)."""
+    parts = []
+    for label, run in runs.runs.items():
+        path = Path(run.path) / "evaluations.jsonl"
+        if path.is_file() and path.stat().st_size:
+            df = pd.read_json(path, lines=True, dtype={"key": str})
+            df.insert(0, "run", label)
+            parts.append(df)
+    return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(
+        columns=["run", "step", "metric", "key", "estimate", "ci_low", "ci_high", "n"])
+
+
+def held_out_figure(runs: RunSet) -> go.Figure:
+    """Did training teach the policy to triage? For every training run with held-out evaluations:
+    tokens per answered question by difficulty (left) and regret against the oracle allocation
+    (right, expected correct answers per episode under the run's accuracy curves) against the
+    training step, with bootstrap 95% intervals over the held-out episodes as error bars."""
+    ev = held_out_evaluations(runs)
+    fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.1, subplot_titles=[
+        "held-out tokens per answered question, by difficulty", "held-out regret vs the oracle (expected correct / episode)"])
+    title = "Held-out evaluation during training (95% intervals over episodes)"
+    if ev.empty:
+        fig.update_layout(title=title, template="plotly_white", height=420, annotations=list(fig.layout.annotations) + [dict(
+            text="no held-out evaluations: train with --eval_every N (evaluations.jsonl)", showarrow=False, xref="paper",
+            yref="paper", x=0.5, y=0.5, font=dict(size=14, color="#888"))])
+        return fig
+    labels = list(dict.fromkeys(ev["run"]))
+    multi = len(labels) > 1
+
+    def err(d: pd.DataFrame) -> dict:
+        hi = (d["ci_high"] - d["estimate"]).fillna(0).clip(lower=0)
+        lo = (d["estimate"] - d["ci_low"]).fillna(0).clip(lower=0)
+        return dict(type="data", array=hi.tolist(), arrayminus=lo.tolist(), thickness=1, width=3)
+
+    diffs = sorted(ev.loc[ev["metric"] == "tokens_by_difficulty", "key"].dropna().unique(), key=lambda k: (len(str(k)), str(k)))
+    dcolors = plots.policy_colors([f"difficulty {d}" for d in diffs])
+    dashes = ["solid", "dash", "dot", "dashdot", "longdash"]
+    for i, label in enumerate(labels):
+        e = ev[ev["run"] == label]
+        for d in diffs:
+            dd = e[(e["metric"] == "tokens_by_difficulty") & (e["key"] == d)].sort_values("step")
+            if dd.empty:
+                continue
+            name = f"{label} · difficulty {d}" if multi else f"difficulty {d}"
+            fig.add_trace(go.Scatter(x=dd["step"], y=dd["estimate"], error_y=err(dd), mode="lines+markers", name=name,
+                                     line=dict(color=dcolors[f"difficulty {d}"], dash=dashes[i % len(dashes)]),
+                                     hovertemplate=f"{name}<br>step %{{x}}<br>%{{y:.1f}} tokens<extra></extra>"), row=1, col=1)
+        rg = e[e["metric"] == "regret"].sort_values("step")
+        if not rg.empty:
+            fig.add_trace(go.Scatter(x=rg["step"], y=rg["estimate"], error_y=err(rg), mode="lines+markers",
+                                     name=f"{label} · regret" if multi else "regret", line=dict(color="#444", dash=dashes[i % len(dashes)]),
+                                     hovertemplate=f"{label}<br>step %{{x}}<br>regret %{{y:.3f}}<extra></extra>"), row=1, col=2)
+    fig.update_xaxes(title_text="training step")
+    fig.update_yaxes(title_text="tokens", row=1, col=1)
+    fig.update_yaxes(title_text="expected correct lost", row=1, col=2)
+    fig.update_layout(title=title, template="plotly_white", height=440)
+    return fig
 def labelled_summary(runs: RunSet) -> pd.DataFrame:
     """Every column of every run's summary (one row per run, policy and sweep condition), with
     ``policy = "<run>:<policy>"`` when several runs are loaded (the figures' labels)."""
@@ -417,7 +479,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     summary.to_csv(out / "summary.csv", index=False)
     cmp.to_csv(out / "comparisons.csv", index=False)
     figs = [intervals(runs), frontier(runs), accuracy_vs_budget(runs), accuracy_vs_tokens(runs), utilisation_figure(runs),
-            budget_spend(runs), tokens_by_type(runs), training_curves_figure(runs)]
+            budget_spend(runs), tokens_by_type(runs), training_curves_figure(runs), held_out_figure(runs)]
     with open(out / "figures.html", "w", encoding="utf-8") as f:
         f.write("<!DOCTYPE html><html><head><meta charset='utf-8'><title>Run comparison</title></head><body style='max-width:1240px;margin:auto'>")
         for i, fig in enumerate(figs):

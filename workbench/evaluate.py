@@ -102,6 +102,11 @@ def _parser() -> argparse.ArgumentParser:
     g.add_argument("--llm-max-tokens", dest="llm_max_tokens", type=int, help="extra cap on tokens per step (below step_token_cap)")
     g.add_argument("--llm-timeout", dest="llm_timeout", type=float, help="seconds per request")
     g.add_argument("--llm-retries", dest="llm_retries", type=int)
+    g.add_argument("--llm-format", dest="llm_format", choices=["multi_turn", "single_turn"],
+                   help="episode format of the LLM policies: multi_turn (default: one conversation per episode, as GRPO "
+                        "training plays it; hf_local reads a trained folder's episode_format.json) or single_turn")
+    g.add_argument("--history-thinking", dest="history_thinking", choices=["keep", "strip"],
+                   help="earlier <think> blocks in the multi-turn history: keep (default, as trained) or strip")
     g.add_argument("--hf-model", dest="hf_model", help="hf_local: local folder or Hub id (default BASELINE_LOCAL_MODEL)")
     g.add_argument("--hf-device", dest="hf_device")
     g.add_argument("--hf-dtype", dest="hf_dtype")
@@ -148,9 +153,12 @@ def _policies_from_args(args: argparse.Namespace, curves: SolverCurves) -> list[
         "max_tokens": args.llm_max_tokens,
         "timeout_s": args.llm_timeout,
         "retries": args.llm_retries,
+        "format": args.llm_format,
+        "history_thinking": args.history_thinking,
         "seed": args.seed,
     }
-    hf = {"model": args.hf_model, "tokenizer_name": args.llm_tokenizer, "temperature": args.llm_temperature, "max_tokens": args.llm_max_tokens, "device": args.hf_device, "dtype": args.hf_dtype, "seed": args.seed}
+    hf = {"model": args.hf_model, "tokenizer_name": args.llm_tokenizer, "temperature": args.llm_temperature, "max_tokens": args.llm_max_tokens, "device": args.hf_device, "dtype": args.hf_dtype, "seed": args.seed,
+          "format": args.llm_format, "history_thinking": args.history_thinking}
     return [make_policy(n, curves=curves, llm=llm, hf=hf, baseline_answer=_baseline_answer(args)) for n in names]
 
 

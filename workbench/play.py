@@ -493,6 +493,9 @@ class PlaySession:
             latency_s=latency,
         )
         result = StepResult(obs, row, actor, response, md.get("grading_response"), latency)
+        for name, pol in ep.policies.items():  # multi-turn LLM policies keep the whole episode in context
+            if name != actor and hasattr(pol, "record_answer"):
+                pol.record_answer(ep.obs, response)
         ep.obs = obs
         ep.results.append(result)
         ep.saved_to = None
@@ -525,6 +528,11 @@ class PlaySession:
         info = make_episode_info(ep.reset_obs, ep.config, policy=pol, questions=self._env.questions, episode=0)
         try:
             pol.reset(info)
+            if hasattr(pol, "record_answer"):  # answers given before this policy joined the episode
+                before = ep.reset_obs
+                for r in ep.results:
+                    pol.record_answer(before, r.response)
+                    before = r.observation
         except PolicyError as exc:
             raise PlayError(str(exc)) from None
         ep.policies[name] = pol

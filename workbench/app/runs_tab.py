@@ -87,7 +87,7 @@ class RunsTab:
 
         Returns:
             ``(description markdown, summary table, accuracy-vs-tokens, utilisation, budget spend,
-            tokens-by-type, training-curves figures)``.
+            tokens-by-type, training-curves, held-out evaluation figures)``.
 
         Raises ``gr.Error`` when nothing is chosen or nothing could be loaded.
         """
@@ -102,7 +102,8 @@ class RunsTab:
             raise ValueError("no run could be loaded: " + "; ".join(f"{k}: {v}" for k, v in runs.errors.items()))
         table = _display_table(runs.summary())
         figs = [compare.accuracy_vs_tokens(runs), compare.utilisation_figure(runs), compare.budget_spend(runs),
-                compare.tokens_by_type(runs), compare.training_curves_figure(runs, smooth=_smooth_window(smooth))]
+                compare.tokens_by_type(runs), compare.training_curves_figure(runs, smooth=_smooth_window(smooth)),
+                compare.held_out_figure(runs)]
         for f in figs[:4]:
             f.update_layout(height=400, margin=dict(l=55, r=15, t=60, b=50), legend=dict(font=dict(size=11)))
         return (runs.describe(), table, *figs)
@@ -163,6 +164,7 @@ class RunsTab:
             c["spend_plot"] = gr.Plot(show_label=False)
             c["type_plot"] = gr.Plot(show_label=False)
         c["train_plot"] = gr.Plot(show_label=False, elem_id="ree-runs-train")
+        c["held_out_plot"] = gr.Plot(show_label=False, elem_id="ree-runs-held-out")
         with gr.Accordion("Uncertainty, paired comparison and frontier", open=True):
             c["uncertainty"] = gr.Markdown("", elem_id="ree-runs-uncertainty")
             with gr.Row():
@@ -170,7 +172,8 @@ class RunsTab:
                 c["frontier_plot"] = gr.Plot(show_label=False, elem_id="ree-runs-frontier")
             c["budget_plot"] = gr.Plot(show_label=False, elem_id="ree-runs-budget")
 
-        outputs = [c["describe"], c["table"], c["acc_plot"], c["util_plot"], c["spend_plot"], c["type_plot"], c["train_plot"]]
+        outputs = [c["describe"], c["table"], c["acc_plot"], c["util_plot"], c["spend_plot"], c["type_plot"], c["train_plot"],
+                   c["held_out_plot"]]
         extra = [c["uncertainty"], c["interval_plot"], c["frontier_plot"], c["budget_plot"]]
         c["_uncertainty_io"] = ([c["runs"], c["path"]], extra)
         c["refresh"].click(self.refresh, [c["root"], c["runs"]], [c["runs"], c["status"]], api_name="runs_refresh")
@@ -206,7 +209,7 @@ class RunsTab:
     def compare_if_any(self, selected: Optional[Sequence[str]], extra_path: str, smooth: float = 1) -> tuple:
         """:meth:`compare` when something is chosen; otherwise leave the outputs as they are."""
         if not selected and not (extra_path or "").strip():
-            return tuple(gr.skip() for _ in range(7))
+            return tuple(gr.skip() for _ in range(8))
         return self.compare(selected, extra_path, smooth)
 
     def wire_tab(self, tab: Any, c: dict[str, Any]) -> None:
