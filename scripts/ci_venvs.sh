@@ -4,11 +4,12 @@
 #                           starts app.py in it and checks torch is not there)
 #   $REE_CI_VENVS/gpu-pins  the pure-Python packages requirements-gpu.txt pins (TRL 1.15, transformers 5.17,
 #                           accelerate, PEFT, datasets 4.8, ...) with CPU torch 2.13.0; vLLM, Unsloth, xformers and
-#                           bitsandbytes (CUDA builds) are left out. .ci/run runs the training tests in it.
-# Needs only the package index. Prints nothing on reuse but the paths.
+#                           bitsandbytes (CUDA builds) are left out. tests/test_gpu_pins.py runs the training tests in it.
+# Needs only the package index. Prints nothing on reuse but the paths. `setup.sh --test` runs it; the tests find
+# the venvs in the same folder (tests/ci_venvs.py).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-ROOT="${REE_CI_VENVS:-${TMPDIR:-/tmp}/ree-ci-venvs}"
+ROOT="${REE_CI_VENVS:-${XDG_CACHE_HOME:-$HOME/.cache}/reasoning_env/ci-venvs}"
 mkdir -p "$ROOT"
 PIP=(-m pip install -q --disable-pip-version-check --no-compile)
 quiet_pip() {  # pip, without this machine's warnings about index folders that do not exist

@@ -1,6 +1,6 @@
 """The Space installs only the root requirements.txt: it holds no training stack, and app.py starts
-in a virtual environment that holds nothing else (built by scripts/ci_venvs.sh; .ci/run exports
-REE_APP_VENV)."""
+in a virtual environment that holds nothing else (built by scripts/ci_venvs.sh, which
+``bash scripts/setup.sh --test`` runs)."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from ci_venvs import ci_venv_python
 
 REPO = Path(__file__).resolve().parents[1]
 TRAINING_STACK = {"torch", "trl", "accelerate", "peft", "trackio", "vllm", "unsloth", "unsloth_zoo", "xformers",
@@ -41,13 +42,7 @@ def test_root_requirements_hold_no_training_or_test_stack():
 
 @pytest.fixture(scope="module")
 def app_python() -> Path:
-    venv = os.environ.get("REE_APP_VENV")
-    if not venv:
-        pytest.skip("REE_APP_VENV is not set: build the requirements.txt-only venv with scripts/ci_venvs.sh (.ci/run does)")
-    py = Path(venv) / "bin" / "python"
-    if not py.is_file():
-        pytest.skip(f"REE_APP_VENV={venv} holds no bin/python")
-    return py
+    return ci_venv_python("app")
 
 
 def test_the_app_venv_has_no_torch(app_python):
