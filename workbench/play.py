@@ -684,7 +684,7 @@ class PlaySession:
         return p
 
     def save_run(self, root: Union[str, Path] = "runs", *, name: Optional[str] = None) -> Path:
-        """Write the episode as a run folder (``workbench.runs`` layout, ``kind: "evaluation"``,
+        """Write the episode as a run folder (``workbench.runs`` layout, ``kind: "play"``,
         one episode, policy = :meth:`label`) under ``root``; the Runs tab and the reward lab load it.
 
         Adds the evaluation extras: ``expected_correct`` per step (the solver curves at the
@@ -740,7 +740,7 @@ class PlaySession:
                 lows=lows, oracle=oracle,
             )
             try:
-                writer = RunWriter(folder, kind="evaluation", config=_with_seed(ep.config, md.get("seed")), meta={
+                writer = RunWriter(folder, kind="play", config=_with_seed(ep.config, md.get("seed")), meta={
                     "run_id": folder.name,
                     "source": "workbench play tab",
                     "seed": md.get("seed"),
