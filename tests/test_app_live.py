@@ -15,12 +15,9 @@ from pathlib import Path
 import httpx
 import pytest
 
-from test_app_support import REPO_ROOT, start_app
+from test_app_support import CHROMIUM, CHROMIUM_ARGS, ERROR_MARKS, REPO_ROOT, start_app
 from workbench.app.server import DEFAULT_PORT, default_host, default_port
 
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--no-first-run"]
 FORM = (["metamathqa", "numina_tir"], "tokenizer_native", 4, "", "Qwen/Qwen2.5-0.5B-Instruct", "7", True, 10, "")
 
 @pytest.fixture(scope="module")
@@ -195,9 +192,6 @@ def test_browser_plays_an_episode_and_draws_the_charts(live, tmp_path):
         finally:
             browser.close()
     assert (tmp_path / "play.png").stat().st_size > 10_000
-
-
-ERROR_MARKS = "[data-testid=status-tracker] span.error"
 
 
 @pytest.mark.skipif(not os.path.exists(CHROMIUM), reason=f"no Chromium at {CHROMIUM} (install Debian's chromium: apt-get install chromium)")
