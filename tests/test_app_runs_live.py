@@ -58,6 +58,7 @@ def live(tmp_path_factory):
     root = tmp_path_factory.mktemp("runs-of-every-kind")
     make_runs_of_every_kind(root)
     app = start_app(root)
+    app.runs_root = root
     yield app
     app.stop()
 
@@ -125,6 +126,8 @@ def test_the_runs_tab_draws_five_runs_grouped_with_legible_labels(page, tmp_path
             assert left - 1 <= m["title"][0] and m["title"][2] <= right + 1, plot_id
     assert len(drawn["ree-runs-acc"]["legends"]["legend"]) == 7 and len(drawn["ree-runs-util"]["bars"]) == 15
     assert len(drawn["ree-runs-util"]["ticks"]) == 6  # one y axis per run's panel, and the shared x axis
+    rows = sum(len(boxes) for axis, boxes in drawn["ree-runs-intervals"]["ticks"].items() if axis.startswith("y"))
+    assert rows == 5 + 5 + 3 * 2 + 1 + 1  # every policy (and budget ratio) of every run, drawn by the second pass
 
 
 def test_narrowing_the_policies_redraws_every_chart_with_those(page):
@@ -147,6 +150,43 @@ def test_narrowing_the_policies_redraws_every_chart_with_those(page):
     assert sorted(acc["legends"]["legend2"]) == sorted(RUN_KEY[:3])  # the runs that hold them
     table = page.inner_text("#ree-runs-table")
     assert "sim_greedy" in table and not any(p in table for p in ("greedy_max", "sim_uniform", "oracle_allocation", "grpo"))
+
+
+def test_notebook_03s_figures_of_five_runs_keep_their_labels_apart_at_a_notebooks_width(live, tmp_path):
+    """Notebook 03 draws the same figures (library calls) in a notebook's output width (~900 px):
+    measured in the browser as in the tab."""
+    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright (Python) is not installed")
+    from workbench import compare, plots
+
+    root = live.runs_root
+    runs = compare.load_runs(sorted(str(p.parent) for p in root.glob("*/run.json")))
+    figs = [compare.accuracy_vs_tokens(runs), compare.intervals(runs), compare.frontier(runs), compare.utilisation_figure(runs),
+            compare.budget_spend(runs), compare.tokens_by_type(runs), plots.regret_figure(runs.episodes()),
+            compare.training_curves_figure(runs), compare.held_out_figure(runs)]
+    html = "".join(f"<div id='fig-{i}'>{f.to_html(full_html=False, include_plotlyjs=i == 0, default_width='100%')}</div>"
+                   for i, f in enumerate(figs))
+    page_file = tmp_path / "notebook.html"
+    page_file.write_text(f"<!DOCTYPE html><html><body style='width:900px'>{html}</body></html>", encoding="utf-8")
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 940, "height": 1000})
+            page.goto(page_file.as_uri(), timeout=60_000)
+            page.wait_for_function(f"document.querySelectorAll('.js-plotly-plot .main-svg').length >= {len(figs)}", timeout=60_000)
+            page.screenshot(path=str(tmp_path / "notebook.png"), full_page=True)
+            for i in range(len(figs)):
+                m = page.evaluate(MEASURE, f"fig-{i}")
+                assert m is not None, i
+                assert sum(len([t for t in v if t not in REFERENCE_LINES]) for v in m["legends"].values()) <= 7 + 5, (i, m["legends"])
+                for name, boxes in m["legendBoxes"].items():
+                    assert not overlapping(boxes), (i, name)
+                for axis, boxes in m["ticks"].items():
+                    assert not overlapping(boxes), (i, axis)
+                assert not overlapping([b for b, _s in m["bars"]]) and all(s >= 9 for _b, s in m["bars"]), i
+                if m["title"]:
+                    assert m["box"][0] - 1 <= m["title"][0] and m["title"][2] <= m["box"][2] + 1, i
+        finally:
+            browser.close()
 
 
 def panels(page, ids) -> dict:

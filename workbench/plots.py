@@ -251,11 +251,9 @@ def _grouped_bars(steps: pd.DataFrame, by: str, title: str, xlabel: str) -> go.F
         fig.add_trace(tr, row=rows[st.run], col=1)
     fig.update_xaxes(categoryorder="array", categoryarray=categories, automargin=True)
     fig.update_xaxes(title_text=xlabel, row=len(rows), col=1)
-    fig.update_yaxes(rangemode="tozero", nticks=4)
-    fig.update_layout(title=title + " (one panel per run)", template=_TEMPLATE, barmode="group", height=height,
-                      legend=dict(title=dict(text="policy")),
-                      annotations=list(fig.layout.annotations) + [dict(text=yaxis_title, textangle=-90, showarrow=False, xref="paper",
-                                                                       yref="paper", x=-0.07, xanchor="right", y=0.5, font=dict(size=12))])
+    fig.update_yaxes(rangemode="tozero", nticks=4, title_text="tokens", title_font=dict(size=11))
+    fig.update_layout(title=dict(text=title + " (one panel per run)", subtitle=dict(text=yaxis_title)), template=_TEMPLATE,
+                      barmode="group", height=height, legend=dict(title=dict(text="policy")))
     return fig
 
 

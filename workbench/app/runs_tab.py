@@ -126,7 +126,8 @@ class RunsTab:
         Returns:
             ``(description markdown, summary table, accuracy-vs-tokens, budget spend, utilisation,
             tokens-by-type figures, training-curves and held-out evaluation updates (``{"value":
-            figure, "visible": ...}``: hidden when no run has what they draw), policy picker update)``.
+            figure, "visible": ...}``: hidden when no run has what they draw), what was drawn
+            (``{"paths": [...], "policies": [...]}``, for :meth:`uncertainty_of`), policy picker update)``.
 
         Raises ``gr.Error`` when nothing is chosen or nothing could be loaded.
         """
@@ -145,12 +146,17 @@ class RunsTab:
         picker = gr.Dropdown(choices=loaded.policies(), value=shown, multiselect=True)
         return (runs.describe(), table, *figs,
                 gr.update(value=compare.training_curves_figure(runs, smooth=window), visible=training),
-                gr.update(value=compare.held_out_figure(runs), visible=held_out), picker)
+                gr.update(value=compare.held_out_figure(runs), visible=held_out), {"paths": paths, "policies": shown}, picker)
 
     def redraw(self, selected: Optional[Sequence[str]], extra_path: str, smooth: float = 1,
                policies: Optional[Sequence[str]] = None) -> tuple:
         """:meth:`compare` without the policy picker's update (for the picker's own edits)."""
         return self.compare(selected, extra_path, smooth, policies)[:-1]
+
+    def uncertainty_of(self, drawn: Optional[dict]) -> tuple:
+        """:meth:`uncertainty` of the runs and policies the first pass (:meth:`compare`) drew."""
+        drawn = drawn or {}
+        return self.uncertainty(drawn.get("paths") or [], "", drawn.get("policies"))
 
     @user_errors
     def uncertainty(self, selected: Optional[Sequence[str]], extra_path: str, policies: Optional[Sequence[str]] = None) -> tuple:
@@ -199,6 +205,9 @@ class RunsTab:
             c["compare_btn"] = gr.Button("Compare", variant="primary", scale=1, elem_id="ree-compare")
         # the one place the tab's actions show they are busy or were refused (the message is a toast)
         c["busy"] = status_line("ree-runs-status")
+        # the runs and policies the first pass drew: the second pass completes that comparison (it must not read
+        # the pickers, which may have changed, or be changing, in between)
+        c["drawn"] = gr.State({})
         c["describe"] = gr.Markdown("")
         c["table"] = gr.Dataframe(pd.DataFrame(columns=list(HEADERS.values())), interactive=False, label="Summary (one row per run and policy)",
                                   wrap=False, elem_id="ree-runs-table")
@@ -219,7 +228,7 @@ class RunsTab:
                 c["budget_plot"] = gr.Plot(show_label=False, elem_id="ree-runs-budget")
 
         outputs = [c["describe"], c["table"], c["acc_plot"], c["spend_plot"], c["util_plot"], c["type_plot"], c["train_plot"],
-                   c["held_out_plot"], c["policies"]]
+                   c["held_out_plot"], c["drawn"], c["policies"]]
         extra = [c["uncertainty"], c["interval_plot"], c["frontier_plot"], c["budget_plot"]]
         on = marks_on(c["busy"])  # busy and error marks on the status line only
         private = {"api_visibility": "private", **on}
@@ -229,10 +238,11 @@ class RunsTab:
         c["root"].submit(self.refresh, [c["root"], c["runs"]], [c["runs"], c["status"]], **private)
         # Compare draws every policy of the chosen runs; narrowing the picker (or smoothing) redraws the chosen ones
         c["compare_btn"].click(self.compare, [c["runs"], c["path"], c["smooth"]], outputs, api_name="runs_compare", **on).success(
-            self.uncertainty, [c["runs"], c["path"], c["policies"]], extra, api_name="runs_uncertainty", **on)
+            self.uncertainty_of, [c["drawn"]], extra, api_visibility="private", **on)
+        gr.on([], self.uncertainty, [c["runs"], c["path"]], extra, api_name="runs_uncertainty")
         # (the picker is not redrawn by its own edits, and after several quick edits the last choice is drawn)
         c["policies"].input(self.redraw, filtered, outputs[:-1], trigger_mode="always_last", **private).success(
-            self.uncertainty, [c["runs"], c["path"], c["policies"]], extra, trigger_mode="always_last", **private)
+            self.uncertainty_of, [c["drawn"]], extra, trigger_mode="always_last", **private)
         c["smooth"].release(self.redraw, filtered, outputs[:-1], trigger_mode="always_last", **private)
         c["_refresh_io"] = ([c["root"], c["runs"]], [c["runs"], c["status"]])
         return c
@@ -263,7 +273,7 @@ class RunsTab:
                        policies: Optional[Sequence[str]] = None) -> tuple:
         """:meth:`compare` when something is chosen; otherwise leave the outputs as they are."""
         if not selected and not (extra_path or "").strip():
-            return tuple(gr.skip() for _ in range(9))
+            return tuple(gr.skip() for _ in range(10))
         return self.compare(selected, extra_path, smooth, policies)
 
     def wire_tab(self, tab: Any, c: dict[str, Any]) -> None:
@@ -274,7 +284,7 @@ class RunsTab:
         private = {"api_visibility": "private", **on}
         tab.select(self.refresh, inputs, refreshed, **private).success(
             self.compare_if_any, filtered, outputs, **private).success(
-            self.uncertainty, [c["runs"], c["path"], c["policies"]], extra, **private)
+            self.uncertainty_of, [c["drawn"]], extra, **private)
 
 
 def _smooth_window(smooth: Any) -> int:
