@@ -10,6 +10,9 @@ import pytest
 from test_app_support import EVERY_KIND_POLICIES, fixture_settings, make_eval_run, make_runs_of_every_kind, make_training_run, play_session
 from workbench import compare, episode_plots, plots
 
+# its tests share run folders of every kind (module fixtures): one worker runs them all (pytest-xdist --dist loadgroup)
+pytestmark = pytest.mark.xdist_group("test_app_figures")
+
 
 @pytest.fixture(scope="module")
 def episode_frame():

@@ -17,6 +17,9 @@ from workbench.app.lab_tab import SYNTHETIC, LabTab
 from workbench.app.play_tab import VIEW, VIEW_FIRST, VIEW_REST, PlayTab, render_gauges
 from workbench.app.runs_tab import RunsTab
 
+# its tests share an app context with run folders (module fixture): one worker runs them all (pytest-xdist --dist loadgroup)
+pytestmark = pytest.mark.xdist_group("test_app_handlers")
+
 FORM = dict(sources=["gsm8k"], budget_mode="tokenizer_native", budget_ratio=4, total_budget="", tokenizer_name=TOKENIZER,
             seed="5", hard_cap_mode=True, num_questions=10, data_dir="")
 

@@ -18,6 +18,9 @@ import pytest
 from test_app_support import CHROMIUM, CHROMIUM_ARGS, ERROR_MARKS, REPO_ROOT, start_app
 from workbench.app.server import DEFAULT_PORT, default_host, default_port
 
+# its tests share one live app for the module: one worker runs them all (pytest-xdist --dist loadgroup)
+pytestmark = pytest.mark.xdist_group("test_app_live")
+
 FORM = (["metamathqa", "numina_tir"], "tokenizer_native", 4, "", "Qwen/Qwen2.5-0.5B-Instruct", "7", True, 10, "")
 
 @pytest.fixture(scope="module")
@@ -170,6 +173,7 @@ def test_reward_lab_through_gradio_client(client):
 
 
 # ------------------------------------------------------------------------------- real browser
+@pytest.mark.slow
 @pytest.mark.skipif(not os.path.exists(CHROMIUM), reason=f"no Chromium at {CHROMIUM} (install Debian's chromium: apt-get install chromium)")
 def test_browser_plays_an_episode_and_draws_the_charts(live, tmp_path):
     sync_api = pytest.importorskip("playwright.sync_api", reason="playwright (Python) is not installed")
@@ -194,6 +198,7 @@ def test_browser_plays_an_episode_and_draws_the_charts(live, tmp_path):
     assert (tmp_path / "play.png").stat().st_size > 10_000
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not os.path.exists(CHROMIUM), reason=f"no Chromium at {CHROMIUM} (install Debian's chromium: apt-get install chromium)")
 def test_browser_a_refused_action_shows_its_message_once_and_keeps_the_panels(live, tmp_path):
     """A refused Reset (gsm8k offline, no data folder) and a refused answer (episode over): one

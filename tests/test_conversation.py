@@ -8,6 +8,9 @@ from reasoning_env.models import ReasonBudgetObservation
 from reasoning_env.conversation import NO_VISIBLE_ANSWER, ChatFormat, ChatFormatError, template_supports_thinking, visible_answer
 from training_helpers import SHARED_DATA, tiny_tokenizer
 
+# its tests share tokenizers and chat templates loaded once (module fixtures): one worker runs them all (pytest-xdist --dist loadgroup)
+pytestmark = pytest.mark.xdist_group("test_conversation")
+
 
 def _obs(index: int = 0, question: str = "What is 2+2?") -> ReasonBudgetObservation:
     return ReasonBudgetObservation(question=question, question_index=index, num_questions=3, total_budget=300,

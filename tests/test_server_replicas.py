@@ -111,6 +111,7 @@ def test_evaluate_spreads_episodes_over_replicas_with_server_url(tmp_path):
 
 
 # ------------------------------------------------------------------------------ --workers N
+@pytest.mark.slow
 def test_workers_flag_serves_one_port_from_several_processes():
     port = _free_port()
     env = {**os.environ, **_sources_env(), "PYTHONPATH": str(REPO), "REE_MAX_SESSIONS": "8",

@@ -12,13 +12,17 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+# its tests share a two-process torchrun training run (module fixture, ~45 s): one worker runs them all (pytest-xdist --dist loadgroup)
+pytestmark = pytest.mark.xdist_group("test_training_multiprocess")
+
 REPO = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(scope="module")
 def two_process_run(tmp_path_factory):
     out = tmp_path_factory.mktemp("mp") / "run"
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "-m", "training.grpo_train", "--smoke",
+    # --standalone: a free rendezvous port, not 29500 (which a concurrent run on the machine may hold)
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2", "-m", "training.grpo_train", "--smoke",
            "--num_generations", "4", "--per_device_train_batch_size", "2", "--max_steps", "2",
            "--group_reward", "kimi_length", "--output_dir", str(out)]
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(REPO)}
