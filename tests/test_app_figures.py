@@ -6,8 +6,15 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+from test_app_support import (
+    EVERY_KIND_POLICIES,
+    fixture_settings,
+    make_eval_run,
+    make_runs_of_every_kind,
+    make_training_run,
+    play_session,
+)
 
-from test_app_support import EVERY_KIND_POLICIES, fixture_settings, make_eval_run, make_runs_of_every_kind, make_training_run, play_session
 from workbench import compare, episode_plots, plots
 
 # its tests share run folders of every kind (module fixtures): one worker runs them all (pytest-xdist --dist loadgroup)
@@ -97,7 +104,11 @@ def test_repeated_folders_get_unique_labels(runs_root):
 def test_summary_has_one_row_per_run_and_policy(runs_root):
     rs = compare.load_runs([runs_root / "eval-tiny", runs_root / "train-tiny"])
     table = rs.summary()
-    assert set(zip(table["run"], table["policy"])) == {("eval-tiny", "uniform"), ("eval-tiny", "sim_greedy"), ("train-tiny", "grpo")}
+    assert set(zip(table["run"], table["policy"])) == {
+        ("eval-tiny", "uniform"),
+        ("eval-tiny", "sim_greedy"),
+        ("train-tiny", "grpo"),
+    }
     assert list(table.columns[:2]) == ["run", "policy"]
 
 
@@ -111,12 +122,21 @@ def test_combined_frames_tell_runs_apart(runs_root):
 def test_comparison_figures_draw_every_series(runs_root):
     rs = compare.load_runs([runs_root / "eval-tiny", runs_root / "train-tiny"])
     acc = compare.accuracy_vs_tokens(rs)
-    assert legend_entries(acc) == {"legend": ["uniform", "sim_greedy", "grpo"], "legend2": ["eval-tiny (evaluation)", "train-tiny (training)"]}
-    assert {t.hovertemplate.split("</extra>")[0].split("<extra>")[-1] for t in acc.data if t.legendgroup and "(mean)" not in t.name
-            and t.x[0] is not None} == {"eval-tiny · uniform", "eval-tiny · sim_greedy", "train-tiny · grpo"}
+    assert legend_entries(acc) == {
+        "legend": ["uniform", "sim_greedy", "grpo"],
+        "legend2": ["eval-tiny (evaluation)", "train-tiny (training)"],
+    }
+    assert {
+        t.hovertemplate.split("</extra>")[0].split("<extra>")[-1]
+        for t in acc.data
+        if t.legendgroup and "(mean)" not in t.name and t.x[0] is not None
+    } == {"eval-tiny · uniform", "eval-tiny · sim_greedy", "train-tiny · grpo"}
     util = compare.utilisation_figure(rs)
     assert [(t.name, list(t.y)) for t in util.data if t.type == "bar"] == [
-        ("eval-tiny · uniform", ["uniform"]), ("eval-tiny · sim_greedy", ["sim_greedy"]), ("train-tiny · grpo", ["grpo"])]
+        ("eval-tiny · uniform", ["uniform"]),
+        ("eval-tiny · sim_greedy", ["sim_greedy"]),
+        ("train-tiny · grpo", ["grpo"]),
+    ]
     assert len([t for t in compare.tokens_by_type(rs).data if t.type == "bar"]) == 3
     assert len([t for t in compare.budget_spend(rs).data if t.x[0] is not None]) == 4  # even spend + 3 series
 
@@ -142,14 +162,18 @@ def every_kind(tmp_path_factory):
 def test_runs_are_listed_by_kind_and_play_episodes_say_so(every_kind):
     root, rs = every_kind
     found = {e.label: e for e in compare.discover_runs(root)}
-    assert {k: e.kind for k, e in found.items()} == {"eval-a": "evaluation", "eval-b": "evaluation", "sweep": "evaluation",
-                                                     "play-episode": "play", "train": "training"}
+    assert {k: e.kind for k, e in found.items()} == {
+        "eval-a": "evaluation",
+        "eval-b": "evaluation",
+        "sweep": "evaluation",
+        "play-episode": "play",
+        "train": "training",
+    }
     assert "(Play episode, " in found["play-episode"].choice and "(training, " in found["train"].choice
     assert "**play-episode** (Play episode)" in rs.describe() and "**train** (training)" in rs.describe()
 
 
 def test_a_play_save_of_an_older_version_is_still_listed_as_a_play_episode(tmp_path):
-    import json
 
     from workbench.runs import run_kind
 
@@ -157,7 +181,11 @@ def test_a_play_save_of_an_older_version_is_still_listed_as_a_play_episode(tmp_p
     assert run_kind({"kind": "evaluation"}) == "evaluation" and run_kind({}) == "?"
 
 
-LINE_CHARTS = {"accuracy vs tokens": compare.accuracy_vs_tokens, "budget spend": compare.budget_spend, "frontier": compare.frontier}
+LINE_CHARTS = {
+    "accuracy vs tokens": compare.accuracy_vs_tokens,
+    "budget spend": compare.budget_spend,
+    "frontier": compare.frontier,
+}
 
 
 @pytest.mark.parametrize("name", list(LINE_CHARTS))
@@ -167,10 +195,18 @@ def test_a_chart_of_five_runs_lists_each_policy_once_and_each_run_once(every_kin
     _root, rs = every_kind
     fig = LINE_CHARTS[name](rs)
     legends = legend_entries(fig)
-    runs = ["eval-a (evaluation)", "eval-b (evaluation)", "sweep (evaluation)", "play-episode (Play episode)", "train (training)"]
+    runs = [
+        "eval-a (evaluation)",
+        "eval-b (evaluation)",
+        "sweep (evaluation)",
+        "play-episode (Play episode)",
+        "train (training)",
+    ]
     drawn = [t for t in fig.data if t.legendgroup and t.legend != "legend2"]
     assert legends["legend2"] == runs
-    assert len(legends["legend"]) == len(set(legends["legend"])) <= len(EVERY_KIND_POLICIES) + 2  # + the Play label and grpo
+    assert (
+        len(legends["legend"]) == len(set(legends["legend"])) <= len(EVERY_KIND_POLICIES) + 2
+    )  # + the Play label and grpo
     assert len(legends["legend"]) + len(legends["legend2"]) <= 12 < 15
     colours = {}
     for t in drawn:
@@ -182,10 +218,16 @@ def test_a_chart_of_five_runs_lists_each_policy_once_and_each_run_once(every_kin
 def test_accuracy_against_budget_draws_the_sweeps_among_the_runs(every_kind):
     _root, rs = every_kind
     fig = compare.accuracy_vs_budget(rs)
-    assert legend_entries(fig) == {"legend": ["uniform", "sim_greedy", "oracle_allocation"]}  # the sweep's; one run: no key
+    assert legend_entries(fig) == {
+        "legend": ["uniform", "sim_greedy", "oracle_allocation"]
+    }  # the sweep's; one run: no key
     assert all(list(t.x) == [2, 4] for t in fig.data) and all("sweep · " in t.hovertemplate for t in fig.data)
     labelled = [t for t in compare.frontier(rs).data if t.mode == "markers+text"]
-    assert {t.hovertemplate.split("<br>")[0] for t in labelled} == {"sweep · uniform", "sweep · sim_greedy", "sweep · oracle_allocation"}
+    assert {t.hovertemplate.split("<br>")[0] for t in labelled} == {
+        "sweep · uniform",
+        "sweep · sim_greedy",
+        "sweep · oracle_allocation",
+    }
 
 
 def test_bar_charts_of_five_runs_get_one_panel_per_run_with_a_readable_row_per_bar(every_kind):
@@ -194,7 +236,13 @@ def test_bar_charts_of_five_runs_get_one_panel_per_run_with_a_readable_row_per_b
     bars = [t for t in util.data if t.type == "bar"]
     assert len(bars) == 15 and all(t.orientation == "h" for t in bars) and not legend_entries(util)
     titles = [a.text for a in util.layout.annotations]
-    assert titles[:5] == ["eval-a (evaluation)", "eval-b (evaluation)", "sweep (evaluation)", "play-episode (Play episode)", "train (training)"]
+    assert titles[:5] == [
+        "eval-a (evaluation)",
+        "eval-b (evaluation)",
+        "sweep (evaluation)",
+        "play-episode (Play episode)",
+        "train (training)",
+    ]
     plot_px = util.layout.height - 110 - 40 * 5
     assert plot_px / len(bars) >= 18  # one horizontal label per bar, at least 18 px apart: none overlaps
     assert max(len(t.y[0]) for t in bars) <= 40 and all(t.text[0].count("ran dry") == 1 for t in bars)
@@ -206,7 +254,9 @@ def test_bar_charts_of_five_runs_get_one_panel_per_run_with_a_readable_row_per_b
     forest = compare.intervals(rs)
     rows = sum(len(t.y) for t in forest.data)
     assert rows == 5 + 5 + 3 * 2 + 1 + 1  # the sweep: one row per budget ratio
-    assert all(t.error_x.array is not None for t in forest.data if t.name != "play-episode · human+sim_greedy")  # one episode: no interval
+    assert all(
+        t.error_x.array is not None for t in forest.data if t.name != "play-episode · human+sim_greedy"
+    )  # one episode: no interval
     assert (forest.layout.height - 110 - 40 * 5) / rows >= 18
 
 
@@ -217,7 +267,10 @@ def test_narrowing_to_some_policies_draws_only_those(every_kind):
     assert set(few.summary()["policy"]) == {"sim_greedy", "uniform"}
     fig = compare.budget_spend(few)
     assert legend_entries(fig)["legend"] == ["uniform", "sim_greedy"] and legend_entries(fig)["legend2"] == [
-        "eval-a (evaluation)", "eval-b (evaluation)", "sweep (evaluation)"]
+        "eval-a (evaluation)",
+        "eval-b (evaluation)",
+        "sweep (evaluation)",
+    ]
     assert len(few.runs) == 5 and not few.runs["train"].metrics.empty  # training curves are not a policy's: kept
 
 
@@ -262,11 +315,30 @@ def _held_out_run(root, name: str = "train-eval"):
     folder = make_training_run(root, name)
 
     def record(ep: int, step: int) -> dict:
-        steps = [{"step": i, "difficulty": d, "problem_type": "t", "tokens": 40 * d + 10 * ep + 5 * step * (d - 2),
-                  "correct": (ep + i) % 2 == 0, "forfeit": False} for i, d in enumerate((1, 2, 3))]
-        return {"episode": ep, "num_correct": sum(s["correct"] for s in steps), "num_questions": 3, "num_answered": 3,
-                "answered_tokens": sum(s["tokens"] for s in steps), "cap_hits": 0, "num_turns": 3, "ran_dry": 0,
-                "forfeited": 0, "regret": 0.5 - 0.1 * step + 0.02 * ep, "steps": steps}
+        steps = [
+            {
+                "step": i,
+                "difficulty": d,
+                "problem_type": "t",
+                "tokens": 40 * d + 10 * ep + 5 * step * (d - 2),
+                "correct": (ep + i) % 2 == 0,
+                "forfeit": False,
+            }
+            for i, d in enumerate((1, 2, 3))
+        ]
+        return {
+            "episode": ep,
+            "num_correct": sum(s["correct"] for s in steps),
+            "num_questions": 3,
+            "num_answered": 3,
+            "answered_tokens": sum(s["tokens"] for s in steps),
+            "cap_hits": 0,
+            "num_turns": 3,
+            "ran_dry": 0,
+            "forfeited": 0,
+            "regret": 0.5 - 0.1 * step + 0.02 * ep,
+            "steps": steps,
+        }
 
     with open(folder / "evaluations.jsonl", "w", encoding="utf-8") as fh:
         for step in (0, 2, 4):

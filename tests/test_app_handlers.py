@@ -4,24 +4,33 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import evalpol_fixtures as fx
 import gradio as gr
 import pandas as pd
 import plotly.graph_objects as go
 import pytest
-
-import evalpol_fixtures as fx
 from test_app_support import TOKENIZER, make_eval_run, make_training_run, play_config
-from workbench.reward_lab import tuning as rt
+
 from workbench.app.common import AppContext
 from workbench.app.lab_tab import SYNTHETIC, LabTab
 from workbench.app.play_tab import VIEW, VIEW_FIRST, VIEW_REST, PlayTab, render_gauges
 from workbench.app.runs_tab import RunsTab
+from workbench.reward_lab import tuning as rt
 
 # its tests share an app context with run folders (module fixture): one worker runs them all (pytest-xdist --dist loadgroup)
 pytestmark = pytest.mark.xdist_group("test_app_handlers")
 
-FORM = dict(sources=["gsm8k"], budget_mode="tokenizer_native", budget_ratio=4, total_budget="", tokenizer_name=TOKENIZER,
-            seed="5", hard_cap_mode=True, num_questions=10, data_dir="")
+FORM = dict(
+    sources=["gsm8k"],
+    budget_mode="tokenizer_native",
+    budget_ratio=4,
+    total_budget="",
+    tokenizer_name=TOKENIZER,
+    seed="5",
+    hard_cap_mode=True,
+    num_questions=10,
+    data_dir="",
+)
 
 
 @pytest.fixture(scope="module")
@@ -29,8 +38,13 @@ def ctx(tmp_path_factory):
     root = tmp_path_factory.mktemp("runs")
     make_eval_run(root)
     make_training_run(root)
-    return AppContext(base_config=play_config(), runs_root=str(root), pools=fx.pools(),
-                      download_dir=tmp_path_factory.mktemp("downloads"), environ={})
+    return AppContext(
+        base_config=play_config(),
+        runs_root=str(root),
+        pools=fx.pools(),
+        download_dir=tmp_path_factory.mktemp("downloads"),
+        environ={},
+    )
 
 
 @pytest.fixture
@@ -123,10 +137,15 @@ def test_lab_and_runs_actions_show_busy_and_refused_on_their_status_line_only(ct
 
     demo = build_workbench(ctx)
     c = demo.workbench[tab][1]
-    comps = [v for v in c.values() if hasattr(v, "_id")] + [x for v in c.values() if isinstance(v, list) for x in v if hasattr(x, "_id")]
+    comps = [v for v in c.values() if hasattr(v, "_id")] + [
+        x for v in c.values() if isinstance(v, list) for x in v if hasattr(x, "_id")
+    ]
     ids = {x._id for x in comps}
-    deps = [d for d in demo.get_config_file()["dependencies"]  # (API-only endpoints have no trigger in the page)
-            if d["outputs"] and set(d["outputs"]) <= ids and (d["targets"] or d.get("trigger_after") is not None)]
+    deps = [
+        d
+        for d in demo.get_config_file()["dependencies"]  # (API-only endpoints have no trigger in the page)
+        if d["outputs"] and set(d["outputs"]) <= ids and (d["targets"] or d.get("trigger_after") is not None)
+    ]
     assert len(deps) >= 8
     for d in deps:
         assert d["show_progress_on"] == [c[status]._id] or d["show_progress"] == "hidden", d["api_name"]
@@ -149,7 +168,11 @@ def test_the_api_step_endpoints_return_the_whole_view(ctx):
     from workbench.app import build_workbench
 
     demo = build_workbench(ctx)
-    deps = {d["api_name"]: d for d in demo.get_config_file()["dependencies"] if d.get("api_visibility", "public") == "public"}
+    deps = {
+        d["api_name"]: d
+        for d in demo.get_config_file()["dependencies"]
+        if d.get("api_visibility", "public") == "public"
+    }
     c = demo.workbench["play"][1]
     view_ids = [c[name]._id for name in VIEW]
     assert deps["answer"]["outputs"] == [c["state"]._id, *view_ids, c["response"]._id]
@@ -358,15 +381,22 @@ def test_compare_draws_the_table_and_figures(runs, ctx):
     assert len(table) == 3 and "tokens/question" in table.columns
     assert len(figs) == 4 and all(isinstance(f, go.Figure) for f in figs)
     assert training["visible"] and "rolling mean over 3" in training["value"].layout.title.text
-    assert not held_out["visible"] and "Held-out evaluation" in held_out["value"].layout.title.text  # no evaluations.jsonl: hidden
+    assert (
+        not held_out["visible"] and "Held-out evaluation" in held_out["value"].layout.title.text
+    )  # no evaluations.jsonl: hidden
     assert picker.value == ["uniform", "sim_greedy", "grpo"] == [v for _l, v in picker.choices]  # every policy drawn
 
 
 def test_compare_draws_only_the_chosen_policies_and_offers_all(runs, ctx):
     root = Path(ctx.runs_root)
-    describe, table, *figs, training, _held_out, drawn, picker = runs.compare([str(root / "eval-tiny")], str(root / "train-tiny"), 1, ["sim_greedy"])
+    describe, table, *figs, training, _held_out, drawn, picker = runs.compare(
+        [str(root / "eval-tiny")], str(root / "train-tiny"), 1, ["sim_greedy"]
+    )
     assert list(table["policy"]) == ["sim_greedy"] and picker.value == drawn["policies"] == ["sim_greedy"]
-    assert runs.uncertainty_of(drawn)[1].to_json() == runs.uncertainty([str(root / "eval-tiny")], str(root / "train-tiny"), ["sim_greedy"])[1].to_json()
+    assert (
+        runs.uncertainty_of(drawn)[1].to_json()
+        == runs.uncertainty([str(root / "eval-tiny")], str(root / "train-tiny"), ["sim_greedy"])[1].to_json()
+    )
     assert [v for _l, v in picker.choices] == ["uniform", "sim_greedy", "grpo"]
     assert training["visible"]  # the training run's curves stay: they are not a policy's
     _md, intervals, *_ = runs.uncertainty([str(root / "eval-tiny")], str(root / "train-tiny"), ["sim_greedy"])

@@ -10,16 +10,29 @@ legend entry and bar label (none may overlap another on the same axis or legend)
 from __future__ import annotations
 
 import pytest
-
 from test_app_support import CHROMIUM, CHROMIUM_ARGS, ERROR_MARKS, make_runs_of_every_kind, needs_chromium, start_app
 
 pytestmark = [needs_chromium, pytest.mark.slow, pytest.mark.xdist_group("app_runs_live")]
 
-PLOTS = ("ree-runs-acc", "ree-runs-spend", "ree-runs-util", "ree-runs-intervals", "ree-runs-type", "ree-runs-train",
-         "ree-runs-frontier", "ree-runs-budget")
+PLOTS = (
+    "ree-runs-acc",
+    "ree-runs-spend",
+    "ree-runs-util",
+    "ree-runs-intervals",
+    "ree-runs-type",
+    "ree-runs-train",
+    "ree-runs-frontier",
+    "ree-runs-budget",
+)
 #: Legend entries that name a reference line, not a series.
 REFERENCE_LINES = {"even spend", "frontier"}
-RUN_KEY = ["eval-a (evaluation)", "eval-b (evaluation)", "sweep (evaluation)", "play-episode (Play episode)", "train (training)"]
+RUN_KEY = [
+    "eval-a (evaluation)",
+    "eval-b (evaluation)",
+    "sweep (evaluation)",
+    "play-episode (Play episode)",
+    "train (training)",
+]
 
 #: Per plot: every legend's entry texts, and the boxes of tick labels (by axis), legend entries (by
 #: legend), bar labels and the title, in page pixels, with the plot's own box.
@@ -49,8 +62,12 @@ MEASURE = """(id) => {
 
 def overlapping(boxes) -> list:
     """Pairs of boxes that overlap by more than a pixel each way."""
-    return [(a, b) for i, a in enumerate(boxes) for b in boxes[i + 1:]
-            if min(a[2], b[2]) - max(a[0], b[0]) > 1 and min(a[3], b[3]) - max(a[1], b[1]) > 1]
+    return [
+        (a, b)
+        for i, a in enumerate(boxes)
+        for b in boxes[i + 1 :]
+        if min(a[2], b[2]) - max(a[0], b[0]) > 1 and min(a[3], b[3]) - max(a[1], b[1]) > 1
+    ]
 
 
 @pytest.fixture(scope="module")
@@ -91,8 +108,11 @@ def open_runs_tab_and_compare_all(page) -> None:
     assert page.locator("#ree-runs-picker .token").count() == 5
     page.click("#ree-compare")
     # both events drawn (compare, then the uncertainty): the run keys of their charts name all five runs
-    page.wait_for_function("""() => ['ree-runs-acc', 'ree-runs-frontier'].every(id =>
-        document.querySelectorAll(`#${id} .legend2 g.traces`).length === 5)""", timeout=120_000)
+    page.wait_for_function(
+        """() => ['ree-runs-acc', 'ree-runs-frontier'].every(id =>
+        document.querySelectorAll(`#${id} .legend2 g.traces`).length === 5)""",
+        timeout=120_000,
+    )
     page.wait_for_function("!document.querySelector('#ree-runs-status .generating')", timeout=60_000)
     page.wait_for_timeout(1500)  # Gradio redraws each chart once more after it resizes
 
@@ -142,14 +162,19 @@ def test_narrowing_the_policies_redraws_every_chart_with_those(page):
         tokens.nth(drop).locator(".token-remove").click()
         page.wait_for_timeout(100)
     assert sorted(t.inner_text().strip() for t in picker.locator(".token").all()) == ["sim_greedy", "uniform"]
-    page.wait_for_function("""() => { const l = document.querySelector('#ree-runs-acc .legend');
-        return l && l.querySelectorAll('g.traces').length === 2; }""", timeout=60_000)
+    page.wait_for_function(
+        """() => { const l = document.querySelector('#ree-runs-acc .legend');
+        return l && l.querySelectorAll('g.traces').length === 2; }""",
+        timeout=60_000,
+    )
     page.wait_for_function("!document.querySelector('#ree-runs-status .generating')", timeout=60_000)
     acc = page.evaluate(MEASURE, "ree-runs-acc")
     assert acc["legends"]["legend"] == ["uniform", "sim_greedy"]
     assert sorted(acc["legends"]["legend2"]) == sorted(RUN_KEY[:3])  # the runs that hold them
     table = page.inner_text("#ree-runs-table")
-    assert "sim_greedy" in table and not any(p in table for p in ("greedy_max", "sim_uniform", "oracle_allocation", "grpo"))
+    assert "sim_greedy" in table and not any(
+        p in table for p in ("greedy_max", "sim_uniform", "oracle_allocation", "grpo")
+    )
 
 
 def test_notebook_03s_figures_of_five_runs_keep_their_labels_apart_at_a_notebooks_width(live, tmp_path):
@@ -160,11 +185,21 @@ def test_notebook_03s_figures_of_five_runs_keep_their_labels_apart_at_a_notebook
 
     root = live.runs_root
     runs = compare.load_runs(sorted(str(p.parent) for p in root.glob("*/run.json")))
-    figs = [compare.accuracy_vs_tokens(runs), compare.intervals(runs), compare.frontier(runs), compare.utilisation_figure(runs),
-            compare.budget_spend(runs), compare.tokens_by_type(runs), plots.regret_figure(runs.episodes()),
-            compare.training_curves_figure(runs), compare.held_out_figure(runs)]
-    html = "".join(f"<div id='fig-{i}'>{f.to_html(full_html=False, include_plotlyjs=i == 0, default_width='100%')}</div>"
-                   for i, f in enumerate(figs))
+    figs = [
+        compare.accuracy_vs_tokens(runs),
+        compare.intervals(runs),
+        compare.frontier(runs),
+        compare.utilisation_figure(runs),
+        compare.budget_spend(runs),
+        compare.tokens_by_type(runs),
+        plots.regret_figure(runs.episodes()),
+        compare.training_curves_figure(runs),
+        compare.held_out_figure(runs),
+    ]
+    html = "".join(
+        f"<div id='fig-{i}'>{f.to_html(full_html=False, include_plotlyjs=i == 0, default_width='100%')}</div>"
+        for i, f in enumerate(figs)
+    )
     page_file = tmp_path / "notebook.html"
     page_file.write_text(f"<!DOCTYPE html><html><body style='width:900px'>{html}</body></html>", encoding="utf-8")
     with sync_api.sync_playwright() as p:
@@ -172,12 +207,17 @@ def test_notebook_03s_figures_of_five_runs_keep_their_labels_apart_at_a_notebook
         try:
             page = browser.new_page(viewport={"width": 940, "height": 1000})
             page.goto(page_file.as_uri(), timeout=60_000)
-            page.wait_for_function(f"document.querySelectorAll('.js-plotly-plot .main-svg').length >= {len(figs)}", timeout=60_000)
+            page.wait_for_function(
+                f"document.querySelectorAll('.js-plotly-plot .main-svg').length >= {len(figs)}", timeout=60_000
+            )
             page.screenshot(path=str(tmp_path / "notebook.png"), full_page=True)
             for i in range(len(figs)):
                 m = page.evaluate(MEASURE, f"fig-{i}")
                 assert m is not None, i
-                assert sum(len([t for t in v if t not in REFERENCE_LINES]) for v in m["legends"].values()) <= 7 + 5, (i, m["legends"])
+                assert sum(len([t for t in v if t not in REFERENCE_LINES]) for v in m["legends"].values()) <= 7 + 5, (
+                    i,
+                    m["legends"],
+                )
                 for name, boxes in m["legendBoxes"].items():
                     assert not overlapping(boxes), (i, name)
                 for axis, boxes in m["ticks"].items():

@@ -18,19 +18,27 @@ import socket
 import threading
 import time
 from pathlib import Path
-from typing import Optional
 
 import evalpol_fixtures as fx
 import pytest
 
 TOKENIZER = fx.TOKENIZER
 CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--no-first-run"]
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
 #: Gradio's "Error" marks (one per output panel of a failed event, unless it shows them elsewhere).
 ERROR_MARKS = "[data-testid=status-tracker] span.error"
-needs_chromium = pytest.mark.skipif(not Path(CHROMIUM).exists(),
-                                    reason=f"no Chromium at {CHROMIUM} (install Debian's chromium: apt-get install chromium)")
+needs_chromium = pytest.mark.skipif(
+    not Path(CHROMIUM).exists(),
+    reason=f"no Chromium at {CHROMIUM} (install Debian's chromium: apt-get install chromium)",
+)
 
 
 def play_config(**changes):
@@ -54,14 +62,29 @@ def fixture_settings(**changes):
     return PlaySettings(**base)
 
 
-def make_eval_run(root: Path, name: str = "eval-tiny", policies=("uniform", "sim_greedy"), n_episodes: int = 2, seed: int = 1,
-                  budget_ratios=None) -> Path:
+def make_eval_run(
+    root: Path,
+    name: str = "eval-tiny",
+    policies=("uniform", "sim_greedy"),
+    n_episodes: int = 2,
+    seed: int = 1,
+    budget_ratios=None,
+) -> Path:
     """A tiny evaluation run folder (fixture pool, no report); ``budget_ratios``: a budget sweep."""
     from reasoning_env.policies import make_policy
     from workbench.evaluate import evaluate
 
-    res = evaluate([make_policy(p) for p in policies], config=play_config(), n_episodes=n_episodes, seed=seed,
-                   budget_ratios=budget_ratios, out=Path(root) / name, progress=False, report=False, pools=fx.pools())
+    res = evaluate(
+        [make_policy(p) for p in policies],
+        config=play_config(),
+        n_episodes=n_episodes,
+        seed=seed,
+        budget_ratios=budget_ratios,
+        out=Path(root) / name,
+        progress=False,
+        report=False,
+        pools=fx.pools(),
+    )
     return res.run_dir
 
 
@@ -77,7 +100,9 @@ def make_runs_of_every_kind(root: Path) -> dict[str, Path]:
     out = {
         "eval-a": make_eval_run(root, "eval-a", EVERY_KIND_POLICIES, n_episodes=3, seed=1),
         "eval-b": make_eval_run(root, "eval-b", EVERY_KIND_POLICIES, n_episodes=3, seed=2),
-        "sweep": make_eval_run(root, "sweep", ("uniform", "sim_greedy", "oracle_allocation"), n_episodes=2, seed=3, budget_ratios=(2, 4)),
+        "sweep": make_eval_run(
+            root, "sweep", ("uniform", "sim_greedy", "oracle_allocation"), n_episodes=2, seed=3, budget_ratios=(2, 4)
+        ),
     }
     session = play_session()
     session.reset(fixture_settings())
@@ -102,8 +127,19 @@ def make_training_run(root: Path, name: str = "train-tiny", steps: int = 12) -> 
     synthetic_episodes(frame).to_parquet(folder / "episodes.parquet", index=False)
     with open(folder / "metrics.jsonl", "w", encoding="utf-8") as fh:
         for s in range(1, steps + 1):
-            fh.write(json.dumps({"step": s, "reward": 0.2 + 0.05 * s, "reward_std": 0.3, "accuracy": 0.3 + 0.02 * s,
-                                 "tokens_per_question": 300 - 5 * s, "episode_length": 9 + (s % 2)}) + "\n")
+            fh.write(
+                json.dumps(
+                    {
+                        "step": s,
+                        "reward": 0.2 + 0.05 * s,
+                        "reward_std": 0.3,
+                        "accuracy": 0.3 + 0.02 * s,
+                        "tokens_per_question": 300 - 5 * s,
+                        "episode_length": 9 + (s % 2),
+                    }
+                )
+                + "\n"
+            )
     return folder
 
 
@@ -127,11 +163,14 @@ class LiveApp:
         self.port = port
         self.url = f"http://127.0.0.1:{port}/"
         # open page connections (Gradio's event streams) would hold a graceful shutdown for minutes
-        self.server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on",
-                                                    timeout_graceful_shutdown=1))
+        self.server = uvicorn.Server(
+            uvicorn.Config(
+                app, host="127.0.0.1", port=port, log_level="warning", lifespan="on", timeout_graceful_shutdown=1
+            )
+        )
         self.thread = threading.Thread(target=self.server.run, daemon=True)
 
-    def start(self, timeout_s: float = 60.0) -> "LiveApp":
+    def start(self, timeout_s: float = 60.0) -> LiveApp:
         import httpx
 
         self.thread.start()
@@ -156,7 +195,7 @@ class LiveApp:
         self.thread.join(timeout=10)
 
 
-def start_app(runs_root: Path, config=None, environ: Optional[dict] = None) -> LiveApp:
+def start_app(runs_root: Path, config=None, environ: dict | None = None) -> LiveApp:
     """Build the whole app (API + workbench) and serve it on a free loopback port."""
     from workbench.app.server import create_app
 
@@ -180,14 +219,20 @@ def fake_openai_app(golds: dict):
         user = body["messages"][-1]["content"]
         gold = next((g for q, g in golds.items() if q in user), "0")
         text = "Working it out step by step. The result is \\boxed{" + gold + "}."
-        return JSONResponse({"id": "x", "object": "chat.completion", "model": body["model"],
-                             "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
-                             "usage": {"prompt_tokens": 10, "completion_tokens": 12, "total_tokens": 22}})
+        return JSONResponse(
+            {
+                "id": "x",
+                "object": "chat.completion",
+                "model": body["model"],
+                "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+                "usage": {"prompt_tokens": 10, "completion_tokens": 12, "total_tokens": 22},
+            }
+        )
 
     return Starlette(routes=[Route("/v1/chat/completions", chat, methods=["POST"])])
 
 
-def serve_in_thread(app) -> tuple[str, "LiveApp"]:
+def serve_in_thread(app) -> tuple[str, LiveApp]:
     """Serve a plain ASGI app on a loopback port the OS picks (no /health needed); returns ``(base url, server)``."""
     import uvicorn
 

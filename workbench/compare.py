@@ -24,12 +24,11 @@ policies to draw (the Runs tab's policy picker).
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
-from typing import Iterable, Optional, Sequence, Union
 
-import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
@@ -61,9 +60,27 @@ __all__ = [
 
 #: Summary columns shown in the comparison table, in order (those present).
 SUMMARY_DISPLAY_COLUMNS = (
-    "run", "policy", "kind", "budget_ratio", "episodes", "accuracy", "accuracy_ci_low", "accuracy_ci_high", "expected_accuracy",
-    "tokens_per_question", "utilisation", "run_dry_rate", "reward", "reward_ci_low", "reward_ci_high", "acc_per_1k_tokens",
-    "regret", "regret_ci_low", "regret_ci_high", "on_frontier", "mean_total_budget",
+    "run",
+    "policy",
+    "kind",
+    "budget_ratio",
+    "episodes",
+    "accuracy",
+    "accuracy_ci_low",
+    "accuracy_ci_high",
+    "expected_accuracy",
+    "tokens_per_question",
+    "utilisation",
+    "run_dry_rate",
+    "reward",
+    "reward_ci_low",
+    "reward_ci_high",
+    "acc_per_1k_tokens",
+    "regret",
+    "regret_ci_low",
+    "regret_ci_high",
+    "on_frontier",
+    "mean_total_budget",
 )
 #: The summary row of a training run that logged metrics but no episodes.
 TRAINING_ROW = "(training, last logged step)"
@@ -99,7 +116,7 @@ class RunEntry:
         return f"{self.label}  ({RUN_KINDS.get(self.kind, self.kind)}, {when})"
 
 
-def discover_runs(root: Union[str, Path], *, max_depth: int = 3) -> list[RunEntry]:
+def discover_runs(root: str | Path, *, max_depth: int = 3) -> list[RunEntry]:
     """Run folders (holding a ``run.json``) under ``root``, newest first.
 
     Args:
@@ -151,7 +168,7 @@ class RunSet:
 
     runs: dict[str, Run] = field(default_factory=dict)
     errors: dict[str, str] = field(default_factory=dict)
-    shown: Optional[frozenset] = None
+    shown: frozenset | None = None
 
     def __len__(self) -> int:
         return len(self.runs)
@@ -167,8 +184,11 @@ class RunSet:
         return df
 
     def _frames(self, attr: str) -> pd.DataFrame:
-        parts = [self._label(getattr(run, attr), label, run) for label, run in self.runs.items()
-                 if getattr(run, attr) is not None and not getattr(run, attr).empty]
+        parts = [
+            self._label(getattr(run, attr), label, run)
+            for label, run in self.runs.items()
+            if getattr(run, attr) is not None and not getattr(run, attr).empty
+        ]
         return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
 
     def kinds(self) -> dict[str, str]:
@@ -180,14 +200,18 @@ class RunSet:
         training run with logged metrics only counts as :data:`TRAINING_ROW`)."""
         names: list[str] = []
         for run in self.runs.values():
-            tables = [t for t in (run.episodes, run.steps, run.summary) if t is not None and not t.empty and "policy" in t.columns]
+            tables = [
+                t
+                for t in (run.episodes, run.steps, run.summary)
+                if t is not None and not t.empty and "policy" in t.columns
+            ]
             for table in tables:
                 names.extend(table["policy"].astype(str))
             if not tables and run.metrics is not None and not run.metrics.empty:
                 names.append(TRAINING_ROW)
         return list(dict.fromkeys(names))
 
-    def only(self, policies: Optional[Iterable[str]] = None) -> "RunSet":
+    def only(self, policies: Iterable[str] | None = None) -> RunSet:
         """The same runs holding only the rows of ``policies`` (their own names, as
         :meth:`policies` lists them; ``None``: all). Training metrics are kept; runs are kept even
         when none of their policies is left (their training curves still draw)."""
@@ -196,10 +220,12 @@ class RunSet:
         keep = frozenset(map(str, policies))
         out = RunSet(errors=dict(self.errors), shown=keep)
         for label, run in self.runs.items():
-            def sel(table: Optional[pd.DataFrame]) -> Optional[pd.DataFrame]:
+
+            def sel(table: pd.DataFrame | None) -> pd.DataFrame | None:
                 if table is None or table.empty or "policy" not in table.columns:
                     return table
                 return table[table["policy"].astype(str).isin(keep)].reset_index(drop=True)
+
             out.runs[label] = replace(run, steps=sel(run.steps), episodes=sel(run.episodes), summary=sel(run.summary))
         return out
 
@@ -212,7 +238,7 @@ class RunSet:
         """Every run's episode rows (labelled as :meth:`steps`)."""
         return self._frames("episodes")
 
-    def summary(self, columns: Optional[Sequence[str]] = SUMMARY_DISPLAY_COLUMNS) -> pd.DataFrame:
+    def summary(self, columns: Sequence[str] | None = SUMMARY_DISPLAY_COLUMNS) -> pd.DataFrame:
         """One row per (run, policy): the run's ``summary.csv`` when present, else computed from
         its episodes (:func:`workbench.analysis.summary_table`); training runs without episodes
         get one row from their last logged metrics.
@@ -228,11 +254,17 @@ class RunSet:
                 table = analysis.summary_table(run.episodes, run.steps)  # older runs: recompute with the intervals
             if (table is None or table.empty) and run.metrics is not None and not run.metrics.empty:
                 last = run.metrics.iloc[-1]
-                table = pd.DataFrame([{
-                    "policy": TRAINING_ROW, "kind": "training",
-                    "accuracy": last.get("accuracy"), "tokens_per_question": last.get("tokens_per_question"),
-                    "reward": last.get("reward"),
-                }])
+                table = pd.DataFrame(
+                    [
+                        {
+                            "policy": TRAINING_ROW,
+                            "kind": "training",
+                            "accuracy": last.get("accuracy"),
+                            "tokens_per_question": last.get("tokens_per_question"),
+                            "reward": last.get("reward"),
+                        }
+                    ]
+                )
             if table is not None and self.shown is not None:
                 table = table[table["policy"].astype(str).isin(self.shown)]
             if table is None or table.empty:
@@ -274,8 +306,10 @@ class RunSet:
         for label, run in self.runs.items():
             pols = analysis.policy_order(run.episodes) if not run.episodes.empty else []
             extra = f", {len(run.metrics)} logged training steps" if run.metrics is not None else ""
-            lines.append(f"- **{label}** ({RUN_KINDS.get(run.kind, run.kind)}): {len(pols)} policies, {len(run.episodes)} episodes, "
-                         f"{len(run.steps)} steps{extra}")
+            lines.append(
+                f"- **{label}** ({RUN_KINDS.get(run.kind, run.kind)}): {len(pols)} policies, {len(run.episodes)} episodes, "
+                f"{len(run.steps)} steps{extra}"
+            )
             for note in list(run.notes) + list(run.meta.get("notes") or []):
                 lines.append(f"  - note: {note}")
         for path, err in self.errors.items():
@@ -283,7 +317,7 @@ class RunSet:
         return "\n".join(lines)
 
 
-def load_runs(paths: Iterable[Union[str, Path]]) -> RunSet:
+def load_runs(paths: Iterable[str | Path]) -> RunSet:
     """Load run folders; those that fail are reported in :attr:`RunSet.errors` (never raised).
 
     Labels are the folder names, with ``#2``, ``#3``... appended to repeats.
@@ -336,36 +370,80 @@ def utilisation_figure(runs: RunSet) -> go.Figure:
     eps = runs.episodes()
     if eps.empty:
         fig = go.Figure()
-        fig.update_layout(title=title, template="plotly_white",
-                          annotations=[dict(text="no episodes", showarrow=False, xref="paper", yref="paper", x=0.5, y=0.5)])
+        fig.update_layout(
+            title=title,
+            template="plotly_white",
+            annotations=[dict(text="no episodes", showarrow=False, xref="paper", yref="paper", x=0.5, y=0.5)],
+        )
         return fig
     order = analysis.policy_order(eps)
-    g = eps.groupby("policy").agg(util=("utilisation", "mean"), sd=("utilisation", "std"), dry=("ran_dry", "mean"), n=("utilisation", "size")).reindex(order)
+    g = (
+        eps.groupby("policy")
+        .agg(
+            util=("utilisation", "mean"), sd=("utilisation", "std"), dry=("ran_dry", "mean"), n=("utilisation", "size")
+        )
+        .reindex(order)
+    )
     styles = plots.series_styles(eps)
     text = [f"{u:.2f} · ran dry {d:.0%}" for u, d in zip(g["util"].astype(float), g["dry"].astype(float))]
     custom = [[float(d), int(n), styles[p].hover] for p, d, n in zip(order, g["dry"], g["n"])]
     hover = "%{customdata[2]}<br>utilisation %{x:.2f}<br>ran dry in %{customdata[0]:.0%} of %{customdata[1]} episodes<extra></extra>"
     if not plots.is_grouped(eps):
-        fig = go.Figure(go.Bar(
-            x=order, y=g["util"], marker_color=[styles[p].color for p in order],
-            error_y=dict(type="data", array=g["sd"].fillna(0.0), visible=True, color="#888"),
-            text=text, textposition="inside", insidetextanchor="start", textfont=dict(color="white"),
-            customdata=custom, hovertemplate=hover.replace("%{x:.2f}", "%{y:.2f}"),
-        ))
-        fig.add_hline(y=1.0, line=dict(color="#333", width=1), annotation_text="budget", annotation_position="top left")
-        fig.update_layout(title=title, template="plotly_white", yaxis_title="spent / budget", yaxis=dict(rangemode="tozero"), showlegend=False)
+        fig = go.Figure(
+            go.Bar(
+                x=order,
+                y=g["util"],
+                marker_color=[styles[p].color for p in order],
+                error_y=dict(type="data", array=g["sd"].fillna(0.0), visible=True, color="#888"),
+                text=text,
+                textposition="inside",
+                insidetextanchor="start",
+                textfont=dict(color="white"),
+                customdata=custom,
+                hovertemplate=hover.replace("%{x:.2f}", "%{y:.2f}"),
+            )
+        )
+        fig.add_hline(
+            y=1.0, line=dict(color="#333", width=1), annotation_text="budget", annotation_position="top left"
+        )
+        fig.update_layout(
+            title=title,
+            template="plotly_white",
+            yaxis_title="spent / budget",
+            yaxis=dict(rangemode="tozero"),
+            showlegend=False,
+        )
         return fig
     # several runs: one horizontal bar per (run, policy), the runs' panels stacked, labels readable at any count
     sizes = pd.Series([styles[p].run for p in order]).value_counts().to_dict()
     fig, rows, height = plots.run_panels(styles, sizes, horizontal_bars=True)
     for i, p in enumerate(order):
         st = styles[p]
-        fig.add_trace(go.Bar(
-            y=[st.policy], x=[g["util"].iloc[i]], orientation="h", marker_color=st.color, name=st.hover, showlegend=False,
-            error_x=dict(type="data", array=[0.0 if pd.isna(g["sd"].iloc[i]) else g["sd"].iloc[i]], visible=True, color="#888"),
-            text=[text[i]], textposition="inside", insidetextanchor="start", textfont=dict(color="white"), cliponaxis=False,
-            customdata=[custom[i]], hovertemplate=hover,
-        ), row=rows[st.run], col=1)
+        fig.add_trace(
+            go.Bar(
+                y=[st.policy],
+                x=[g["util"].iloc[i]],
+                orientation="h",
+                marker_color=st.color,
+                name=st.hover,
+                showlegend=False,
+                error_x=dict(
+                    type="data",
+                    array=[0.0 if pd.isna(g["sd"].iloc[i]) else g["sd"].iloc[i]],
+                    visible=True,
+                    color="#888",
+                ),
+                text=[text[i]],
+                textposition="inside",
+                insidetextanchor="start",
+                textfont=dict(color="white"),
+                cliponaxis=False,
+                customdata=[custom[i]],
+                hovertemplate=hover,
+            ),
+            row=rows[st.run],
+            col=1,
+        )
     for r in rows.values():
         fig.add_vline(x=1.0, line=dict(color="#333", width=1), row=r, col=1)
     fig.update_yaxes(automargin=True, autorange="reversed")
@@ -387,10 +465,27 @@ def training_curves_figure(runs: RunSet, *, smooth: int = 1) -> go.Figure:
         smooth: Rolling-mean window (logged steps; 1 = raw).
     """
     metrics = runs.metrics()
-    fig = make_subplots(rows=2, cols=2, subplot_titles=[t for _k, t in TRAINING_METRICS], horizontal_spacing=0.1, vertical_spacing=0.16)
+    fig = make_subplots(
+        rows=2, cols=2, subplot_titles=[t for _k, t in TRAINING_METRICS], horizontal_spacing=0.1, vertical_spacing=0.16
+    )
     if metrics.empty:
-        fig.update_layout(title="Training curves", template="plotly_white", height=520,
-                          annotations=list(fig.layout.annotations) + [dict(text="no training runs (metrics.jsonl) selected", showarrow=False, xref="paper", yref="paper", x=0.5, y=0.5, font=dict(size=14, color="#888"))])
+        fig.update_layout(
+            title="Training curves",
+            template="plotly_white",
+            height=520,
+            annotations=list(fig.layout.annotations)
+            + [
+                dict(
+                    text="no training runs (metrics.jsonl) selected",
+                    showarrow=False,
+                    xref="paper",
+                    yref="paper",
+                    x=0.5,
+                    y=0.5,
+                    font=dict(size=14, color="#888"),
+                )
+            ],
+        )
         return fig
     labels = list(dict.fromkeys(metrics["run"]))
     colors = plots.policy_colors(labels)
@@ -401,22 +496,49 @@ def training_curves_figure(runs: RunSet, *, smooth: int = 1) -> go.Figure:
             if key not in m.columns or m[key].isna().all() or "step" not in m.columns:
                 continue
             y = _smooth(pd.to_numeric(m[key], errors="coerce"), smooth)
-            fig.add_trace(go.Scatter(x=m["step"], y=y, mode="lines+markers" if len(m) < 30 else "lines", name=label, legendgroup=label,
-                                     showlegend=k == 0, line=dict(color=colors[label]), marker=dict(size=5),
-                                     hovertemplate=f"{label}<br>step %{{x}}<br>{key} %{{y:.3f}}<extra></extra>"), row=r, col=c)
+            fig.add_trace(
+                go.Scatter(
+                    x=m["step"],
+                    y=y,
+                    mode="lines+markers" if len(m) < 30 else "lines",
+                    name=label,
+                    legendgroup=label,
+                    showlegend=k == 0,
+                    line=dict(color=colors[label]),
+                    marker=dict(size=5),
+                    hovertemplate=f"{label}<br>step %{{x}}<br>{key} %{{y:.3f}}<extra></extra>",
+                ),
+                row=r,
+                col=c,
+            )
         if key == "reward" and "reward_std" in metrics.columns:
             for label in labels:
                 m = metrics[metrics["run"] == label]
                 if m["reward_std"].notna().any() and m["reward"].notna().any():
                     lo = _smooth(m["reward"] - m["reward_std"], smooth)
                     hi = _smooth(m["reward"] + m["reward_std"], smooth)
-                    fig.add_trace(go.Scatter(x=pd.concat([m["step"], m["step"][::-1]]), y=pd.concat([hi, lo[::-1]]), fill="toself",
-                                             line=dict(width=0), fillcolor=colors[label], opacity=0.15, showlegend=False, hoverinfo="skip",
-                                             legendgroup=label), row=1, col=1)
+                    fig.add_trace(
+                        go.Scatter(
+                            x=pd.concat([m["step"], m["step"][::-1]]),
+                            y=pd.concat([hi, lo[::-1]]),
+                            fill="toself",
+                            line=dict(width=0),
+                            fillcolor=colors[label],
+                            opacity=0.15,
+                            showlegend=False,
+                            hoverinfo="skip",
+                            legendgroup=label,
+                        ),
+                        row=1,
+                        col=1,
+                    )
     fig.update_xaxes(title_text="trainer step", row=2)
-    fig.update_layout(title="Training curves" + (f" (rolling mean over {smooth} steps)" if smooth > 1 else ""), template="plotly_white", height=560)
+    fig.update_layout(
+        title="Training curves" + (f" (rolling mean over {smooth} steps)" if smooth > 1 else ""),
+        template="plotly_white",
+        height=560,
+    )
     return fig
-
 
 
 def held_out_evaluations(runs: RunSet) -> pd.DataFrame:
@@ -430,8 +552,11 @@ def held_out_evaluations(runs: RunSet) -> pd.DataFrame:
             df = pd.read_json(path, lines=True, dtype={"key": str})
             df.insert(0, "run", label)
             parts.append(df)
-    return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(
-        columns=["run", "step", "metric", "key", "estimate", "ci_low", "ci_high", "n"])
+    return (
+        pd.concat(parts, ignore_index=True)
+        if parts
+        else pd.DataFrame(columns=["run", "step", "metric", "key", "estimate", "ci_low", "ci_high", "n"])
+    )
 
 
 def held_out_figure(runs: RunSet) -> go.Figure:
@@ -440,18 +565,46 @@ def held_out_figure(runs: RunSet) -> go.Figure:
     (right, expected correct answers per episode under the run's accuracy curves) against the
     training step, with bootstrap 95% intervals over the held-out episodes as error bars."""
     ev = held_out_evaluations(runs)
-    fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.1, subplot_titles=[
-        "held-out tokens per answered question, by difficulty", "held-out regret vs the oracle (expected correct / episode)"])
+    fig = make_subplots(
+        rows=1,
+        cols=2,
+        horizontal_spacing=0.1,
+        subplot_titles=[
+            "held-out tokens per answered question, by difficulty",
+            "held-out regret vs the oracle (expected correct / episode)",
+        ],
+    )
     title = "Held-out evaluation during training (95% intervals over episodes)"
     if ev.empty:
-        fig.update_layout(title=title, template="plotly_white", height=420, annotations=list(fig.layout.annotations) + [dict(
-            text="no held-out evaluations: train with --eval_every N (evaluations.jsonl)", showarrow=False, xref="paper",
-            yref="paper", x=0.5, y=0.5, font=dict(size=14, color="#888"))])
+        fig.update_layout(
+            title=title,
+            template="plotly_white",
+            height=420,
+            annotations=list(fig.layout.annotations)
+            + [
+                dict(
+                    text="no held-out evaluations: train with --eval_every N (evaluations.jsonl)",
+                    showarrow=False,
+                    xref="paper",
+                    yref="paper",
+                    x=0.5,
+                    y=0.5,
+                    font=dict(size=14, color="#888"),
+                )
+            ],
+        )
         return fig
     labels = list(dict.fromkeys(ev["run"]))
     kinds = runs.kinds()
     # several training runs: one colour per difficulty, one dash per run (the run key names them)
-    keyed = pd.DataFrame({"run": labels, "run_kind": [kinds.get(r, "training") for r in labels], "policy_name": labels, "policy": labels})
+    keyed = pd.DataFrame(
+        {
+            "run": labels,
+            "run_kind": [kinds.get(r, "training") for r in labels],
+            "policy_name": labels,
+            "policy": labels,
+        }
+    )
     styles = plots.series_styles(keyed)
 
     def err(d: pd.DataFrame) -> dict:
@@ -459,7 +612,9 @@ def held_out_figure(runs: RunSet) -> go.Figure:
         lo = (d["estimate"] - d["ci_low"]).fillna(0).clip(lower=0)
         return dict(type="data", array=hi.tolist(), arrayminus=lo.tolist(), thickness=1, width=3)
 
-    diffs = sorted(ev.loc[ev["metric"] == "tokens_by_difficulty", "key"].dropna().unique(), key=lambda k: (len(str(k)), str(k)))
+    diffs = sorted(
+        ev.loc[ev["metric"] == "tokens_by_difficulty", "key"].dropna().unique(), key=lambda k: (len(str(k)), str(k))
+    )
     dcolors = plots.policy_colors([f"difficulty {d}" for d in diffs])
     shown: set = set()
     for label in labels:
@@ -469,15 +624,41 @@ def held_out_figure(runs: RunSet) -> go.Figure:
             if dd.empty:
                 continue
             name = f"difficulty {d}"
-            fig.add_trace(go.Scatter(x=dd["step"], y=dd["estimate"], error_y=err(dd), mode="lines+markers", name=name, legendgroup=name,
-                                     showlegend=name not in shown, line=dict(color=dcolors[name], dash=st.dash), marker=dict(symbol=st.symbol),
-                                     hovertemplate=f"{label} · {name}<br>step %{{x}}<br>%{{y:.1f}} tokens<extra></extra>"), row=1, col=1)
+            fig.add_trace(
+                go.Scatter(
+                    x=dd["step"],
+                    y=dd["estimate"],
+                    error_y=err(dd),
+                    mode="lines+markers",
+                    name=name,
+                    legendgroup=name,
+                    showlegend=name not in shown,
+                    line=dict(color=dcolors[name], dash=st.dash),
+                    marker=dict(symbol=st.symbol),
+                    hovertemplate=f"{label} · {name}<br>step %{{x}}<br>%{{y:.1f}} tokens<extra></extra>",
+                ),
+                row=1,
+                col=1,
+            )
             shown.add(name)
         rg = e[e["metric"] == "regret"].sort_values("step")
         if not rg.empty:
-            fig.add_trace(go.Scatter(x=rg["step"], y=rg["estimate"], error_y=err(rg), mode="lines+markers", name="regret", legendgroup="regret",
-                                     showlegend="regret" not in shown, line=dict(color="#444", dash=st.dash), marker=dict(symbol=st.symbol),
-                                     hovertemplate=f"{label}<br>step %{{x}}<br>regret %{{y:.3f}}<extra></extra>"), row=1, col=2)
+            fig.add_trace(
+                go.Scatter(
+                    x=rg["step"],
+                    y=rg["estimate"],
+                    error_y=err(rg),
+                    mode="lines+markers",
+                    name="regret",
+                    legendgroup="regret",
+                    showlegend="regret" not in shown,
+                    line=dict(color="#444", dash=st.dash),
+                    marker=dict(symbol=st.symbol),
+                    hovertemplate=f"{label}<br>step %{{x}}<br>regret %{{y:.3f}}<extra></extra>",
+                ),
+                row=1,
+                col=2,
+            )
             shown.add("regret")
     plots.add_run_key(fig, styles, legend_title="")
     fig.update_xaxes(title_text="training step")
@@ -485,6 +666,8 @@ def held_out_figure(runs: RunSet) -> go.Figure:
     fig.update_yaxes(title_text="expected correct lost", row=1, col=2)
     fig.update_layout(title=title, template="plotly_white", height=440)
     return fig
+
+
 def labelled_summary(runs: RunSet) -> pd.DataFrame:
     """Every column of every run's summary (one row per run, policy and sweep condition), with
     ``run``, ``run_kind``, ``policy_name`` (the policy's own name) and ``policy = "<run>:<policy>"``
@@ -521,7 +704,7 @@ def accuracy_vs_budget(runs: RunSet) -> go.Figure:
     return sweep_plots.accuracy_vs_budget_figure(labelled_summary(runs))
 
 
-def main(argv: Optional[Sequence[str]] = None) -> int:
+def main(argv: Sequence[str] | None = None) -> int:
     """``python -m workbench.compare RUN [RUN ...] [--out DIR]``: print the comparison (one row per
     run and policy with 95% intervals, then the paired comparison on common episode seeds) and
     write ``summary.csv``, ``comparisons.csv`` and ``figures.html`` into ``DIR``.
@@ -532,7 +715,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     import argparse
     import sys
 
-    p = argparse.ArgumentParser(prog="python -m workbench.compare", description="Compare run folders: summary with intervals, paired comparison, figures.")
+    p = argparse.ArgumentParser(
+        prog="python -m workbench.compare",
+        description="Compare run folders: summary with intervals, paired comparison, figures.",
+    )
     p.add_argument("runs", nargs="+", help="run folders (evaluation, training or saved Play runs)")
     p.add_argument("--out", help="folder for summary.csv, comparisons.csv and figures.html (default compare-<time>)")
     args = p.parse_args(list(argv) if argv is not None else None)
@@ -557,10 +743,21 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     out.mkdir(parents=True, exist_ok=True)
     summary.to_csv(out / "summary.csv", index=False)
     cmp.to_csv(out / "comparisons.csv", index=False)
-    figs = [intervals(runs), frontier(runs), accuracy_vs_budget(runs), accuracy_vs_tokens(runs), utilisation_figure(runs),
-            budget_spend(runs), tokens_by_type(runs), training_curves_figure(runs), held_out_figure(runs)]
+    figs = [
+        intervals(runs),
+        frontier(runs),
+        accuracy_vs_budget(runs),
+        accuracy_vs_tokens(runs),
+        utilisation_figure(runs),
+        budget_spend(runs),
+        tokens_by_type(runs),
+        training_curves_figure(runs),
+        held_out_figure(runs),
+    ]
     with open(out / "figures.html", "w", encoding="utf-8") as f:
-        f.write("<!DOCTYPE html><html><head><meta charset='utf-8'><title>Run comparison</title></head><body style='max-width:1240px;margin:auto'>")
+        f.write(
+            "<!DOCTYPE html><html><head><meta charset='utf-8'><title>Run comparison</title></head><body style='max-width:1240px;margin:auto'>"
+        )
         for i, fig in enumerate(figs):
             f.write(fig.to_html(full_html=False, include_plotlyjs=i == 0, default_width="100%"))
         f.write("</body></html>")

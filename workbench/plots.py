@@ -16,7 +16,6 @@ Bar charts of several runs get one panel per run instead (:func:`run_panels`).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional, Sequence
 
 import numpy as np
 import pandas as pd
@@ -43,8 +42,22 @@ __all__ = [
 
 _TEMPLATE = "plotly_white"
 _PALETTE = (
-    "#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf", "#e377c2", "#8c564b", "#bcbd22", "#7f7f7f",
-    "#393b79", "#ad494a", "#637939", "#7b4173", "#e6550d", "#3182bd",
+    "#1f77b4",
+    "#d62728",
+    "#2ca02c",
+    "#9467bd",
+    "#ff7f0e",
+    "#17becf",
+    "#e377c2",
+    "#8c564b",
+    "#bcbd22",
+    "#7f7f7f",
+    "#393b79",
+    "#ad494a",
+    "#637939",
+    "#7b4173",
+    "#e6550d",
+    "#3182bd",
 )
 
 
@@ -91,11 +104,15 @@ class SeriesStyle:
         return f"{self.run} · {self.policy}" if self.run else self.policy
 
 
-def is_grouped(frame: Optional[pd.DataFrame]) -> bool:
+def is_grouped(frame: pd.DataFrame | None) -> bool:
     """Whether ``frame`` holds several runs to draw grouped (``run`` and ``policy_name`` columns,
     more than one run)."""
-    return (frame is not None and not frame.empty and {"run", "policy_name", "policy"} <= set(frame.columns)
-            and frame["run"].nunique() > 1)
+    return (
+        frame is not None
+        and not frame.empty
+        and {"run", "policy_name", "policy"} <= set(frame.columns)
+        and frame["run"].nunique() > 1
+    )
 
 
 def series_styles(frame: pd.DataFrame) -> dict[str, SeriesStyle]:
@@ -119,8 +136,16 @@ def series_styles(frame: pd.DataFrame) -> dict[str, SeriesStyle]:
     out, seen = {}, set()
     for p in order:
         i = runs.index(run[p]) if grouped else 0
-        out[p] = SeriesStyle(p, name[p], run[p], kind[p], colors[name[p]], _RUN_DASHES[i % len(_RUN_DASHES)],
-                             _RUN_SYMBOLS[i % len(_RUN_SYMBOLS)], name[p] not in seen)
+        out[p] = SeriesStyle(
+            p,
+            name[p],
+            run[p],
+            kind[p],
+            colors[name[p]],
+            _RUN_DASHES[i % len(_RUN_DASHES)],
+            _RUN_SYMBOLS[i % len(_RUN_SYMBOLS)],
+            name[p] not in seen,
+        )
         seen.add(name[p])
     return out
 
@@ -136,8 +161,14 @@ def _run_names(styles: dict[str, SeriesStyle]) -> dict[str, str]:
     return out
 
 
-def add_run_key(fig: go.Figure, styles: dict[str, SeriesStyle], *, lines: bool = True, markers: bool = True,
-                legend_title: str = "policy") -> go.Figure:
+def add_run_key(
+    fig: go.Figure,
+    styles: dict[str, SeriesStyle],
+    *,
+    lines: bool = True,
+    markers: bool = True,
+    legend_title: str = "policy",
+) -> go.Figure:
     """Add the run key of a grouped figure: a second legend below the plot with one grey entry per
     run in that run's line dash and marker (``lines`` / ``markers``), named ``"<run> (<kind>)"``.
     Clicking an entry does nothing (it is a key); the first legend (``legend_title``) toggles
@@ -151,20 +182,46 @@ def add_run_key(fig: go.Figure, styles: dict[str, SeriesStyle], *, lines: bool =
     mode = "+".join(m for m, on in (("lines", lines), ("markers", markers)) if on) or "markers"
     for run, name in runs.items():
         st = first[run]
-        fig.add_trace(go.Scatter(x=[None], y=[None], mode=mode, name=name, legend="legend2", hoverinfo="skip",
-                                 line=dict(color=_KEY_COLOR, dash=st.dash, width=2), marker=dict(color=_KEY_COLOR, symbol=st.symbol, size=8)))
+        fig.add_trace(
+            go.Scatter(
+                x=[None],
+                y=[None],
+                mode=mode,
+                name=name,
+                legend="legend2",
+                hoverinfo="skip",
+                line=dict(color=_KEY_COLOR, dash=st.dash, width=2),
+                marker=dict(color=_KEY_COLOR, symbol=st.symbol, size=8),
+            )
+        )
     # below the plot, as many a row as fit (run names are long: often one); the figure grows by a row per run
     fig.update_layout(
         legend=dict(title=dict(text=legend_title), tracegroupgap=2),
-        legend2=dict(title=dict(text="run"), orientation="h", x=0, xanchor="left", y=-0.16, yanchor="top", itemclick=False,
-                     itemdoubleclick=False, font=dict(size=11)),
+        legend2=dict(
+            title=dict(text="run"),
+            orientation="h",
+            x=0,
+            xanchor="left",
+            y=-0.16,
+            yanchor="top",
+            itemclick=False,
+            itemdoubleclick=False,
+            font=dict(size=11),
+        ),
         height=(fig.layout.height or LINE_CHART_HEIGHT) + KEY_ROW_PX * len(runs),
     )
     return fig
 
 
-def run_panels(styles: dict[str, SeriesStyle], sizes: Optional[dict[str, int]] = None, *, horizontal_bars: bool = False,
-               unit_px: int = 22, panel_px: int = 120, **kwargs) -> tuple[go.Figure, dict[str, int], int]:
+def run_panels(
+    styles: dict[str, SeriesStyle],
+    sizes: dict[str, int] | None = None,
+    *,
+    horizontal_bars: bool = False,
+    unit_px: int = 22,
+    panel_px: int = 120,
+    **kwargs,
+) -> tuple[go.Figure, dict[str, int], int]:
     """An empty figure with one panel (subplot row, shared x axis) per run of a grouped figure,
     titled ``"<run> (<kind>)"``.
 
@@ -182,8 +239,15 @@ def run_panels(styles: dict[str, SeriesStyle], sizes: Optional[dict[str, int]] =
     body = sum(w * unit_px + 12 for w in weights) if horizontal_bars else panel_px * len(runs)
     height = int(body + 40 * len(runs) + 110)
     gap = min(0.3 / max(1, len(runs) - 1), 42 / height) if len(runs) > 1 else 0
-    fig = make_subplots(rows=len(runs), cols=1, shared_xaxes=True, row_heights=weights, vertical_spacing=gap,
-                        subplot_titles=list(runs.values()), **kwargs)
+    fig = make_subplots(
+        rows=len(runs),
+        cols=1,
+        shared_xaxes=True,
+        row_heights=weights,
+        vertical_spacing=gap,
+        subplot_titles=list(runs.values()),
+        **kwargs,
+    )
     for ann in fig.layout.annotations:  # panel titles: left-aligned, small
         ann.update(x=0, xanchor="left", font=dict(size=12))
     return fig, {r: i + 1 for i, r in enumerate(runs)}, height
@@ -195,7 +259,11 @@ def _colors(frame: pd.DataFrame) -> dict[str, str]:
 
 def _empty(title: str) -> go.Figure:
     fig = go.Figure()
-    fig.update_layout(title=title, template=_TEMPLATE, annotations=[dict(text="no data", showarrow=False, xref="paper", yref="paper", x=0.5, y=0.5)])
+    fig.update_layout(
+        title=title,
+        template=_TEMPLATE,
+        annotations=[dict(text="no data", showarrow=False, xref="paper", yref="paper", x=0.5, y=0.5)],
+    )
     return fig
 
 
@@ -209,23 +277,52 @@ def budget_spend_figure(steps: pd.DataFrame) -> go.Figure:
         return _empty(title)
     fig = go.Figure()
     n = int(curve["question"].max())
-    fig.add_trace(go.Scatter(x=list(range(0, n + 1)), y=[i / n for i in range(0, n + 1)], mode="lines", name="even spend", line=dict(dash="dot", color="grey")))
+    fig.add_trace(
+        go.Scatter(
+            x=list(range(0, n + 1)),
+            y=[i / n for i in range(0, n + 1)],
+            mode="lines",
+            name="even spend",
+            line=dict(dash="dot", color="grey"),
+        )
+    )
     styles = series_styles(steps)
     for pol in analysis.policy_order(curve):
         st, c = styles[pol], curve[curve["policy"] == pol]
-        fig.add_trace(go.Scatter(x=[0] + c["question"].tolist(), y=[0.0] + c["spent_fraction"].tolist(), mode="lines+markers", name=st.policy,
-                                 legendgroup=st.policy, showlegend=st.legend, line=dict(color=st.color, dash=st.dash),
-                                 marker=dict(symbol=st.symbol, size=6),
-                                 hovertemplate=f"{st.hover}<br>after %{{x}} questions: %{{y:.0%}} of the budget<extra></extra>"))
-    fig.update_layout(title=title, template=_TEMPLATE, xaxis_title="questions answered", yaxis_title="share of budget spent (mean over episodes)", yaxis=dict(rangemode="tozero"))
+        fig.add_trace(
+            go.Scatter(
+                x=[0] + c["question"].tolist(),
+                y=[0.0] + c["spent_fraction"].tolist(),
+                mode="lines+markers",
+                name=st.policy,
+                legendgroup=st.policy,
+                showlegend=st.legend,
+                line=dict(color=st.color, dash=st.dash),
+                marker=dict(symbol=st.symbol, size=6),
+                hovertemplate=f"{st.hover}<br>after %{{x}} questions: %{{y:.0%}} of the budget<extra></extra>",
+            )
+        )
+    fig.update_layout(
+        title=title,
+        template=_TEMPLATE,
+        xaxis_title="questions answered",
+        yaxis_title="share of budget spent (mean over episodes)",
+        yaxis=dict(rangemode="tozero"),
+    )
     return add_run_key(fig, styles)
 
 
 def _bar_trace(c: pd.DataFrame, by: str, st: SeriesStyle) -> go.Bar:
     return go.Bar(
-        x=c[by], y=c["tokens"], name=st.policy, legendgroup=st.policy, marker_color=st.color,
+        x=c[by],
+        y=c["tokens"],
+        name=st.policy,
+        legendgroup=st.policy,
+        marker_color=st.color,
         customdata=np.stack([c["accuracy"], c["n"]], axis=1),
-        hovertemplate="%{x}<br>%{y:.0f} tokens<br>accuracy %{customdata[0]:.2f} (n=%{customdata[1]})<extra>" + st.hover + "</extra>",
+        hovertemplate="%{x}<br>%{y:.0f} tokens<br>accuracy %{customdata[0]:.2f} (n=%{customdata[1]})<extra>"
+        + st.hover
+        + "</extra>",
     )
 
 
@@ -239,7 +336,9 @@ def _grouped_bars(steps: pd.DataFrame, by: str, title: str, xlabel: str) -> go.F
         fig = go.Figure()
         for pol in analysis.policy_order(g):
             fig.add_trace(_bar_trace(g[g["policy"] == pol], by, styles[pol]))
-        fig.update_layout(title=title, template=_TEMPLATE, barmode="group", xaxis_title=xlabel, yaxis_title=yaxis_title)
+        fig.update_layout(
+            title=title, template=_TEMPLATE, barmode="group", xaxis_title=xlabel, yaxis_title=yaxis_title
+        )
         return fig
     # several runs: one panel per run, the same categories in every panel, one colour per policy
     categories = sorted(g[by].unique(), key=lambda v: (v == "n/a", len(v) if by == "difficulty" else 0, v))
@@ -252,8 +351,13 @@ def _grouped_bars(steps: pd.DataFrame, by: str, title: str, xlabel: str) -> go.F
     fig.update_xaxes(categoryorder="array", categoryarray=categories, automargin=True)
     fig.update_xaxes(title_text=xlabel, row=len(rows), col=1)
     fig.update_yaxes(rangemode="tozero", nticks=4, title_text="tokens", title_font=dict(size=11))
-    fig.update_layout(title=dict(text=title + " (one panel per run)", subtitle=dict(text=yaxis_title)), template=_TEMPLATE,
-                      barmode="group", height=height, legend=dict(title=dict(text="policy")))
+    fig.update_layout(
+        title=dict(text=title + " (one panel per run)", subtitle=dict(text=yaxis_title)),
+        template=_TEMPLATE,
+        barmode="group",
+        height=height,
+        legend=dict(title=dict(text="policy")),
+    )
     return fig
 
 
@@ -267,7 +371,7 @@ def tokens_by_difficulty_figure(steps: pd.DataFrame) -> go.Figure:
     return _grouped_bars(steps, "difficulty", "Tokens by difficulty level", "difficulty level")
 
 
-def accuracy_vs_tokens_figure(steps: pd.DataFrame, summary: Optional[pd.DataFrame] = None) -> go.Figure:
+def accuracy_vs_tokens_figure(steps: pd.DataFrame, summary: pd.DataFrame | None = None) -> go.Figure:
     """Accuracy vs tokens: per policy, accuracy of answered questions by token bin (powers of
     two, log-scale x; hover shows the count), and a large marker at the policy's mean tokens per
     question and accuracy (from ``summary`` when given). Several runs: grouped (:func:`series_styles`)."""
@@ -282,8 +386,16 @@ def accuracy_vs_tokens_figure(steps: pd.DataFrame, summary: Optional[pd.DataFram
         st, c = styles[pol], binned[binned["policy"] == pol]
         fig.add_trace(
             go.Scatter(
-                x=c["tokens_mid"], y=c["accuracy"], mode="lines+markers", name=st.policy, legendgroup=st.policy, showlegend=st.legend,
-                line=dict(width=1, color=st.color, dash=st.dash), marker=dict(size=5, symbol=st.symbol), opacity=0.7, customdata=c["n"],
+                x=c["tokens_mid"],
+                y=c["accuracy"],
+                mode="lines+markers",
+                name=st.policy,
+                legendgroup=st.policy,
+                showlegend=st.legend,
+                line=dict(width=1, color=st.color, dash=st.dash),
+                marker=dict(size=5, symbol=st.symbol),
+                opacity=0.7,
+                customdata=c["n"],
                 hovertemplate="~%{x:.0f} tokens: accuracy %{y:.2f} (n=%{customdata})<extra>" + st.hover + "</extra>",
             )
         )
@@ -292,13 +404,30 @@ def accuracy_vs_tokens_figure(steps: pd.DataFrame, summary: Optional[pd.DataFram
             if pd.notna(r.get("tokens_per_question")) and pd.notna(r.get("accuracy")):
                 fig.add_trace(
                     go.Scatter(
-                        x=[r["tokens_per_question"]], y=[r["accuracy"]], mode="markers", name=f"{st.policy} (mean)", legendgroup=st.policy, showlegend=False,
-                        marker=dict(size=14, symbol=st.symbol if grouped else "diamond", color=st.color, line=dict(width=1, color="black")),
+                        x=[r["tokens_per_question"]],
+                        y=[r["accuracy"]],
+                        mode="markers",
+                        name=f"{st.policy} (mean)",
+                        legendgroup=st.policy,
+                        showlegend=False,
+                        marker=dict(
+                            size=14,
+                            symbol=st.symbol if grouped else "diamond",
+                            color=st.color,
+                            line=dict(width=1, color="black"),
+                        ),
                         hovertemplate=f"{st.hover}: %{{x:.0f}} tokens/question, accuracy %{{y:.3f}}<extra></extra>",
                     )
                 )
     means = "large markers: policy means" if grouped else "diamonds: policy means"
-    fig.update_layout(title=dict(text=title, subtitle=dict(text=f"lines: by response length; {means}")), template=_TEMPLATE, xaxis_title="tokens (log scale)", yaxis_title="accuracy", xaxis_type="log", yaxis=dict(range=[-0.02, 1.05]))
+    fig.update_layout(
+        title=dict(text=title, subtitle=dict(text=f"lines: by response length; {means}")),
+        template=_TEMPLATE,
+        xaxis_title="tokens (log scale)",
+        yaxis_title="accuracy",
+        xaxis_type="log",
+        yaxis=dict(range=[-0.02, 1.05]),
+    )
     return add_run_key(fig, styles)
 
 
@@ -317,7 +446,15 @@ def reward_components_figure(episodes: pd.DataFrame) -> go.Figure:
             continue
         fig.add_trace(go.Bar(x=order, y=c["value"], name=comp))
     totals = episodes.groupby("policy")["episode_reward"].mean().reindex(order)
-    fig.add_trace(go.Scatter(x=order, y=totals.values, mode="markers", marker=dict(color="black", size=10, symbol="line-ew-open", line=dict(width=3)), name="total"))
+    fig.add_trace(
+        go.Scatter(
+            x=order,
+            y=totals.values,
+            mode="markers",
+            marker=dict(color="black", size=10, symbol="line-ew-open", line=dict(width=3)),
+            name="total",
+        )
+    )
     fig.update_layout(title=title, template=_TEMPLATE, barmode="relative", yaxis_title="reward per episode")
     return fig
 
@@ -342,15 +479,18 @@ def regret_figure(episodes: pd.DataFrame) -> go.Figure:
     for pol in analysis.policy_order(episodes):
         st = styles[pol]
         r = episodes.loc[episodes["policy"] == pol, "regret"].dropna()
-        fig.add_trace(go.Box(x=r, y=[st.policy] * len(r), name=st.hover, orientation="h", boxmean=True, marker_color=st.color),
-                      row=rows[st.run], col=1)
+        fig.add_trace(
+            go.Box(x=r, y=[st.policy] * len(r), name=st.hover, orientation="h", boxmean=True, marker_color=st.color),
+            row=rows[st.run],
+            col=1,
+        )
     fig.update_yaxes(automargin=True, autorange="reversed")
     fig.update_xaxes(title_text=axis_title, row=len(rows), col=1)
     fig.update_layout(title=title, template=_TEMPLATE, showlegend=False, height=height)
     return fig
 
 
-def length_histogram_figure(steps: pd.DataFrame, policy: Optional[str] = None) -> go.Figure:
+def length_histogram_figure(steps: pd.DataFrame, policy: str | None = None) -> go.Figure:
     """Histogram of charged tokens for correct vs wrong answers (all policies, or one)."""
     title = "Response length: correct vs wrong" + (f" ({policy})" if policy else "")
     if steps is None or steps.empty:
@@ -361,5 +501,7 @@ def length_histogram_figure(steps: pd.DataFrame, policy: Optional[str] = None) -
     fig = go.Figure()
     for verdict, label in ((True, "correct"), (False, "wrong")):
         fig.add_trace(go.Histogram(x=s.loc[s["correct"] == verdict, "tokens"], name=label, opacity=0.6, nbinsx=40))
-    fig.update_layout(title=title, template=_TEMPLATE, barmode="overlay", xaxis_title="tokens charged", yaxis_title="answers")
+    fig.update_layout(
+        title=title, template=_TEMPLATE, barmode="overlay", xaxis_title="tokens charged", yaxis_title="answers"
+    )
     return fig

@@ -62,10 +62,10 @@ import json
 import os
 import platform
 import sys
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Iterable, Optional, Union
 
 import pandas as pd
 
@@ -102,7 +102,15 @@ def _versions() -> dict[str, str]:
     from importlib import metadata
 
     out = {"python": platform.python_version()}
-    for pkg in ("reasoning-economics-workbench", "transformers", "tokenizers", "math-verify", "openenv", "trl", "torch"):
+    for pkg in (
+        "reasoning-economics-workbench",
+        "transformers",
+        "tokenizers",
+        "math-verify",
+        "openenv",
+        "trl",
+        "torch",
+    ):
         try:
             out[pkg] = metadata.version(pkg)
         except metadata.PackageNotFoundError:
@@ -123,16 +131,22 @@ class RunWriter:
         RunFolderError: the folder cannot be created (a file is in the way, no permission).
     """
 
-    def __init__(self, run_dir: Union[str, Path], *, kind: str, config: EnvConfig, meta: Optional[dict] = None) -> None:
+    def __init__(
+        self, run_dir: str | Path, *, kind: str, config: EnvConfig, meta: dict | None = None
+    ) -> None:
         if kind not in RUN_KINDS:
             raise ValueError(f"kind must be one of {', '.join(map(repr, RUN_KINDS))}, got {kind!r}")
         self.run_dir = Path(run_dir)
         try:
             self.run_dir.mkdir(parents=True, exist_ok=True)
         except (FileExistsError, NotADirectoryError):
-            raise RunFolderError(f"cannot create run folder {str(self.run_dir)!r}: a file is in the way; choose another folder") from None
+            raise RunFolderError(
+                f"cannot create run folder {str(self.run_dir)!r}: a file is in the way; choose another folder"
+            ) from None
         except PermissionError as exc:
-            raise RunFolderError(f"cannot create run folder {str(self.run_dir)!r}: {exc.strerror}; choose another folder") from None
+            raise RunFolderError(
+                f"cannot create run folder {str(self.run_dir)!r}: {exc.strerror}; choose another folder"
+            ) from None
         self.kind = kind
         self.config = config
         self.meta = dict(meta or {})
@@ -142,7 +156,7 @@ class RunWriter:
         self.step_extras: list[dict] = []
         self.episode_extras: list[dict] = []
 
-    def add_steps(self, rows: Iterable[StepRow], extras: Optional[Iterable[dict]] = None) -> None:
+    def add_steps(self, rows: Iterable[StepRow], extras: Iterable[dict] | None = None) -> None:
         """Append step rows; ``extras`` (one dict per row) become extra columns.
 
         Raises:
@@ -159,7 +173,7 @@ class RunWriter:
         self.steps.extend(rows)
         self.step_extras.extend(ex)
 
-    def add_episode(self, row: EpisodeRow, extras: Optional[dict] = None) -> None:
+    def add_episode(self, row: EpisodeRow, extras: dict | None = None) -> None:
         """Append one episode row; ``extras`` become extra columns.
 
         Raises:
@@ -232,11 +246,11 @@ class Run:
 
     path: Path
     meta: dict
-    config: Optional[EnvConfig]
+    config: EnvConfig | None
     steps: pd.DataFrame
     episodes: pd.DataFrame
-    summary: Optional[pd.DataFrame] = None
-    metrics: Optional[pd.DataFrame] = None
+    summary: pd.DataFrame | None = None
+    metrics: pd.DataFrame | None = None
     notes: list[str] = field(default_factory=list)
 
     @property
@@ -250,7 +264,7 @@ class Run:
         return run_kind(self.meta)
 
 
-def load_run(path: Union[str, Path]) -> Run:
+def load_run(path: str | Path) -> Run:
     """Read a run folder.
 
     Raises:
@@ -262,7 +276,9 @@ def load_run(path: Union[str, Path]) -> Run:
         raise RunFolderError(f"{str(p)!r} is not a folder")
     meta_path = p / "run.json"
     if not meta_path.is_file():
-        raise RunFolderError(f"{str(p)!r} has no run.json: not a run folder (written by workbench.evaluate or training.grpo_train)")
+        raise RunFolderError(
+            f"{str(p)!r} has no run.json: not a run folder (written by workbench.evaluate or training.grpo_train)"
+        )
     meta = json.loads(meta_path.read_text(encoding="utf-8"))
     notes: list[str] = []
     config = None
@@ -271,10 +287,24 @@ def load_run(path: Union[str, Path]) -> Run:
             config = EnvConfig.from_yaml(p / "config.yaml")
         except Exception as exc:  # a config written by a newer version
             notes.append(f"config.yaml not loaded: {exc}")
-    steps = pd.read_parquet(p / "trajectories.parquet") if (p / "trajectories.parquet").is_file() else pd.DataFrame(columns=list(STEP_COLUMNS))
-    episodes = pd.read_parquet(p / "episodes.parquet") if (p / "episodes.parquet").is_file() else pd.DataFrame(columns=list(EPISODE_COLUMNS))
+    steps = (
+        pd.read_parquet(p / "trajectories.parquet")
+        if (p / "trajectories.parquet").is_file()
+        else pd.DataFrame(columns=list(STEP_COLUMNS))
+    )
+    episodes = (
+        pd.read_parquet(p / "episodes.parquet")
+        if (p / "episodes.parquet").is_file()
+        else pd.DataFrame(columns=list(EPISODE_COLUMNS))
+    )
     summary = pd.read_csv(p / "summary.csv") if (p / "summary.csv").is_file() else None
-    metrics = pd.read_json(p / "metrics.jsonl", lines=True) if (p / "metrics.jsonl").is_file() and (p / "metrics.jsonl").stat().st_size else None
+    metrics = (
+        pd.read_json(p / "metrics.jsonl", lines=True)
+        if (p / "metrics.jsonl").is_file() and (p / "metrics.jsonl").stat().st_size
+        else None
+    )
     if steps.empty and metrics is None:
         raise RunFolderError(f"{str(p)!r} holds neither trajectories.parquet nor metrics.jsonl")
-    return Run(path=p, meta=meta, config=config, steps=steps, episodes=episodes, summary=summary, metrics=metrics, notes=notes)
+    return Run(
+        path=p, meta=meta, config=config, steps=steps, episodes=episodes, summary=summary, metrics=metrics, notes=notes
+    )

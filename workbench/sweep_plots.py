@@ -25,7 +25,11 @@ _TEMPLATE = "plotly_white"
 
 def _empty(title: str, text: str = "no data") -> go.Figure:
     fig = go.Figure()
-    fig.update_layout(title=title, template=_TEMPLATE, annotations=[dict(text=text, showarrow=False, xref="paper", yref="paper", x=0.5, y=0.5)])
+    fig.update_layout(
+        title=title,
+        template=_TEMPLATE,
+        annotations=[dict(text=text, showarrow=False, xref="paper", yref="paper", x=0.5, y=0.5)],
+    )
     return fig
 
 
@@ -33,8 +37,14 @@ def _errors(d: pd.DataFrame, metric: str) -> dict:
     lo, hi = stats.ci_columns(metric)
     if lo not in d or d[lo].isna().all():
         return {}
-    return dict(type="data", symmetric=False, array=(d[hi] - d[metric]).clip(lower=0).fillna(0).to_numpy(),
-                arrayminus=(d[metric] - d[lo]).clip(lower=0).fillna(0).to_numpy(), thickness=1.2, width=4)
+    return dict(
+        type="data",
+        symmetric=False,
+        array=(d[hi] - d[metric]).clip(lower=0).fillna(0).to_numpy(),
+        arrayminus=(d[metric] - d[lo]).clip(lower=0).fillna(0).to_numpy(),
+        thickness=1.2,
+        width=4,
+    )
 
 
 def _swept(summary: pd.DataFrame) -> pd.Index:
@@ -60,27 +70,56 @@ def interval_figure(summary: pd.DataFrame, metric: str = "accuracy", *, title: s
     swept = _swept(summary)
 
     def names(d: pd.DataFrame, pol: str) -> list[str]:
-        return [f"{pol} ×{r:g}" if pd.notna(r) else pol for r in d["budget_ratio"]] if d.index[0] in swept else [pol] * len(d)
+        return (
+            [f"{pol} ×{r:g}" if pd.notna(r) else pol for r in d["budget_ratio"]]
+            if d.index[0] in swept
+            else [pol] * len(d)
+        )
 
     if not is_grouped(summary):
         fig = go.Figure()
         for pol in order:
             d = summary[summary["policy"] == pol]
             st = styles[pol]
-            fig.add_trace(go.Scatter(x=names(d, st.policy), y=d[metric], mode="markers", name=st.policy, marker=dict(size=10, color=st.color),
-                                     error_y=_errors(d, metric), showlegend=False,
-                                     hovertemplate="%{x}<br>" + metric + " %{y:.3f}<extra></extra>"))
-        fig.update_layout(title=title, template=_TEMPLATE, yaxis_title=metric.replace("_", " "), xaxis=dict(tickangle=-30, automargin=True),
-                          margin=dict(l=55, r=15, t=55, b=40))
+            fig.add_trace(
+                go.Scatter(
+                    x=names(d, st.policy),
+                    y=d[metric],
+                    mode="markers",
+                    name=st.policy,
+                    marker=dict(size=10, color=st.color),
+                    error_y=_errors(d, metric),
+                    showlegend=False,
+                    hovertemplate="%{x}<br>" + metric + " %{y:.3f}<extra></extra>",
+                )
+            )
+        fig.update_layout(
+            title=title,
+            template=_TEMPLATE,
+            yaxis_title=metric.replace("_", " "),
+            xaxis=dict(tickangle=-30, automargin=True),
+            margin=dict(l=55, r=15, t=55, b=40),
+        )
         return fig
     sizes = summary.assign(_run=summary["run"].astype(str))["_run"].value_counts().to_dict()
     fig, rows, height = run_panels(styles, sizes, horizontal_bars=True, unit_px=20)
     for pol in order:
         st, d = styles[pol], summary[summary["policy"] == pol]
         err = _errors(d, metric)
-        fig.add_trace(go.Scatter(y=names(d, st.policy), x=d[metric], mode="markers", name=st.hover, marker=dict(size=9, color=st.color),
-                                 error_x=err, showlegend=False, hovertemplate=st.hover + "<br>%{y}<br>" + metric + " %{x:.3f}<extra></extra>"),
-                      row=rows[st.run], col=1)
+        fig.add_trace(
+            go.Scatter(
+                y=names(d, st.policy),
+                x=d[metric],
+                mode="markers",
+                name=st.hover,
+                marker=dict(size=9, color=st.color),
+                error_x=err,
+                showlegend=False,
+                hovertemplate=st.hover + "<br>%{y}<br>" + metric + " %{x:.3f}<extra></extra>",
+            ),
+            row=rows[st.run],
+            col=1,
+        )
     fig.update_yaxes(automargin=True, autorange="reversed", type="category")
     fig.update_xaxes(title_text=metric.replace("_", " ") + " (95% interval)", row=len(rows), col=1)
     fig.update_layout(title=title, template=_TEMPLATE, height=height)
@@ -100,14 +139,31 @@ def accuracy_vs_budget_figure(summary: pd.DataFrame, metric: str = "accuracy") -
     fig = go.Figure()
     for pol in analysis.policy_order(summary):
         st, d = styles[pol], summary[summary["policy"] == pol].sort_values("budget_ratio")
-        fig.add_trace(go.Scatter(
-            x=d["budget_ratio"], y=d[metric], mode="lines+markers", name=st.policy, legendgroup=st.policy, showlegend=st.legend,
-            line=dict(color=st.color, dash=st.dash), marker=dict(symbol=st.symbol, size=7), error_y=_errors(d, metric),
-            customdata=np.stack([d["mean_total_budget"], d["tokens_per_question"]], axis=1),
-            hovertemplate=st.hover + "<br>ratio %{x:g} (mean budget %{customdata[0]:.0f} tokens)<br>" + metric + " %{y:.3f}<br>"
-                          "%{customdata[1]:.0f} tokens/question<extra></extra>",
-        ))
-    fig.update_layout(title=title, template=_TEMPLATE, xaxis=dict(title="budget ratio (log scale)", type="log"), yaxis_title=metric.replace("_", " "))
+        fig.add_trace(
+            go.Scatter(
+                x=d["budget_ratio"],
+                y=d[metric],
+                mode="lines+markers",
+                name=st.policy,
+                legendgroup=st.policy,
+                showlegend=st.legend,
+                line=dict(color=st.color, dash=st.dash),
+                marker=dict(symbol=st.symbol, size=7),
+                error_y=_errors(d, metric),
+                customdata=np.stack([d["mean_total_budget"], d["tokens_per_question"]], axis=1),
+                hovertemplate=st.hover
+                + "<br>ratio %{x:g} (mean budget %{customdata[0]:.0f} tokens)<br>"
+                + metric
+                + " %{y:.3f}<br>"
+                "%{customdata[1]:.0f} tokens/question<extra></extra>",
+            )
+        )
+    fig.update_layout(
+        title=title,
+        template=_TEMPLATE,
+        xaxis=dict(title="budget ratio (log scale)", type="log"),
+        yaxis_title=metric.replace("_", " "),
+    )
     return add_run_key(fig, styles)
 
 
@@ -122,19 +178,39 @@ def frontier_figure(summary: pd.DataFrame) -> go.Figure:
     front = summary[analysis.pareto_frontier(summary)].sort_values("tokens_per_question")
     fig = go.Figure()
     if len(front):
-        fig.add_trace(go.Scatter(x=front["tokens_per_question"], y=front["accuracy"], mode="lines", name="frontier",
-                                 line=dict(color="#111", width=1.5, dash="dot"), hoverinfo="skip"))
+        fig.add_trace(
+            go.Scatter(
+                x=front["tokens_per_question"],
+                y=front["accuracy"],
+                mode="lines",
+                name="frontier",
+                line=dict(color="#111", width=1.5, dash="dot"),
+                hoverinfo="skip",
+            )
+        )
     swept = _swept(summary)
     for pol in analysis.policy_order(summary):
         st, d = styles[pol], summary[summary["policy"] == pol]
         sweep = d.index[0] in swept
         label = [f"×{r:g}" if pd.notna(r) else "" for r in d["budget_ratio"]] if sweep else None
-        fig.add_trace(go.Scatter(
-            x=d["tokens_per_question"], y=d["accuracy"], mode="markers+text" if sweep else "markers", name=st.policy, text=label,
-            legendgroup=st.policy, showlegend=st.legend, textposition="top center", textfont=dict(size=10),
-            marker=dict(size=10, color=st.color, symbol=st.symbol, line=dict(width=1, color="#333")),
-            error_y=_errors(d, "accuracy"), error_x=_errors(d, "tokens_per_question"),
-            hovertemplate=st.hover + "<br>%{x:.0f} tokens/question<br>accuracy %{y:.3f}<extra></extra>",
-        ))
-    fig.update_layout(title=title, template=_TEMPLATE, xaxis_title="tokens per answered question", yaxis_title="accuracy")
+        fig.add_trace(
+            go.Scatter(
+                x=d["tokens_per_question"],
+                y=d["accuracy"],
+                mode="markers+text" if sweep else "markers",
+                name=st.policy,
+                text=label,
+                legendgroup=st.policy,
+                showlegend=st.legend,
+                textposition="top center",
+                textfont=dict(size=10),
+                marker=dict(size=10, color=st.color, symbol=st.symbol, line=dict(width=1, color="#333")),
+                error_y=_errors(d, "accuracy"),
+                error_x=_errors(d, "tokens_per_question"),
+                hovertemplate=st.hover + "<br>%{x:.0f} tokens/question<br>accuracy %{y:.3f}<extra></extra>",
+            )
+        )
+    fig.update_layout(
+        title=title, template=_TEMPLATE, xaxis_title="tokens per answered question", yaxis_title="accuracy"
+    )
     return add_run_key(fig, styles, lines=False)

@@ -31,7 +31,7 @@ CSS = """
 THEME = "soft"
 
 
-def build_workbench(ctx: Optional[Any] = None, *, title: str = "Reasoning Economics Workbench") -> Any:
+def build_workbench(ctx: Any | None = None, *, title: str = "Reasoning Economics Workbench") -> Any:
     """The workbench as a ``gr.Blocks`` (not launched).
 
     Args:
@@ -70,8 +70,14 @@ def build_workbench(ctx: Optional[Any] = None, *, title: str = "Reasoning Econom
         lab.wire_tab(lab_tab, lab_c)
         runs.wire_tab(runs_tab, runs_c)
         # a saved Play episode appears (selected) in the Runs tab and in the reward lab's run picker
-        play_c["save_event"].success(runs.include_saved, [play_c["state"], runs_c["root"], runs_c["runs"]],
-                                  [runs_c["runs"], runs_c["status"]], api_visibility="private", **marks_on(runs_c["busy"])).success(
-            lab.refresh, [lab_c["runs_root"]], [lab_c["run"]], api_visibility="private", **marks_on(lab_c["status"]))
+        play_c["save_event"].success(
+            runs.include_saved,
+            [play_c["state"], runs_c["root"], runs_c["runs"]],
+            [runs_c["runs"], runs_c["status"]],
+            api_visibility="private",
+            **marks_on(runs_c["busy"]),
+        ).success(
+            lab.refresh, [lab_c["runs_root"]], [lab_c["run"]], api_visibility="private", **marks_on(lab_c["status"])
+        )
     demo.workbench = {"ctx": ctx, "play": (play, play_c), "lab": (lab, lab_c), "runs": (runs, runs_c)}
     return demo

@@ -17,8 +17,9 @@ status line only (:func:`workbench.app.common.marks_on`). API names: ``/runs_ref
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Optional, Sequence
+from typing import Any
 
 import gradio as gr
 import pandas as pd
@@ -31,10 +32,21 @@ __all__ = ["RunsTab"]
 #: How many of the newest runs are selected when nothing is.
 DEFAULT_SELECTION = 3
 HEADERS = {
-    "run": "run", "policy": "policy", "kind": "kind", "budget_ratio": "budget ratio", "episodes": "episodes",
-    "accuracy": "accuracy [95% CI]", "expected_accuracy": "exp. accuracy", "tokens_per_question": "tokens/question",
-    "utilisation": "utilisation", "run_dry_rate": "ran dry", "reward": "reward [95% CI]", "acc_per_1k_tokens": "acc/1k tokens",
-    "regret": "regret [95% CI]", "on_frontier": "frontier", "mean_total_budget": "mean budget",
+    "run": "run",
+    "policy": "policy",
+    "kind": "kind",
+    "budget_ratio": "budget ratio",
+    "episodes": "episodes",
+    "accuracy": "accuracy [95% CI]",
+    "expected_accuracy": "exp. accuracy",
+    "tokens_per_question": "tokens/question",
+    "utilisation": "utilisation",
+    "run_dry_rate": "ran dry",
+    "reward": "reward [95% CI]",
+    "acc_per_1k_tokens": "acc/1k tokens",
+    "regret": "regret [95% CI]",
+    "on_frontier": "frontier",
+    "mean_total_budget": "mean budget",
 }
 #: Metrics shown with their interval in one cell.
 _WITH_CI = {"accuracy": "{:.3f}", "reward": "{:+.2f}", "regret": "{:.3f}"}
@@ -52,7 +64,7 @@ def _fit(fig: Any) -> Any:
     return fig
 
 
-def _paths(selected: Optional[Sequence[str]], extra_path: str) -> list[str]:
+def _paths(selected: Sequence[str] | None, extra_path: str) -> list[str]:
     return list(selected or []) + [p.strip() for p in (extra_path or "").replace(";", ",").split(",") if p.strip()]
 
 
@@ -63,7 +75,7 @@ def _load(paths: Sequence[str]) -> compare.RunSet:
     return runs
 
 
-def _shown(runs: compare.RunSet, policies: Optional[Sequence[str]]) -> list[str]:
+def _shown(runs: compare.RunSet, policies: Sequence[str] | None) -> list[str]:
     """The chosen policies that the runs hold (all of them when none is chosen, or none is there)."""
     available = runs.policies()
     chosen = [p for p in (policies or []) if p in available]
@@ -79,8 +91,10 @@ def _display_table(summary: pd.DataFrame) -> pd.DataFrame:
         if metric not in table:
             continue
         if lo in table:
-            table[metric] = [("-" if pd.isna(v) else fmt.format(v)) + ("" if pd.isna(a) else f" [{fmt.format(a)}, {fmt.format(b)}]")
-                             for v, a, b in zip(table[metric], table[lo], table[hi])]
+            table[metric] = [
+                ("-" if pd.isna(v) else fmt.format(v)) + ("" if pd.isna(a) else f" [{fmt.format(a)}, {fmt.format(b)}]")
+                for v, a, b in zip(table[metric], table[lo], table[hi])
+            ]
             table = table.drop(columns=[lo, hi])
     if "budget_ratio" in table and table["budget_ratio"].nunique(dropna=True) < 2:
         table = table.drop(columns=["budget_ratio"])
@@ -101,7 +115,7 @@ class RunsTab:
         self.ctx = ctx
 
     @user_errors
-    def refresh(self, root: str, current: Optional[Sequence[str]] = None) -> tuple:
+    def refresh(self, root: str, current: Sequence[str] | None = None) -> tuple:
         """List the run folders under ``root`` (newest first), keeping the current selection.
 
         Returns:
@@ -113,13 +127,23 @@ class RunsTab:
         keep = [v for v in (current or []) if v in {p for _l, p in choices}]
         if not keep and found:
             keep = [str(e.path) for e in found[:DEFAULT_SELECTION]]
-        status = f"{len(found)} run folder(s) under `{root}`." if found else (
-            f"No run folders under `{root}` yet: run `python -m workbench.evaluate --n_episodes 5`, or save an episode from the Play tab.")
+        status = (
+            f"{len(found)} run folder(s) under `{root}`."
+            if found
+            else (
+                f"No run folders under `{root}` yet: run `python -m workbench.evaluate --n_episodes 5`, or save an episode from the Play tab."
+            )
+        )
         return gr.Dropdown(choices=choices, value=keep, multiselect=True), status
 
     @user_errors
-    def compare(self, selected: Optional[Sequence[str]], extra_path: str, smooth: float = 1,
-                policies: Optional[Sequence[str]] = None) -> tuple:
+    def compare(
+        self,
+        selected: Sequence[str] | None,
+        extra_path: str,
+        smooth: float = 1,
+        policies: Sequence[str] | None = None,
+    ) -> tuple:
         """Load the chosen folders (plus ``extra_path``) and draw the comparison of ``policies``
         (their own names; ``None`` or none of them there: every policy of the runs).
 
@@ -139,27 +163,47 @@ class RunsTab:
         shown = _shown(loaded, policies)
         runs = loaded.only(shown)
         table = _display_table(runs.summary())
-        figs = [_fit(f) for f in (compare.accuracy_vs_tokens(runs), compare.budget_spend(runs), compare.utilisation_figure(runs),
-                                  compare.tokens_by_type(runs))]
+        figs = [
+            _fit(f)
+            for f in (
+                compare.accuracy_vs_tokens(runs),
+                compare.budget_spend(runs),
+                compare.utilisation_figure(runs),
+                compare.tokens_by_type(runs),
+            )
+        ]
         training = any(r.metrics is not None and not r.metrics.empty for r in runs.runs.values())
         held_out = not compare.held_out_evaluations(runs).empty
         picker = gr.Dropdown(choices=loaded.policies(), value=shown, multiselect=True)
-        return (runs.describe(), table, *figs,
-                gr.update(value=compare.training_curves_figure(runs, smooth=window), visible=training),
-                gr.update(value=compare.held_out_figure(runs), visible=held_out), {"paths": paths, "policies": shown}, picker)
+        return (
+            runs.describe(),
+            table,
+            *figs,
+            gr.update(value=compare.training_curves_figure(runs, smooth=window), visible=training),
+            gr.update(value=compare.held_out_figure(runs), visible=held_out),
+            {"paths": paths, "policies": shown},
+            picker,
+        )
 
-    def redraw(self, selected: Optional[Sequence[str]], extra_path: str, smooth: float = 1,
-               policies: Optional[Sequence[str]] = None) -> tuple:
+    def redraw(
+        self,
+        selected: Sequence[str] | None,
+        extra_path: str,
+        smooth: float = 1,
+        policies: Sequence[str] | None = None,
+    ) -> tuple:
         """:meth:`compare` without the policy picker's update (for the picker's own edits)."""
         return self.compare(selected, extra_path, smooth, policies)[:-1]
 
-    def uncertainty_of(self, drawn: Optional[dict]) -> tuple:
+    def uncertainty_of(self, drawn: dict | None) -> tuple:
         """:meth:`uncertainty` of the runs and policies the first pass (:meth:`compare`) drew."""
         drawn = drawn or {}
         return self.uncertainty(drawn.get("paths") or [], "", drawn.get("policies"))
 
     @user_errors
-    def uncertainty(self, selected: Optional[Sequence[str]], extra_path: str, policies: Optional[Sequence[str]] = None) -> tuple:
+    def uncertainty(
+        self, selected: Sequence[str] | None, extra_path: str, policies: Sequence[str] | None = None
+    ) -> tuple:
         """The paired comparison and the frontier of the chosen runs and ``policies`` (as :meth:`compare`).
 
         Returns:
@@ -174,11 +218,20 @@ class RunsTab:
         runs = loaded.only(_shown(loaded, policies))
         summary = compare.labelled_summary(runs)
         cmp = runs.comparisons()
-        lines = [f"**Provenance ({label})**: {w}" for label, run in runs.runs.items()
-                 for w in (run.meta.get("provenance") or {}).get("warnings") or []]
+        lines = [
+            f"**Provenance ({label})**: {w}"
+            for label, run in runs.runs.items()
+            for w in (run.meta.get("provenance") or {}).get("warnings") or []
+        ]
         text = analysis.format_comparisons(cmp, summary)
-        md = "\n\n".join(lines + ["**Paired comparison** (same episode seeds; 95% paired bootstrap interval, sign-flip p-value, "
-                                    "Holm-adjusted):", "```\n" + text + "\n```"])
+        md = "\n\n".join(
+            lines
+            + [
+                "**Paired comparison** (same episode seeds; 95% paired bootstrap interval, sign-flip p-value, "
+                "Holm-adjusted):",
+                "```\n" + text + "\n```",
+            ]
+        )
         figs = [_fit(f) for f in (compare.intervals(runs), compare.frontier(runs), compare.accuracy_vs_budget(runs))]
         return (md, *figs)
 
@@ -195,13 +248,28 @@ class RunsTab:
             c["refresh"] = gr.Button("Refresh list", scale=1)
         c["status"] = gr.Markdown(first_status)
         with gr.Row(equal_height=True):
-            c["runs"] = gr.Dropdown(first_choices, value=[v for _l, v in first_choices[:DEFAULT_SELECTION]], multiselect=True,
-                                    label="Runs to compare", scale=4, elem_id="ree-runs-picker")
+            c["runs"] = gr.Dropdown(
+                first_choices,
+                value=[v for _l, v in first_choices[:DEFAULT_SELECTION]],
+                multiselect=True,
+                label="Runs to compare",
+                scale=4,
+                elem_id="ree-runs-picker",
+            )
             c["path"] = gr.Textbox("", label="…or a folder path (commas for several)", scale=2)
         with gr.Row(equal_height=True):
-            c["policies"] = gr.Dropdown([], value=[], multiselect=True, label="Policies to draw", scale=4, elem_id="ree-runs-policies",
-                                        info="every policy of the runs unless you narrow it; one colour per policy in every run, one line style per run")
-            c["smooth"] = gr.Slider(1, 50, value=1, step=1, label="Smooth training curves (rolling mean, logged steps)", scale=2)
+            c["policies"] = gr.Dropdown(
+                [],
+                value=[],
+                multiselect=True,
+                label="Policies to draw",
+                scale=4,
+                elem_id="ree-runs-policies",
+                info="every policy of the runs unless you narrow it; one colour per policy in every run, one line style per run",
+            )
+            c["smooth"] = gr.Slider(
+                1, 50, value=1, step=1, label="Smooth training curves (rolling mean, logged steps)", scale=2
+            )
             c["compare_btn"] = gr.Button("Compare", variant="primary", scale=1, elem_id="ree-compare")
         # the one place the tab's actions show they are busy or were refused (the message is a toast)
         c["busy"] = status_line("ree-runs-status")
@@ -209,8 +277,13 @@ class RunsTab:
         # the pickers, which may have changed, or be changing, in between)
         c["drawn"] = gr.State({})
         c["describe"] = gr.Markdown("")
-        c["table"] = gr.Dataframe(pd.DataFrame(columns=list(HEADERS.values())), interactive=False, label="Summary (one row per run and policy)",
-                                  wrap=False, elem_id="ree-runs-table")
+        c["table"] = gr.Dataframe(
+            pd.DataFrame(columns=list(HEADERS.values())),
+            interactive=False,
+            label="Summary (one row per run and policy)",
+            wrap=False,
+            elem_id="ree-runs-table",
+        )
         # line charts side by side; the per-run panels (one row per policy) side by side; the densest chart full width
         with gr.Row():
             c["acc_plot"] = gr.Plot(show_label=False, elem_id="ree-runs-acc")
@@ -227,22 +300,36 @@ class RunsTab:
                 c["frontier_plot"] = gr.Plot(show_label=False, elem_id="ree-runs-frontier")
                 c["budget_plot"] = gr.Plot(show_label=False, elem_id="ree-runs-budget")
 
-        outputs = [c["describe"], c["table"], c["acc_plot"], c["spend_plot"], c["util_plot"], c["type_plot"], c["train_plot"],
-                   c["held_out_plot"], c["drawn"], c["policies"]]
+        outputs = [
+            c["describe"],
+            c["table"],
+            c["acc_plot"],
+            c["spend_plot"],
+            c["util_plot"],
+            c["type_plot"],
+            c["train_plot"],
+            c["held_out_plot"],
+            c["drawn"],
+            c["policies"],
+        ]
         extra = [c["uncertainty"], c["interval_plot"], c["frontier_plot"], c["budget_plot"]]
         on = marks_on(c["busy"])  # busy and error marks on the status line only
         private = {"api_visibility": "private", **on}
         filtered = [c["runs"], c["path"], c["smooth"], c["policies"]]
         c["_io"] = (outputs, extra, filtered, on)
-        c["refresh"].click(self.refresh, [c["root"], c["runs"]], [c["runs"], c["status"]], api_name="runs_refresh", **on)
+        c["refresh"].click(
+            self.refresh, [c["root"], c["runs"]], [c["runs"], c["status"]], api_name="runs_refresh", **on
+        )
         c["root"].submit(self.refresh, [c["root"], c["runs"]], [c["runs"], c["status"]], **private)
         # Compare draws every policy of the chosen runs; narrowing the picker (or smoothing) redraws the chosen ones
-        c["compare_btn"].click(self.compare, [c["runs"], c["path"], c["smooth"]], outputs, api_name="runs_compare", **on).success(
-            self.uncertainty_of, [c["drawn"]], extra, api_visibility="private", **on)
+        c["compare_btn"].click(
+            self.compare, [c["runs"], c["path"], c["smooth"]], outputs, api_name="runs_compare", **on
+        ).success(self.uncertainty_of, [c["drawn"]], extra, api_visibility="private", **on)
         gr.on([], self.uncertainty, [c["runs"], c["path"]], extra, api_name="runs_uncertainty")
         # (the picker is not redrawn by its own edits, and after several quick edits the last choice is drawn)
         c["policies"].input(self.redraw, filtered, outputs[:-1], trigger_mode="always_last", **private).success(
-            self.uncertainty_of, [c["drawn"]], extra, trigger_mode="always_last", **private)
+            self.uncertainty_of, [c["drawn"]], extra, trigger_mode="always_last", **private
+        )
         c["smooth"].release(self.redraw, filtered, outputs[:-1], trigger_mode="always_last", **private)
         c["_refresh_io"] = ([c["root"], c["runs"]], [c["runs"], c["status"]])
         return c
@@ -250,11 +337,13 @@ class RunsTab:
     def _initial(self) -> tuple[list[tuple[str, str]], str]:
         found = compare.discover_runs(self.ctx.runs_root)
         if not found:
-            return [], (f"No run folders under `{self.ctx.runs_root}` yet: run `python -m workbench.evaluate --n_episodes 5`, "
-                        "or save an episode from the Play tab.")
+            return [], (
+                f"No run folders under `{self.ctx.runs_root}` yet: run `python -m workbench.evaluate --n_episodes 5`, "
+                "or save an episode from the Play tab."
+            )
         return [(e.choice, str(e.path)) for e in found], f"{len(found)} run folder(s) under `{self.ctx.runs_root}`."
 
-    def include_saved(self, session: Any, root: str, current: Optional[Sequence[str]]) -> tuple:
+    def include_saved(self, session: Any, root: str, current: Sequence[str] | None) -> tuple:
         """After the Play tab saved an episode: re-list the runs folder and add the saved run to
         the selection (also when it was saved outside the runs folder)."""
         saved = getattr(session, "saved_to", None) if session is not None else None
@@ -266,11 +355,18 @@ class RunsTab:
         if saved not in {v for _l, v in choices}:
             choices.insert(0, (f"{Path(saved).name}  (Play episode)", saved))
         chosen = [v for v in (current or []) if v in {c for _l, c in choices}] + [saved]
-        return (gr.Dropdown(choices=choices, value=list(dict.fromkeys(chosen)), multiselect=True),
-                f"Saved episode `{saved}` added to the comparison; press **Compare**.")
+        return (
+            gr.Dropdown(choices=choices, value=list(dict.fromkeys(chosen)), multiselect=True),
+            f"Saved episode `{saved}` added to the comparison; press **Compare**.",
+        )
 
-    def compare_if_any(self, selected: Optional[Sequence[str]], extra_path: str, smooth: float = 1,
-                       policies: Optional[Sequence[str]] = None) -> tuple:
+    def compare_if_any(
+        self,
+        selected: Sequence[str] | None,
+        extra_path: str,
+        smooth: float = 1,
+        policies: Sequence[str] | None = None,
+    ) -> tuple:
         """:meth:`compare` when something is chosen; otherwise leave the outputs as they are."""
         if not selected and not (extra_path or "").strip():
             return tuple(gr.skip() for _ in range(10))
@@ -283,8 +379,8 @@ class RunsTab:
         outputs, extra, filtered, on = c["_io"]
         private = {"api_visibility": "private", **on}
         tab.select(self.refresh, inputs, refreshed, **private).success(
-            self.compare_if_any, filtered, outputs, **private).success(
-            self.uncertainty_of, [c["drawn"]], extra, **private)
+            self.compare_if_any, filtered, outputs, **private
+        ).success(self.uncertainty_of, [c["drawn"]], extra, **private)
 
 
 def _smooth_window(smooth: Any) -> int:
@@ -296,8 +392,9 @@ def _smooth_window(smooth: Any) -> int:
     try:
         v = float(smooth if smooth not in (None, "") else 1)
     except (TypeError, ValueError):
-        raise ValueError(f"smoothing must be a whole number of logged steps (1-50 on the slider), got {smooth!r}") from None
+        raise ValueError(
+            f"smoothing must be a whole number of logged steps (1-50 on the slider), got {smooth!r}"
+        ) from None
     if not math.isfinite(v) or not 1 <= v <= 1000:
         raise ValueError(f"smoothing must be between 1 and 1,000 logged steps, got {smooth!r}")
     return int(v)
-
