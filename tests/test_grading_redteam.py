@@ -1,0 +1,75 @@
+"""False positives, hedges and slow grades found by red-teaming the grader after issue 14.
+
+Each row is ``(response, gold, expected)``: whole model responses as Qwen-, Llama- and
+Minerva-style models write them, against golds of the kinds in MATH-500 and GSM8K. Every
+``False`` row was graded correct before its fix (a false positive: an answer a careful human
+grader marks wrong); the ``True`` rows pin the right answers next to it that must stay right.
+The grader runs with its worker, so a row the fast path leaves undecided is checked against
+math-verify's verdict too. docs/grading.md states each rule with an example.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from test_grading_families import llama, minerva, qwen
+
+from reasoning_env.grading import Grader
+
+CASES = {
+    # A letter or constant after a number is mathematics, not a unit to drop: 3\mathrm{i} is the
+    # imaginary number 3i, \mathbf{i}/\mathbf{j} are unit vectors; M is not metres.
+    "math-symbols-are-not-units": [
+        (qwen("Multiplying out, the product is purely imaginary:", "3\\mathrm{i}"), "3", False),
+        (qwen("So the sum of the roots is", "3 + 4\\mathrm{i}"), "7", False),
+        (llama("Collecting the real and imaginary parts,", "6 - 5\\mathrm{i}"), "1", False),
+        (qwen("The vector is", "4\\mathbf{j}"), "4", False),
+        (qwen("The velocity is", "3\\mathbf{v}"), "3", False),
+        (qwen("So the limit is", "2\\mathrm{e}"), "2", False),
+        (qwen("So the area is", "3\\text{ pi}"), "3", False),
+        (llama("The company earns", "5\\,\\mathrm{M}"), "5", False),
+        # the same answers are right for the values they write
+        (llama("Collecting the real and imaginary parts,", "6 - 5\\mathrm{i}"), "6-5i", True),
+        (qwen("So the limit is", "2\\mathrm{e}"), "2e", True),
+        (qwen("The rod is", "5\\,\\mathrm{m}"), "5", True),
+        (qwen("The time taken is", "12\\,\\mathrm{s}"), "12", True),
+        (qwen("The jug holds", "3\\text{ L}"), "3", True),
+    ],
+    # Words after a number that scale it, flip its sign or state a bound are kept, so the answer
+    # counts only as an exact match.
+    "meaning-words-after-a-number": [
+        (qwen("The population is", "5\\text{ lakh}"), "5", False),
+        (qwen("The budget is", "5\\text{ crore}"), "5", False),
+        (qwen("The count is", "5\\text{ quintillion}"), "5", False),
+        (qwen("The store's result was", "20 \\text{ dollars loss}"), "20", False),
+        (qwen("The account shows", "5\\text{ deficit}"), "5", False),
+        (llama("The bus can carry", "5\\text{ at most}"), "5", False),
+        (llama("She needs", "5\\text{ at least}"), "5", False),
+        (qwen("The number of tables is", "5\\text{ maximum}"), "5", False),
+        (qwen("The value is", "5\\text{ ish}"), "5", False),
+        (qwen("The concentration is", "5\\text{ per mille}"), "5", False),
+        (minerva("Estimating.", "The final answer is 48 in most cases."), "48", False),
+        # units and count nouns are still dropped
+        (qwen("The trip takes", "5\\text{ min}"), "5", True),
+        (qwen("The distance is", "20 \\text{ miles per hour}"), "20", True),
+        (qwen("She buys", "5\\text{ more apples}"), "5", True),
+    ],
+}
+
+ROWS = [(fam, resp, gold, exp) for fam, rows in CASES.items() for resp, gold, exp in rows]
+
+
+@pytest.fixture(scope="module")
+def grader() -> Grader:
+    g = Grader(timeout_s=5.0)
+    g.warm_up(wait_s=90.0)
+    return g
+
+
+@pytest.mark.parametrize(
+    "family,response,gold,expected", ROWS, ids=[f"{r[0]}:{i}:{r[3]}" for i, r in enumerate(ROWS)]
+)
+def test_redteam_case(grader: Grader, family: str, response: str, gold: str, expected: bool) -> None:
+    result = grader.grade(response, gold)
+    assert result.correct is expected, f"{family}: {response[-80:]!r} vs {gold!r}: {result}"
+    assert result.reason != "timeout", result
