@@ -54,6 +54,19 @@ CASES = {
         (qwen("The distance is", "20 \\text{ miles per hour}"), "20", True),
         (qwen("She buys", "5\\text{ more apples}"), "5", True),
     ],
+    # A box around other boxes is the answer they are part of: the outer box holds a list of
+    # guesses, not the inner value. More boxes than any answer has are a list of guesses too.
+    "nested-and-many-boxes": [
+        ("Checking both candidates: $\\boxed{19, \\boxed{9}}$.", "9", False),
+        ("So the answer is $\\boxed{\\boxed{9}, 19}$.", "9", False),
+        ("So the answer is $\\boxed{\\boxed{12}}$, $\\boxed{2}$.", "2", False),
+        ("It is one of " + ", ".join("$\\boxed{%d}$" % i for i in range(1, 18)) + ".",
+         ",".join(str(i) for i in range(2, 18)), False),
+        ("So the answer is $\\boxed{\\boxed{9}}$.", "9", True),
+        ("So the answer is $\\boxed{\\boxed{12}}$, $\\boxed{2}$.", "12, 2", True),
+        ("So $\\boxed{\\boxed{1}, \\boxed{2}}$.", "1, 2", True),
+        ("First $\\textbf{\\boxed{3}}$ is a step; the answer is $\\textbf{\\boxed{7}}$.", "7", True),
+    ],
 }
 
 ROWS = [(fam, resp, gold, exp) for fam, rows in CASES.items() for resp, gold, exp in rows]

@@ -251,8 +251,10 @@ def last_boxed(text: str) -> Optional[str]:
     return None
 
 
-#: Most boxes read as one multi-part answer.
+#: Most boxes read as one multi-part answer (more ending the answer together: no answer).
 MAX_BOX_PARTS = 16
+#: Most boxes enclosing the last one that are followed outwards (each costs a scan of its text).
+MAX_BOX_NESTING = 8
 # Text allowed between the boxes of one multi-part answer.
 _BOX_SEP_RE = re.compile(
     r"(?:\s|\$|\\[()\[\]]|[,;.&~]|\\q?quad(?![A-Za-z])|\\[,;: !]|\\\\|(?<![A-Za-z])(?:and|or)(?![A-Za-z])"
@@ -274,10 +276,13 @@ def _name_before(text: str, lo: int, hi: int) -> tuple:
 def last_boxed_group(text: str) -> Optional[tuple]:
     """The boxes that end the answer together, oldest first, as ``(name, content)`` pairs (the
     name written just before a box, ``x = \\boxed{3}``, or ``None``; looked up only when there are
-    several boxes); ``None`` under the same conditions as :func:`last_boxed`. At most
-    :data:`MAX_BOX_PARTS`; linear time.
+    several boxes); ``None`` under the same conditions as :func:`last_boxed`, when more than
+    :data:`MAX_BOX_PARTS` boxes end the answer together, or when the last box is nested in more
+    than :data:`MAX_BOX_NESTING` others. A box enclosing the last ones is the answer they belong
+    to (``\\boxed{12, \\boxed{13}}`` is ``12, \\boxed{13}``, not ``13``). Linear time.
     """
-    items: list = []  # [start, content, name], latest first
+    items: list = []  # [start, end, content, name], latest first
+    nesting = 0
     for start, cmd_len in _box_starts(text):
         box = _box_at(text, start, cmd_len)
         if box is False:
@@ -288,23 +293,57 @@ def last_boxed_group(text: str) -> Optional[tuple]:
                 return None if content is None else ((None, content),)
             if not box[0]:
                 return None
-            items.append([start, box[0], None])
+            items.append([start, box[1], box[0], None])
             continue
-        nxt = items[-1]
-        if box is None or not box[0] or box[1] > nxt[0]:
-            break  # unclosed, empty, or enclosing the next box: not part of the group
-        name, name_start = _name_before(text, box[1], nxt[0])
-        if _BOX_SEP_RE.fullmatch(text, box[1], name_start) is None:
+        if box is None or not box[0]:
+            break  # unclosed or empty: not part of the group
+        if box[1] > items[-1][0]:
+            # This box encloses the latest ones: it is the answer they are part of.
+            nesting += 1
+            if nesting > MAX_BOX_NESTING:
+                return None
+            while items and items[-1][0] < box[1]:
+                items.pop()
+            if items and not _joins_group(text, box[1], items):
+                break
+            items.append([start, box[1], box[0], None])
+            continue
+        if not _joins_group(text, box[1], items):
+            if _closes_then_joins(text, box[1], items[-1][0]):
+                nesting += 1  # inside a brace group that closes just here: maybe a box enclosing it
+                if nesting > MAX_BOX_NESTING:
+                    return None
+                continue
             break
-        nxt[2] = name
-        items.append([start, box[0], None])
         if len(items) >= MAX_BOX_PARTS:
-            break
+            return None  # more boxes than any answer has: a list of guesses
+        items.append([start, box[1], box[0], None])
     if not items:
         return None
     if len(items) > 1:
-        items[-1][2] = _name_before(text, 0, items[-1][0])[0]
-    return tuple((name, content) for _, content, name in reversed(items))
+        items[-1][3] = _name_before(text, 0, items[-1][0])[0]
+    return tuple((name, content) for _, _, content, name in reversed(items))
+
+
+_CLOSING_BRACES_RE = re.compile(r"\s*\}[\s}]*")
+
+
+def _closes_then_joins(text: str, end: int, nxt_start: int) -> bool:
+    """Whether ``text[end:nxt_start]`` is closing braces followed only by separators (the box
+    ending at ``end`` sits in a group, maybe a box, that would join the next box)."""
+    m = _CLOSING_BRACES_RE.match(text, end, nxt_start)
+    return m is not None and _BOX_SEP_RE.fullmatch(text, m.end(), nxt_start) is not None
+
+
+def _joins_group(text: str, end: int, items: list) -> bool:
+    """Whether a box ending at ``end`` is separated from the group's earliest box only by
+    separators (a ``name =`` just before that box is recorded as its name)."""
+    nxt = items[-1]
+    name, name_start = _name_before(text, end, nxt[0])
+    if _BOX_SEP_RE.fullmatch(text, end, name_start) is None:
+        return False
+    nxt[3] = name
+    return True
 
 
 def _has_real_box(text: str) -> bool:
