@@ -67,6 +67,30 @@ CASES = {
         ("So $\\boxed{\\boxed{1}, \\boxed{2}}$.", "1, 2", True),
         ("First $\\textbf{\\boxed{3}}$ is a step; the answer is $\\textbf{\\boxed{7}}$.", "7", True),
     ],
+    # Named values stand for a tuple only in its conventional order, and several values of one
+    # variable are never a point, nor values of several names.
+    "names-and-tuples": [
+        (qwen("Solving the system,", "y = 2, x = 3"), "(2,3)", False),  # for (x, y) this is (3, 2)
+        ("So $y = \\boxed{2}$ and $x = \\boxed{3}$.", "(2,3)", False),
+        (qwen("Reordering the unknowns,", "(y,x)=(2,3)"), "(2,3)", False),
+        (qwen("Checking both cases.", "m=2,n=3; n=5,m=3"), "(2,3),(5,3)", False),
+        (qwen("The roots are", "x = 2, 3"), "(2,3)", False),
+        (qwen("The roots are", "x=2 \\text{ or } x=3"), "(2,3)", False),
+        ("So $x = \\boxed{2}$ and $x = \\boxed{3}$.", "(2,3)", False),
+        (qwen("The roots are", "x=2, x=3"), "x=2, y=3", False),
+        (qwen("The roots are", "x=2, 3"), "x=2, y=3", False),
+        (qwen("So", "(a,b) = [4,1]"), "(4,1)", False),
+        # conventional orders still stand for the tuple; roots still match a list of roots
+        (qwen("Solving the system,", "x = 3, y = 2"), "(3,2)", True),
+        (qwen("So", "(a, b) = (4, 1)"), "(4,1)", True),
+        (qwen("In spherical coordinates,", "(\\rho,\\theta,\\phi) = (2, \\pi, \\frac{\\pi}{4})"),
+         "\\left(2, \\pi, \\frac{\\pi}{4}\\right)", True),
+        (qwen("In polar coordinates,", "r = 3, \\theta = \\frac{\\pi}{2}"), "\\left( 3, \\frac{\\pi}{2} \\right)", True),
+        (qwen("So", "\\alpha = 1, \\beta = 2, \\gamma = 3, \\delta = 4"), "(1,2,3,4)", True),
+        (qwen("The terms are", "a_1 = 1, a_2 = 2, a_{10} = 3"), "(1,2,3)", True),
+        (qwen("The roots are", "x=2, x=3"), "2, 3", True),
+        (qwen("Checking both cases.", "m=2,n=3; m=5,n=3"), "(2,3),(5,3)", True),
+    ],
 }
 
 ROWS = [(fam, resp, gold, exp) for fam, rows in CASES.items() for resp, gold, exp in rows]

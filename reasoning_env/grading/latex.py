@@ -1030,7 +1030,8 @@ def _assigned_name(lhs: Any, rhs: Any) -> Optional[str]:
         isinstance(lhs, Seq) and lhs.kind == "tuple" and (lhs.open, lhs.close) == ("(", ")")
         and all(_is_node(x) and x[0] == "v" for x in lhs.items)
         and len({x[1] for x in lhs.items}) == len(lhs.items)
-        and isinstance(rhs, Seq) and rhs.kind == "tuple" and len(rhs.items) == len(lhs.items)
+        and isinstance(rhs, Seq) and rhs.kind == "tuple" and (rhs.open, rhs.close) == ("(", ")")
+        and len(rhs.items) == len(lhs.items)
         and not ({x[1] for x in lhs.items} & rhs_vars)
     ):
         return "(" + ",".join(x[1] for x in lhs.items) + ")"
