@@ -91,6 +91,37 @@ CASES = {
         (qwen("The roots are", "x=2, x=3"), "2, 3", True),
         (qwen("Checking both cases.", "m=2,n=3; m=5,n=3"), "(2,3),(5,3)", True),
     ],
+    # An answer line is one answer: a Minerva "$...$." line followed by more values, or closing
+    # words that change the value, is not; a prose subject that hedges or transforms is not a name.
+    "answer-lines": [
+        (minerva("Two values fit.", "The final answer is $9$. Another possibility is $19$."), "9", False),
+        (minerva("Two values fit.", "The final answer is $9$. Or $19$."), "9", False),
+        (minerva("Two values fit.", "The final answer is $12$. Or maybe 13."), "12", False),
+        (minerva("Two values fit.", "The final answer is $12$. It could also be $13$."), "12", False),
+        (minerva("Counting.", "The final answer is 12. Plus one."), "12", False),
+        (minerva("Counting.", "The final answer is 12. Thousand."), "12", False),
+        (minerva("Counting.", "The final answer is 12. Just kidding."), "12", False),
+        (minerva("Counting.", "The final answer is 12. Possibly thirteen."), "12", False),
+        (minerva("Counting.", "It isn't 47; it is 48."), "48", False),
+        (minerva("Counting.", "I guess the area is 48."), "48", False),
+        (minerva("Counting.", "The area is nearly 48."), "48", False),
+        (minerva("Counting.", "The answer minus three is 9."), "9", False),
+        (minerva("Counting.", "The result is 12 = 13."), "13", False),  # math-verify read 13
+        # the usual closing courtesy, and a value after "is" outside the math, still count
+        (minerva("Counting.", "The final answer is $9$. I hope it is correct."), "9", True),
+        (minerva("Counting.", "The final answer is 12. I hope it is correct."), "12", True),
+        (minerva("Minimising.", "The smallest possible value is $x=5$."), "x=5", True),
+        (minerva("Counting.", "The number of ways is $\\binom{8}{3} = 56$."), "56", True),
+        (minerva("Counting.", "The area is about 48."), "48", True),
+    ],
+    # What the fast path cannot grade goes to math-verify, except what math-verify would read one
+    # number of: a sentence, an approximation, an answer ending in an operator.
+    "not-for-math-verify": [
+        (qwen("At least five,", "5\\text{+}"), "5", False),  # "5 or more"
+        (qwen("So", "5+"), "5", False),
+        (qwen("In base five,", "4210_{5} \\approx 4209_{5}"), "4210_{5}", False),
+        (qwen("So", "\\text{the result is } 12 = 13"), "13", False),
+    ],
 }
 
 ROWS = [(fam, resp, gold, exp) for fam, rows in CASES.items() for resp, gold, exp in rows]

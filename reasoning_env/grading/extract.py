@@ -39,9 +39,12 @@ flexible-extract, simple-evals first-match; see ``../shared/cases/grading_cases.
 
 from __future__ import annotations
 
+import bisect
 import re
 from dataclasses import dataclass
 from typing import Optional
+
+from reasoning_env.grading.normalize import MEANING_WORDS
 
 __all__ = [
     "Extraction",
@@ -87,10 +90,18 @@ _RETRACTION_RE = re.compile(
 _PROSE_VERB_RE = re.compile(r"(?:(?<![A-Za-z])(?:is|are|equals|was|were)(?![A-Za-z])|=)[ \t]*")
 _PROSE_REFUSED_RE = re.compile(
     r"(?<![A-Za-z])(?:is|are|was|were|equals?|or|either|nor|neither|not|no|maybe|perhaps|possibly|"
-    r"probably|unless|if|except|but|between|than)(?![A-Za-z])|[=<>]|\\(?:le|ge|ne|neq|leq|geq|approx|pm)(?![A-Za-z])",
+    r"probably|unless|if|except|but|between|than|guess|suppose|plus|minus|twice|double|half|reciprocal|squared|cubed)(?![A-Za-z])|[A-Za-z]n't(?![A-Za-z])|[=<>]"
+    r"|\\(?:le|ge|ne|neq|leq|geq|approx|pm)(?![A-Za-z])",
     re.IGNORECASE,
 )
-_APPROX_WORD_RE = re.compile(r"^(?:approximately|approx\.?|about|roughly|around|nearly)[ \t]+", re.IGNORECASE)
+# ("nearly"/"almost" say the value is not reached: they are hedges, never "\approx".)
+_DOLLAR_RE = re.compile(r"(?<!\\)\$")
+# A prose value that is one $...$ chain of equalities: "$\\binom{8}{3} = 56$" (group 1: first
+# side, group 2: last side).
+_PROSE_CHAIN_RE = re.compile(r"\$([^$=<>]*)=[^$<>]*?=?([^$=<>]*)\$[ \t]*\.?")
+_COMMAND_RE = re.compile(r"\\[A-Za-z]+")
+_LETTER_RE = re.compile(r"[A-Za-z]")
+_APPROX_WORD_RE = re.compile(r"^(?:approximately|approx\.?|about|roughly|around)[ \t]+", re.IGNORECASE)
 # Braces and backslashes: the only characters the brace matcher needs to look at.
 _BRACE_RE = re.compile(r"[\\{}]")
 # Closing statement: "... is $29.00." / "... equals 42 dollars." at the very end of the text.
@@ -405,6 +416,9 @@ def last_phrase_answer(text: str) -> Optional[str]:
         return inner
     m = _MATH_THEN_SENTENCE_RE.match(line)
     if m is not None:  # Minerva: "The final answer is $5$. I hope it is correct."
+        rest = m.end() - 1  # the regex read the first character of the next sentence
+        if _WORDS_ONLY_RE.fullmatch(line, rest) is None or _changes_answer(line[rest:]):
+            return None  # "$12$. Another answer is $13$.", "$12$. Or maybe 13.": not one answer
         return _clean_line_answer(m.group(1))
     line = _drop_closing_words(line)
     prose = _prose_value(line)
@@ -416,10 +430,28 @@ def _drop_closing_words(line: str) -> str:
     gives ``12,000,023``)."""
     for m in _SENTENCE_END_RE.finditer(line):
         if _WORDS_ONLY_RE.fullmatch(line, m.end()) is not None:
-            if _RETRACTION_RE.search(line, m.end()) is not None:
-                return line  # "5. Wait, no.": taken back
+            if _changes_answer(line[m.end():]):
+                return line  # "5. Wait, no.", "12. Plus one.": taken back or changed
             return line[:m.start()]
     return line
+
+
+# Words of a closing sentence that take the answer back or change it ("12. Plus one.", "12.
+# Thousand.", "12. Just kidding.", "12. Also possible: thirteen."): the meaning words of a unit
+# tail (normalize.MEANING_WORDS) but the few a closing courtesy uses, and a few verbs.
+_CLOSING_HARMLESS = frozenset("is are was were be being been am and true correct right yes if then positive single once".split())
+_CLOSING_CHANGE_WORDS = (MEANING_WORDS - _CLOSING_HARMLESS) | frozenset(
+    "also alternatively other could might kidding joking joke times divide multiply add subtract "
+    "reverse reversed round base digits".split()
+)
+_WORD_RE = re.compile(r"[A-Za-z]+")
+
+
+def _changes_answer(closing: str) -> bool:
+    """Whether closing sentences of words only take back or change the answer before them."""
+    if _RETRACTION_RE.search(closing) is not None:
+        return True
+    return any(w.lower() in _CLOSING_CHANGE_WORDS for w in _WORD_RE.findall(closing))
 
 
 def _prose_value(line: str) -> Optional[str]:
@@ -430,9 +462,14 @@ def _prose_value(line: str) -> Optional[str]:
     head = line.strip().lstrip("*").lstrip()
     if not head[:1].isalpha():
         return None
+    # the verb must be outside $...$ math ("The smallest value is $x=5$" gives "$x=5$"); with an
+    # odd number of "$" they are currency signs and every verb counts
+    dollars = [m.start() for m in _DOLLAR_RE.finditer(head)]
+    math_spans = len(dollars) % 2 == 0
     last = None
     for m in _PROSE_VERB_RE.finditer(head):
-        last = m
+        if not (math_spans and bisect.bisect_left(dollars, m.start()) % 2 == 1):
+            last = m
     if last is None:
         return None
     subject, value = head[:last.start()], head[last.end():].strip()
@@ -443,6 +480,11 @@ def _prose_value(line: str) -> Optional[str]:
     m = _APPROX_WORD_RE.match(value)
     if m is not None:
         value = "\\approx " + value[m.end():]
+    m = _PROSE_CHAIN_RE.fullmatch(value)
+    if m is not None and _LETTER_RE.search(_COMMAND_RE.sub("", m.group(1))) is None:
+        # "The number of ways is $\\binom{8}{3} = 56$": the subject names a chain that opens
+        # with a computation; its last side is the value (a chain that opens with a name)
+        value = "$" + m.group(2).strip() + "$"
     return value
 
 

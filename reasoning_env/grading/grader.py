@@ -39,6 +39,7 @@ from reasoning_env.grading.latex import (
     ParseError,
     has_connective,
     has_hedge_word,
+    not_for_math_verify,
     parse_answer,
     words_after_number,
     words_between_numbers,
@@ -299,6 +300,12 @@ class Grader:
             return GradeResult(
                 False, answer, "mismatch", time.perf_counter() - t0, method,
                 "a number followed by words (only an exact match counts)",
+            )
+        refused = not_for_math_verify(normalised)
+        if refused is not None:
+            # "The result is 12 = 13", "x \approx 3 \pm 1", "5+": math-verify reads one number.
+            return GradeResult(
+                False, answer, "mismatch", time.perf_counter() - t0, method, f"{refused} (only an exact match counts)"
             )
         if not self.use_worker:
             return GradeResult(False, answer, "mismatch", time.perf_counter() - t0, method, f"undecided: {detail}")

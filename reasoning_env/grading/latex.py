@@ -48,7 +48,7 @@ from reasoning_env.grading.values import (
     value_name,
 )
 
-__all__ = ["ParseError", "NotMath", "ChoiceJunk", "parse_answer", "words_between_numbers", "words_after_number", "has_connective", "has_hedge_word", "number_from_words", "MAX_PARSE_CHARS", "MAX_DEPTH"]
+__all__ = ["ParseError", "NotMath", "ChoiceJunk", "parse_answer", "words_between_numbers", "words_after_number", "has_connective", "has_hedge_word", "not_for_math_verify", "number_from_words", "MAX_PARSE_CHARS", "MAX_DEPTH"]
 
 #: Longest normalised answer the parser reads (characters); longer ones are not parsed.
 MAX_PARSE_CHARS = 1000
@@ -226,7 +226,7 @@ def _names_points(toks: list) -> bool:
 
 _HEDGE_RE = re.compile(
     r"(?<![A-Za-z\\])(?:not|no|none|nor|neither|either|maybe|perhaps|possibly|probably|unless|except|"
-    r"approximately|roughly|about|around|isnt|wrong|incorrect|unsure|guess)(?![A-Za-z])",
+    r"approximately|roughly|about|around|nearly|almost|circa|ish|isnt|wrong|incorrect|unsure|guess)(?![A-Za-z])",
     re.IGNORECASE,
 )
 
@@ -236,6 +236,27 @@ def has_hedge_word(s: str) -> bool:
     12``, ``either 12, 13``, ``maybe 48``): such an answer counts only as an exact match
     (math-verify may read the number alone)."""
     return _HEDGE_RE.search(s) is not None
+
+
+_NOT_FOR_MATH_VERIFY = (
+    (re.compile(r"(?<![A-Za-z\\])(?:is|are|was|were|equals|be)(?![A-Za-z])", re.IGNORECASE),
+     "a sentence (is/are/was/equals): math-verify would read one of its numbers"),
+    (re.compile(r"\\approx(?![A-Za-z])"), "an approximation the \\approx rule could not grade"),
+    (re.compile(r"(?:[-+*/^=<>,]|\\(?:cdot|times|div|pm|mp|le|leq|ge|geq|approx))\s*$"),
+     "ends in an operator or relation (5+ is not 5)"),
+)
+
+
+def not_for_math_verify(s: str) -> Optional[str]:
+    """Why a normalised answer the fast path could not decide must not go to math-verify, or
+    ``None``. A sentence (``The result is 12 = 13``), an approximation the ``\\approx`` rule of
+    :mod:`~reasoning_env.grading.compare` could not grade, and an answer ending in an operator
+    (``5+``: "5 or more") are graded by a rule math-verify does not have: it reads one number
+    or equation of them (and accepts all three)."""
+    for pattern, why in _NOT_FOR_MATH_VERIFY:
+        if pattern.search(s) is not None:
+            return why
+    return None
 
 
 def tokenize(s: str) -> list:
