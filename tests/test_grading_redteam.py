@@ -122,6 +122,13 @@ CASES = {
         (qwen("In base five,", "4210_{5} \\approx 4209_{5}"), "4210_{5}", False),
         (qwen("So", "\\text{the result is } 12 = 13"), "13", False),
     ],
+    # An inequality is the set it allows: bounds in the wrong order allow nothing.
+    "inequalities": [
+        (qwen("Both conditions together give", "5 < x < 3"), "(5,3)", False),
+        (qwen("Both conditions together give", "5 < 2y < 3"), "(\\frac52,\\frac32)", False),
+        (qwen("Both conditions together give", "5 < x < 3"), "\\emptyset", True),
+        (qwen("Both conditions together give", "3 < x < 5"), "(3,5)", True),
+    ],
 }
 
 ROWS = [(fam, resp, gold, exp) for fam, rows in CASES.items() for resp, gold, exp in rows]

@@ -597,11 +597,23 @@ def _relation_set(r: Any) -> Optional[tuple]:
             return var, parts[0] if len(parts) == 1 else Union(parts)
         line = affine_coefficients(subject, var)
         if line is not None:
+            if _empty_bounds(lo, lo_closed, hi, hi_closed):
+                return var, Seq("set", ())
             return var, _affine_preimage(_interval(lo, lo_closed, hi, hi_closed), *line)
     name = value_name(subject)
     if name is not None:
+        if _empty_bounds(lo, lo_closed, hi, hi_closed):
+            return name, Seq("set", ())
         return name, _interval(lo, lo_closed, hi, hi_closed)
     return None
+
+
+def _empty_bounds(lo: Any, lo_closed: bool, hi: Any, hi_closed: bool) -> bool:
+    """Whether exact bounds allow nothing (``5 < x < 3`` is the empty set, not the pair (5, 3))."""
+    lv, hv = _bound_value(lo), _bound_value(hi)
+    if lv is None or hv is None:
+        return False
+    return lv > hv or (lv == hv and not (lo_closed and hi_closed))
 
 
 def _interval(lo: Any, lo_closed: bool, hi: Any, hi_closed: bool) -> Seq:
