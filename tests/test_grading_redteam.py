@@ -148,3 +148,45 @@ def test_redteam_case(grader: Grader, family: str, response: str, gold: str, exp
     result = grader.grade(response, gold)
     assert result.correct is expected, f"{family}: {response[-80:]!r} vs {gold!r}: {result}"
     assert result.reason != "timeout", result
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        r"\prod_{k=1}^{3000} \sum_{n=1}^{\infty} \frac{1}{n^2}",  # took 18 s against a 2 s limit
+        r"\sum_{a=1}^{8000}\sum_{b=1}^{8000}\sum_{n=1}^{\infty}\frac{1}{n^2}",  # never returned
+        r"\sum_{k=1}^{5000} k!",  # 0.8 s of exact factorials
+        r"\sum_{k=1}^{6000} \binom{6000}{k}",  # 1.3 s
+        r"\sum_{k=1}^{30000} \sin(k)",  # 1.6 s
+        r"\sum_{k=1}^{20000} x^k",  # 1 s: evaluated at several random points
+        r"\sum_{k=1}^{10000} (x+k)^2",
+    ],
+)
+def test_sums_whose_evaluation_is_too_costly_are_refused_by_the_parser(answer: str) -> None:
+    """The cost model counts what a term costs (a factorial or sine is dearer than a sum), the
+    series nested in a sum, and the several points an answer with variables is evaluated at
+    (values.MAX_SUM_WORK): these go to math-verify, which is killed at the deadline."""
+    from reasoning_env.grading.latex import SUMS_TOO_LONG, ParseError, parse_answer
+
+    with pytest.raises(ParseError, match=SUMS_TOO_LONG):
+        parse_answer(answer)
+
+
+def test_a_series_nested_in_a_sum_returns_within_the_limit() -> None:
+    grader = Grader(timeout_s=2.0, use_worker=False)
+    result = grader.grade(r"\boxed{\prod_{k=1}^{3000} \sum_{n=1}^{\infty} \frac{1}{n^2}}", "5")
+    assert result.correct is False and result.time_s < 2.0, result
+
+
+def test_several_boxes_whose_sums_together_are_too_long_are_not_graded_one_by_one() -> None:
+    """Each box fits the sum budget, all of them do not: grading each would cost their sum."""
+    boxes = [r"\boxed{\sum_{%s=1}^{2000} (\sin^2 %s + \cos^2 %s)}" % (k, k, k) for k in "jkmn"]
+    result = Grader(timeout_s=2.0, use_worker=False).grade("So " + ", ".join(boxes) + ".", "2000")
+    assert result.correct is False and "too long to grade each" in result.detail, result
+
+
+def test_long_exact_sums_fall_back_to_numeric_evaluation() -> None:
+    """A sum whose exact terms grow past values.MAX_SUM_EXACT_TERM_BITS is evaluated at 256
+    bits instead (still decided; ~20 ms instead of ~1 s for 5000 exact powers)."""
+    result = Grader(use_worker=False).grade(r"\boxed{\sum_{k=1}^{5000} k^{5000}}", "5")
+    assert result.correct is False and result.detail == "different numbers", result

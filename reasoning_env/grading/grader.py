@@ -37,6 +37,7 @@ from reasoning_env.grading.latex import (
     MAX_PARSE_CHARS,
     ChoiceJunk,
     ParseError,
+    answer_sum_work,
     has_connective,
     has_hedge_word,
     not_for_math_verify,
@@ -45,6 +46,7 @@ from reasoning_env.grading.latex import (
     words_between_numbers,
 )
 from reasoning_env.grading.normalize import is_wrapped_text, match_key, normalize_with_unit
+from reasoning_env.grading.values import MAX_SUM_WORK
 
 __all__ = ["GradeResult", "Grader", "REASONS", "DEFAULT_TIMEOUT_S"]
 
@@ -217,6 +219,12 @@ class Grader:
         # Several boxes end the answer: together they are not the gold; they still count when
         # each of them is the gold (one answer written twice, 15\frac{39}{40} and \frac{639}{40}).
         # One box among different guesses never counts (hedging is a reward hack).
+        work = sum(answer_sum_work(normalize_with_unit(part)[0], is_wrapped_text(part)) for part in ext.parts)
+        if work > MAX_SUM_WORK:  # each box's sums fit, not all of them: bounded time
+            return GradeResult(
+                False, ext.answer, "mismatch", time.perf_counter() - t0, ext.method,
+                f"several boxed answers: together not the gold ({result.detail}), and their sums are too long to grade each",
+            )
         for part in ext.parts:
             one = self._grade_answer(part, ext.method, info, t0, deadline, timeout_s)
             if not one.correct:

@@ -33,6 +33,7 @@ from typing import Any, Optional
 from reasoning_env.grading.values import (
     APPROX_SUBJECT,
     MAX_SUM_WORK,
+    POINT_EVALUATIONS,
     Assign,
     Choice,
     Matrix,
@@ -45,11 +46,14 @@ from reasoning_env.grading.values import (
     has_pm,
     iter_nodes,
     sum_work,
+    value_free_vars,
     value_name,
 )
 
-__all__ = ["ParseError", "NotMath", "ChoiceJunk", "parse_answer", "words_between_numbers", "words_after_number", "has_connective", "has_hedge_word", "not_for_math_verify", "number_from_words", "MAX_PARSE_CHARS", "MAX_DEPTH"]
+__all__ = ["ParseError", "NotMath", "ChoiceJunk", "parse_answer", "answer_sum_work", "SUMS_TOO_LONG", "words_between_numbers", "words_after_number", "has_connective", "has_hedge_word", "not_for_math_verify", "number_from_words", "MAX_PARSE_CHARS", "MAX_DEPTH"]
 
+#: Why an answer whose sums cost more than ``values.MAX_SUM_WORK`` is not parsed.
+SUMS_TOO_LONG = "sums too long to evaluate here"
 #: Longest normalised answer the parser reads (characters); longer ones are not parsed.
 MAX_PARSE_CHARS = 1000
 #: Deepest nesting of brackets/operators accepted.
@@ -386,6 +390,7 @@ class _Parser:
         self.depth = 0
         self.abs_open = 0
         self.sum_work = 0  # evaluation cost of the sums parsed so far (values.sum_work)
+        self.big_op_depth = 0  # sums being parsed around the current position
 
     # -- token access
     def peek(self, k: int = 0) -> tuple:
@@ -966,20 +971,21 @@ class _Parser:
         if var is None or hi is None:
             raise ParseError("sum without both bounds")
         self.enter()
+        self.big_op_depth += 1
         try:
             body = self.parse_term()
         finally:
             self.depth -= 1
+            self.big_op_depth -= 1
         if not (_is_node(lo) and _is_node(hi) and _is_node(body)):
             raise ParseError("sum of a non-scalar")
         if var in ("i", "e"):  # the index named i or e is a variable in the body, not a constant
             body = _const_to_var(body, var)
         node = (kind, var, lo, hi, body)
-        work = sum_work(node)
-        if work is not None:
-            self.sum_work += work
+        if self.big_op_depth == 0:  # a nested sum is part of the enclosing one's work
+            self.sum_work += sum_work(node)
             if self.sum_work > MAX_SUM_WORK:
-                raise ParseError("sums too long to evaluate here")
+                raise ParseError(SUMS_TOO_LONG)
         return node
 
 
@@ -1197,7 +1203,6 @@ def _canon_text(s: str) -> str:
     return " ".join(words)
 
 
-@lru_cache(maxsize=16384)
 def parse_answer(s: str, as_text: bool = False) -> Any:
     """Parse a normalised answer into an answer value (see :mod:`reasoning_env.grading.values`).
 
@@ -1214,20 +1219,35 @@ def parse_answer(s: str, as_text: bool = False) -> Any:
     Raises:
         ParseError: outside the supported subset, too long or too deep.
     """
+    return _parse(s, as_text)[0]
+
+
+def answer_sum_work(s: str, as_text: bool = False) -> int:
+    """The evaluation cost of the sums of a normalised answer (units of
+    :data:`~reasoning_env.grading.values.MAX_SUM_WORK`; 0 without sums, or when it is not parsed)."""
+    try:
+        return _parse(s, as_text)[1]
+    except ParseError:
+        return 0
+
+
+@lru_cache(maxsize=16384)
+def _parse(s: str, as_text: bool) -> tuple:
+    """``(value, sum work)`` of a normalised answer (see :func:`parse_answer`; cached)."""
     if not s:
         raise ParseError("empty answer")
     if len(s) > MAX_PARSE_CHARS:
         raise ParseError("answer too long to parse")
     m = _CHOICE_RE.match(s)
     if m is not None:
-        return Choice(m.group(1))
+        return Choice(m.group(1)), 0
     m = _CHOICE_VALUE_RE.match(s)
     if m is not None:  # AMC: "(E) 10", the letter and its option's value
-        return Choice(m.group(1), _choice_value(m.group(2)))
+        return Choice(m.group(1), _choice_value(m.group(2))), 0
     if as_text and _TEXTY_RE.match(s):
         word = _word_answer(s)
         if word is not None:
-            return word
+            return word, 0
     try:
         toks = tokenize(s)
         p = _Parser(toks)
@@ -1235,12 +1255,15 @@ def parse_answer(s: str, as_text: bool = False) -> Any:
         if p.peek()[0] != "eof":
             raise ParseError(f"unexpected {p.peek()[1] or p.peek()[0]}")
         if len(groups) == 1 or all(len(g) == 1 for g in groups):
-            return _finish_items([it for g in groups for it in g])
-        # "m=2, n=3; m=5, n=3": each group is one answer (here, one named pair)
-        return Seq("list", tuple(_finish_items(g) for g in groups))
+            value = _finish_items([it for g in groups for it in g])
+        else:  # "m=2, n=3; m=5, n=3": each group is one answer (here, one named pair)
+            value = Seq("list", tuple(_finish_items(g) for g in groups))
     except NotMath:
         if _TEXTY_RE.match(s):
             word = _word_answer(s)
             if word is not None:
-                return word
+                return word, 0
         raise ParseError("words mixed with mathematics") from None
+    if p.sum_work * POINT_EVALUATIONS > MAX_SUM_WORK and value_free_vars(value):
+        raise ParseError(SUMS_TOO_LONG + " at several points")  # compared at random points
+    return value, p.sum_work
