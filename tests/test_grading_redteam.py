@@ -190,3 +190,24 @@ def test_long_exact_sums_fall_back_to_numeric_evaluation() -> None:
     bits instead (still decided; ~20 ms instead of ~1 s for 5000 exact powers)."""
     result = Grader(use_worker=False).grade(r"\boxed{\sum_{k=1}^{5000} k^{5000}}", "5")
     assert result.correct is False and result.detail == "different numbers", result
+
+
+def test_the_worker_gets_the_limit_less_the_time_to_kill_it() -> None:
+    """A worker past its deadline is killed and reaped before verify() returns (10-60 ms on the
+    loaded VM): the grader keeps that margin inside timeout_s (grades took 2.01-2.06 s at 2 s)."""
+    from reasoning_env.grading.grader import KILL_MARGIN_S
+
+    class RecordingPool:
+        def __init__(self) -> None:
+            self.timeouts: list = []
+
+        def verify(self, pred: str, gold: str, timeout_s: float) -> tuple:
+            self.timeouts.append(timeout_s)
+            return "timeout", "killed"
+
+    pool = RecordingPool()
+    result = Grader(timeout_s=2.0, pool=pool).grade(r"\boxed{\int_0^1 2x\,dx}", "1")
+    assert result.reason == "timeout" and len(pool.timeouts) == 1
+    assert pool.timeouts[0] <= 2.0 - KILL_MARGIN_S
+    Grader(timeout_s=0.2, pool=pool).grade(r"\boxed{\int_0^1 2x\,dx}", "1")
+    assert 0 < pool.timeouts[1] <= 0.2 - 0.02  # a tenth of a short limit

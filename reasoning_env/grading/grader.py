@@ -54,6 +54,9 @@ logger = logging.getLogger(__name__)
 
 #: Default time limit of one grade (seconds).
 DEFAULT_TIMEOUT_S = 2.0
+#: Seconds of the limit kept back from math-verify's worker for killing and reaping it when it
+#: runs out (a grade then still returns within ``timeout_s``; at most a tenth of the limit).
+KILL_MARGIN_S = 0.1
 
 #: Every ``GradeResult.reason`` value and its meaning.
 REASONS = {
@@ -192,7 +195,7 @@ class Grader:
             response: The text to grade (hostile input: any size or content).
             gold: The gold answer (LaTeX or plain; prepared once and cached).
             timeout_s: Time limit for this grade (seconds; default ``self.timeout_s``). The
-                call returns within it (plus process-kill latency); running out is the verdict
+                call returns within it (the worker gets it less :data:`KILL_MARGIN_S`); running out is the verdict
                 ``timeout``.
         Returns:
             A :class:`GradeResult`.
@@ -317,7 +320,9 @@ class Grader:
             )
         if not self.use_worker:
             return GradeResult(False, answer, "mismatch", time.perf_counter() - t0, method, f"undecided: {detail}")
-        remaining = deadline - time.perf_counter()
+        # the worker is killed at its deadline and reaped before verify() returns: keep that
+        # latency (tens of ms on a loaded machine) inside timeout_s
+        remaining = deadline - time.perf_counter() - min(KILL_MARGIN_S, 0.1 * timeout_s)
         if remaining <= 0:
             return GradeResult(False, answer, "timeout", time.perf_counter() - t0, method, detail)
         status, value = self.pool.verify(_for_math_verify(answer), _for_math_verify(info.gold), remaining)
