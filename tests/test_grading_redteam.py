@@ -129,6 +129,16 @@ CASES = {
         (qwen("Both conditions together give", "5 < x < 3"), "\\emptyset", True),
         (qwen("Both conditions together give", "3 < x < 5"), "(3,5)", True),
     ],
+    # A false negative of a common format (math-verify accepts it): a function's value at a number.
+    "function-values": [
+        (qwen("Substituting $x = 3$,", "f(3) = 7"), "7", True),
+        (llama("Evaluating the polynomial,", "p(2) = -3"), "-3", True),
+        (qwen("Substituting,", "g(-1) = 2(-1)+6 = 4"), "4", True),
+        (qwen("Substituting $x = 3$,", "f(3) = 7"), "8", False),
+        (qwen("So", "a(3) = 6"), "6", False),  # 3a = 6
+        (qwen("So", "f(3) = 2x"), "2x", False),
+        (qwen("So", "f(f(3)) = 7"), "8", False),
+    ],
 }
 
 ROWS = [(fam, resp, gold, exp) for fam, rows in CASES.items() for resp, gold, exp in rows]

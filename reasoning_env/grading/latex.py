@@ -97,6 +97,9 @@ _FUNCS = {
     "lg": "lg", "exp": "exp", "sqrt": "sqrt", "abs": "abs",
 }
 _INVERSE = {"sin": "asin", "cos": "acos", "tan": "atan"}
+#: Letters read as a function when followed by a number in parentheses and "=" (``f(3) = 7`` is
+#: the value of f at 3; ``a(3) = 6`` stays the product 3a = 6).
+_FUNCTION_LETTERS = frozenset("f g h p q F G H P Q".split())
 _CONSTS = {"pi": "pi", "infty": "inf", "infinity": "inf", "inf": "inf"}
 _GREEK = frozenset(
     "alpha beta gamma delta epsilon varepsilon zeta eta theta vartheta iota kappa lambda mu nu xi "
@@ -440,9 +443,15 @@ class _Parser:
         return groups
 
     def _function_head(self) -> Optional[str]:
-        # id '(' id (',' id)* ')' '='
+        # id '(' id (',' id)* ')' '=', or a function's value: f '(' ['-'] num ')' '=' (f(3) = 7)
         if not (self.at("id") and self.at("op", "(", 1)):
             return None
+        if self.peek()[1] in _FUNCTION_LETTERS:
+            j = 3 if self.at("op", "-", 2) else 2
+            if self.at("num", None, j) and self.at("op", ")", j + 1) and self.at("rel", "=", j + 2):
+                head = f"{self.peek()[1]}({'-' if j == 3 else ''}{self.peek(j)[1]})"
+                self.i += j + 2  # up to and including ')'
+                return head
         j = 2
         names = []
         while True:
@@ -470,6 +479,12 @@ class _Parser:
             while self.at("rel", "=") or self.at("rel", "~"):
                 ops.append(self.next()[1])
                 sides.append(self.parse_union())
+            name, _, arg = head[:-1].partition("(")
+            if arg[:1] in "-0123456789." and any(_is_node(x) and free_vars(x) for x in sides[1:]):
+                # f(3) = 2x is no value of f: read it as written (3f = 2x), an equation
+                number = _num_node(arg.lstrip("-"))
+                sides[0] = ("*", (("v", name), ("-", number) if arg[0] == "-" else number))
+                return Relation(tuple(ops), tuple(sides))
             if ops == ["="]:
                 return Assign(head, sides[1])
             return Relation(tuple(ops), tuple(sides))
