@@ -103,9 +103,11 @@ NUMERIC_PREC_BITS = 256
 #: and may hold only a :data:`POINT_EVALUATIONS`-th of it.
 MAX_SUM_WORK = 160_000
 #: Cost of evaluating one node, by kind, in the units of :data:`MAX_SUM_WORK` (others cost 1):
-#: measured per term at 256 bits (``k!`` ~50 us, ``\\binom{3000}{k}`` ~100 us, ``\\sin k`` ~18 us,
-#: ``k^2`` ~8 us, ``k`` ~1.5 us with the loop).
-_NODE_COST = {"^": 10, "f": 20, "log": 10, "root": 15, "!": 60, "binom": 120}
+#: measured per term at 256 bits (``k!`` ~50 us, ``\\binom{3000}{k}`` ~100 us, ``\\sin k`` ~18 us
+#: and ``\\sin(k+i)`` ~40 us, ``k^2`` ~8 us, ``(k+i)^{k+i}`` ~60 us, ``k`` ~1.5 us with the loop).
+#: A power with an integer literal exponent costs :data:`_INTEGER_POWER_COST`.
+_NODE_COST = {"^": 25, "f": 30, "log": 25, "root": 30, "!": 60, "binom": 120}
+_INTEGER_POWER_COST = 10
 #: Terms an infinite series may cost (mpmath ``nsum`` evaluates up to ~10 per decimal digit).
 MAX_SERIES_TERMS = 800
 #: Evaluations at random points an answer with variables may need (3 agreeing + misses +
@@ -615,7 +617,10 @@ def _term_cost(body: Any) -> int:
         if k in _BIG_OPS:
             total += sum_work(x) + _term_cost(x[2]) + _term_cost(x[3])
             continue
-        total += _NODE_COST.get(k, 1)
+        if k == "^" and x[2][0] == "n" and x[2][1].denominator == 1:
+            total += _INTEGER_POWER_COST
+        else:
+            total += _NODE_COST.get(k, 1)
         if k in ("n", "c", "v", "base"):
             continue
         if k == "+":
@@ -830,6 +835,8 @@ def numeric_value(node: Any, env: Mapping[str, Any], ctx: Any) -> Any:
         return _real_if_close(ctx, ctx.power(x, 1 / n))
     if k == "!":
         x = numeric_value(node[1], env, ctx)
+        if isinstance(x, ctx.mpc):
+            raise EvalError("factorial of a non-real number")  # complex Gamma: ~5 ms at 256 bits
         _check_arg(ctx, x)
         if not isinstance(x, ctx.mpc) and x < 0 and x == int(x):
             raise EvalError("factorial of a negative integer")
@@ -837,6 +844,8 @@ def numeric_value(node: Any, env: Mapping[str, Any], ctx: Any) -> Any:
     if k == "binom":
         n = numeric_value(node[1], env, ctx)
         r = numeric_value(node[2], env, ctx)
+        if isinstance(n, ctx.mpc) or isinstance(r, ctx.mpc):
+            raise EvalError("binomial of a non-real number")
         _check_arg(ctx, n)
         _check_arg(ctx, r)
         return ctx.binomial(n, r)
