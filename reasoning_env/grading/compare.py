@@ -375,14 +375,23 @@ def _evaluations(p: Any, g: Any, names: list, deadline: float, ctx: Any) -> Iter
         TooBig: a value is astronomically large at some point.
         _Deadline: past ``deadline`` (``time.perf_counter()`` seconds).
     """
+    # A side without variables has one value: evaluate it once (a constant answer's sums against
+    # a gold with variables would otherwise be summed at every point).
+    const = {}
+    for side in (p, g):
+        if not free_vars(side):
+            try:
+                const[id(side)] = numeric_value(side, {}, ctx)
+            except (EvalError, ZeroDivisionError, OverflowError, ValueError, ArithmeticError):
+                return  # undefined everywhere
     for k in range(POINTS_TRIED):
         if time.perf_counter() > deadline:
             raise _Deadline
         row = _POINTS[k]
         env = {name: ctx.mpf(row[j]) for j, name in enumerate(names)}
         try:
-            a = numeric_value(p, env, ctx)
-            b = numeric_value(g, env, ctx)
+            a = const[id(p)] if id(p) in const else numeric_value(p, env, ctx)
+            b = const[id(g)] if id(g) in const else numeric_value(g, env, ctx)
         except (EvalError, ZeroDivisionError, OverflowError, ValueError, ArithmeticError):
             continue
         if ctx.isnan(a) or ctx.isnan(b) or ctx.isinf(a) or ctx.isinf(b):
