@@ -232,3 +232,21 @@ def test_factorials_and_binomials_of_non_real_numbers_are_undefined() -> None:
     for text in ("(1+i)!", r"\binom{2+i}{3}", r"\sum_{n=1}^{\infty} \frac{8}{n^4} (i)!"):
         with pytest.raises(EvalError):
             numeric_value(parse_answer(text), {}, num_context())
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Final Answer: 12" + ". a" * 50_000 + " 5",  # every sentence end tested its whole rest: 11 s per 100 KB
+        "Final Answer: The value is $=" + "a" * 200_000 + "<$",
+    ],
+    ids=["many-closing-sentences", "long-prose-chain"],
+)
+def test_answer_lines_are_read_in_linear_time(text: str) -> None:
+    import time
+
+    from reasoning_env.grading import extract_final_answer
+
+    t0 = time.perf_counter()
+    extract_final_answer(text)
+    assert time.perf_counter() - t0 < 2.0
