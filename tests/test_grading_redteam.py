@@ -164,7 +164,7 @@ def test_redteam_case(grader: Grader, family: str, response: str, gold: str, exp
     "answer",
     [
         r"\prod_{k=1}^{3000} \sum_{n=1}^{\infty} \frac{1}{n^2}",  # took 18 s against a 2 s limit
-        r"\sum_{a=1}^{8000}\sum_{b=1}^{8000}\sum_{n=1}^{\infty}\frac{1}{n^2}",  # never returned
+        r"\sum_{a=1}^{5000}\sum_{b=1}^{5000}\sum_{n=1}^{\infty}\frac{1}{n^2}",  # never returned (25M series)
         r"\sum_{k=1}^{5000} k!",  # 0.8 s of exact factorials
         r"\sum_{k=1}^{6000} \binom{6000}{k}",  # 1.3 s
         r"\sum_{k=1}^{30000} \sin(k)",  # 1.6 s
