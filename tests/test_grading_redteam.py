@@ -121,6 +121,7 @@ CASES = {
         (qwen("So", "5+"), "5", False),
         (qwen("In base five,", "4210_{5} \\approx 4209_{5}"), "4210_{5}", False),
         (qwen("So", "\\text{the result is } 12 = 13"), "13", False),
+        (qwen("Not sure:", "3 \\text{?}"), "3", False),
     ],
     # An inequality is the set it allows: bounds in the wrong order allow nothing.
     "inequalities": [

@@ -251,15 +251,16 @@ _NOT_FOR_MATH_VERIFY = (
     (re.compile(r"\\approx(?![A-Za-z])"), "an approximation the \\approx rule could not grade"),
     (re.compile(r"(?:[-+*/^=<>,]|\\(?:cdot|times|div|pm|mp|le|leq|ge|geq|approx))\s*$"),
      "ends in an operator or relation (5+ is not 5)"),
+    (re.compile(r"\?"), "a question mark (a doubt, not an answer)"),
 )
 
 
 def not_for_math_verify(s: str) -> Optional[str]:
     """Why a normalised answer the fast path could not decide must not go to math-verify, or
     ``None``. A sentence (``The result is 12 = 13``), an approximation the ``\\approx`` rule of
-    :mod:`~reasoning_env.grading.compare` could not grade, and an answer ending in an operator
-    (``5+``: "5 or more") are graded by a rule math-verify does not have: it reads one number
-    or equation of them (and accepts all three)."""
+    :mod:`~reasoning_env.grading.compare` could not grade, an answer ending in an operator
+    (``5+``: "5 or more") and one with a question mark (``3 \\text{?}``) are graded by a rule
+    math-verify does not have: it reads one number or equation of them (and accepts them)."""
     for pattern, why in _NOT_FOR_MATH_VERIFY:
         if pattern.search(s) is not None:
             return why
