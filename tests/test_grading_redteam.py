@@ -251,3 +251,53 @@ def test_answer_lines_are_read_in_linear_time(text: str) -> None:
     t0 = time.perf_counter()
     extract_final_answer(text)
     assert time.perf_counter() - t0 < 2.0
+
+
+# --------------------------------------------------------------------------- restating the question
+# Copying an expression of the question into the box: MATH-500 had 31 problems where it paid.
+RESTATE = [
+    ("Compute $513^2 - 487^2$.", "513^2 - 487^2", "26000", False),
+    ("Compute $\\dbinom{31}{28}$.", "\\dbinom{31}{28}", "4495", False),
+    ("Simplify $\\sqrt{242}$.", "\\sqrt{242}", "11\\sqrt2", False),
+    ("Express $\\frac{9}{2}$ as a decimal.", "\\frac{9}{2}", "4.5", False),
+    ("Evaluate $99^2+99+1$ in your head.", "99^2 + 99 + 1", "9901", False),
+    ("Solve $441+2(21)(19)+361=x$.", "441+2(21)(19)+361", "1600", False),  # a side of the equation
+    ("Compute $513^2 - 487^2$.", "26000", "26000", True),
+    ("Compute $513^2 - 487^2$.", "(513-487)(513+487)", "26000", True),  # work shown, not a copy
+    ("Which is larger, $\\frac{3}{4}$ or $0.7$?", "\\frac{3}{4}", "\\frac34", True),  # the gold itself
+    ("What is $2 + 3$?", "5", "5", True),
+]
+
+
+@pytest.mark.parametrize("question,answer,gold,expected", RESTATE)
+def test_a_copy_of_the_questions_expression_is_not_an_answer(question: str, answer: str, gold: str, expected: bool) -> None:
+    grader = Grader(use_worker=False)
+    response = qwen("Working it out,", answer)
+    result = grader.grade(response, gold, question=question)
+    assert result.correct is expected, result
+    assert grader.grade(response, gold).correct is True  # without the question it is a value match
+
+
+def test_the_environment_grades_with_the_question() -> None:
+    from reasoning_env import EnvConfig, ReasonBudgetAction, ReasoningEconomicsEnv
+    from reasoning_env.questions import Question
+    from reasoning_env.sources import PoolSet
+
+    q = Question("copy-0", "Compute $513^2 - 487^2$.", "26000", "T0", "test", difficulty=1)
+    pools = PoolSet(pools={"T0": (q,)}, sources_used=({"source": "test", "used": "test", "questions": 1, "reason": None},))
+    env = ReasoningEconomicsEnv(EnvConfig.build(sources=["builtin"], num_questions=1), pools=pools)
+    for answer, right in (("513^2 - 487^2", False), ("26000", True)):
+        env.reset(seed=1, total_budget=5000)
+        obs = env.step(ReasonBudgetAction(response=f"So \\boxed{{{answer}}}."))
+        assert obs.last_step.correct is right, obs.last_step
+
+
+def test_trl_rewards_grade_with_the_prompt() -> None:
+    from reasoning_env.rewards.trl import steps_from_completions
+
+    batch = steps_from_completions(
+        ["So \\boxed{513^2 - 487^2}.", "So \\boxed{26000}."],
+        prompts=[[{"role": "user", "content": "Compute $513^2 - 487^2$."}]] * 2,
+        tokens=[10, 10], answer=["26000", "26000"],
+    )
+    assert list(batch.correct) == [False, True]

@@ -46,6 +46,7 @@ from reasoning_env.grading.latex import (
     words_between_numbers,
 )
 from reasoning_env.grading.normalize import is_wrapped_text, match_key, normalize_with_unit
+from reasoning_env.grading.restate import restates_question
 from reasoning_env.grading.values import MAX_SUM_WORK
 
 __all__ = ["GradeResult", "Grader", "REASONS", "DEFAULT_TIMEOUT_S"]
@@ -188,7 +189,9 @@ class Grader:
         return self.pool.warm_up(wait_s)
 
     # ------------------------------------------------------------------ grading
-    def grade(self, response: str, gold: str, *, timeout_s: Optional[float] = None) -> GradeResult:
+    def grade(
+        self, response: str, gold: str, *, timeout_s: Optional[float] = None, question: Optional[str] = None
+    ) -> GradeResult:
         """Grade ``response`` (full model output) against ``gold`` (a bare answer string).
 
         Args:
@@ -197,6 +200,9 @@ class Grader:
             timeout_s: Time limit for this grade (seconds; default ``self.timeout_s``). The
                 call returns within it (the worker gets it less :data:`KILL_MARGIN_S`); running out is the verdict
                 ``timeout``.
+            question: The question text, when known: an answer that copies one of its math
+                expressions (``\\boxed{513^2 - 487^2}`` for "Compute $513^2 - 487^2$") and is not the
+                gold itself is a ``mismatch`` (:mod:`~reasoning_env.grading.restate`).
         Returns:
             A :class:`GradeResult`.
         Raises:
@@ -216,6 +222,27 @@ class Grader:
         ext = extract_final_answer(response)
         if ext.answer is None:
             return GradeResult(False, None, "no_answer", time.perf_counter() - t0, ext.method)
+        result = self._grade_extraction(ext, info, t0, deadline, timeout_s)
+        if result.correct and question is not None and result.reason != "exact":
+            for part in (ext.answer,) + ext.parts:
+                if restates_question(part, question, info.key, lambda n, p=part: self._is_gold_expression(n, p, info)):
+                    return GradeResult(
+                        False, ext.answer, "mismatch", time.perf_counter() - t0, ext.method,
+                        f"{part!r} restates an expression of the question (copying it is not answering it)",
+                    )
+        return result
+
+    @staticmethod
+    def _is_gold_expression(normalised: str, raw: str, info: GoldInfo) -> bool:
+        """Whether a normalised answer parses to the gold's own expression (``\\frac{3}{4}`` is the
+        gold ``\\frac34``, written with braces)."""
+        try:
+            return info.value is not None and parse_answer(normalised, is_wrapped_text(raw)) == info.value
+        except ParseError:
+            return False
+
+    def _grade_extraction(self, ext, info: GoldInfo, t0: float, deadline: float, timeout_s: float) -> GradeResult:
+        """Stages 2-5 for an extraction: its answer, and else each of several boxes."""
         result = self._grade_answer(ext.answer, ext.method, info, t0, deadline, timeout_s)
         if result.correct or not ext.parts:
             return result
