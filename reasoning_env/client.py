@@ -14,18 +14,34 @@ Synchronous::
 Asynchronous: ``async with ReasoningEconomicsClient(base_url=...) as env: await env.reset(...)``;
 run many clients at once (one session each) with ``asyncio.gather``.
 
-Errors the server answers (bad input, capacity reached, no episode, idle session closed) raise
-:class:`ServerError`, a ``RuntimeError`` carrying the server's ``code`` and ``message``.
+Errors (all importable from here):
+
+- :class:`ServerError` (a ``RuntimeError``): the server answered with an error frame (bad input,
+  capacity reached, no episode, unauthorized, idle session closed); ``code`` and ``message`` say
+  which and why.
+- :class:`ServerGoneError` (a ``ConnectionError``): the connection ended under a request (the
+  server stopped or restarted, the network dropped, the server closed the session); ``close_code``
+  and ``reason`` carry the WebSocket close if there was one. The episode on that session is lost:
+  reconnect (the next call does) and reset, or use :class:`reasoning_env.remote.RemoteEnv`, which
+  replays it from its seed on another replica.
+- ``ConnectionError`` when the server cannot be reached at all (from OpenEnv's ``connect``).
+
+With ``$REE_API_TOKEN`` set (or ``api_token=``), the client sends ``Authorization: Bearer <token>``.
 """
 
 from __future__ import annotations
 
+import os
 from typing import Any, Dict, Optional, Union
 
 from openenv.core.client_types import StepResult
 from openenv.core.env_client import EnvClient
+from websockets.exceptions import ConnectionClosed
 
 from reasoning_env.models import ReasonBudgetAction, ReasonBudgetObservation, ReasonBudgetState
+
+#: Environment variable holding the server's shared token (read by clients and trainers).
+API_TOKEN_VAR = "REE_API_TOKEN"
 
 
 class ServerError(RuntimeError):
@@ -33,7 +49,7 @@ class ServerError(RuntimeError):
 
     Attributes:
         code: OpenEnv's error code (``VALIDATION_ERROR``, ``EXECUTION_ERROR``, ``CAPACITY_REACHED``,
-            ``INVALID_JSON``, ``UNKNOWN_TYPE``, ``SESSION_ERROR``, ...).
+            ``INVALID_JSON``, ``UNKNOWN_TYPE``, ``SESSION_ERROR``, ``UNAUTHORIZED``, ...).
         message: The server's explanation (what was wrong and how to fix it).
         data: The whole error payload.
     """
@@ -45,16 +61,49 @@ class ServerError(RuntimeError):
         super().__init__(f"Server error: {self.message} (code: {self.code})")
 
 
+class ServerGoneError(ConnectionError):
+    """The connection to the server ended while a request was waiting for its answer.
+
+    Attributes:
+        url: The server's WebSocket URL.
+        close_code: The WebSocket close code (``1012`` service restart, ``1006`` no close frame: the
+            server or network died, ``4000`` closed idle by the server, ...), or ``None``.
+        reason: The close reason the server gave, if any.
+    """
+
+    def __init__(self, url: Optional[str], close_code: Optional[int], reason: str = "") -> None:
+        self.url = url
+        self.close_code = close_code
+        self.reason = reason
+        what = f"close code {close_code}" + (f": {reason}" if reason else "") if close_code else "no close frame"
+        super().__init__(
+            f"the environment server at {url} went away during the request ({what}); the episode on this "
+            "session is lost: reset again (the client reconnects), or play through reasoning_env.remote.RemoteEnv, "
+            "which replays an episode from its seed on another replica"
+        )
+
+
 def make_action(
     response: Union[str, ReasonBudgetAction],
     grading_response: Optional[str] = None,
     tokenizer_name: Optional[str] = None,
+    num_generated_tokens: Optional[int] = None,
 ) -> ReasonBudgetAction:
-    """A :class:`ReasonBudgetAction` from a response string (or an action) plus the optional
-    metadata keys; given keys override the action's own metadata.
+    """The one way to build a step's action: a :class:`ReasonBudgetAction` from a response string
+    (or an action) plus the optional metadata keys of the contract; given keys override the
+    action's own metadata.
+
+    Args:
+        response: The full model output, or an action to add keys to.
+        grading_response: Grade this text instead (tokens are still counted on ``response``);
+            blank means none.
+        tokenizer_name: Count this step (and the rest of the session) with this tokenizer.
+        num_generated_tokens: Token ids the policy generated for ``response`` (stop token
+            excluded): the step is charged at least that many.
 
     Raises:
         TypeError: ``response`` is neither a string nor a ReasonBudgetAction.
+        ValueError: ``num_generated_tokens`` is negative or not an integer.
     """
     if isinstance(response, ReasonBudgetAction):
         action = response
@@ -62,7 +111,15 @@ def make_action(
         action = ReasonBudgetAction(response=response)
     else:
         raise TypeError(f"step() takes a response string or a ReasonBudgetAction, got {type(response).__name__}")
-    extra = {k: v for k, v in (("grading_response", grading_response), ("tokenizer_name", tokenizer_name)) if v is not None}
+    extra: Dict[str, Any] = {}
+    if grading_response is not None and grading_response.strip():
+        extra["grading_response"] = grading_response
+    if tokenizer_name:
+        extra["tokenizer_name"] = tokenizer_name
+    if num_generated_tokens is not None:
+        if isinstance(num_generated_tokens, bool) or int(num_generated_tokens) != num_generated_tokens or num_generated_tokens < 0:
+            raise ValueError(f"num_generated_tokens must be a non-negative integer, got {num_generated_tokens!r}")
+        extra["num_generated_tokens"] = int(num_generated_tokens)
     if extra:
         action = action.model_copy(update={"metadata": {**(action.metadata or {}), **extra}})
     return action
@@ -73,14 +130,22 @@ class ReasoningEconomicsClient(EnvClient[ReasonBudgetAction, ReasonBudgetObserva
 
     Args:
         base_url: The server, ``http://host:port`` or ``ws://host:port`` (the ``/ws`` path is added).
+        api_token: The server's shared token (default ``$REE_API_TOKEN``; none: no header).
         **kwargs: :class:`EnvClient`'s options, e.g. ``message_timeout_s`` (seconds to wait for an
-            answer; default 60) and ``connect_timeout_s``.
+            answer; default 60), ``connect_timeout_s`` and ``headers``.
 
     Each client is one server session (its own episode, tokenizer and budget); ``.sync()`` gives
     the synchronous wrapper. ``reset(seed=..., episode_id=..., tokenizer_name=..., total_budget=...)``
     starts an episode; ``step(response, grading_response=None, tokenizer_name=None)`` answers
-    the current question. Both raise :class:`ServerError` when the server refuses the request.
+    the current question. Both raise :class:`ServerError` when the server refuses the request
+    and :class:`ServerGoneError` when the connection ends under it.
     """
+
+    def __init__(self, base_url: Optional[str] = None, *, api_token: Optional[str] = None, **kwargs: Any) -> None:
+        token = api_token if api_token is not None else os.environ.get(API_TOKEN_VAR, "").strip()
+        if token:
+            kwargs["headers"] = {**(kwargs.get("headers") or {}), "Authorization": f"Bearer {token}"}
+        super().__init__(base_url, **kwargs)
 
     # ------------------------------------------------------------------ OpenEnv hooks
     def _step_payload(self, action: ReasonBudgetAction) -> Dict[str, Any]:
@@ -97,7 +162,12 @@ class ReasoningEconomicsClient(EnvClient[ReasonBudgetAction, ReasonBudgetObserva
         return ReasonBudgetState.model_validate(payload)
 
     async def _receive(self) -> Dict[str, Any]:
-        response = await super()._receive()
+        try:
+            response = await super()._receive()
+        except ConnectionClosed as exc:
+            self._ws = None  # the next call reconnects (a new, empty session)
+            rcvd = exc.rcvd
+            raise ServerGoneError(self._ws_url, rcvd.code if rcvd else None, rcvd.reason if rcvd else "") from None
         if isinstance(response, dict) and response.get("type") == "error":
             raise ServerError(response.get("data") or {})
         return response
@@ -141,12 +211,15 @@ class ReasoningEconomicsClient(EnvClient[ReasonBudgetAction, ReasonBudgetObserva
             action: The full model output (a string), or a :class:`ReasonBudgetAction`.
             grading_response: Grade this text instead (tokens are still counted on the response).
             tokenizer_name: Count this step's tokens with this tokenizer (kept for the session).
+            num_generated_tokens: (keyword) token ids generated for the response: charged at least.
 
         Raises:
             ServerError: the server refused (no episode, response over the size cap, ...).
+            ServerGoneError: the connection ended before the answer came.
             TypeError: ``action`` is neither a string nor a ReasonBudgetAction.
         """
+        num_generated_tokens = kwargs.pop("num_generated_tokens", None)
         if kwargs:
             raise TypeError(f"step() got unexpected keyword argument(s) {sorted(kwargs)}; "
-                            "it takes grading_response and tokenizer_name")
-        return await super()._step_async(make_action(action, grading_response, tokenizer_name))
+                            "it takes grading_response, tokenizer_name and num_generated_tokens")
+        return await super()._step_async(make_action(action, grading_response, tokenizer_name, num_generated_tokens))

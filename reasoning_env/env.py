@@ -57,6 +57,8 @@ def _is_utf8(text: str) -> bool:
 
 
 RESET_OPTIONS = ("seed", "episode_id", "tokenizer_name", "total_budget")
+#: Characters of a question kept in a history entry's ``question_summary`` (the reference's field).
+SUMMARY_CHARS = 60
 
 
 class EpisodeError(ValueError):
@@ -218,6 +220,8 @@ class ReasoningEconomicsEnv(Environment[ReasonBudgetAction, ReasonBudgetObservat
             raise EpisodeError(f"seed must be a non-negative integer or null, got {seed!r}")
         if episode_id is not None and (not isinstance(episode_id, str) or not episode_id or len(episode_id) > 255):
             raise EpisodeError(f"episode_id must be a non-empty string of at most 255 characters, got {episode_id!r}")
+        if episode_id is not None and not _is_utf8(episode_id):
+            raise EpisodeError("episode_id is not valid Unicode text (it holds a lone surrogate code point); send UTF-8 text")
         if total_budget is not None:
             if isinstance(total_budget, bool) or not isinstance(total_budget, int):
                 raise EpisodeError(f"total_budget must be an integer number of tokens, got {total_budget!r}")
@@ -225,6 +229,8 @@ class ReasoningEconomicsEnv(Environment[ReasonBudgetAction, ReasonBudgetObservat
                 raise EpisodeError(f"total_budget must be between 1 and {MAX_TOTAL_BUDGET:,} tokens, got {total_budget}")
         if tokenizer_name is not None and (not isinstance(tokenizer_name, str)):
             raise EpisodeError(f"tokenizer_name must be a string (a Hub id or local folder), got {tokenizer_name!r}")
+        if tokenizer_name is not None and not _is_utf8(tokenizer_name):
+            raise EpisodeError("tokenizer_name is not valid Unicode text (it holds a lone surrogate code point)")
         tokenizer_name = (tokenizer_name or "").strip() or None
 
         pools = self.pools
@@ -242,7 +248,7 @@ class ReasoningEconomicsEnv(Environment[ReasonBudgetAction, ReasonBudgetObservat
         tokenizer: Optional[LoadedTokenizer] = None
         if tokenizer_name is not None:
             try:
-                tokenizer = get_tokenizer(tokenizer_name)
+                tokenizer = self._tokenizer_for(tokenizer_name)
             except TokenizerLoadError as exc:
                 if not self.config.allow_config_budget_fallback:
                     raise
@@ -252,12 +258,12 @@ class ReasoningEconomicsEnv(Environment[ReasonBudgetAction, ReasonBudgetObservat
                 )
                 logger.warning(warning)
         if tokenizer is None:
-            tokenizer = get_tokenizer(self.config.tokenizer_name)
+            tokenizer = self._tokenizer_for(self.config.tokenizer_name)
 
         if total_budget is not None:
             budget, source = int(total_budget), "client"
         elif tokenizer_name is not None and warning is None:
-            question_tokens = sum(tokenizer.count(q.text) for q in questions)
+            question_tokens = sum(tokenizer.count_many([q.text for q in questions]))  # remembered per tokenizer
             budget, source = max(1, int(self.config.budget_ratio * question_tokens)), "tokenizer_native"
             if budget > MAX_TOTAL_BUDGET:
                 raise EpisodeError(
@@ -358,7 +364,7 @@ class ReasoningEconomicsEnv(Environment[ReasonBudgetAction, ReasonBudgetObservat
             return obs
 
         if step_tok and step_tok.strip() and step_tok.strip() != self._tokenizer.name:
-            self._tokenizer = get_tokenizer(step_tok.strip())  # raises before anything is charged
+            self._tokenizer = self._tokenizer_for(step_tok.strip())  # raises before anything is charged
 
         q = self._questions[self._index]
         raw = self._tokenizer.count(action.response)
@@ -435,6 +441,9 @@ class ReasoningEconomicsEnv(Environment[ReasonBudgetAction, ReasonBudgetObservat
             grade_reason=result.reason,
             reward=reward,
             reward_components=components,
+            tokens_used=charged,
+            was_correct=result.correct,
+            question_summary=q.text[:SUMMARY_CHARS],
         )
         self._history.append(HistoryEntry(**entry))
         record = StepRecord(
@@ -447,14 +456,18 @@ class ReasoningEconomicsEnv(Environment[ReasonBudgetAction, ReasonBudgetObservat
             spent_before=spent_before,
             remaining_budget_after=self._remaining,
         )
-        obs = self._observation(reward=reward)
-        obs.last_step = record
+        obs = self._observation(reward=reward, last_step=record)  # in the constructor: validate_assignment would re-check it
         obs.metadata.update(
             {
                 "tokenizer_name": self._tokenizer.name,
                 "episode_id": self._episode_id,
                 "step": self._index,
                 "episode_reward": self._episode_reward,
+                # the reference environment's per-step keys
+                "min_tokens": self.config.min_tokens,
+                "max_tokens": self.config.max_tokens,
+                "num_questions": len(self._questions),
+                "budget_ratio": self.config.budget_ratio,
             }
         )
         return obs
@@ -464,6 +477,14 @@ class ReasoningEconomicsEnv(Environment[ReasonBudgetAction, ReasonBudgetObservat
         self._clear_episode()
 
     # ------------------------------------------------------------------ helpers
+    def _tokenizer_for(self, name: str) -> LoadedTokenizer:
+        """The tokenizer ``name`` resolves to (a server restricts what its clients may name).
+
+        Raises:
+            TokenizerLoadError: it cannot be loaded.
+        """
+        return get_tokenizer(name)
+
     @staticmethod
     def _coerce_action(action: Any) -> ReasonBudgetAction:
         if isinstance(action, ReasonBudgetAction):
@@ -481,7 +502,7 @@ class ReasoningEconomicsEnv(Environment[ReasonBudgetAction, ReasonBudgetObservat
             f"step() takes a ReasonBudgetAction (or its dict, or a response string), got {type(action).__name__}"
         )
 
-    def _observation(self, reward: Optional[float]) -> ReasonBudgetObservation:
+    def _observation(self, reward: Optional[float], last_step: Optional[StepRecord] = None) -> ReasonBudgetObservation:
         n = len(self._questions)
         left = 0 if self._done else n - self._index
         current = self._questions[self._index] if (not self._done and self._index < n) else None
@@ -499,9 +520,12 @@ class ReasoningEconomicsEnv(Environment[ReasonBudgetAction, ReasonBudgetObservat
             remaining_budget=self._remaining,
             questions_remaining=left,
             budget_per_remaining_question=(self._remaining / left) if left else 0.0,
+            step_idx=self._index,
+            budget_per_remaining=(self._remaining / left) if left else 0.0,
             accuracy_so_far=self._correct / self._index if self._index else 0.0,
             step_token_cap=cap if not self._done else 0,
             history=list(self._history),
+            last_step=last_step,
             done=self._done,
             reward=reward,
             done_reason=self._done_reason if self._done else None,

@@ -50,6 +50,11 @@ class HistoryEntry(BaseModel):
     grade_reason: str = Field(..., description="Why the grader decided (e.g. 'exact', 'equivalent', 'mismatch', 'no_answer', 'timeout').")
     reward: float
     reward_components: dict[str, float] = Field(default_factory=dict)
+    # The reference environment's (ReasonBudgetEnv v2) names, served beside ours so that its
+    # clients read real values (README "Departures from the v2 contract").
+    tokens_used: int = Field(0, description="= tokens (the reference environment's name).")
+    was_correct: bool = Field(False, description="= correct (the reference environment's name).")
+    question_summary: str = Field("", description="The question's first 60 characters (the reference environment's field).")
 
 
 class StepRecord(HistoryEntry):
@@ -87,6 +92,9 @@ class ReasonBudgetObservation(Observation):
     history: list[HistoryEntry] = Field(default_factory=list)
     last_step: Optional[StepRecord] = Field(None, description="What the step that produced this observation did (null after reset).")
     done_reason: Optional[str] = Field(None, description="'all_answered', 'budget_exhausted', 'episode_already_done' or 'no_episode' when done.")
+    # The reference environment's (ReasonBudgetEnv v2) names, served beside ours (same values).
+    step_idx: int = Field(0, description="= question_index (the reference environment's name).")
+    budget_per_remaining: float = Field(0.0, description="= budget_per_remaining_question (the reference environment's name).")
 
 
 class ReasonBudgetState(State):

@@ -228,6 +228,10 @@ def embedded_tokenizer_dir(spec: EmbeddedSpec) -> Path:
 
 
 # ------------------------------------------------------------------------------ resolution
+#: Texts whose token counts one tokenizer remembers (:meth:`LoadedTokenizer.count_many`).
+MAX_REMEMBERED_COUNTS = 100_000
+
+
 @dataclass(frozen=True)
 class LoadedTokenizer:
     """A resolved tokenizer and where it came from.
@@ -247,6 +251,26 @@ class LoadedTokenizer:
         # The Rust tokenizer, looked up once: transformers' property costs ~0.1 ms per access,
         # a third of a typical count.
         object.__setattr__(self, "backend", self.tokenizer.backend_tokenizer)
+        object.__setattr__(self, "_known", {})
+        object.__setattr__(self, "_known_lock", threading.Lock())
+
+    def count_many(self, texts: list[str]) -> list[int]:
+        """Token counts of ``texts`` that recur (question texts: a reset's budget counts its ten
+        questions), remembered per tokenizer (up to :data:`MAX_REMEMBERED_COUNTS` texts) and
+        counted in one batch when new. Same numbers as :meth:`count`."""
+        known: dict = self._known
+        with self._known_lock:
+            counts = [known.get(t) for t in texts]
+        missing = [t for t, c in zip(texts, counts) if c is None]
+        if missing:
+            fresh = [len(e.ids) for e in self.backend.encode_batch_fast(missing, add_special_tokens=False)]
+            new = dict(zip(missing, fresh))
+            with self._known_lock:
+                if len(known) + len(new) > MAX_REMEMBERED_COUNTS:
+                    known.clear()
+                known.update(new)
+            counts = [new[t] if c is None else c for t, c in zip(texts, counts)]
+        return counts
 
     def count(self, text: str) -> int:
         """Number of tokens of ``text`` (no special tokens added).
@@ -280,40 +304,144 @@ class LoadedTokenizer:
         return pieces
 
 
-_tok_cache: dict[str, LoadedTokenizer] = {}
-_tok_errors: dict[str, str] = {}
+#: Files of a Hub repository that a tokenizer load reads (nothing else is fetched or looked at).
+TOKENIZER_FILES = (
+    "tokenizer.json", "tokenizer_config.json", "vocab.json", "merges.txt", "special_tokens_map.json",
+    "added_tokens.json", "tokenizer.model", "spiece.model", "sentencepiece.bpe.model", "vocab.txt",
+    "chat_template.jinja", "chat_template.json", "config.json",
+)
+#: Distinct loaded tokenizers (vocabularies) kept, least recently used dropped first (``$REE_MAX_TOKENIZERS``).
+DEFAULT_MAX_TOKENIZERS = 8
+#: Names (aliases) remembered, and failed names remembered (each entry is small).
+MAX_NAMES = 1024
+
+
+class _LRU:
+    """A small least-recently-used map (callers hold :data:`_tok_lock`)."""
+
+    def __init__(self, limit: int) -> None:
+        from collections import OrderedDict
+
+        self.limit = limit
+        self.data: "OrderedDict[Any, Any]" = OrderedDict()
+
+    def get(self, key: Any) -> Any:
+        value = self.data.get(key)
+        if value is not None:
+            self.data.move_to_end(key)
+        return value
+
+    def put(self, key: Any, value: Any) -> list:
+        self.data[key] = value
+        self.data.move_to_end(key)
+        dropped = []
+        while len(self.data) > self.limit:
+            dropped.append(self.data.popitem(last=False))
+        return dropped
+
+    def drop_values(self, pred: Any) -> None:
+        for key in [k for k, v in self.data.items() if pred(v)]:
+            del self.data[key]
+
+
+def _max_tokenizers() -> int:
+    raw = os.environ.get("REE_MAX_TOKENIZERS", "").strip()
+    try:
+        return max(1, int(raw)) if raw else DEFAULT_MAX_TOKENIZERS
+    except ValueError:
+        return DEFAULT_MAX_TOKENIZERS
+
+
+# One loaded tokenizer per vocabulary (key: "embedded:<key>" or a hash of the tokenizer files),
+# and the names that resolved to each: every alias of the same files shares one copy.
+_vocabs = _LRU(_max_tokenizers())
+_names = _LRU(MAX_NAMES)
+_errors = _LRU(MAX_NAMES)
 _tok_lock = threading.Lock()
-_tok_name_locks: dict[str, threading.Lock] = {}
+_load_lock = threading.Lock()  # one load at a time: a load holds the GIL for about a second
 
 
-def _load_uncached(name: str) -> LoadedTokenizer:
+_PATHS = re.compile(r"(?:[A-Za-z]:)?(?:[/\\][\w.@~+-]+){2,}[/\\]?")
+
+
+def _redact(text: str) -> str:
+    """``text`` without absolute file paths (errors sent to remote clients must not map the disk)."""
+    return _PATHS.sub("<path>", text)
+
+
+def _fingerprint(folder: str) -> str:
+    """A hash of a tokenizer folder's files (the ones :data:`TOKENIZER_FILES` names)."""
+    import hashlib
+
+    h = hashlib.sha256()
+    for fname in TOKENIZER_FILES:
+        path = os.path.join(folder, fname)
+        if os.path.isfile(path):
+            h.update(fname.encode() + b"\0")
+            with open(path, "rb") as f:
+                for chunk in iter(lambda: f.read(1 << 20), b""):
+                    h.update(chunk)
+    return "files:" + h.hexdigest()
+
+
+def _from_folder(folder: str, key: str) -> Any:
+    """The tokenizer object of ``folder``, shared by every name whose files hash to ``key``."""
+    with _tok_lock:
+        tok = _vocabs.get(key)
+    if tok is not None:
+        return tok
     from transformers import AutoTokenizer
 
+    with _load_lock:
+        with _tok_lock:
+            tok = _vocabs.get(key)
+        if tok is None:
+            tok = AutoTokenizer.from_pretrained(folder)
+            with _tok_lock:
+                for dropped_key, dropped in _vocabs.put(key, tok):
+                    _names.drop_values(lambda lt, d=dropped: lt.tokenizer is d)
+    return tok
+
+
+def _load_uncached(name: str, allow_local: bool) -> LoadedTokenizer:
     from reasoning_env.hub import hub_reachable
 
     tried: list[str] = []
-    path = os.path.expanduser(name)
-    if os.path.isdir(path):
-        try:
-            return LoadedTokenizer(name, AutoTokenizer.from_pretrained(path), "local")
-        except Exception as exc:
-            raise TokenizerLoadError(f"tokenizer folder {name!r} could not be loaded: {type(exc).__name__}: {exc}") from None
+    if allow_local:
+        path = os.path.expanduser(name)
+        if os.path.isdir(path):
+            try:
+                return LoadedTokenizer(name, _from_folder(path, _fingerprint(path)), "local")
+            except Exception as exc:
+                raise TokenizerLoadError(f"tokenizer folder {name!r} could not be loaded: {type(exc).__name__}: {exc}") from None
+    # Hub ids resolve through huggingface_hub to its cache folder, never to a folder of the same
+    # name under the working directory (transformers would try that first).
+    from huggingface_hub import snapshot_download
+
+    folder = None
     try:
-        return LoadedTokenizer(name, AutoTokenizer.from_pretrained(name, local_files_only=True), "hf_cache")
+        folder = snapshot_download(name, local_files_only=True, allow_patterns=list(TOKENIZER_FILES))
     except Exception as exc:
         tried.append(f"not in the local HF cache ({type(exc).__name__})")
-    if hub_reachable():
+    origin = "hf_cache"
+    if folder is None and hub_reachable():
         try:
-            return LoadedTokenizer(name, AutoTokenizer.from_pretrained(name), "hub")
+            folder = snapshot_download(name, allow_patterns=list(TOKENIZER_FILES))
+            origin = "hub"
         except Exception as exc:
-            tried.append(f"Hub load failed ({type(exc).__name__}: {str(exc)[:200]})")
-    else:
+            tried.append(f"Hub load failed ({type(exc).__name__}: {_redact(str(exc))[:200]})")
+    elif folder is None:
         tried.append("the Hub is unreachable (or HF_HUB_OFFLINE is set)")
+    if folder is not None:
+        try:
+            return LoadedTokenizer(name, _from_folder(folder, _fingerprint(folder)), origin)
+        except Exception as exc:
+            tried.append(f"its files did not load ({type(exc).__name__}: {_redact(str(exc))[:200]})")
     spec = embedded_spec_for(name)
     if spec is not None:
-        folder = embedded_tokenizer_dir(spec)
+        embedded = embedded_tokenizer_dir(spec)
         logger.info("tokenizer %r: using the embedded %s build (%s)", name, spec.key, "; ".join(tried))
-        return LoadedTokenizer(name, AutoTokenizer.from_pretrained(str(folder)), f"embedded:{spec.key}")
+        return LoadedTokenizer(name, _from_folder(str(embedded), f"embedded:{spec.key}"), f"embedded:{spec.key}")
     raise TokenizerLoadError(
         f"could not load tokenizer {name!r}: " + "; ".join(tried)
         + ". Fix: pass a local tokenizer folder, pre-fill the HF cache, or use a name with an embedded "
@@ -321,11 +449,18 @@ def _load_uncached(name: str) -> LoadedTokenizer:
     )
 
 
-def get_tokenizer(name: str) -> LoadedTokenizer:
-    """Resolve ``name`` to a tokenizer (cached per name, thread-safe).
+def get_tokenizer(name: str, *, allow_local: bool = True) -> LoadedTokenizer:
+    """Resolve ``name`` to a tokenizer (cached, thread-safe).
+
+    Every name whose files are the same (an embedded build's aliases such as
+    ``Qwen/Qwen2.5-7B-Instruct`` offline, or two Hub repositories with identical tokenizer files)
+    shares one loaded tokenizer; at most ``$REE_MAX_TOKENIZERS`` (8) distinct ones are kept, the
+    least recently used dropped first, and one load runs at a time.
 
     Args:
         name: Hub id (``"Qwen/Qwen2.5-0.5B-Instruct"``), local folder, or ``"embedded:qwen2.5"``.
+        allow_local: Whether ``name`` may be a folder on this machine's disk (a server passes
+            ``False`` for names its clients send: a relative name is then only ever a Hub id).
     Raises:
         TokenizerLoadError: nothing could be loaded; later calls with the same name fail fast
             with the same message.
@@ -334,27 +469,37 @@ def get_tokenizer(name: str) -> LoadedTokenizer:
     if not isinstance(name, str) or not name.strip():
         raise TypeError(f"tokenizer_name must be a non-empty string, got {name!r}")
     name = name.strip()
+    key = (name, bool(allow_local))
     with _tok_lock:
-        if name in _tok_cache:
-            return _tok_cache[name]
-        if name in _tok_errors:
-            raise TokenizerLoadError(_tok_errors[name])
-        lock = _tok_name_locks.setdefault(name, threading.Lock())
-    with lock:
+        hit = _names.get(key)
+        if hit is not None:
+            return hit
+        failed = _errors.get(key)
+    if failed is not None:
+        raise TokenizerLoadError(failed)
+    try:
+        loaded = _load_uncached(name, allow_local)
+    except TokenizerLoadError as exc:
+        message = str(exc) if allow_local else _redact(str(exc))
         with _tok_lock:
-            if name in _tok_cache:
-                return _tok_cache[name]
-            if name in _tok_errors:
-                raise TokenizerLoadError(_tok_errors[name])
-        try:
-            loaded = _load_uncached(name)
-        except TokenizerLoadError as exc:
-            with _tok_lock:
-                _tok_errors[name] = str(exc)
-            raise
-        with _tok_lock:
-            _tok_cache[name] = loaded
-        return loaded
+            _errors.put(key, message)
+        raise TokenizerLoadError(message) from None
+    with _tok_lock:
+        first = _names.get(key)  # another thread resolved the same name meanwhile: one object per name
+        if first is not None:
+            return first
+        _names.put(key, loaded)
+    return loaded
+
+
+def cached_tokenizers() -> dict[str, list[str]]:
+    """The loaded tokenizers and the names that share each (for monitoring and tests)."""
+    with _tok_lock:
+        out: dict[str, list[str]] = {}
+        ids = {id(tok): key for key, tok in _vocabs.data.items()}
+        for (name, _local), lt in _names.data.items():
+            out.setdefault(ids.get(id(lt.tokenizer), "(dropped)"), []).append(name)
+        return out
 
 
 @lru_cache(maxsize=1)

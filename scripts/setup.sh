@@ -1,10 +1,14 @@
 #!/usr/bin/env bash
 # One-time set-up of the current Python environment (use a venv). Idempotent.
-#   bash scripts/setup.sh          # everything the main job needs (CPU)
-#   bash scripts/setup.sh --test   # plus what the tests need (Debian chromium for the browser test)
+#   bash scripts/setup.sh          # the app, the core and CPU training (requirements.txt + requirements-train.txt)
+#   bash scripts/setup.sh --test   # plus what the tests need (requirements-test.txt, Debian chromium, and
+#                                  # the two extra venvs of scripts/ci_venvs.sh)
+# requirements.txt alone is what the Space (app.py) installs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-python -m pip install -q --disable-pip-version-check -r requirements.txt
+REQS=(-r requirements.txt -r requirements-train.txt)
+[ "${1:-}" = "--test" ] && REQS+=(-r requirements-test.txt)
+python -m pip install -q --disable-pip-version-check "${REQS[@]}"
 if [ "${1:-}" = "--test" ]; then
   if ! command -v chromium >/dev/null 2>&1 && [ ! -x /usr/bin/chromium ]; then
     if command -v apt-get >/dev/null 2>&1; then
@@ -15,6 +19,12 @@ if [ "${1:-}" = "--test" ]; then
       echo "setup: no apt-get; install chromium yourself for the browser test" >&2
     fi
   fi
+fi
+# The tests' two extra environments (the Space's requirements.txt alone; the GPU pins' pure-Python packages
+# on CPU torch), reused while their requirement files are unchanged. REE_SKIP_CI_VENVS=1 skips them (the
+# tests that need them then skip with the reason).
+if [ "${1:-}" = "--test" ] && [ "${REE_SKIP_CI_VENVS:-0}" != "1" ]; then
+  bash scripts/ci_venvs.sh >/dev/null
 fi
 # Build the embedded offline tokenizers once (cached under ~/.cache/reasoning_env).
 python -m reasoning_env prepare

@@ -135,3 +135,44 @@ def test_known_problem_types_get_distinct_colours():
     colours = [episode_plots.type_color(t) for t in episode_plots.KNOWN_TYPES]
     assert len(set(colours)) == len(colours)
     assert episode_plots.type_color("reasoning_gym/gcd") != episode_plots.type_color("reasoning_gym/lcm")
+
+
+def _held_out_run(root, name: str = "train-eval"):
+    """A training run folder whose evaluations.jsonl is written by training.evaluation's own formatter."""
+    import json
+
+    from training.evaluation import evaluation_metrics
+
+    folder = make_training_run(root, name)
+
+    def record(ep: int, step: int) -> dict:
+        steps = [{"step": i, "difficulty": d, "problem_type": "t", "tokens": 40 * d + 10 * ep + 5 * step * (d - 2),
+                  "correct": (ep + i) % 2 == 0, "forfeit": False} for i, d in enumerate((1, 2, 3))]
+        return {"episode": ep, "num_correct": sum(s["correct"] for s in steps), "num_questions": 3, "num_answered": 3,
+                "answered_tokens": sum(s["tokens"] for s in steps), "cap_hits": 0, "num_turns": 3, "ran_dry": 0,
+                "forfeited": 0, "regret": 0.5 - 0.1 * step + 0.02 * ep, "steps": steps}
+
+    with open(folder / "evaluations.jsonl", "w", encoding="utf-8") as fh:
+        for step in (0, 2, 4):
+            for row in evaluation_metrics([record(e, step) for e in range(6)], step):
+                fh.write(json.dumps(row) + "\n")
+    return folder
+
+
+def test_held_out_figure_plots_tokens_by_difficulty_and_regret_with_intervals(tmp_path):
+    folder = _held_out_run(tmp_path)
+    rs = compare.load_runs([folder])
+    ev = compare.held_out_evaluations(rs)
+    assert set(ev["metric"]) >= {"tokens_by_difficulty", "regret", "accuracy"}
+    fig = compare.held_out_figure(rs)
+    by_name = {t.name: t for t in fig.data}
+    assert set(by_name) == {"difficulty 1", "difficulty 2", "difficulty 3", "regret"}
+    d3 = by_name["difficulty 3"]
+    assert list(d3.x) == [0, 2, 4] and d3.y[2] > d3.y[0]  # more tokens on the hardest questions as training goes
+    assert list(by_name["regret"].y) == pytest.approx([0.55, 0.35, 0.15])
+    assert all(v >= 0 for v in by_name["regret"].error_y.array) and max(by_name["regret"].error_y.array) > 0
+
+
+def test_held_out_figure_without_evaluations_says_how(runs_root):
+    fig = compare.held_out_figure(compare.load_runs([runs_root / "train-tiny"]))
+    assert any("--eval_every" in (a.text or "") for a in fig.layout.annotations)

@@ -11,10 +11,10 @@ import pytest
 
 import evalpol_fixtures as fx
 from test_app_support import TOKENIZER, make_eval_run, make_training_run, play_config
-from workbench import reward_tuning as rt
+from workbench.reward_lab import tuning as rt
 from workbench.app.common import AppContext
 from workbench.app.lab_tab import SYNTHETIC, LabTab
-from workbench.app.play_tab import VIEW, PlayTab, render_gauges
+from workbench.app.play_tab import VIEW, VIEW_FIRST, VIEW_REST, PlayTab, render_gauges
 from workbench.app.runs_tab import RunsTab
 
 FORM = dict(sources=["gsm8k"], budget_mode="tokenizer_native", budget_ratio=4, total_budget="", tokenizer_name=TOKENIZER,
@@ -71,6 +71,67 @@ def test_non_numeric_budget_is_a_gradio_error(play):
 def test_unknown_tokenizer_is_a_gradio_error(play):
     with pytest.raises(gr.Error, match="cannot be loaded"):
         reset(play, tokenizer_name="nobody/nothing-tokenizer")
+
+
+@pytest.fixture
+def bare_play(tmp_path):
+    """A Play tab on the default config and no preloaded pools: sources load for real (offline)."""
+    return PlayTab(AppContext(runs_root=str(tmp_path), download_dir=tmp_path / "downloads", environ={}))
+
+
+def test_gsm8k_without_a_data_folder_points_at_the_data_folder_field(bare_play):
+    with pytest.raises(gr.Error) as err:
+        reset(bare_play, sources=["gsm8k"], data_dir="")
+    message = err.value.message
+    assert "Fill “Data folder” on the left with a folder holding gsm8k_test.jsonl" in message
+    assert "untick gsm8k" in message and "Hub is unreachable" in message
+    assert "options." not in message and "data_dir" not in message  # no config-file fix on the page
+
+
+def test_a_data_folder_without_the_files_is_named_in_the_message(bare_play, tmp_path):
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with pytest.raises(gr.Error) as err:
+        reset(bare_play, sources=["math500"], data_dir=str(empty))
+    assert f"the Data folder '{empty}' holds no math500*.jsonl" in err.value.message
+
+
+def test_play_actions_show_busy_and_refused_on_the_status_line_only(ctx):
+    """A refused action marks one place (the status line), not every output panel; the second
+    pass of a step (charts, table...) shows no busy mark at all."""
+    from workbench.app import build_workbench
+
+    demo = build_workbench(ctx)
+    c = demo.workbench["play"][1]
+    triggers = {c[name]._id for name in ("reset_btn", "answer_btn", "response", "policy_btn", "run_btn")}
+    deps = demo.get_config_file()["dependencies"]
+    page = [d for d in deps if any(target in triggers for target, _ in d["targets"])]
+    assert len(page) == 4  # reset, answer (button and Enter: one event), policy step, run to the end
+    assert all(d["show_progress_on"] == [c["status"]._id] for d in page)
+    second = [d for d in deps if d.get("trigger_after") in {p["id"] for p in page}]
+    assert len(second) == 2 and all(d["show_progress"] == "hidden" and d["trigger_only_on_success"] for d in second)
+
+
+def test_a_step_in_the_page_draws_the_verdict_first_then_the_rest(play):
+    session = reset(play)[0]
+    first = play.answer_first(session, "I think \\boxed{8}")
+    assert len(first) == 1 + len(VIEW_FIRST) + 1 and first[-1] == ""
+    assert "answered by you" in first[1 + VIEW_FIRST.index("verdict")]
+    rest = dict(zip(VIEW_REST, play.view_rest(session)))
+    assert len(rest["history"]) == 1 and isinstance(rest["spend_plot"], go.Figure)
+    whole = dict(zip(VIEW, play.view(session)))
+    assert whole["verdict"] == first[1 + VIEW_FIRST.index("verdict")] and whole["history"].equals(rest["history"])
+
+
+def test_the_api_step_endpoints_return_the_whole_view(ctx):
+    from workbench.app import build_workbench
+
+    demo = build_workbench(ctx)
+    deps = {d["api_name"]: d for d in demo.get_config_file()["dependencies"] if d.get("api_visibility", "public") == "public"}
+    c = demo.workbench["play"][1]
+    view_ids = [c[name]._id for name in VIEW]
+    assert deps["answer"]["outputs"] == [c["state"]._id, *view_ids, c["response"]._id]
+    assert deps["policy_step"]["outputs"] == [c["state"]._id, *view_ids]
 
 
 def test_answer_before_reset_is_a_gradio_error(play):
@@ -273,8 +334,9 @@ def test_compare_draws_the_table_and_figures(runs, ctx):
     describe, table, *figs = out
     assert "eval-tiny" in describe and "train-tiny" in describe
     assert len(table) == 3 and "tokens/question" in table.columns
-    assert len(figs) == 5 and all(isinstance(f, go.Figure) for f in figs)
-    assert "rolling mean over 3" in figs[-1].layout.title.text
+    assert len(figs) == 6 and all(isinstance(f, go.Figure) for f in figs)
+    assert "rolling mean over 3" in figs[-2].layout.title.text
+    assert "Held-out evaluation" in figs[-1].layout.title.text
 
 
 @pytest.mark.parametrize("smooth", [float("inf"), float("nan"), "abc", 0])
@@ -285,7 +347,7 @@ def test_compare_with_a_bad_smoothing_value_is_a_gradio_error(runs, ctx, smooth)
 
 def test_compare_if_any_skips_without_a_selection(runs):
     out = runs.compare_if_any([], "")
-    assert len(out) == 7
+    assert len(out) == 8
 
 
 def test_a_saved_episode_is_added_to_the_runs_selection(play, runs, ctx, tmp_path):
@@ -295,3 +357,20 @@ def test_a_saved_episode_is_added_to_the_runs_selection(play, runs, ctx, tmp_pat
     picker, status = runs.include_saved(session, ctx.runs_root, [])
     assert str(session.saved_to) in picker.value and "added" in status
     assert str(session.saved_to) in [v for _l, v in picker.choices]
+
+
+def test_uncertainty_shows_the_paired_comparison_and_the_frontier(runs, ctx):
+    root = Path(ctx.runs_root)
+    md, intervals, frontier, budget = runs.uncertainty([str(root / "eval-tiny")], "")
+    assert "Paired comparison" in md and "cannot be told apart" in md
+    assert all(isinstance(f, go.Figure) for f in (intervals, frontier, budget))
+    assert frontier.data[0].name == "frontier"
+    assert any("one budget only" in (a.text or "") for a in budget.layout.annotations)
+    assert len(runs.uncertainty([], "")) == 4  # nothing chosen: the outputs are left as they are
+
+
+def test_the_runs_table_shows_intervals(runs, ctx):
+    root = Path(ctx.runs_root)
+    _describe, table, *_ = runs.compare([str(root / "eval-tiny")], "", 1)
+    cell = table["accuracy [95% CI]"].iloc[0]
+    assert cell.count("[") == 1 and cell.endswith("]")

@@ -164,7 +164,7 @@ def test_sessions_are_independent(live):
 
 
 def test_reward_lab_through_gradio_client(client):
-    from workbench.reward_tuning import controls
+    from workbench.reward_lab.tuning import controls
 
     client.predict("synthetic", api_name="/lab_load")
     values = [c.default for c in controls()]
@@ -195,6 +195,53 @@ def test_browser_plays_an_episode_and_draws_the_charts(live, tmp_path):
         finally:
             browser.close()
     assert (tmp_path / "play.png").stat().st_size > 10_000
+
+
+ERROR_MARKS = "[data-testid=status-tracker] span.error"
+
+
+@pytest.mark.skipif(not os.path.exists(CHROMIUM), reason=f"no Chromium at {CHROMIUM} (install Debian's chromium: apt-get install chromium)")
+def test_browser_a_refused_action_shows_its_message_once_and_keeps_the_panels(live, tmp_path):
+    """A refused Reset (gsm8k offline, no data folder) and a refused answer (episode over): one
+    toast with the message, one mark on the status line, every panel as it was."""
+    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright (Python) is not installed")
+
+    def panels(page):
+        return {sel: page.inner_text(sel) for sel in ("#ree-gauges", "#ree-question", "#ree-verdict", "#ree-components")}
+
+    def refused(page, before, text):
+        page.wait_for_selector(f".toast-body:has-text('{text}')", timeout=60_000)
+        assert page.locator(f".toast-body:has-text('{text}')").count() == 1
+        assert page.locator(ERROR_MARKS).count() == 1 and page.locator(f"#ree-status {ERROR_MARKS}").count() == 1
+        assert panels(page) == before
+        page.locator(".toast-body button, .toast-close").first.click()  # close it: the next refusal gets its own
+
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1440, "height": 1000})
+            page.goto(live.url, timeout=60_000)
+            page.wait_for_selector("#ree-reset", timeout=60_000)
+            page.get_by_label("gsm8k", exact=True).check()
+            before = panels(page)
+            page.click("#ree-reset")
+            refused(page, before, "Fill “Data folder”")
+            page.screenshot(path=str(tmp_path / "refused-reset.png"), full_page=True)
+
+            page.get_by_label("gsm8k", exact=True).uncheck()
+            page.click("#ree-reset")
+            page.wait_for_function("document.querySelector('#ree-question')?.innerText.includes('Question 1 of')", timeout=90_000)
+            page.click("#ree-run")
+            page.wait_for_selector(".ree-done", timeout=120_000)
+            page.wait_for_function("!document.querySelector('#ree-status .generating')", timeout=30_000)
+            before = panels(page)
+            page.get_by_role("tab", name="Answer it yourself").click()
+            page.fill("#ree-response textarea", "one more: \\boxed{1}")
+            page.click("#ree-answer")
+            refused(page, before, "the episode is over")
+            page.screenshot(path=str(tmp_path / "refused-answer.png"), full_page=True)
+        finally:
+            browser.close()
 
 
 def test_the_play_tab_follows_the_servers_tokenizer_policy(client):

@@ -1,4 +1,4 @@
-"""workbench.reward_tuning: controls from the registry, specs from slider values, re-scoring
+"""workbench.reward_lab.tuning: controls from the registry, specs from slider values, re-scoring
 tables, the induced allocation and tuned YAML."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import pytest
 
 import reasoning_env.rewards as R
 from reasoning_env.config import EnvConfig
-from workbench import reward_tuning as rt
+from workbench.reward_lab import tuning as rt
 
 
 def test_every_registry_parameter_has_a_control_within_its_range():

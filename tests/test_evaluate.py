@@ -287,7 +287,7 @@ def test_cli_default_policies_are_the_baselines_against_a_server():
 
 
 def test_budget_note_without_finished_episodes_says_so():
-    from workbench.evaluate import _budget_note
+    from workbench.evaluation.writer import budget_note as _budget_note
 
     note = _budget_note("tokenizer_native", None, EnvConfig(), ["qwen2.5"], pd.DataFrame({"total_budget": []}))
     assert "nan" not in note and "no episode finished" in note

@@ -188,7 +188,13 @@ def test_simulated_solver_contract(policy_factory):
     pol = policy_factory()
     for seed in range(3):
         outs, steps, obs = fx.play(env, pol, cfg, seed=seed)
-        assert obs.done_reason == "all_answered"
+        if isinstance(pol, OracleAllocationPolicy) and obs.done_reason == "budget_exhausted":
+            # The exact oracle may end the episode on purpose (fewer than min_tokens left after its
+            # last planned question): then its plan gave the unasked questions nothing.
+            start, _rem, plan = pol._plan
+            assert all(t == 0 for t in plan[len(steps) - start:]), plan
+        else:
+            assert obs.done_reason == "all_answered"
         assert sum(s.tokens for s in steps) <= obs.total_budget
         for o, s in zip(outs, steps):
             # The env's verdict is the solver's seeded decision, and lengths are exact.

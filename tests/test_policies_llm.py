@@ -248,3 +248,113 @@ def test_transformers_policy_runs_and_respects_the_cap(tiny_model_dir, tmp_path)
     for _, r in s.iterrows():
         assert r["raw_tokens"] == tok.count(r["response"])  # counted with the policy's own tokenizer
     assert s["budget_source"].eq("tokenizer_native").all()
+
+
+# ----------------------------------------------------------------------------- one format for training and evaluation
+def test_multi_turn_messages_render_to_the_training_rollouts_ids(server):
+    """The OpenAI-compatible policy sends the whole episode so far; rendered with the model's chat
+    template, the messages of question k are exactly the ids the training rollout prompted with."""
+    from reasoning_env.conversation import ChatFormat, EpisodeTokens
+
+    url, state = server
+    cfg = fx.config()
+    env = fx.make_env(cfg)
+    pol = OpenAIChatPolicy(url, fx.TOKENIZER, tokenizer_name=fx.TOKENIZER)
+    state["calls"].clear()
+    outs, steps, _ = fx.play(env, pol, cfg, seed=3)
+    tok = get_tokenizer(fx.TOKENIZER).tokenizer
+    chat = ChatFormat(tok)
+    im_end = tok.convert_tokens_to_ids("<|im_end|>")
+    tokens = EpisodeTokens(chat)
+    env2 = fx.make_env(cfg)
+    obs = env2.reset(seed=3, tokenizer_name=fx.TOKENIZER)
+    tokens.start(obs)
+    from reasoning_env.models import ReasonBudgetAction
+
+    for k, (call, out) in enumerate(zip(state["calls"], outs)):
+        msgs = call["body"]["messages"]
+        assert [m["role"] for m in msgs] == ["system"] + ["user", "assistant"] * k + ["user"]
+        rendered = tok(tok.apply_chat_template(msgs, tokenize=False, add_generation_prompt=True), add_special_tokens=False)["input_ids"]
+        assert rendered == tokens.context()
+        tokens.add_model_turn(chat.encode(out.response) + [im_end])  # the answer as the server generated it
+        obs = env2.step(ReasonBudgetAction(response=out.response))
+        if not obs.done:
+            tokens.add_env_turn(tokens.next_question_ids(obs))
+    assert len(state["calls"]) == len(steps) >= 2
+    single = OpenAIChatPolicy(url, fx.TOKENIZER, tokenizer_name=fx.TOKENIZER, format="single_turn")
+    state["calls"].clear()
+    fx.play(fx.make_env(cfg), single, cfg, seed=3)
+    assert all(len(c["body"]["messages"]) == 2 for c in state["calls"])
+
+
+def test_transformers_policy_is_prompted_with_the_training_rollouts_ids():
+    """Same seed, same (greedy) answers: the ids the evaluated hf_local policy is prompted with at
+    every question equal the training rollout's context at that turn."""
+    from reasoning_env.conversation import ChatFormat
+    from reasoning_env.models import ReasonBudgetAction
+    from training.envs import InProcessEnvFactory
+    from training.generation import SamplingConfig, TransformersBackend
+    from training.models import eos_token_ids
+    from training.rollout import EpisodeRunner, EpisodeSpec, RolloutLimits
+    from training_helpers import tiny_env_config, tiny_policy
+    from workbench.evaluate import make_episode_info
+
+    tiny = tiny_policy()
+    cfg = tiny_env_config()
+    factory = InProcessEnvFactory(cfg)
+    backend = TransformersBackend(model=tiny.model, pad_token_id=tiny.tokenizer.pad_token_id,
+                                  eos_ids=eos_token_ids(tiny.tokenizer, tiny.model), sampling=SamplingConfig(temperature=0.0))
+    runner = EpisodeRunner(backend, factory, ChatFormat(tiny.tokenizer), limits=RolloutLimits(tokenizer_name=tiny.tokenizer_name))
+    trace = runner.play_sequential([EpisodeSpec(seed=7)])[0]
+    sequence = trace.prompt_ids + trace.completion_ids
+
+    policy = TransformersPolicy(tiny.model, tiny.tokenizer, tokenizer_name=tiny.tokenizer_name, device="cpu")
+    env = factory.new_session().env
+    obs = env.reset(seed=7, tokenizer_name=tiny.tokenizer_name)
+    policy.reset(make_episode_info(obs, cfg, policy=policy))
+    for turn, step in zip(trace.turns, trace.steps):
+        assert policy.prompt_ids(obs) == sequence[: len(trace.prompt_ids) + turn.start]
+        out = policy.act(obs)  # asks the same question again (the retry path), then generates
+        assert out.response == step.response
+        obs = env.step(ReasonBudgetAction(response=out.response, metadata={"num_generated_tokens": out.num_generated_tokens}))
+    assert obs.done and len(trace.turns) >= 2
+
+
+def test_play_answers_by_someone_else_enter_the_conversation():
+    from reasoning_env.conversation import EpisodeConversation
+
+    pol = OpenAIChatPolicy("http://127.0.0.1:9/v1", "m")
+    q1 = {"question": "one", "question_index": 0, "num_questions": 2, "step_token_cap": 5}
+    q2 = {"question": "two", "question_index": 1, "num_questions": 2, "step_token_cap": 5}
+    with pytest.raises(PolicyError, match="record_answer"):
+        pol._ask(q2)  # question 2 without the answer to question 1
+    pol.record_answer(q1, "typed \\boxed{1}")
+    msgs = pol._ask(q2).messages()
+    assert [m["role"] for m in msgs] == ["system", "user", "assistant", "user"] and msgs[2]["content"] == "typed \\boxed{1}"
+    strip = EpisodeConversation(history_thinking="strip")
+    strip.ask(q1)
+    strip.answer("<think>\nlong\n</think>\n\n\\boxed{1}")
+    strip.ask(q2)
+    assert strip.messages()[2]["content"] == "\\boxed{1}"
+
+
+def test_play_llm_policy_sees_the_answers_a_person_typed(server):
+    """In Play, a person answers question 1, the LLM policy question 2, the person question 3, the
+    policy question 4: each policy request holds the whole episode so far, typed answers included."""
+    from test_app_support import fixture_settings, play_session
+
+    url, state = server
+    s = play_session()
+    s.reset(fixture_settings())
+    llm = {"base_url": url, "model": fx.TOKENIZER, "tokenizer_name": fx.TOKENIZER}
+    state["calls"].clear()
+    s.step("typed one \\boxed{1}")
+    s.step_policy("llm_local", llm=llm)
+    s.step("typed three \\boxed{3}")
+    s.step_policy("llm_local", llm=llm)
+    first, second = (c["body"]["messages"] for c in state["calls"])
+    assert [m["role"] for m in first] == ["system", "user", "assistant", "user"]
+    assert first[2]["content"] == "typed one \\boxed{1}"
+    assert [m["role"] for m in second] == ["system"] + ["user", "assistant"] * 3 + ["user"]
+    assert second[2]["content"] == "typed one \\boxed{1}" and second[6]["content"] == "typed three \\boxed{3}"
+    assert second[4]["content"] == s.results[1].response  # the policy's own earlier answer, as sent

@@ -1,4 +1,5 @@
-"""Induced behaviour: the DP optimum against brute force, the seed reward's known findings, figures."""
+"""Induced behaviour: the optimum against an independent brute force over every integer plan,
+the seed reward's known findings, flat shapes, figures."""
 
 from __future__ import annotations
 
@@ -8,14 +9,14 @@ import numpy as np
 import plotly.graph_objects as go
 import pytest
 
+from allocation_bruteforce import best_value
+from reasoning_env.policies import Curve, SolverCurves
 from reasoning_env.rewards import EpisodeContext, StepContext, build_reward
 from workbench.reward_lab import (
-    DEFAULT_CURVE,
-    LogisticCurve,
     QuestionSpec,
     default_questions,
+    induced_allocation,
     induced_behaviour,
-    optimal_allocation,
     oracle_allocation,
     oracle_frontier,
     spearman,
@@ -30,8 +31,14 @@ from workbench.reward_lab.figures import (
 from workbench.reward_lab.rescore import Rescorer
 from workbench.reward_lab.synthetic import synthetic_steps
 
+DEFAULT = SolverCurves()
+#: The solver of FIELD_NOTES section 1 (the reward lab's curve before the models were unified).
+FIELD_NOTES_CURVE = SolverCurves.single(Curve(k=2.0, t50=40.0, growth=2.0, ceiling=1.0), default_difficulty=2)
+#: Curves scaled down to a few tokens, so every integer plan of a small episode can be enumerated.
+SMALL = SolverCurves.single(Curve(k=2.0, t50=3.0, growth=1.6, ceiling=0.95))
 
-def expected_reward(spec, qs, budget, alloc_tokens, *, hard=True, min_tokens=10, curve=DEFAULT_CURVE):
+
+def expected_reward(spec, qs, budget, alloc_tokens, *, hard=True, min_tokens=10, curve=DEFAULT):
     """Expected episode reward of an allocation (tokens per question), playing the environment's
     rules with the scalar reward path and enumerating every verdict outcome (true num_correct).
     Returns ``None`` for an allocation the rules forbid (hard cap exceeded, or tokens planned for
@@ -49,7 +56,7 @@ def expected_reward(spec, qs, budget, alloc_tokens, *, hard=True, min_tokens=10,
             break
     if any(alloc_tokens[len(steps):]):
         return None
-    ps = [float(curve(np.array([t]), qs[i].difficulty, qs[i].problem_type)[0]) for i, t, _ in steps]
+    ps = [float(curve(np.array([t]), qs[i].difficulty, qs[i].problem_type)[0]) if t > 0 else 0.0 for i, t, _ in steps]
     value = 0.0
     for outcome in itertools.product([True, False], repeat=len(steps)):
         prob = float(np.prod([p if o else 1 - p for p, o in zip(ps, outcome)]))
@@ -58,7 +65,7 @@ def expected_reward(spec, qs, budget, alloc_tokens, *, hard=True, min_tokens=10,
         r = 0.0
         for (i, t, s), o in zip(steps, outcome):
             r += sum(rw.step_components(StepContext(
-                correct=o, has_answer=True, tokens=t, raw_tokens=t, total_budget=budget, num_questions=n,
+                correct=o, has_answer=t > 0, tokens=t, raw_tokens=t, total_budget=budget, num_questions=n,
                 spent_before=s, question_index=i, hard_cap_mode=hard, difficulty=qs[i].difficulty,
                 problem_type=qs[i].problem_type)).values())
         r += sum(rw.episode_components(EpisodeContext(
@@ -68,17 +75,11 @@ def expected_reward(spec, qs, budget, alloc_tokens, *, hard=True, min_tokens=10,
     return value
 
 
-def brute_force(spec, qs, budget, unit, levels, *, hard=True, headroom=2.0):
-    """Best expected reward over every allocation on the grid (and one allocation reaching it)."""
-    k_max = budget // unit if hard else int(np.floor(headroom * budget / unit))
-    best, best_alloc = -np.inf, None
-    for alloc in itertools.product(range(levels + 1), repeat=len(qs)):
-        if sum(alloc) > k_max:
-            continue
-        value = expected_reward(spec, qs, budget, [g * unit for g in alloc], hard=hard)
-        if value is not None and value > best + 1e-12:
-            best, best_alloc = value, alloc
-    return best, best_alloc
+def brute_force(spec, qs, budget, cap, *, hard=True, min_tokens=3, curves=SMALL):
+    """Best expected reward over every integer allocation the rules allow (and one reaching it)."""
+    fns = [lambda t, q=q: curves(t, q.difficulty, q.problem_type) for q in qs]
+    return best_value(fns, [(q.difficulty, q.problem_type) for q in qs], budget, [0] * len(qs), cap,
+                      reward=spec, hard=hard, min_tokens=min_tokens if hard else 0)
 
 
 CASES = [
@@ -87,38 +88,110 @@ CASES = [
     ("l1_exact", True), ("l1_max", False), ("cosine", True), ("accuracy", True),
     ({"type": "economics", "gamma": 0.5, "beta": 0.5, "wrong_reward": -0.5}, True),
     ({"type": "combined", "rewards": ["accuracy", {"type": "dapo_overlong", "l_max": 200, "l_cache": 100}]}, True),
+    # the same shapes scaled to the small episode's lengths
+    ({"type": "cosine", "l_max": 14}, True), ({"type": "l1_exact", "target": "remaining_share", "alpha": 0.05}, True),
+    ({"type": "combined", "rewards": ["accuracy", {"type": "dapo_overlong", "l_max": 12, "l_cache": 6}]}, True),
+    ({"type": "l1_max", "alpha": 0.05, "target": "fixed", "n_target": 6}, False),
 ]
 
 
 @pytest.mark.parametrize("spec, hard", CASES)
 def test_dp_matches_brute_force(spec, hard):
     qs = [QuestionSpec(1), QuestionSpec(4), QuestionSpec(2)]
-    for budget in ((400, 230) if hard else (400,)):
-        al = optimal_allocation(spec, qs, budget, resolution=8, max_tokens_per_step=250, hard_cap_mode=hard)
-        levels = min(250 // al.unit, budget // al.unit if hard else int(2 * budget / al.unit))
-        best, alloc = brute_force(spec, qs, budget, al.unit, levels, hard=hard)
+    for budget in ((40, 23) if hard else (20,)):
+        al = induced_allocation(spec, qs, budget, curves=SMALL, max_tokens_per_step=16, min_tokens=3, hard_cap_mode=hard)
+        assert al.unit == 1
+        best, alloc = brute_force(spec, qs, budget, 16, hard=hard)
         assert al.objective == pytest.approx(best, abs=1e-9), (spec, hard, budget, al.tokens, alloc)
+        assert al.bound == pytest.approx(0.0, abs=1e-9)
         # the DP's allocation really earns that much when played (ties may pick another allocation)
-        assert expected_reward(spec, qs, budget, list(al.tokens), hard=hard) == pytest.approx(best, abs=1e-9)
+        assert expected_reward(spec, qs, budget, list(al.tokens), hard=hard, min_tokens=3, curve=SMALL) == pytest.approx(best, abs=1e-9)
         assert al.expected_correct == pytest.approx(sum(
-            float(DEFAULT_CURVE(np.array([t]), q.difficulty, "")[0]) for t, q, a in zip(al.tokens, qs, al.answered) if a))
+            float(SMALL(np.array([t]), q.difficulty, q.problem_type)[0]) for t, q, a in zip(al.tokens, qs, al.answered) if a and t > 0))
 
 
 def test_oracle_matches_brute_force():
     qs = [QuestionSpec(2), QuestionSpec(5), QuestionSpec(1), QuestionSpec(3)]
-    al = oracle_allocation(qs, 300, resolution=6)
-    best = max(
-        sum(float(DEFAULT_CURVE(np.array([g * al.unit]), q.difficulty, "")[0]) for g, q in zip(alloc, qs))
-        for alloc in itertools.product(range(7), repeat=4) if sum(alloc) * al.unit <= 300
-    )
+    al = oracle_allocation(qs, 30, curves=SMALL, min_tokens=3, max_tokens_per_step=12)
+    best, _plan = brute_force(None, qs, 30, 12, curves=SMALL)
     assert al.expected_correct == pytest.approx(best, abs=1e-12)
-    assert al.total_tokens <= 300
+    assert al.total_tokens <= 30
+
+
+REWARDS = ["economics", "budget_aware", "accuracy", "l1_max", "l1_exact", "cosine", {"type": "cosine", "l_max": 14},
+           {"type": "budget_aware", "share": "both", "gamma": 0.5, "beta": 0.5}, {"type": "l1_max", "alpha": 0.05, "target": "remaining_share"},
+           {"type": "thinkprune", "limit": "remaining_share"}, {"type": "combined", "rewards": ["accuracy", {"type": "dapo_overlong", "l_max": 12, "l_cache": 6}]}]
+
+
+@pytest.mark.parametrize("block", range(4))
+def test_exact_at_hundreds_of_random_budgets_and_mixes(block):
+    """The off-grid budgets of the old DP (3,344 = 101 x 33 + 11) lost the run-dry plans: at every
+    budget, mix and reward the optimum must equal the brute force over every integer plan."""
+    rng = np.random.default_rng(1000 + block)
+    for case in range(50):
+        n = int(rng.integers(2, 4))
+        qs = [QuestionSpec(int(rng.integers(1, 6)), str(rng.choice(["MATH", "GSM8K", "NuminaMath-TIR"]))) for _ in range(n)]
+        curves = SolverCurves.single(Curve(k=float(rng.uniform(0.8, 4.0)), t50=float(rng.uniform(1.5, 6.0)), growth=float(rng.uniform(1.1, 2.0)),
+                                           ceiling=float(rng.uniform(0.5, 1.0))))
+        budget, cap = int(rng.integers(4, 40)), int(rng.integers(3, 15))
+        hard = bool(rng.random() < 0.8)
+        mt = int(rng.integers(1, 6))
+        spec = REWARDS[(block * 50 + case) % len(REWARDS)]
+        if budget < mt:
+            continue
+        al = induced_allocation(spec, qs, budget, curves=curves, max_tokens_per_step=cap, min_tokens=mt, hard_cap_mode=hard)
+        best, plan = brute_force(spec, qs, budget, cap, hard=hard, min_tokens=mt, curves=curves)
+        assert al.objective == pytest.approx(best, abs=1e-9), (case, spec, hard, budget, cap, mt, al.tokens, plan)
+        assert al.bound < 1e-9
+        oracle = oracle_allocation(qs, budget, curves=curves, min_tokens=mt if hard else 0, max_tokens_per_step=cap) if hard else None
+        if oracle is not None:
+            assert oracle.expected_correct == pytest.approx(brute_force(None, qs, budget, cap, hard=True, min_tokens=mt, curves=curves)[0], abs=1e-12)
+
+
+@pytest.mark.parametrize("spec", ["budget_aware", {"type": "thinkprune", "limit": "remaining_share"},
+                                  {"type": "l1_exact", "target": "remaining_share", "alpha": 0.002}])
+def test_rewards_read_on_cells_of_the_spent_budget_keep_their_bound(spec, monkeypatch):
+    """A reward that reads the spent budget is solved on cells of it when a per-token table is too
+    large: the plan's exact value is within the reported bound of the per-token optimum."""
+    import reasoning_env.policies.objective as objective
+
+    qs = default_questions(6)
+    exact = induced_allocation(spec, qs, 900, max_tokens_per_step=300)
+    assert exact.bound < 1e-9 and not any("cells" in n for n in exact.notes)
+    monkeypatch.setattr(objective, "FULL_TABLE_ROWS", 1000)  # force cells
+    coarse = induced_allocation(spec, qs, 900, max_tokens_per_step=300, resolution=30)
+    assert any("cells" in n for n in coarse.notes)
+    assert coarse.objective <= exact.objective + 1e-9
+    assert exact.objective <= coarse.objective + coarse.bound + 1e-9
+    assert coarse.bound < 0.05 * abs(exact.objective) + 0.05
+
+
+def test_the_reported_regret_no_longer_depends_on_the_budget_grid():
+    """Issue 13: cosine's regret was 38.6% / 0.5% / 33.5% at 3,300 / 3,344 / 3,400 tokens (the
+    3,344 grid could not represent running dry); exact plans move smoothly with the budget."""
+    res = induced_behaviour({"cosine": "cosine"}, [3300, 3344, 3400])
+    s = res.summary[res.summary["reward"] == "cosine"].set_index("budget")
+    assert s["regret_pct"].max() - s["regret_pct"].min() < 1.0
+    assert (s["bound"] == 0).all()
+    for b in (3300, 3344, 3400):  # running dry is the cosine optimum at every one of these budgets
+        assert s.loc[b, "unasked"] > 0
+
+
+def test_shapes_without_a_correctness_signal_are_reported_as_such():
+    res = induced_behaviour({"format": "format", "repetition": "repetition", "dapo": "dapo_overlong", "seed": "economics"}, [1000])
+    s = res.summary.set_index("reward")
+    for flat in ("format", "repetition", "dapo"):
+        assert s.loc[flat, "signal"] == "none"
+        assert np.isnan(s.loc[flat, "expected_accuracy"]) and np.isnan(s.loc[flat, "regret"])
+        assert any("no correctness signal" in n for n in res.notes[flat])
+    assert s.loc["seed", "signal"] == "correctness" and s.loc["seed", "expected_accuracy"] > 0
 
 
 def test_seed_reward_tracks_the_oracle_and_triages():
-    """FIELD_NOTES section 1: with default weights the seed's optimum matches the accuracy-optimal
-    one closely, and at a tight budget it skips the hardest questions."""
-    res = induced_behaviour({"seed": None}, [1000, 3500, 5000], orders=2)
+    """FIELD_NOTES section 1: under a logistic solver with k = 2, t50 doubling per level (40 tokens
+    at level 1, no ceiling) the seed reward's optimum matches the accuracy-optimal one closely, and
+    at a tight budget it skips the hardest questions."""
+    res = induced_behaviour({"seed": None}, [1000, 3500, 5000], orders=2, curves=FIELD_NOTES_CURVE)
     s = res.summary.set_index(["reward", "budget"])
     for b in (1000, 3500, 5000):
         assert s.loc[("seed", b), "regret_pct"] < 0.2, s.loc[("seed", b)]
@@ -155,15 +228,15 @@ def test_results_are_consistent():
     assert spearman([1, 2, 3], [10, 20, 30]) == pytest.approx(1.0)
     assert np.isnan(spearman([1, 2, 3], [5, 5, 5]))
     with pytest.raises(ValueError, match="group"):
-        optimal_allocation("kimi_length", default_questions(), 1000)
+        induced_allocation("kimi_length", default_questions(), 1000)
 
 
 def test_soft_mode_may_overspend_and_a_custom_curve_plugs_in():
-    steep = LogisticCurve(k=4.0, t50_level1=100.0)
-    al = optimal_allocation({"type": "economics", "soft_overspend_penalty": 0.0, "beta": 0.0, "gamma": 0.0, "lambda_ep": 0.0},
-                            default_questions(4), 400, curve=steep, hard_cap_mode=False)
+    steep = SolverCurves.single(Curve(k=4.0, t50=100.0, ceiling=1.0), default_difficulty=2)
+    al = induced_allocation({"type": "economics", "soft_overspend_penalty": 0.0, "beta": 0.0, "gamma": 0.0, "lambda_ep": 0.0},
+                            default_questions(4), 400, curves=steep, hard_cap_mode=False)
     assert al.total_tokens > 400  # nothing charges overspend: it spends beyond the budget
-    al = optimal_allocation("economics", default_questions(4), 400, curve=lambda t, d, pt: np.minimum(1.0, t / 100.0))
+    al = induced_allocation("economics", default_questions(4), 400, curves=lambda t, d, pt: np.minimum(1.0, t / 100.0))
     assert al.total_tokens <= 400 and al.expected_correct == pytest.approx(4.0)
     front = oracle_frontier([200, 800, 3200], questions=default_questions(5))
     assert front["accuracy"].is_monotonic_increasing

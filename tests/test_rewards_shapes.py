@@ -144,6 +144,38 @@ def test_l1_max_clip_boundaries():
     assert step(spec, raw_tokens=500, correct=False) == {"l1_max": 0.0}
 
 
+def test_l1_max_default_slope_is_the_official_codes():
+    """The official L1 code's Max reward is (clip(0.002 (n_target - n), -1, 1) + 1) / 2 = the
+    paper's form with alpha = 0.001 and delta = 0.5 (the paper's alpha = 0.0003 is L1-Exact's)."""
+    from reasoning_env.rewards import describe
+
+    for n in (0, 250, 400, 500, 600, 900, 2000):
+        official = (min(1.0, max(-1.0, 0.002 * (500 - n))) + 1) / 2
+        assert step({"type": "l1_max", "target": "fixed", "n_target": 500}, raw_tokens=n) == {"l1_max": pytest.approx(official)}
+    assert "official code" in describe("l1_max")["source"]
+
+
+def test_repetition_is_cited_as_open_r1s_scalar_penalty():
+    from reasoning_env.rewards import describe
+
+    src = describe("repetition")["source"]
+    assert src.startswith("Open-R1") and "Not the penalty of Yeo et al.'s experiments" in src
+
+
+def test_thinkprune_zeroes_answers_over_the_limit():
+    """Hou et al. 2025: beyond the token limit unfinished thoughts and answers are discarded, a zero reward."""
+    fixed = {"type": "thinkprune", "limit": "fixed", "n_limit": 300}
+    assert step(fixed, raw_tokens=300) == {"thinkprune": 1.0}
+    assert step(fixed, raw_tokens=301) == {"thinkprune": 0.0}
+    assert step(fixed, raw_tokens=100, correct=False) == {"thinkprune": 0.0}
+    # the default limit follows the episode budget: the remaining budget per remaining question
+    assert step("thinkprune", raw_tokens=200, spent_before=600, question_index=8) == {"thinkprune": 1.0}  # 400 / 2 = 200
+    assert step("thinkprune", raw_tokens=201, spent_before=600, question_index=8) == {"thinkprune": 0.0}
+    assert step({"type": "thinkprune", "limit": "fair_share", "scale": 0.5}, raw_tokens=51) == {"thinkprune": 0.0}  # 0.5 x 100
+    assert step({"type": "thinkprune", "limit": "remaining"}, raw_tokens=400, spent_before=600) == {"thinkprune": 1.0}
+    assert step({"type": "thinkprune", "wrong_reward": -0.5, "limit": "fixed", "n_limit": 10}, raw_tokens=5, correct=False) == {"thinkprune": -0.5}
+
+
 def test_dapo_overlong_boundaries():
     spec = {"type": "dapo_overlong", "l_max": 2048, "l_cache": 512}
     assert step(spec, raw_tokens=0) == {"dapo_overlong": 0.0}

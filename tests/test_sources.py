@@ -235,6 +235,13 @@ def test_unreachable_source_without_standin_says_how_to_fix():
         load_source("gsm8k", {}, OFFLINE)
 
 
+def test_unreachable_source_names_itself_what_was_tried_and_the_files_it_looks_for():
+    with pytest.raises(SourceUnavailable) as err:
+        load_source("gsm8k", {}, OFFLINE)
+    assert err.value.source == "gsm8k" and err.value.local_patterns[0] == "gsm8k_test.jsonl"
+    assert any("Hub is unreachable" in t for t in err.value.tried)
+
+
 def test_offline_default_mix_uses_builtin_standins_with_one_log_line(caplog):
     from reasoning_env import EnvConfig
 

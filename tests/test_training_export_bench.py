@@ -58,10 +58,49 @@ def test_export_errors(tmp_path, capsys):
 def test_bench_rollout_counts_calls(tmp_path, capsys):
     cfg = tmp_path / "env.yaml"
     cfg.write_text("sources: [reasoning_gym]\nnum_questions: 2\nmax_tokens_per_step: 4\n")
-    assert bench_rollout.main(["--config", str(cfg), "--episodes", "4", "--group_size", "2"]) == 0
+    assert bench_rollout.main(["--config", str(cfg), "--episodes", "4", "--group_size", "1", "--repeats", "2"]) == 0
     result = json.loads(capsys.readouterr().out)
-    assert result["lockstep"]["generate_calls"] == 2
-    assert result["sequential"]["generate_calls"] == 8
-    assert result["call_ratio"] == 4.0
-    assert result["same_episodes"] is True
-    assert result["lockstep"]["episodes_per_s"] > 0 and result["sequential"]["calls_per_episode"] == 2.0
+    fixed, stop = result["fixed"], result["stop_token"]
+    assert fixed["lockstep"]["generate_calls"] == 2 and fixed["sequential"]["generate_calls"] == 8
+    assert result["call_ratio"] == fixed["call_ratio"] == 4.0 and result["speedup"] == fixed["speedup"]
+    assert result["same_episodes"] is True and stop["same_episodes"] is True
+    assert fixed["lockstep"]["episodes_per_s"] > 0 and fixed["sequential"]["calls_per_episode"] == 2.0
+    assert len(fixed["lockstep"]["all_seconds"]) == 2 and fixed["speedup_spread"][0] <= fixed["speedup_spread"][1]
+    # every fixed turn runs to its cap; stop-token turns end early at their own lengths: stragglers
+    assert fixed["straggler_waste"] == 0.0 and 0.0 < stop["straggler_waste"] < 1.0
+    assert stop["mean_turn_tokens"] < fixed["mean_turn_tokens"] == 4.0
+    assert result["torch_threads"] == 1 and "before" in result["load_average"]
+
+
+def test_stop_length_depends_on_episode_and_turn_only():
+    from training.bench_rollout import stop_length
+
+    ctx = list(range(200))
+    assert stop_length(ctx, 7, 16) == stop_length(ctx + [999, 998], 7, 16)  # what was sampled later does not matter
+    lengths = {stop_length(list(range(s, s + 200)), 7, 16) for s in range(50)}
+    assert lengths <= set(range(1, 17)) and len(lengths) > 5
+
+
+def test_gpu_check_refuses_cuda_without_a_gpu(capsys):
+    from training import gpu_check
+
+    if torch.cuda.is_available():
+        pytest.skip("a CUDA GPU is present")
+    assert gpu_check.main(["--device", "cuda"]) == 2
+    assert "--device cpu --tiny" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_gpu_check_cpu_path_runs_grpo_steps_and_reports(tmp_path, capsys):
+    """The prepared GPU check (random Qwen2.5-0.5B-shaped model on CUDA in bf16) on its CPU path:
+    the tiny model, the real environment, two GRPO steps, one JSON object out."""
+    from training import gpu_check
+
+    assert gpu_check.QWEN25_05B["hidden_size"] == 896 and gpu_check.QWEN25_05B["num_hidden_layers"] == 24
+    args = ["--device", "cpu", "--tiny", "--steps", "2", "--num_generations", "2", "--groups", "1", "--num_questions", "2",
+            "--max_tokens_per_step", "8", "--output_dir", str(tmp_path / "run")]
+    assert gpu_check.main(args) == 0
+    out = capsys.readouterr().out
+    result = json.loads(out[out.index("{\n"):])
+    assert result["steps"] == 2 and result["generated_tokens"] > 0 and result["generated_tokens_per_s"] > 0
+    assert result["step_seconds"] > 0 and result["peak_gpu_memory_gib"] is None and result["dtype"] == "float32"

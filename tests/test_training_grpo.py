@@ -36,20 +36,55 @@ def test_assign_groups_global_positions():
         assign_groups([5, 6], num_generations=2, offset=0, first_group=0)
 
 
-def test_environment_reward_returns_episode_rewards_and_logs_metrics():
+def _stats(correct, questions, answered, forfeited, tokens, budget, ran_dry, turns, cap_hits, steps=()):
+    return {"num_correct": correct, "num_questions": questions, "num_answered": answered, "forfeited": forfeited,
+            "answered_tokens": tokens, "tokens_spent": tokens, "total_budget": budget, "ran_dry": ran_dry,
+            "num_turns": turns, "cap_hits": cap_hits, "steps": list(steps)}
+
+
+def test_environment_reward_returns_episode_rewards_and_logs_batch_metrics():
     logged = {}
+    stats = [_stats(3, 3, 3, 0, 30, 60, 0, 3, 0), _stats(0, 3, 1, 1, 30, 30, 0, 1, 1),
+             _stats(1, 3, 2, 0, 40, 40, 1, 2, 2), _stats(1, 3, 2, 0, 20, 40, 1, 2, 0)]
     rewards = environment_reward(
-        prompts=["p", "p"], completions=["a", "b"], episode_reward=[1.5, -0.2],
-        episode_accuracy=[1.0, 0.0], episode_tokens_per_question=[10.0, 30.0], episode_length=[3, 2],
-        episode_ran_dry=[False, True], episode_utilisation=[0.5, 1.0],
-        episode_components=[{"correctness": 1.0, "cost_penalty": 0.0}, {"correctness": -0.2}],
+        prompts=["p"] * 4, completions=["a"] * 4, episode_reward=[1.5, -0.2, 0.3, 0.4], episode_stats=stats,
+        episode_group=[0, 0, 1, 1],
+        episode_components=[{"correctness": 1.0}, {"correctness": -0.2}, {"correctness": 0.3}, {"correctness": 0.4}],
         log_metric=lambda k, v: logged.__setitem__(k, v),
     )
-    assert rewards == [1.5, -0.2]
-    assert logged["accuracy"] == 0.5 and logged["tokens_per_question"] == 20.0 and logged["episode_length"] == 2.5
-    assert logged["ran_dry"] == 0.5 and logged["env/correctness"] == pytest.approx(0.4)
+    assert rewards == [1.5, -0.2, 0.3, 0.4]
+    assert logged["accuracy"] == pytest.approx(5 / 12)
+    # one denominator: tokens of answered questions / answered questions; the forfeit is apart
+    assert logged["tokens_per_question"] == pytest.approx(120 / 8)
+    assert logged["forfeits_per_episode"] == 0.25 and logged["episode_length"] == 2.0
+    assert logged["ran_dry"] == 0.5 and logged["utilisation"] == pytest.approx(120 / 170)
+    assert logged["cap_hit_rate"] == pytest.approx(3 / 8)
+    assert logged["groups_tied_on_correctness"] == 0.5  # group 1: both members got 1 right
+    assert logged["env/correctness"] == pytest.approx(0.375)
     with pytest.raises(ValueError, match="episode_reward"):
         environment_reward(prompts=["p"], completions=["a"])
+
+
+def test_group_reward_scores_each_question_over_its_group():
+    from reasoning_env.rewards import build_reward
+    from reasoning_env.rewards.batch import StepBatch
+    from training.trl_rollout import group_reward_function
+
+    def step(q, correct, n):
+        return {"question_index": q, "correct": correct, "has_answer": True, "raw_tokens": n, "tokens": n,
+                "spent_before": 0, "difficulty": None, "problem_type": "t", "hard_cap_mode": True}
+
+    stats = [_stats(2, 2, 2, 0, 30, 99, 0, 2, 0, [step(0, True, 10), step(1, True, 20)]),
+             _stats(1, 2, 2, 0, 50, 99, 0, 2, 0, [step(0, True, 30), step(1, False, 20)]),
+             _stats(1, 2, 1, 0, 40, 99, 1, 1, 0, [step(0, True, 40)])]
+    f = group_reward_function("kimi_length")
+    got = f(prompts=["p"] * 3, completions=["c"] * 3, episode_stats=stats, episode_group=[5, 5, 5])
+    # question 0: lengths 10, 30, 40 in one group; question 1: 20, 20 (members 0 and 1 only)
+    ref = build_reward("kimi_length", context="training")
+    q0 = ref.step_batch(StepBatch.build(3, correct=[True] * 3, tokens=[10, 30, 40], total_budget=99, num_questions=2,
+                                        group=[0, 0, 0]))["kimi_length"]
+    assert got == pytest.approx([q0[0] + 0.0, q0[1] + 0.0, q0[2]])
+    assert f.__name__ == "group_kimi_length"
 
 
 def test_smoke_defaults_respect_explicit_options():
@@ -70,20 +105,26 @@ def test_metrics_row_has_the_workbench_keys():
 @pytest.fixture(scope="module")
 def smoke_run(tmp_path_factory):
     out = tmp_path_factory.mktemp("runs") / "smoke"
-    args = parse_args(["--smoke", "--output_dir", str(out)])
+    args = parse_args(["--smoke", "--output_dir", str(out), "--eval_every", "1", "--eval_seeds", "2"])
     t0 = time.time()
     setup = build_trainer(args)
     calls = []
 
     def recording_rollout(prompts, trainer):
+        before = setup.rollout.backend.stats.calls if setup.rollout.backend else 0
         output = setup.rollout(prompts, trainer)
+        streamed = (out / "trajectories.jsonl").read_text().splitlines()
         calls.append({"prompts": list(prompts), "output": output, "traces": list(setup.rollout.last_traces),
-                      "step": trainer.state.global_step})
+                      "step": trainer.state.global_step, "generate_calls": setup.rollout.backend.stats.calls - before,
+                      "streamed_steps": len(streamed)})
         return output
 
     setup.trainer.rollout_func = recording_rollout
     setup.trainer.train()
     setup.writer.write()
+    from training.grpo_train import save_final
+
+    save_final(setup, out / "final")
     seconds = time.time() - t0
     print(f"\nCPU smoke run (build + 2 GRPO steps): {seconds:.1f} s")
     return setup, calls, out, seconds
@@ -97,7 +138,12 @@ def test_smoke_run_two_steps_two_groups(smoke_run):
         assert call["output"]["episode_member"] == [0, 1, 0, 1]
     assert calls[0]["output"]["episode_group"] == [0, 0, 1, 1]
     assert calls[1]["output"]["episode_group"] == [2, 2, 3, 3]
-    assert setup.rollout.backend.stats.calls <= 2 * 3  # lockstep: at most one call per turn
+    assert all(c["generate_calls"] <= 3 for c in calls)  # lockstep: at most one call per turn (3 questions)
+    # step rows are appended as soon as they are played (a crash before the first save keeps them)
+    played = 0
+    for c in calls:
+        played += sum(len(t.steps) for t in c["traces"])
+        assert c["streamed_steps"] == played
     assert seconds < 300, f"smoke run took {seconds:.0f} s (target: under 180 s on 2 CPU cores)"
 
 
@@ -142,14 +188,26 @@ def test_smoke_logged_rewards_equal_the_environments(smoke_run, tmp_path):
     for m, call in zip(metrics, calls):
         rewards = call["output"]["episode_reward"]
         assert m["reward"] == pytest.approx(sum(rewards) / len(rewards), abs=1e-6)
-        assert m["accuracy"] == pytest.approx(sum(call["output"]["episode_accuracy"]) / 4, abs=1e-6)
-        assert m["episode_length"] == pytest.approx(sum(call["output"]["episode_length"]) / 4, abs=1e-6)
+        traces = call["traces"]
+        assert m["accuracy"] == pytest.approx(sum(t.num_correct for t in traces) / sum(t.num_questions for t in traces), abs=1e-6)
+        assert m["episode_length"] == pytest.approx(sum(t.num_answered for t in traces) / 4, abs=1e-6)
+        assert m["tokens_per_question"] == pytest.approx(
+            sum(t.answered_tokens for t in traces) / sum(t.num_answered for t in traces), abs=1e-6)
+        assert m["cap_hit_rate"] == pytest.approx(sum(t.cap_hits for t in traces) / sum(len(t.turns) for t in traces))
+        assert 0.0 <= m["groups_tied_on_correctness"] <= 1.0
         for key in METRIC_KEYS:
             assert key in m
         assert "loss" in m and "entropy" in m
+        # TRL's "last token is not EOS" reads 1.0 for every run-dry episode: replaced by cap_hit_rate
+        assert "completions/clipped_ratio" not in m
     # TRL's own record of the rewards it normalised (a deque holding the last generation batch)
     trl_rewards = list(setup.trainer._logs["rewards"]["environment_reward"])
     assert trl_rewards == pytest.approx(calls[-1]["output"]["episode_reward"], abs=1e-6)
+    # ... and of the advantages: the advantage study's replica of TRL's formula (scale_rewards="batch")
+    from training.advantage_study import advantages
+
+    expected = advantages(calls[-1]["output"]["episode_reward"], 2, "batch")
+    assert list(setup.trainer._logs["advantages"])[-4:] == pytest.approx(list(expected), abs=1e-5)
     ours = [r for call in calls for r in call["output"]["episode_reward"]]
     episodes = [json.loads(line) for line in (out / "episodes.jsonl").read_text().splitlines()]
     assert [e["reward"] for e in episodes] == pytest.approx(ours)
@@ -215,3 +273,98 @@ def test_config_errors_are_clear(tmp_path, capsys):
     assert "--model is required" in capsys.readouterr().err
     assert main(["--smoke", "--reasoning_mode", "on", "--output_dir", str(tmp_path / "r")]) == 2
     assert "enable_thinking" in capsys.readouterr().err
+
+
+# ----------------------------------------------------------------------------- held-out evaluation
+def test_smoke_held_out_evaluation_is_logged_with_intervals(smoke_run):
+    setup, calls, out, _ = smoke_run
+    rows = [json.loads(line) for line in (out / "evaluations.jsonl").read_text().splitlines()]
+    assert sorted({r["step"] for r in rows}) == [0, 1, 2]  # before the first step, every step, at the end
+    for step in (0, 1, 2):
+        top = {r["metric"]: r for r in rows if r["step"] == step and r["key"] is None}
+        assert {"accuracy", "tokens_per_question", "cap_hit_rate", "ran_dry", "forfeits", "regret"} <= set(top)
+        for r in top.values():
+            assert r["n"] == 2 and r["ci_low"] is not None and r["ci_low"] <= r["estimate"] <= r["ci_high"]
+        assert top["regret"]["estimate"] >= -1e-9  # no allocation beats the oracle's
+        keyed = {r["metric"] for r in rows if r["step"] == step and r["key"] is not None}
+        assert {"tokens_by_position", "tokens_by_type", "accuracy_by_type"} <= keyed
+    episodes = [json.loads(line) for line in (out / "eval_episodes.jsonl").read_text().splitlines()]
+    assert len(episodes) == 3 * 2 and {e["mode"] for e in episodes} == {"held_out"}
+    seeds = setup.writer.meta["eval_seeds"]
+    assert len(seeds) == 2 and not set(seeds) & set(build_episode_dataset(2, base_seed=42)["seed"])
+    assert [e["seed"] for e in episodes[:2]] == seeds
+    # greedy (temperature 0): the step-0 evaluation is the same episode each time it is played
+    assert setup.writer.meta["eval_temperature"] == 0.0
+    # the held-out episodes are not in the training logs
+    trained = [json.loads(line)["seed"] for line in (out / "episodes.jsonl").read_text().splitlines()]
+    assert not set(trained) & set(seeds)
+
+
+def test_smoke_final_folder_records_the_episode_format(smoke_run):
+    from reasoning_env.policies import TransformersPolicy
+
+    setup, _, out, _ = smoke_run
+    fmt = json.loads((out / "final" / "episode_format.json").read_text())
+    assert fmt == setup.writer.meta["episode_format"]
+    assert fmt["format"] == "multi_turn" and fmt["history_thinking"] == "keep"
+    pol = TransformersPolicy(str(out / "final"), device="cpu")
+    assert (pol.format, pol.history_thinking, pol.episode_format_source) == ("multi_turn", "keep", "episode_format.json")
+
+
+def test_training_options_that_would_learn_nothing_are_refused(tmp_path, capsys):
+    assert main(["--smoke", "--mask_truncated_completions", "--output_dir", str(tmp_path / "r")]) == 2
+    assert "every run-dry episode" in capsys.readouterr().err
+    assert main(["--smoke", "--history_thinking", "strip", "--output_dir", str(tmp_path / "r")]) == 2
+    assert "ONE token sequence" in capsys.readouterr().err
+    assert main(["--smoke", "--group_reward", "no_such_reward", "--output_dir", str(tmp_path / "r")]) == 2
+    assert "--group_reward" in capsys.readouterr().err
+
+
+def test_grpo_config_gets_the_episode_settings(tmp_path):
+    args = parse_args(["--smoke", "--output_dir", str(tmp_path / "r")])
+    setup = build_trainer(args)
+    cfg = setup.trainer.args
+    assert cfg.top_k == 0 and cfg.scale_rewards == "batch" and cfg.loss_type == "dapo"
+    assert cfg.vllm_importance_sampling_mode == "token_truncate" and cfg.vllm_importance_sampling_clip_max == 3.0
+    assert cfg.mask_truncated_completions is False
+    meta = setup.writer.meta
+    assert meta["scale_rewards"] == "batch" and meta["episode_format"]["format"] == "multi_turn"
+
+
+def test_advantage_formulas():
+    import numpy as np
+
+    from training.advantage_study import advantages, study, token_weights
+
+    r = np.array([1.0, 1.026, 0.0, 2.0])  # a tied pair (cost gap only) and a correctness gap
+    g = advantages(r, 2, "group")
+    assert g[:2] == pytest.approx([-0.7033, 0.7033], abs=1e-3) and g[2:] == pytest.approx([-0.7071, 0.7071], abs=1e-3)
+    b = advantages(r, 2, "batch")
+    assert abs(b[0]) < 0.02 and abs(b[3]) > 0.9  # batch scaling keeps the reward's proportions
+    assert advantages(r, 2, "none")[:2] == pytest.approx([-0.013, 0.013])
+    with pytest.raises(ValueError):
+        advantages(r, 3, "group")
+    w = token_weights(np.ones(2), np.array([10, 30]), "grpo")
+    assert w[0] == pytest.approx(3 * w[1])  # grpo: a long episode's tokens weigh less
+    assert token_weights(np.ones(2), np.array([10, 30]), "dapo").tolist() == [1 / 40, 1 / 40]
+    data = {"rewards": r, "num_correct": np.array([1, 1, 0, 2]), "tokens": np.array([10, 20, 30, 40]), "group": np.array([0, 0, 1, 1])}
+    res = study(data, 2)
+    assert res["tied_share"] == 0.5 and res["scale_rewards"]["group"]["tied_to_untied_adv"] > 0.9
+    assert res["scale_rewards"]["batch"]["tied_to_untied_adv"] == pytest.approx(res["raw_tied_to_untied"], rel=1e-3)
+
+
+def test_is_masked_fraction_counts_zeroed_or_clipped_weights():
+    import torch
+
+    from training.trainer import is_masked_fraction
+
+    mask = torch.tensor([[1, 1, 1, 0], [1, 1, 0, 0]])
+    token = torch.tensor([[1.0, 0.0, 0.9, 0.0], [0.0, 1.1, 5.0, 5.0]])  # the last two columns are padding / env
+    assert is_masked_fraction(token, mask, "token_mask", 3.0) == pytest.approx(2 / 5)
+    clipped = torch.tensor([[1.0, 3.0, 0.9, 3.0], [3.0, 1.1, 3.0, 3.0]])
+    assert is_masked_fraction(clipped, mask, "token_truncate", 3.0) == pytest.approx(2 / 5)
+    seq = torch.tensor([[0.0], [1.2]])
+    assert is_masked_fraction(seq, mask, "sequence_mask", 3.0) == 0.5
+    assert is_masked_fraction(seq, torch.zeros_like(mask), "sequence_mask", 3.0) == 0.0
+    with pytest.raises(ValueError, match="importance-sampling mode"):
+        is_masked_fraction(seq, mask, "per_episode", 3.0)

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from reasoning_env.models import ReasonBudgetAction
-from training.chat import ChatFormat
+from reasoning_env.conversation import ChatFormat
 from training.envs import InProcessEnvFactory, RemoteEnvFactory, as_obs
 from training.generation import Generation, SamplingConfig, TransformersBackend, cut_generation, sampled_logprobs
 from training.models import eos_token_ids
@@ -171,11 +171,28 @@ def test_context_limit_forfeits_the_rest(policy, factory):
     traces = runner.play_lockstep(_specs(groups=1, members=1))
     tr = traces[0]
     assert tr.forfeited >= 1
-    assert tr.done_reason == "all_answered" and tr.num_answered == 3
+    assert tr.done_reason == "all_answered" and tr.num_steps == 3
+    # forfeits are counted apart: neither answered nor in tokens_per_question's denominator
+    assert tr.num_answered == 3 - tr.forfeited == len(tr.turns)
+    assert tr.tokens_per_question == pytest.approx(sum(s.tokens for s in tr.steps) / tr.num_answered)
+    assert tr.summary()["forfeited"] == tr.forfeited
+    assert [st["forfeit"] for st in tr.summary()["steps"]] == [False] * tr.num_answered + [True] * tr.forfeited
     assert len(tr.prompt_ids) + len(tr.completion_ids) <= 260
     for s in tr.steps[-tr.forfeited:]:
         assert s.response == "" and s.tokens == 0 and not s.correct
     tr.check()
+
+
+def test_cap_hits_count_turns_cut_by_their_cap(policy, factory):
+    """A turn that ends at its cap without the stop token is a cap hit; one ended by the stop
+    token is not, whatever its length."""
+    backend = ScriptedBackend(policy.tokenizer, lambda ctx: "word " * 40)  # longer than the 16-token cap
+    runner = EpisodeRunner(backend, factory, ChatFormat(policy.tokenizer), limits=RolloutLimits(tokenizer_name=policy.tokenizer_name))
+    tr = runner.play_lockstep(_specs(groups=1, members=1))[0]
+    assert tr.cap_hits == len(tr.turns) >= 1
+    short = EpisodeRunner(ScriptedBackend(policy.tokenizer, lambda ctx: "\\boxed{1}"), factory, ChatFormat(policy.tokenizer),
+                          limits=RolloutLimits(tokenizer_name=policy.tokenizer_name)).play_lockstep(_specs(groups=1, members=1))[0]
+    assert short.cap_hits == 0 and all(t.finished for t in short.turns)
 
 
 # ----------------------------------------------------------------------------- scripted answers

@@ -1,28 +1,43 @@
 """Benchmark: lockstep batched rollouts vs one episode at a time, same model, same episodes.
 
     python -m training.bench_rollout                       # tiny CPU model, 8 episodes, JSON out
+    python -m training.bench_rollout --repeats 5           # repeat, report the spread
     python -m training.bench_rollout --model Qwen/Qwen2.5-0.5B-Instruct --episodes 16 --config env.yaml
     python -m training.bench_rollout --check               # exit 1 unless >= 5x fewer calls and >= 3x faster
 
 Both modes play the same episode seeds (groups of ``--group_size`` members sharing a seed, as in
-GRPO) with the ``transformers`` backend. Printed JSON (one object): per mode ``seconds`` (wall
-time of the whole rollout, environment included), ``episodes_per_s``, ``generate_calls``,
-``calls_per_episode``, ``model_tokens`` and ``generate_seconds``; plus ``call_ratio``
-(sequential calls / lockstep calls) and ``speedup`` (sequential seconds / lockstep seconds).
-Each mode runs ``--repeats`` times, interleaved; ``seconds``/``speedup`` use the median run,
-``best_seconds``/``speedup_best`` the fastest (least disturbed when the machine is shared).
+GRPO) with the ``transformers`` backend, in two cases:
+
+- ``fixed``: every turn runs to its cap (the tiny random model never samples its stop token);
+- ``stop_token``: each answer ends with the stop token at its own length, drawn from the context
+  (a hash of its last ids, uniform in ``[1, cap]``), so the same turn stops at the same length in
+  both modes. A lockstep call decodes until its longest answer ends, so it pays for stragglers:
+  ``straggler_waste`` is the share of decoded sequence-steps spent on answers that had already
+  stopped (``1 - tokens / decode_slots``); ``straggler_cost`` is the fixed case's speedup divided
+  by this case's (how much of the lockstep gain the stragglers take back).
+
+Printed JSON (one object): ``speedup`` (sequential seconds / lockstep seconds, median over
+repeats, fixed case), ``call_ratio`` (sequential calls / lockstep calls), ``same_episodes`` (both
+modes played the same questions in every case), ``speedup_spread`` (min and max of the per-repeat
+ratios), ``stop_token`` (the same figures for that case, plus ``straggler_waste`` and
+``straggler_cost``), per mode and case ``seconds``/``all_seconds``/``generate_calls``/
+``model_tokens``, ``torch_threads`` and ``load_average`` (1-minute, before and after). Modes are
+interleaved within each repeat; the machine is shared, so compare ratios from one run.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
+import os
 import statistics
 import sys
 import time
 from typing import Optional
 
 BENCH_ENV = {"sources": ["reasoning_gym"], "num_questions": 3, "max_tokens_per_step": 16}
+CASES = ("fixed", "stop_token")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -33,11 +48,55 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--episodes", type=int, default=8, help="Episodes per mode.")
     p.add_argument("--group_size", type=int, default=2, help="Members per seed (GRPO group).")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--repeats", type=int, default=1, help="Runs per mode (median reported).")
+    p.add_argument("--repeats", type=int, default=3, help="Runs per mode and case (median reported, spread too).")
     p.add_argument("--max_episode_tokens", type=int, default=4096)
+    p.add_argument("--threads", type=int, default=1,
+                   help="torch CPU threads (1: on a shared machine more threads spin against other jobs; 0 = torch's default).")
     p.add_argument("--device", default=None, help="cpu / cuda (default: cuda when available).")
     p.add_argument("--check", action="store_true", help="Exit 1 unless call_ratio >= 5 and speedup >= 3.")
     return p
+
+
+def stop_length(context: list[int], turn_mark: int, longest: int) -> int:
+    """The length (tokens, stop token included) at which the stop-token case ends a turn, uniform in
+    ``[1, longest]``: a hash of the episode (the context's first 160 ids: system prompt and first
+    question) and of the turn (how many ``turn_mark`` ids the context holds), so the same turn of the
+    same episode stops at the same length in both modes whatever was sampled before it."""
+    key = ",".join(map(str, context[:160])) + f"|{sum(1 for t in context if t == turn_mark)}"
+    digest = hashlib.sha256(key.encode()).digest()
+    return 1 + int.from_bytes(digest[:4], "big") % max(1, int(longest))
+
+
+def stop_token_processors(eos_id: int, turn_mark: int, longest: int):
+    """``extra_processors`` for :class:`~training.generation.TransformersBackend` that end row ``i``
+    with ``eos_id`` at :func:`stop_length` of its context (only the stop token stays possible); the
+    environment's per-turn cap still cuts longer answers."""
+
+    def make(contexts: list[list[int]], caps: list[int], width: int) -> list:
+        import torch
+        from transformers import LogitsProcessor
+
+        lengths = torch.tensor([stop_length(c, turn_mark, longest) for c in contexts])
+
+        class StopAt(LogitsProcessor):
+            def __call__(self, input_ids, scores):
+                generated = input_ids.shape[1] - width
+                rows = (lengths.to(scores.device) - 1) <= generated
+                if rows.any():
+                    scores[rows] = float("-inf")
+                    scores[rows, eos_id] = 0.0
+                return scores
+
+        return [StopAt()]
+
+    return make
+
+
+def _load_average() -> Optional[float]:
+    try:
+        return round(os.getloadavg()[0], 2)
+    except OSError:
+        return None
 
 
 def run(args: argparse.Namespace) -> dict:
@@ -45,50 +104,65 @@ def run(args: argparse.Namespace) -> dict:
     import torch
 
     from reasoning_env.config import EnvConfig
-    from training.chat import ChatFormat
+    from reasoning_env.conversation import ChatFormat
     from training.envs import InProcessEnvFactory
     from training.generation import TransformersBackend
     from training.models import eos_token_ids, load_policy
     from training.rollout import EpisodeRunner, EpisodeSpec, RolloutLimits
     from training.trl_rollout import episode_seeds
 
+    if args.threads > 0:
+        torch.set_num_threads(args.threads)
+    load_before = _load_average()
     cfg = EnvConfig.from_yaml(args.config) if args.config else EnvConfig().replace(**BENCH_ENV)
     policy = load_policy(args.model, seed=args.seed)
     device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
     model = policy.model.to(device)
-    backend = TransformersBackend(model=model, pad_token_id=policy.tokenizer.pad_token_id,
-                                  eos_ids=eos_token_ids(policy.tokenizer, model), device=device)
-    runner = EpisodeRunner(backend, InProcessEnvFactory(cfg), ChatFormat(policy.tokenizer),
-                           limits=RolloutLimits(max_episode_tokens=args.max_episode_tokens,
-                                                tokenizer_name=policy.tokenizer_name),
-                           run_id="bench", policy="bench")
+    eos = eos_token_ids(policy.tokenizer, model)
+    vocab = policy.tokenizer.get_vocab()
+    stop_id = vocab.get("<|im_end|>", eos[0])
+    turn_mark = vocab.get("<|im_start|>", stop_id)
+    backends = {
+        "fixed": TransformersBackend(model=model, pad_token_id=policy.tokenizer.pad_token_id, eos_ids=eos, device=device),
+        "stop_token": TransformersBackend(model=model, pad_token_id=policy.tokenizer.pad_token_id, eos_ids=eos, device=device,
+                                          extra_processors=stop_token_processors(stop_id, turn_mark, cfg.max_tokens_per_step)),
+    }
+    runners = {case: EpisodeRunner(b, InProcessEnvFactory(cfg), ChatFormat(policy.tokenizer),
+                                   limits=RolloutLimits(max_episode_tokens=args.max_episode_tokens,
+                                                        tokenizer_name=policy.tokenizer_name),
+                                   run_id="bench", policy="bench") for case, b in backends.items()}
     n_groups = max(1, args.episodes // args.group_size)
     seeds = episode_seeds(n_groups, args.seed)
     specs = [EpisodeSpec(seed=seeds[i // args.group_size], group=i // args.group_size,
                          member=i % args.group_size, episode=i // args.group_size)
              for i in range(n_groups * args.group_size)]
 
-    # warm-up: pools, tokenizer, first forward pass
-    runner.play_lockstep(specs[:1])
+    for runner in runners.values():  # warm-up: pools, tokenizer, first forward pass
+        runner.play_lockstep(specs[:1])
 
-    results: dict[str, list[dict]] = {"lockstep": [], "sequential": []}
-    questions: dict[str, list] = {}
+    results: dict[tuple, list[dict]] = {(c, m): [] for c in CASES for m in ("lockstep", "sequential")}
+    questions: dict[tuple, list] = {}
     for _ in range(args.repeats):
-        for mode in ("sequential", "lockstep"):
-            before = backend.stats.as_dict()
-            torch.manual_seed(args.seed)
-            t0 = time.perf_counter()
-            traces = runner.play_lockstep(specs) if mode == "lockstep" else runner.play_sequential(specs)
-            seconds = time.perf_counter() - t0
-            after = backend.stats.as_dict()
-            questions[mode] = [[s.question_id for s in tr.steps] for tr in traces]
-            results[mode].append({
-                "seconds": seconds,
-                "generate_calls": after["calls"] - before["calls"],
-                "generate_seconds": after["seconds"] - before["seconds"],
-                "model_tokens": sum(tr.model_tokens for tr in traces),
-                "env_steps": sum(tr.num_answered for tr in traces),
-            })
+        for case in CASES:
+            runner, backend = runners[case], backends[case]
+            for mode in ("sequential", "lockstep"):
+                before = backend.stats.as_dict()
+                torch.manual_seed(args.seed)
+                t0 = time.perf_counter()
+                traces = runner.play_lockstep(specs) if mode == "lockstep" else runner.play_sequential(specs)
+                seconds = time.perf_counter() - t0
+                after = backend.stats.as_dict()
+                questions[(case, mode)] = [[s.question_id for s in tr.steps] for tr in traces]
+                results[(case, mode)].append({
+                    "seconds": seconds,
+                    "generate_calls": after["calls"] - before["calls"],
+                    "generate_seconds": after["seconds"] - before["seconds"],
+                    "tokens": after["tokens"] - before["tokens"],
+                    "decode_slots": after["decode_slots"] - before["decode_slots"],
+                    "model_tokens": sum(tr.model_tokens for tr in traces),
+                    "env_steps": sum(tr.num_steps for tr in traces),
+                    "turn_lengths": [t.end - t.start for tr in traces for t in tr.turns],
+                })
 
     def summarise(rows: list[dict]) -> dict:
         secs = statistics.median(r["seconds"] for r in rows)
@@ -96,16 +170,35 @@ def run(args: argparse.Namespace) -> dict:
         return {
             "seconds": round(secs, 3),
             "best_seconds": round(min(r["seconds"] for r in rows), 3),
+            "all_seconds": [round(r["seconds"], 3) for r in rows],
             "episodes_per_s": round(len(specs) / secs, 4),
             "generate_calls": calls,
             "calls_per_episode": round(calls / len(specs), 3),
             "generate_seconds": round(statistics.median(r["generate_seconds"] for r in rows), 3),
             "model_tokens": rows[0]["model_tokens"],
             "env_steps": rows[0]["env_steps"],
-            "all_seconds": [round(r["seconds"], 3) for r in rows],
+            "decode_slots": rows[0]["decode_slots"],
         }
 
-    lock, seq = summarise(results["lockstep"]), summarise(results["sequential"])
+    def case_result(case: str) -> dict:
+        lock_rows, seq_rows = results[(case, "lockstep")], results[(case, "sequential")]
+        lock, seq = summarise(lock_rows), summarise(seq_rows)
+        ratios = [s["seconds"] / l["seconds"] for s, l in zip(seq_rows, lock_rows)]
+        same = questions[(case, "lockstep")] == questions[(case, "sequential")]
+        return {
+            "lockstep": lock,
+            "sequential": seq,
+            "call_ratio": round(seq["generate_calls"] / max(1, lock["generate_calls"]), 2),
+            "speedup": round(seq["seconds"] / lock["seconds"], 2),
+            "speedup_best": round(seq["best_seconds"] / lock["best_seconds"], 2),
+            "speedup_spread": [round(min(ratios), 2), round(max(ratios), 2)],
+            "same_episodes": bool(same),
+            "straggler_waste": round(1 - lock_rows[0]["tokens"] / max(1, lock_rows[0]["decode_slots"]), 3),
+            "mean_turn_tokens": round(statistics.mean(lock_rows[0]["turn_lengths"]), 2),
+        }
+
+    fixed, stop = case_result("fixed"), case_result("stop_token")
+    stop["straggler_cost"] = round(fixed["speedup"] / stop["speedup"], 2) if stop["speedup"] else None
     return {
         "model": args.model,
         "device": device,
@@ -113,18 +206,23 @@ def run(args: argparse.Namespace) -> dict:
         "group_size": args.group_size,
         "questions_per_episode": cfg.num_questions,
         "max_tokens_per_step": cfg.max_tokens_per_step,
+        "repeats": args.repeats,
         "torch_threads": torch.get_num_threads(),
-        "lockstep": lock,
-        "sequential": seq,
-        "call_ratio": round(seq["generate_calls"] / max(1, lock["generate_calls"]), 2),
-        "speedup": round(seq["seconds"] / lock["seconds"], 2),
-        "speedup_best": round(seq["best_seconds"] / lock["best_seconds"], 2),
-        "same_episodes": questions["lockstep"] == questions["sequential"],
+        "load_average": {"before": load_before, "after": _load_average()},
+        "speedup": fixed["speedup"],
+        "call_ratio": fixed["call_ratio"],
+        "same_episodes": fixed["same_episodes"] and stop["same_episodes"],
+        "speedup_spread": fixed["speedup_spread"],
+        "fixed": fixed,
+        "stop_token": stop,
     }
 
 
 def main(argv: Optional[list[str]] = None) -> int:
     args = build_parser().parse_args(argv)
+    if args.repeats < 1 or args.episodes < 1:
+        print("error: --repeats and --episodes must be >= 1", file=sys.stderr)
+        return 2
     result = run(args)
     print(json.dumps(result, indent=2))
     if args.check and (result["call_ratio"] < 5 or result["speedup"] < 3):

@@ -7,15 +7,18 @@ A session plays one episode:
     session.close()
 
 Observations are :class:`reasoning_env.models.ReasonBudgetObservation` (or their dicts when they
-come over the wire); :func:`as_obs` turns either into an observation object.
+come over the wire); :func:`as_obs` (:func:`reasoning_env.remote.as_observation`) turns either
+into an observation object.
 """
 
 from __future__ import annotations
 
-from typing import Any, Optional, Protocol
+from typing import Any, Optional, Protocol, Sequence, Union
 
+from reasoning_env.client import make_action
 from reasoning_env.config import EnvConfig
 from reasoning_env.models import ReasonBudgetAction, ReasonBudgetObservation
+from reasoning_env.remote import RemoteEnv, Replicas, as_observation
 
 
 class EnvSession(Protocol):
@@ -30,54 +33,33 @@ class EnvSession(Protocol):
 
 def _action(response: str, grading_response: Optional[str], num_generated_tokens: Optional[int]) -> ReasonBudgetAction:
     """The step's action: the decoded turn, its visible answer, and how many ids were generated
-    (the environment charges at least that many tokens)."""
-    md: dict[str, Any] = {}
-    if grading_response is not None:
-        md["grading_response"] = grading_response
-    if num_generated_tokens is not None:
-        md["num_generated_tokens"] = int(num_generated_tokens)
-    return ReasonBudgetAction(response=response, metadata=md)
+    (the environment charges at least that many tokens); built by the one action builder."""
+    return make_action(response, grading_response, num_generated_tokens=num_generated_tokens)
 
 
-def as_obs(result: Any) -> ReasonBudgetObservation:
-    """An observation from what an environment returned: an observation, a ``StepResult``-like
-    object with ``.observation``, or a dict of either.
-
-    Raises:
-        TypeError: nothing observation-like in ``result``.
-    """
-    if isinstance(result, ReasonBudgetObservation):
-        return result
-    inner = getattr(result, "observation", None)
-    if inner is not None:
-        obs = as_obs(inner)
-        # OpenEnv clients carry reward/done on the StepResult
-        if getattr(result, "reward", None) is not None and obs.reward is None:
-            obs.reward = result.reward
-        return obs
-    if isinstance(result, dict):
-        data = result.get("observation", result)
-        return ReasonBudgetObservation.model_validate(data)
-    if hasattr(result, "model_dump"):
-        return ReasonBudgetObservation.model_validate(result.model_dump())
-    raise TypeError(f"cannot read an observation from {type(result).__name__}")
+#: The one normaliser of observations (kept under this name for the rollout code).
+as_obs = as_observation
 
 
-class InProcessSession:
-    """A :class:`~reasoning_env.env.ReasoningEconomicsEnv` in this process (pools and grader
-    shared through the factory)."""
+class Session:
+    """One episode's connection to an environment: a :class:`~reasoning_env.env.ReasoningEconomicsEnv`
+    in this process, or a :class:`reasoning_env.remote.RemoteEnv` (a server, or replicas with
+    replay from the seed when one dies); both take an action and return an observation."""
 
     def __init__(self, env: Any) -> None:
         self.env = env
 
     def reset(self, *, seed: int, tokenizer_name: Optional[str], total_budget: Optional[int]) -> ReasonBudgetObservation:
-        return self.env.reset(seed=seed, tokenizer_name=tokenizer_name, total_budget=total_budget)
+        return as_obs(self.env.reset(seed=seed, tokenizer_name=tokenizer_name, total_budget=total_budget))
 
     def step(self, response: str, grading_response: Optional[str], num_generated_tokens: Optional[int] = None) -> ReasonBudgetObservation:
-        return self.env.step(_action(response, grading_response, num_generated_tokens))
+        return as_obs(self.env.step(_action(response, grading_response, num_generated_tokens)))
 
     def close(self) -> None:
         self.env.close()
+
+
+InProcessSession = Session
 
 
 class InProcessEnvFactory:
@@ -98,7 +80,7 @@ class InProcessEnvFactory:
         self._pools = None
         self._grader = None
 
-    def new_session(self) -> InProcessSession:
+    def new_session(self) -> Session:
         from reasoning_env.env import ReasoningEconomicsEnv
         from reasoning_env.grading import Grader
 
@@ -107,59 +89,31 @@ class InProcessEnvFactory:
         env = ReasoningEconomicsEnv(self.config, pools=self._pools, grader=self._grader)
         if self._pools is None:
             self._pools = env.pools
-        return InProcessSession(env)
-
-
-class RemoteSession:
-    """One WebSocket session with an OpenEnv server, through
-    ``reasoning_env.client.ReasoningEconomicsClient`` (its ``.sync()`` wrapper)."""
-
-    def __init__(self, client: Any) -> None:
-        self.client = client
-
-    def reset(self, *, seed: int, tokenizer_name: Optional[str], total_budget: Optional[int]) -> ReasonBudgetObservation:
-        kwargs: dict = {"seed": seed}
-        if tokenizer_name is not None:
-            kwargs["tokenizer_name"] = tokenizer_name
-        if total_budget is not None:
-            kwargs["total_budget"] = total_budget
-        return as_obs(self.client.reset(**kwargs))
-
-    def step(self, response: str, grading_response: Optional[str], num_generated_tokens: Optional[int] = None) -> ReasonBudgetObservation:
-        return as_obs(self.client.step(_action(response, grading_response, num_generated_tokens)))
-
-    def close(self) -> None:
-        close = getattr(self.client, "close", None)
-        if callable(close):
-            close()
+        return Session(env)
 
 
 class RemoteEnvFactory:
-    """Makes sessions against an OpenEnv server at ``base_url`` (one WebSocket session each).
+    """Makes sessions against OpenEnv server(s) at ``base_url`` (one WebSocket session each).
 
-    The server's own config decides the questions and rewards; the local ``config`` is only
-    recorded in the run folder.
+    Several URLs are replicas of one environment: sessions spread over them, each episode stays
+    on one, and an episode whose replica dies is replayed from its seed on another
+    (:class:`reasoning_env.remote.RemoteEnv`); when none can take it, the rollout fails with
+    :class:`reasoning_env.remote.EpisodeLostError`. The servers' own config decides the questions
+    and rewards; the local ``config`` is only recorded in the run folder.
 
-    Raises:
-        ImportError: ``reasoning_env.client`` is not available (raised here, with the fix).
+    Args:
+        base_url: One URL, several (a list, or comma-separated).
+        config: Recorded in the run folder.
+        api_token: The servers' shared token (default ``$REE_API_TOKEN``).
     """
 
     remote = True
 
-    def __init__(self, base_url: str, config: Optional[EnvConfig] = None) -> None:
-        try:
-            from reasoning_env.client import ReasoningEconomicsClient  # noqa: F401
-        except ImportError as exc:
-            raise ImportError(
-                f"--env_base_url needs reasoning_env.client.ReasoningEconomicsClient ({exc}); "
-                "update the package or train in-process (omit --env_base_url)"
-            ) from None
-        self.base_url = base_url
+    def __init__(self, base_url: Union[str, Sequence[str]], config: Optional[EnvConfig] = None,
+                 api_token: Optional[str] = None) -> None:
+        self.replicas = Replicas(base_url, api_token=api_token)
+        self.base_url = self.replicas.urls[0] if len(self.replicas.urls) == 1 else self.replicas.urls
         self.config = config or EnvConfig()
 
-    def new_session(self) -> RemoteSession:
-        from reasoning_env.client import ReasoningEconomicsClient
-
-        client = ReasoningEconomicsClient(base_url=self.base_url)
-        sync = getattr(client, "sync", None)
-        return RemoteSession(sync() if callable(sync) else client)
+    def new_session(self) -> Session:
+        return Session(RemoteEnv(self.replicas))

@@ -88,6 +88,10 @@ def export_checkpoint(checkpoint: str, output: str, *, base_model: Optional[str]
             AutoTokenizer.from_pretrained(str(tok_src)).save_pretrained(str(out))
         except Exception as exc:  # the model is saved; say what is missing
             print(f"warning: tokenizer not copied ({exc}); copy it into {out} before evaluating", file=sys.stderr)
+    from reasoning_env.policies.llm import EPISODE_FORMAT_FILE
+
+    if (ckpt / EPISODE_FORMAT_FILE).is_file():  # the format it was trained in: hf_local evaluates in it
+        (out / EPISODE_FORMAT_FILE).write_text((ckpt / EPISODE_FORMAT_FILE).read_text())
     return {"output": str(out), "merged_lora": merged, "base_model": base,
             "parameters": sum(p.numel() for p in model.parameters())}
 

@@ -28,6 +28,7 @@ Truncating samples is exact because autoregressive sampling draws token ``t`` fr
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Optional, Sequence
@@ -79,9 +80,13 @@ class BackendStats:
     sequences: int = 0
     tokens: int = 0
     seconds: float = 0.0
+    #: Sequence-steps decoded: per call, batch size x steps the call ran (the longest sequence).
+    #: ``1 - tokens / decode_slots`` is the share spent on sequences that had already stopped.
+    decode_slots: int = 0
 
     def as_dict(self) -> dict:
-        return {"calls": self.calls, "sequences": self.sequences, "tokens": self.tokens, "seconds": self.seconds}
+        return {"calls": self.calls, "sequences": self.sequences, "tokens": self.tokens, "seconds": self.seconds,
+                "decode_slots": self.decode_slots}
 
 
 def cut_generation(ids: Sequence[int], logprobs: Sequence[float], cap: int, eos_ids: Iterable[int]) -> Generation:
@@ -167,10 +172,17 @@ class GenerationBackend:
         self.stats.calls += 1
         self.stats.sequences += len(contexts)
         self.stats.tokens += sum(len(g.ids) for g in out)
+        self.stats.decode_slots += len(out) * max((len(g.ids) for g in out), default=0)
         return out
 
     def _generate(self, contexts: list[list[int]], caps: list[int], call_max: int) -> list[Generation]:  # pragma: no cover
         raise NotImplementedError
+
+    @contextlib.contextmanager
+    def temperature(self, value: float):
+        """Generate at ``value`` (0 = greedy) inside the block (held-out evaluation), then restore."""
+        raise NotImplementedError(f"{type(self).__name__} cannot change its temperature")
+        yield  # pragma: no cover
 
 
 # ---------------------------------------------------------------------- transformers
@@ -189,11 +201,16 @@ def _sampler_class():
         exactly it. ``logprobs`` collects one ``[B]`` tensor per step.
         """
 
-        def __init__(self) -> None:
+        def __init__(self, greedy: bool = False) -> None:
             self.logprobs: list = []
+            self.greedy = greedy
 
         def __call__(self, input_ids, scores):
             s = scores.float()
+            if self.greedy:  # argmax, with its log-prob under the unscaled distribution
+                tok = s.argmax(dim=-1, keepdim=True)
+                self.logprobs.append((s.gather(1, tok) - s.logsumexp(dim=-1, keepdim=True)).squeeze(1))
+                return scores.scatter_(1, tok, float("inf"))
             m = s.max(dim=-1, keepdim=True).values
             cdf = (s - m).exp_().cumsum_(dim=-1)
             total = cdf[:, -1:]
@@ -221,6 +238,8 @@ class TransformersBackend(GenerationBackend):
         eos_ids: Ids that end a turn.
         sampling: :class:`SamplingConfig`.
         device: Where inputs go (default: the model's device).
+        extra_processors: ``f(contexts, caps, width) -> [LogitsProcessor]`` applied before sampling
+            each call (``width`` = padded context length); the benchmark's stop rule uses it.
 
     The log-probs are those of the sampling distribution: temperature, top-k and top-p are
     applied by this backend's own processors, then its sampler draws the token (inverse CDF)
@@ -236,8 +255,10 @@ class TransformersBackend(GenerationBackend):
         eos_ids: Iterable[int],
         sampling: Optional[SamplingConfig] = None,
         device: Any = None,
+        extra_processors: Optional[Callable[[list[list[int]], list[int], int], list]] = None,
     ) -> None:
         super().__init__(eos_ids)
+        self.extra_processors = extra_processors
         if model is None and model_context is None:
             raise ValueError("TransformersBackend needs model= or model_context=")
         self.model = model
@@ -245,6 +266,15 @@ class TransformersBackend(GenerationBackend):
         self.pad_token_id = int(pad_token_id)
         self.sampling = sampling or SamplingConfig()
         self.device = device
+
+    @contextlib.contextmanager
+    def temperature(self, value: float):
+        old = self.sampling
+        self.sampling = dataclasses.replace(old, temperature=float(value))
+        try:
+            yield self
+        finally:
+            self.sampling = old
 
     def _context(self):
         if self.model_context is not None:
@@ -262,16 +292,21 @@ class TransformersBackend(GenerationBackend):
         )
 
         s = self.sampling
+        greedy = s.temperature == 0
         processors = LogitsProcessorList()
         if s.repetition_penalty and s.repetition_penalty != 1.0:
             processors.append(RepetitionPenaltyLogitsProcessor(s.repetition_penalty))
-        if s.temperature != 1.0:
-            processors.append(TemperatureLogitsWarper(s.temperature))
-        if s.top_k:
-            processors.append(TopKLogitsWarper(top_k=s.top_k))
-        if s.top_p < 1.0:
-            processors.append(TopPLogitsWarper(top_p=s.top_p))
-        sampler = _sampler_class()()
+        if not greedy:
+            if s.temperature != 1.0:
+                processors.append(TemperatureLogitsWarper(s.temperature))
+            if s.top_k:
+                processors.append(TopKLogitsWarper(top_k=s.top_k))
+            if s.top_p < 1.0:
+                processors.append(TopPLogitsWarper(top_p=s.top_p))
+        width = max(len(c) for c in contexts)
+        if self.extra_processors is not None:
+            processors.extend(self.extra_processors(contexts, caps, width))
+        sampler = _sampler_class()(greedy=greedy)
         processors.append(sampler)
         # Greedy over the sampler's output (+inf at the drawn token): our processors run in a known
         # order and no built-in warper or multinomial runs after them.
@@ -283,7 +318,6 @@ class TransformersBackend(GenerationBackend):
             bos_token_id=None,
             return_dict_in_generate=True,
         )
-        width = max(len(c) for c in contexts)
         input_ids = torch.full((len(contexts), width), self.pad_token_id, dtype=torch.long)
         attention = torch.zeros((len(contexts), width), dtype=torch.long)
         for i, c in enumerate(contexts):
@@ -346,6 +380,17 @@ class TrlVLLMBackend(GenerationBackend):
         local = torch.tensor([int(v) for v in values], device=self.trainer.accelerator.device)
         gathered = self.trainer.accelerator.gather(local.unsqueeze(0))
         return [int(v) for v in gathered.view(-1, len(values)).max(dim=0).values.tolist()]
+
+    @contextlib.contextmanager
+    def temperature(self, value: float):
+        """Sets ``VLLMGeneration.temperature`` (read at each ``generate`` call in TRL 1.15/1.16) for
+        the block; with Unsloth's engine the same attribute is read (not run here: no GPU)."""
+        old = self.vg.temperature
+        self.vg.temperature = float(value)
+        try:
+            yield self
+        finally:
+            self.vg.temperature = old
 
     def _generate(self, contexts: list[list[int]], caps: list[int], call_max: int) -> list[Generation]:
         old = self.vg.max_completion_length

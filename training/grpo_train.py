@@ -15,7 +15,8 @@ reward is the environment's. Logs land in ``--output_dir`` in the workbench's ru
 Generation: vLLM (TRL's ``vllm_generation``, colocate or server mode) when installed on a CUDA
 machine, else ``transformers`` generate; ``--unsloth`` loads the model with Unsloth
 (``FastLanguageModel``, LoRA, ``fast_inference``). The GPU paths are written against TRL
-1.15/1.16, Unsloth 2026.10.9 and vLLM 0.33 but were not run in this repository's CI (no GPU).
+1.15/1.16, Unsloth 2026.10.9 and vLLM 0.29 but were not run in this repository's CI (no GPU); the
+training tests run on CPU against both TRL 1.15 (the GPU pin) and 1.16.
 """
 
 from __future__ import annotations
@@ -31,11 +32,28 @@ import time
 from pathlib import Path
 from typing import Any, Optional
 
+from training.trainer import DEFAULT_IS_MODE, IS_MODES
+
 logger = logging.getLogger("training.grpo_train")
 
 #: Environment settings of ``--smoke`` (overriding ``--config``): 3 short reasoning-gym questions,
 #: 16 tokens per turn.
 SMOKE_ENV = {"sources": ["reasoning_gym"], "num_questions": 3, "max_tokens_per_step": 16}
+
+
+#: TRL 1.15/1.16 ``loss_type`` values that take one advantage per sequence and a token mask.
+LOSS_TYPES = ("dapo", "grpo", "dr_grpo", "bnpo", "cispo", "sapo")
+#: Defaults chosen from ``python -m training.advantage_study`` (docs/training.md, "Advantages and loss").
+DEFAULT_LOSS_TYPE = "dapo"
+DEFAULT_SCALE_REWARDS = "batch"
+
+MASK_TRUNCATED_MESSAGE = (
+    "--mask_truncated_completions is refused: TRL treats a completion whose last token is not a stop token as "
+    "truncated, and here a completion is a whole episode whose last turn is cut at the remaining budget whenever "
+    "the budget runs dry, so TRL would drop every run-dry episode from the loss: the very episodes that teach the "
+    "policy not to run dry. Turns cut by their per-turn cap are graded 'no answer' by the environment instead "
+    "(logged as cap_hit_rate)."
+)
 
 
 class TrainSetupError(RuntimeError):
@@ -56,9 +74,14 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--no_fast_inference", action="store_true", help="Unsloth: no vLLM engine (generate with transformers).")
     g.add_argument("--reasoning_mode", default="auto", choices=["auto", "on", "off"],
                    help="Qwen3 thinking: auto = the chat template's default; the text after </think> is graded.")
+    g.add_argument("--history_thinking", default="keep", choices=["keep", "strip"],
+                   help="Earlier <think> blocks in the episode's history: keep (the only history one training sequence "
+                        "per episode can hold; TRL's qwen3_training template does the same). strip is refused.")
     g = p.add_argument_group("environment")
     g.add_argument("--config", default=None, help="Environment YAML (EnvConfig; an 'env:' key is accepted). Default: the project default config.")
-    g.add_argument("--env_base_url", default=None, help="Play against an OpenEnv server at this URL instead of in-process.")
+    g.add_argument("--env_base_url", "--server-url", dest="env_base_url", nargs="+", default=None,
+                   help="Play against OpenEnv server(s) at these URLs instead of in-process; several replicas spread the "
+                        "episodes, and an episode whose replica dies is replayed from its seed on another.")
     g.add_argument("--total_budget", type=int, default=None, help="Fixed budget (tokens) for every episode; default: tokenizer-native.")
     g.add_argument("--num_episodes", type=int, default=256, help="Distinct episode seeds in the training set (one GRPO group each).")
     g.add_argument("--max_episode_tokens", type=int, default=8192,
@@ -74,7 +97,25 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--num_train_epochs", type=float, default=1.0)
     g.add_argument("--max_steps", type=int, default=-1)
     g.add_argument("--beta", type=float, default=0.0, help="KL coefficient (TRL default 0).")
-    g.add_argument("--loss_type", default="dapo")
+    g.add_argument("--loss_type", default=DEFAULT_LOSS_TYPE, choices=LOSS_TYPES,
+                   help="How token losses are aggregated (TRL): dapo = every model token of the batch weighs the same "
+                        "(docs/training.md, 'Advantages and loss').")
+    g.add_argument("--scale_rewards", default=DEFAULT_SCALE_REWARDS, choices=("group", "batch", "none"),
+                   help="Advantage = reward - group mean, divided by the group's std (group), the batch's std (batch) "
+                        "or nothing (none). group turns tiny cost gaps of correctness-tied groups into full-size "
+                        "advantages (docs/training.md).")
+    g.add_argument("--vllm_importance_sampling_mode", default=DEFAULT_IS_MODE, choices=IS_MODES,
+                   help="vLLM importance-sampling correction. A completion is a whole episode, so sequence modes "
+                        "(ratio = exp of the summed log-ratio) mask most episodes from noise; token_truncate clips "
+                        "each token's ratio.")
+    g.add_argument("--vllm_importance_sampling_cap", type=float, default=3.0,
+                   help="Upper bound of the importance-sampling ratio (TRL's vllm_importance_sampling_clip_max).")
+    g.add_argument("--mask_truncated_completions", action="store_true",
+                   help="Refused: TRL would drop every episode that ran out of budget (see the error).")
+    g.add_argument("--group_reward", default=None,
+                   help="Add a group reward shape to the environment's reward: kimi_length, shorter_better, "
+                        "arora_zanette, or a reward spec (YAML/JSON). Scored over whole GRPO groups on every process.")
+    g.add_argument("--group_reward_weight", type=float, default=1.0, help="TRL reward weight of --group_reward.")
     g.add_argument("--temperature", type=float, default=1.0)
     g.add_argument("--top_p", type=float, default=1.0)
     g.add_argument("--top_k", type=int, default=0)
@@ -84,6 +125,13 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--bf16", default="auto", choices=["auto", "true", "false"], help="auto = on when CUDA supports it.")
     g.add_argument("--report_to", default="trackio", help="trackio, wandb, tensorboard, none (comma-separated).")
     g.add_argument("--project", default="reasoning-economics", help="Trackio project.")
+    g = p.add_argument_group("held-out evaluation (docs/training.md)")
+    g.add_argument("--eval_every", type=int, default=0,
+                   help="Evaluate on the held-out seeds every N optimizer steps, before the first and at the end (0 = off).")
+    g.add_argument("--eval_seeds", type=int, default=16, help="Held-out episode seeds (fixed, disjoint from training).")
+    g.add_argument("--eval_temperature", type=float, default=0.0, help="Sampling temperature of the evaluation (0 = greedy).")
+    g.add_argument("--curves", default=None,
+                   help="curves.json (e.g. from a base-model evaluation run) for the regret; default: the simulated solver's.")
     g = p.add_argument_group("generation backend")
     g.add_argument("--backend", default="auto", choices=["auto", "transformers", "vllm"],
                    help="auto = vLLM when installed with a CUDA GPU (or Unsloth fast_inference), else transformers.")
@@ -195,9 +243,15 @@ def _grpo_config(args: argparse.Namespace, backend: str, env_cfg: Any):
         max_completion_length=args.max_episode_tokens,
         temperature=args.temperature,
         top_p=args.top_p,
-        top_k=args.top_k or None,
+        top_k=args.top_k,  # TRL and vLLM: 0 = off; vLLM's SamplingParams rejects None
         beta=args.beta,
         loss_type=args.loss_type,
+        scale_rewards=args.scale_rewards,
+        mask_truncated_completions=False,
+        vllm_importance_sampling_correction=True,
+        vllm_importance_sampling_mode=args.vllm_importance_sampling_mode,
+        vllm_importance_sampling_clip_max=args.vllm_importance_sampling_cap,
+        reward_weights=[1.0, args.group_reward_weight] if args.group_reward else None,
         logging_steps=args.logging_steps,
         save_strategy="steps" if args.save_steps else "no",
         save_steps=args.save_steps or 500,
@@ -213,6 +267,9 @@ def _grpo_config(args: argparse.Namespace, backend: str, env_cfg: Any):
         vllm_gpu_memory_utilization=args.vllm_gpu_memory_utilization,
         vllm_max_model_length=args.max_episode_tokens,
     )
+    if int(os.environ.get("WORLD_SIZE", "1")) > 1 and not cuda_available():
+        # several CPU processes (torchrun without a GPU): accelerate joins them (MULTI_CPU, gloo) only with use_cpu
+        values.update(use_cpu=True, ddp_backend="gloo")
     try:
         known = {f.name for f in dataclasses.fields(GRPOConfig)}
     except TypeError:  # a patched config class that is not a dataclass (e.g. Unsloth's)
@@ -251,18 +308,47 @@ def build_trainer(args: argparse.Namespace, *, policy: Any = None, env_config: A
         TrainSetupError / ModelLoadError / ConfigError / ImportError: bad options, missing
             model, GPU or packages (messages say what to fix).
     """
-    from training.chat import ChatFormat
+    from reasoning_env.conversation import ChatFormat
     from training.envs import InProcessEnvFactory, RemoteEnvFactory
     from training.models import eos_token_ids, load_policy
     from training.rollout import RolloutLimits
     from training.run_folder import TrainingRunWriter, make_metrics_callback
-    from training.trl_rollout import GRPORollout, build_episode_dataset, environment_reward
+    from training.trainer import episode_trainer_class
+    from training.trl_rollout import GRPORollout, build_episode_dataset, environment_reward, group_reward_function
 
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")  # rollout_func is experimental in TRL; we know
     if not args.model and policy is None:
         raise TrainSetupError("--model is required (a Hub id, a local folder, or 'tiny'; or use --smoke)")
     if args.num_generations < 2:
         raise TrainSetupError("--num_generations must be >= 2 (GRPO compares rollouts within a group)")
+    if args.mask_truncated_completions:
+        raise TrainSetupError(MASK_TRUNCATED_MESSAGE)
+    if args.vllm_importance_sampling_cap <= 1.0:
+        raise TrainSetupError(f"--vllm_importance_sampling_cap must be > 1 (a ratio bound), got {args.vllm_importance_sampling_cap}")
+    if args.history_thinking == "strip":
+        raise TrainSetupError(
+            "--history_thinking strip cannot be trained: an episode is ONE token sequence (TRL's rollout_func returns "
+            "one row per episode), and each token must be scored in the context it was sampled in, so earlier <think> "
+            "blocks cannot leave the history; train with keep (evaluate with keep too; strip is an evaluation option)"
+        )
+    if args.eval_every < 0:
+        raise TrainSetupError(f"--eval_every must be >= 0 (0 = no held-out evaluation), got {args.eval_every}")
+    if args.eval_every and args.eval_seeds < 1:
+        raise TrainSetupError(f"--eval_seeds must be >= 1 with --eval_every, got {args.eval_seeds}")
+    curves = None
+    if args.curves:
+        from reasoning_env.policies import SolverCurves
+
+        try:
+            curves = SolverCurves.load(args.curves)
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise TrainSetupError(f"--curves {args.curves!r} cannot be read as a curves.json: {exc}") from None
+    group_reward = None
+    if args.group_reward:
+        try:
+            group_reward_function(args.group_reward)  # validates the spec before anything is loaded
+        except ValueError as exc:
+            raise TrainSetupError(f"--group_reward {args.group_reward!r}: {exc}") from None
     env_cfg = env_config if env_config is not None else load_env_config(args.config, smoke=args.smoke)
     if args.output_dir is None:
         args.output_dir = str(Path("runs") / time.strftime("grpo-%Y%m%d-%H%M%S"))
@@ -299,29 +385,74 @@ def build_trainer(args: argparse.Namespace, *, policy: Any = None, env_config: A
         "lora_rank": args.lora_rank or (32 if policy.unsloth else 0),
         "beta": args.beta,
         "loss_type": args.loss_type,
+        "scale_rewards": args.scale_rewards,
+        "vllm_importance_sampling_mode": args.vllm_importance_sampling_mode if backend == "vllm" else None,
+        "vllm_importance_sampling_cap": args.vllm_importance_sampling_cap if backend == "vllm" else None,
+        "group_reward": args.group_reward,
+        "group_reward_weight": args.group_reward_weight if args.group_reward else None,
+        "temperature": args.temperature,
+        "top_p": args.top_p,
+        "top_k": args.top_k,
+        "episode_format": episode_format(chat, args.history_thinking),
+        "eval_every": args.eval_every,
     }
-    for stale in ("episodes.jsonl", "metrics.jsonl"):
-        if (out / stale).exists():
-            (out / stale).unlink()
+    for stale in [*out.glob("episodes*.jsonl"), *out.glob("trajectories*.jsonl"), out / "metrics.jsonl", out / "group_rewards.jsonl"]:
+        if stale.exists():
+            stale.unlink()
+    if args.group_reward:
+        group_reward = group_reward_function(args.group_reward, log_path=out / "group_rewards.jsonl")
     writer = TrainingRunWriter(out, config=env_cfg, meta=meta)
     rollout = GRPORollout(env_factory, chat, limits, eos_token_ids(policy.tokenizer, policy.model), writer=writer,
                           run_id=out.name)
 
-    from trl import GRPOTrainer
-
     config = _grpo_config(args, backend, env_cfg)
     dataset = build_episode_dataset(args.num_episodes, base_seed=args.seed)
-    trainer = GRPOTrainer(
+    callbacks = [make_metrics_callback(out / "metrics.jsonl", on_save=writer.write)]
+    eval_callback = None
+    if args.eval_every:
+        from reasoning_env.policies import SolverCurves
+        from training.evaluation import HeldOutEvaluator, held_out_seeds, make_evaluation_callback
+
+        for stale in ("evaluations.jsonl", "eval_episodes.jsonl"):
+            if (out / stale).exists():
+                (out / stale).unlink()
+        seeds = held_out_seeds(args.eval_seeds, dataset["seed"])
+        curves = curves or SolverCurves()
+        evaluator = HeldOutEvaluator(rollout, seeds, out, curves=curves, config=env_cfg,
+                                     temperature=args.eval_temperature, tokenizer_name=tokenizer_name)
+        eval_callback = make_evaluation_callback(evaluator, args.eval_every)
+        callbacks.append(eval_callback)
+        writer.meta.update(eval_seeds=seeds, eval_temperature=args.eval_temperature, curves=curves.source)
+    trainer = episode_trainer_class()(
         model=policy.model,
-        reward_funcs=[environment_reward],
+        reward_funcs=[environment_reward] + ([group_reward] if group_reward is not None else []),
         args=config,
         train_dataset=dataset,
         processing_class=policy.tokenizer,
         peft_config=None if policy.unsloth else policy.peft_config,
         rollout_func=rollout,
-        callbacks=[make_metrics_callback(out / "metrics.jsonl", on_save=writer.write)],
+        callbacks=callbacks,
     )
+    if eval_callback is not None:
+        eval_callback.trainer = trainer
     return TrainingSetup(trainer, rollout, writer, env_cfg, policy, backend, out)
+
+
+def episode_format(chat: Any, history_thinking: str = "keep") -> dict:
+    """The episode format a run trains in (``run.json`` and ``<model>/episode_format.json``, which
+    ``reasoning_env.policies.TransformersPolicy`` reads so the model is evaluated the same way)."""
+    return {"format": "multi_turn", "history_thinking": history_thinking, "reasoning_mode": chat.reasoning_mode,
+            "thinking": chat.thinking, "system_prompt": chat.system_prompt, "history_len": chat.history_len}
+
+
+def save_final(setup: "TrainingSetup", folder: Path) -> None:
+    """Save the weights (a LoRA adapter when LoRA is on), the tokenizer and ``episode_format.json``."""
+    from reasoning_env.policies.llm import EPISODE_FORMAT_FILE
+
+    setup.trainer.save_model(str(folder))
+    if setup.trainer.is_world_process_zero():
+        setup.policy.tokenizer.save_pretrained(str(folder))
+        (folder / EPISODE_FORMAT_FILE).write_text(json.dumps(setup.writer.meta["episode_format"], indent=2) + "\n")
 
 
 def main(argv: Optional[list[str]] = None) -> int:
@@ -341,7 +472,7 @@ def main(argv: Optional[list[str]] = None) -> int:
             print(f"error: {reason}", file=sys.stderr)
             return 2
     from reasoning_env.config import ConfigError
-    from training.chat import ChatFormatError
+    from reasoning_env.conversation import ChatFormatError
     from training.models import ModelLoadError
 
     t0 = time.time()
@@ -357,8 +488,7 @@ def main(argv: Optional[list[str]] = None) -> int:
         setup.writer.meta["train_seconds"] = round(time.time() - t0, 2)
         setup.writer.write()
     # final weights (a LoRA adapter when LoRA is on: merge it with `python -m training.export`)
-    setup.trainer.save_model(str(setup.output_dir / "final"))
-    setup.policy.tokenizer.save_pretrained(str(setup.output_dir / "final"))
+    save_final(setup, setup.output_dir / "final")
     summary = {"output_dir": str(setup.output_dir), "episodes": len(setup.writer.episodes),
                "seconds": round(time.time() - t0, 2), "generate_calls": setup.rollout.backend.stats.calls if setup.rollout.backend else 0}
     print(json.dumps(summary))

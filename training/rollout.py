@@ -11,7 +11,7 @@
 Each episode is kept as token ids (shapes: ``prompt_ids [P]``, ``completion_ids [C]``,
 ``env_mask [C]``, ``logprobs [C]``):
 
-- ``prompt_ids``: system + first user message + assistant header (:class:`~training.chat.ChatFormat`).
+- ``prompt_ids``: system + first user message + assistant header (:class:`~reasoning_env.conversation.ChatFormat`).
 - the completion alternates model turns (the sampled ids exactly, ``env_mask = 1``, their
   sampling log-probs) and environment turns (end of the assistant message, next user message,
   next assistant header; ``env_mask = 0``, log-prob ``0.0``). Turns are appended, never
@@ -36,7 +36,7 @@ from typing import Any, Optional
 
 from reasoning_env.records import EpisodeRow, StepRow, episode_row_from_steps, step_row_from_observation
 
-from training.chat import ChatFormat
+from reasoning_env.conversation import ChatFormat, EpisodeTokens
 from training.generation import Generation, GenerationBackend
 
 
@@ -130,11 +130,30 @@ class EpisodeTrace:
     done_reason: Optional[str] = None
     reset_metadata: dict = field(default_factory=dict)
     num_questions: int = 0
+    #: ``(problem_type, difficulty, gold_answer)`` of every question of the episode, answered or not,
+    #: when the environment runs in this process (trusted context for the oracle's regret; never
+    #: shown to the policy); ``None`` for a remote environment.
+    questions: Optional[list[tuple]] = None
+
+    @property
+    def num_steps(self) -> int:
+        """Environment steps: answered questions plus forfeits."""
+        return len(self.steps)
 
     @property
     def num_answered(self) -> int:
-        """Questions answered (environment steps), forfeits included."""
-        return len(self.steps)
+        """Questions the model answered (forfeits, counted in :attr:`forfeited`, excluded)."""
+        return len(self.steps) - self.forfeited
+
+    @property
+    def answered_steps(self) -> list[StepRow]:
+        """The step rows of answered questions (forfeits are always the last steps)."""
+        return self.steps[: self.num_answered]
+
+    @property
+    def cap_hits(self) -> int:
+        """Model turns cut by their per-turn cap before the stop token (the answer was cut off)."""
+        return sum(1 for t in self.turns if not t.finished and t.end - t.start >= t.cap)
 
     @property
     def num_correct(self) -> int:
@@ -151,9 +170,15 @@ class EpisodeTrace:
         return sum(s.tokens for s in self.steps)
 
     @property
+    def answered_tokens(self) -> int:
+        """Tokens charged for the answered questions (forfeits are charged 0)."""
+        return sum(s.tokens for s in self.answered_steps)
+
+    @property
     def tokens_per_question(self) -> float:
-        """Charged tokens per answered question."""
-        return self.tokens_spent / self.num_answered if self.num_answered else 0.0
+        """Charged tokens per answered question (forfeits are neither in the numerator nor the
+        denominator; questions never reached because the budget ran dry are not answered)."""
+        return self.answered_tokens / self.num_answered if self.num_answered else 0.0
 
     @property
     def model_tokens(self) -> int:
@@ -200,6 +225,8 @@ class EpisodeTrace:
             "done_reason": self.done_reason,
             "ran_dry": self.ran_dry,
             "forfeited": self.forfeited,
+            "num_turns": len(self.turns),
+            "cap_hits": self.cap_hits,
             "prompt_tokens": len(self.prompt_ids),
             "completion_tokens": len(self.completion_ids),
             "model_tokens": self.model_tokens,
@@ -207,12 +234,13 @@ class EpisodeTrace:
             "turn_tokens": [t.end - t.start for t in self.turns],
             "steps": [
                 {
-                    "step": s.step, "problem_type": s.problem_type, "difficulty": s.difficulty,
+                    "step": s.step, "problem_type": s.problem_type,
+                    "difficulty": s.difficulty, "forfeit": i >= self.num_answered,
                     "raw_tokens": s.raw_tokens, "tokens": s.tokens, "correct": s.correct,
                     "extracted_answer": s.extracted_answer, "gold_answer": s.gold_answer,
                     "reward": s.reward, "components": s.components,
                 }
-                for s in self.steps
+                for i, s in enumerate(self.steps)
             ],
         }
 
@@ -227,6 +255,7 @@ class _LiveEpisode:
         self.done = False
         self.obs = None
         self._pending_cap = 0
+        self.tokens = EpisodeTokens(runner.chat)
 
     # -------------------------------------------------------------- lifecycle
     def start(self) -> None:
@@ -235,14 +264,17 @@ class _LiveEpisode:
         self.obs = obs
         self.trace.reset_metadata = dict(obs.metadata or {})
         self.trace.num_questions = int(obs.num_questions)
-        self.trace.prompt_ids = self.r.chat.prompt_ids(obs)
+        env_questions = getattr(getattr(self.session, "env", None), "questions", None)
+        if env_questions is not None:
+            self.trace.questions = [(q.problem_type, q.difficulty, q.gold_answer) for q in env_questions]
+        self.trace.prompt_ids = self.tokens.start(obs)
         if obs.done:
             self._finish(obs)
         elif len(self.trace.prompt_ids) + lim.min_turn_tokens > lim.max_episode_tokens:
             self._forfeit_rest()
 
     def context(self) -> list[int]:
-        return self.trace.prompt_ids + self.trace.completion_ids
+        return self.tokens.context()
 
     def cap(self) -> int:
         room = self.r.limits.max_episode_tokens - len(self.trace.prompt_ids) - len(self.trace.completion_ids)
@@ -255,11 +287,9 @@ class _LiveEpisode:
     def apply(self, gen: Generation, latency_s: float) -> None:
         """Append a model turn, step the environment, append the next environment turn."""
         tr = self.trace
-        start = len(tr.completion_ids)
-        tr.completion_ids += gen.ids
-        tr.env_mask += [1] * len(gen.ids)
-        tr.logprobs += [float(x) for x in gen.logprobs]
-        tr.turns.append(TurnInfo(start, len(tr.completion_ids), self._pending_cap, gen.finished, latency_s))
+        start, end = self.tokens.add_model_turn(gen.ids, gen.logprobs)
+        self._sync()
+        tr.turns.append(TurnInfo(start, end, self._pending_cap, gen.finished, latency_s))
         text = self.r.tokenizer.decode(gen.ids, skip_special_tokens=True)
         grading = self.r.chat.grading_response(text)
         # Charged at least the ids the model generated for the text (the stop token that ends
@@ -270,13 +300,16 @@ class _LiveEpisode:
         if obs.done:
             self._finish(obs)
             return
-        env_ids = self.r.chat.between_ids(obs, gen.ids)
+        env_ids = self.tokens.next_question_ids(obs)
         if len(self.context()) + len(env_ids) + self.r.limits.min_turn_tokens > self.r.limits.max_episode_tokens:
             self._forfeit_rest()
             return
-        tr.completion_ids += env_ids
-        tr.env_mask += [0] * len(env_ids)
-        tr.logprobs += [0.0] * len(env_ids)
+        self.tokens.add_env_turn(env_ids)
+        self._sync()
+
+    def _sync(self) -> None:
+        tr, tk = self.trace, self.tokens
+        tr.completion_ids, tr.env_mask, tr.logprobs = tk.completion_ids, tk.env_mask, tk.logprobs
 
     def _record(self, obs: Any, response: str, latency_s: Optional[float], grading_response: Optional[str] = None) -> None:
         self.obs = obs
@@ -331,7 +364,7 @@ class EpisodeRunner:
         backend: A :class:`~training.generation.GenerationBackend`.
         env_factory: :class:`~training.envs.InProcessEnvFactory` or
             :class:`~training.envs.RemoteEnvFactory`.
-        chat: The :class:`~training.chat.ChatFormat` of the policy's tokenizer.
+        chat: The :class:`~reasoning_env.conversation.ChatFormat` of the policy's tokenizer.
         limits: :class:`RolloutLimits`.
         run_id, policy: Written to the step rows.
         env_workers: Threads stepping remote environments in parallel (in-process: 1).

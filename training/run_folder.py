@@ -6,10 +6,11 @@ A training run folder holds, besides the trainer's own checkpoints:
   ``episodes.parquet``: written by :class:`TrainingRunWriter` (a ``workbench.runs.RunWriter``) at
   every checkpoint save and at the end; step and episode rows carry ``group``/``member`` (GRPO
   groups) and an extra ``train_step`` column (the optimizer step whose rollouts they are).
-- ``episodes.jsonl``: one JSON object per played episode, appended as soon as it is played
-  (:meth:`TrainingRunWriter.log_episode`), so a crashed run keeps its rollouts. With several
-  processes, process ``k > 0`` writes ``episodes.rank<k>.jsonl`` and the parquet files hold the
-  main process's episodes.
+- ``episodes.jsonl`` and ``trajectories.jsonl``: one JSON object per played episode / step,
+  appended as soon as it is played (:meth:`TrainingRunWriter.add_trace`), so a crashed run keeps
+  its rollouts (``trajectories.jsonl`` is rewritten whole at each save). With several processes,
+  process ``k > 0`` writes ``episodes.rank<k>.jsonl`` / ``trajectories.rank<k>.jsonl`` and the
+  parquet files hold the main process's episodes.
 - ``metrics.jsonl``: one JSON object per logged trainer step (:class:`MetricsJsonlCallback`).
 """
 
@@ -45,12 +46,27 @@ class TrainingRunWriter(RunWriter):
         self.step_train_steps: list[int] = []
         self.episode_train_steps: list[int] = []
         self.episodes_log = self.run_dir / episodes_log if episodes_log else None
+        #: Step rows appended as episodes are played (rewritten whole, from the parquet rows, by :meth:`write`).
+        self.trajectories_log = self.run_dir / "trajectories.jsonl" if episodes_log else None
+
+    def use_rank(self, rank: int) -> None:
+        """Process ``rank > 0`` of several: stream to ``episodes.rank<k>.jsonl`` and
+        ``trajectories.rank<k>.jsonl`` (the parquet files hold the main process's episodes)."""
+        if rank > 0:
+            if self.episodes_log is not None:
+                self.episodes_log = self.episodes_log.with_name(f"episodes.rank{rank}.jsonl")
+            if self.trajectories_log is not None:
+                self.trajectories_log = self.trajectories_log.with_name(f"trajectories.rank{rank}.jsonl")
 
     def add_trace(self, trace: Any, train_step: int, *, mode: str = "train") -> None:
         """Record one :class:`~training.rollout.EpisodeTrace` (rows kept for the parquet files,
         its summary appended to ``episodes.jsonl``)."""
         self.add_steps(trace.steps)
         self.step_train_steps += [int(train_step)] * len(trace.steps)
+        if self.trajectories_log is not None and trace.steps:
+            with open(self.trajectories_log, "a", encoding="utf-8") as fh:
+                for s in trace.steps:
+                    fh.write(json.dumps({**s.to_flat(), "train_step": int(train_step)}, default=_json_default) + "\n")
         row = trace.episode_row()
         if row is not None:
             self.add_episode(row)

@@ -23,7 +23,7 @@ from __future__ import annotations
 import re
 from typing import Any, Callable, Optional
 
-from training.chat import ChatFormat
+from reasoning_env.conversation import ChatFormat
 from training.generation import GenerationBackend, SamplingConfig, TransformersBackend, TrlVLLMBackend
 from training.rollout import EpisodeRunner, EpisodeSpec, EpisodeTrace, RolloutLimits
 
@@ -104,18 +104,31 @@ def assign_groups(seeds: list[int], num_generations: int, offset: int, first_gro
     return specs
 
 
+def unwrap_kwargs(unwrap: Callable, args: Any) -> dict:
+    """Keyword arguments for TRL's ``unwrap_model_for_generation`` that this TRL version takes.
+
+    TRL 1.16 has ``(model, accelerator, gather_deepspeed3_params, gradient_checkpointing_kwargs,
+    generation_kwargs)``; TRL 1.15 (the GPU pin) has no ``gradient_checkpointing_kwargs`` and
+    raises ``TypeError`` on it, so it is passed only where the signature names it.
+    """
+    import inspect
+
+    params = inspect.signature(unwrap).parameters
+    kwargs = {"gather_deepspeed3_params": args.ds3_gather_for_generation}
+    if "gradient_checkpointing_kwargs" in params:
+        kwargs["gradient_checkpointing_kwargs"] = args.gradient_checkpointing_kwargs
+    return kwargs
+
+
 def transformers_backend_for(trainer: Any, eos_ids: list[int], sampling: SamplingConfig) -> TransformersBackend:
     """A :class:`TransformersBackend` generating with the trainer's current model through TRL's
     ``unwrap_model_for_generation`` (DDP/DeepSpeed unwrapping, gradient checkpointing off)."""
     from trl.models.utils import unwrap_model_for_generation
 
+    kwargs = unwrap_kwargs(unwrap_model_for_generation, trainer.args)
+
     def model_context():
-        return unwrap_model_for_generation(
-            trainer.model_wrapped,
-            trainer.accelerator,
-            gather_deepspeed3_params=trainer.args.ds3_gather_for_generation,
-            gradient_checkpointing_kwargs=trainer.args.gradient_checkpointing_kwargs,
-        )
+        return unwrap_model_for_generation(trainer.model_wrapped, trainer.accelerator, **kwargs)
 
     tok = trainer.processing_class
     tok = getattr(tok, "tokenizer", tok)
@@ -133,7 +146,7 @@ class GRPORollout:
 
     Args:
         env_factory: Makes environment sessions (in-process or remote).
-        chat: The policy's :class:`~training.chat.ChatFormat`.
+        chat: The policy's :class:`~reasoning_env.conversation.ChatFormat`.
         limits: :class:`~training.rollout.RolloutLimits`.
         eos_ids: Ids that end a turn.
         writer: A :class:`~training.run_folder.TrainingRunWriter` recording the episodes, or ``None``.
@@ -173,10 +186,8 @@ class GRPORollout:
 
     def _ensure_runner(self, trainer: Any) -> EpisodeRunner:
         if self.runner is None:
-            rank = trainer.accelerator.process_index
-            if self.writer is not None and rank > 0 and getattr(self.writer, "episodes_log", None) is not None:
-                # one per-episode log per process; the parquet files hold the main process's episodes
-                self.writer.episodes_log = self.writer.episodes_log.with_name(f"episodes.rank{rank}.jsonl")
+            if self.writer is not None:  # one streamed log per process; the parquet files hold the main process's
+                self.writer.use_rank(trainer.accelerator.process_index)
             if self.backend_factory is not None:
                 self.backend = self.backend_factory(trainer)
             elif getattr(trainer, "use_vllm", False):
@@ -211,53 +222,176 @@ class GRPORollout:
             "logprobs": [tr.logprobs for tr in traces],
             "env_mask": [tr.env_mask for tr in traces],
             "episode_reward": [tr.reward for tr in traces],
-            "episode_accuracy": [tr.accuracy for tr in traces],
-            "episode_tokens_per_question": [tr.tokens_per_question for tr in traces],
-            "episode_length": [tr.num_answered for tr in traces],
-            "episode_ran_dry": [tr.ran_dry for tr in traces],
-            "episode_utilisation": [
-                (tr.tokens_spent / tr.reset_metadata["total_budget"]) if tr.reset_metadata.get("total_budget") else 0.0
-                for tr in traces
-            ],
+            "episode_stats": [episode_stats(tr) for tr in traces],
             "episode_components": [dict(tr.components) for tr in traces],
             "episode_group": [tr.spec.group for tr in traces],
             "episode_member": [tr.spec.member for tr in traces],
         }
 
 
-def environment_reward(prompts=None, completions=None, episode_reward=None, log_metric=None, **kwargs) -> list[float]:
+def episode_stats(trace: EpisodeTrace) -> dict:
+    """The per-episode figures the reward functions log and compare across a group (JSON-ready).
+
+    Keys: ``num_correct``, ``num_questions``, ``num_answered`` (by the model), ``forfeited``,
+    ``answered_tokens`` (tokens charged for answered questions), ``tokens_spent``, ``total_budget``,
+    ``ran_dry`` (0/1), ``num_turns``, ``cap_hits``, and ``steps``: one dict per answered question
+    (``question_index``, ``correct``, ``has_answer``, ``raw_tokens``, ``tokens``, ``spent_before``,
+    ``difficulty``, ``problem_type``, ``hard_cap_mode``) for group rewards.
+    """
+    hard = bool(trace.reset_metadata.get("hard_cap_mode", True))
+    return {
+        "num_correct": trace.num_correct,
+        "num_questions": trace.num_questions,
+        "num_answered": trace.num_answered,
+        "forfeited": trace.forfeited,
+        "answered_tokens": trace.answered_tokens,
+        "tokens_spent": trace.tokens_spent,
+        "total_budget": int(trace.reset_metadata.get("total_budget") or 0),
+        "ran_dry": int(trace.ran_dry),
+        "num_turns": len(trace.turns),
+        "cap_hits": trace.cap_hits,
+        "steps": [
+            {"question_index": s.step, "correct": bool(s.correct), "has_answer": bool(s.has_answer),
+             "raw_tokens": int(s.raw_tokens), "tokens": int(s.tokens), "spent_before": int(s.spent_before),
+             "difficulty": s.difficulty, "problem_type": s.problem_type, "hard_cap_mode": hard}
+            for s in trace.answered_steps
+        ],
+    }
+
+
+def batch_metrics(stats: list[dict], groups: list) -> dict[str, float]:
+    """Figures of a whole generation batch (every process's episodes), logged each step.
+
+    Args:
+        stats: :func:`episode_stats` of every episode of the batch.
+        groups: their GRPO group ids (same length).
+    Returns:
+        ``accuracy`` (correct / questions served), ``tokens_per_question`` (tokens charged for
+        answered questions / answered questions: one denominator), ``forfeits_per_episode``,
+        ``episode_length`` (questions the model answered), ``ran_dry`` (share of episodes),
+        ``utilisation`` (spent / budget, pooled), ``cap_hit_rate`` (model turns cut by their cap
+        before the stop token / model turns; replaces TRL's ``completions/clipped_ratio``, which
+        counts every episode that ran out of budget), ``groups_tied_on_correctness`` (share of
+        GRPO groups whose members all got the same number right: their advantages come from cost
+        differences only).
+    """
+    n = len(stats)
+    if n == 0:
+        return {}
+
+    def total(key: str) -> float:
+        return float(sum(float(s[key]) for s in stats))
+
+    def ratio(num: float, den: float) -> float:
+        return num / den if den else 0.0
+
+    by_group: dict[Any, set] = {}
+    for s, g in zip(stats, groups):
+        by_group.setdefault(g, set()).add(int(s["num_correct"]))
+    return {
+        "accuracy": ratio(total("num_correct"), total("num_questions")),
+        "tokens_per_question": ratio(total("answered_tokens"), total("num_answered")),
+        "episode_length": total("num_answered") / n,
+        "forfeits_per_episode": total("forfeited") / n,
+        "ran_dry": total("ran_dry") / n,
+        "utilisation": ratio(total("tokens_spent"), total("total_budget")),
+        "cap_hit_rate": ratio(total("cap_hits"), total("num_turns")),
+        "groups_tied_on_correctness": sum(1 for v in by_group.values() if len(v) == 1) / len(by_group),
+    }
+
+
+def environment_reward(prompts=None, completions=None, episode_reward=None, log_metric=None, episode_stats=None,
+                       episode_group=None, episode_components=None, **kwargs) -> list[float]:
     """The GRPO reward: each rollout's episode reward as the environment paid it.
 
-    Also logs (through TRL's ``log_metric``) the batch means ``accuracy``,
-    ``tokens_per_question``, ``episode_length`` (questions answered), ``ran_dry`` (share of
-    episodes that ran out of budget), ``utilisation`` (spent / budget) and ``env/<component>``
-    (summed reward components).
+    Also logs (through TRL's ``log_metric``) the :func:`batch_metrics` of the whole generation
+    batch (gathered over processes, so every process logs the same values) and the batch mean of
+    each reward component as ``env/<component>``.
 
     Raises:
         ValueError: called without ``episode_reward`` (the rollout_func was not used).
     """
+    from training.distributed import gather_rows
+
     if episode_reward is None:
         raise ValueError("environment_reward needs the episode_reward column that GRPORollout returns")
     rewards = [float(r) for r in episode_reward]
-    if log_metric is not None and rewards:
-        n = len(rewards)
-
-        def mean(key: str) -> Optional[float]:
-            vals = kwargs.get(key)
-            return (sum(float(v) for v in vals) / len(vals)) if vals else None
-
-        for name, key in (
-            ("accuracy", "episode_accuracy"),
-            ("tokens_per_question", "episode_tokens_per_question"),
-            ("episode_length", "episode_length"),
-            ("ran_dry", "episode_ran_dry"),
-            ("utilisation", "episode_utilisation"),
-        ):
-            value = mean(key)
-            if value is not None:
-                log_metric(name, value)
-        comps = kwargs.get("episode_components") or []
-        names = sorted({k for c in comps for k in (c or {})})
+    if log_metric is not None and episode_stats is not None:
+        local = [(s, g, c or {}) for s, g, c in zip(episode_stats, episode_group or [None] * len(rewards),
+                                                     episode_components or [{}] * len(rewards))]
+        rows, _ = gather_rows(local)
+        for name, value in batch_metrics([r[0] for r in rows], [r[1] for r in rows]).items():
+            log_metric(name, value)
+        names = sorted({k for r in rows for k in r[2]})
         for k in names:
-            log_metric(f"env/{k}", sum(float((c or {}).get(k, 0.0)) for c in comps) / n)
+            log_metric(f"env/{k}", sum(float(r[2].get(k, 0.0)) for r in rows) / max(1, len(rows)))
     return rewards
+
+
+def group_reward_function(spec: Any, log_path: Any = None) -> Callable[..., list[float]]:
+    """A TRL reward function paying a group reward shape (``kimi_length``, ``shorter_better``,
+    ``arora_zanette``, or a spec combining them) on top of the environment's reward.
+
+    A question's group is the members of a GRPO group that answered that question (same group,
+    same question index: members play the same seeded episode). The answered steps of every
+    process are gathered first (:func:`training.distributed.gather_rows`), so a group split across
+    processes is scored whole; each process returns its own episodes' rewards: the sum over the
+    episode's answered questions of the shape's components.
+
+    With ``log_path``, the main process appends one JSON line per episode of the global batch
+    (``train_step``, ``group``, ``member``, ``group_reward``) to it (``group_rewards.jsonl``).
+
+    Raises:
+        ValueError: the spec is unknown or not valid (message from ``reasoning_env.rewards``).
+    """
+    import json
+
+    import numpy as np
+
+    from reasoning_env.rewards import build_reward
+    from reasoning_env.rewards.batch import StepBatch
+    from training.distributed import gather_rows
+
+    reward = build_reward(spec, context="training")
+
+    def group_reward(prompts=None, completions=None, episode_stats=None, episode_group=None, episode_member=None,
+                     trainer_state=None, **kwargs) -> list[float]:
+        if episode_stats is None or episode_group is None:
+            raise ValueError("group rewards need the episode_stats/episode_group columns that GRPORollout returns")
+        members = episode_member or [None] * len(episode_stats)
+        rows, offset = gather_rows([(s, g, m) for s, g, m in zip(episode_stats, episode_group, members)])
+        flat = [(e, st, g) for e, (s, g, _) in enumerate(rows) for st in s["steps"]]
+        totals = np.zeros(len(rows))
+        if flat:
+            n = len(flat)
+            keys: dict[tuple, int] = {}
+            codes = [keys.setdefault((g, st["question_index"]), len(keys)) for _, st, g in flat]
+            batch = StepBatch.build(
+                n,
+                correct=[st["correct"] for _, st, _ in flat],
+                has_answer=[st["has_answer"] for _, st, _ in flat],
+                tokens=[st["tokens"] for _, st, _ in flat],
+                raw_tokens=[st["raw_tokens"] for _, st, _ in flat],
+                total_budget=[rows[e][0]["total_budget"] for e, _, _ in flat],
+                num_questions=[rows[e][0]["num_questions"] for e, _, _ in flat],
+                spent_before=[st["spent_before"] for _, st, _ in flat],
+                question_index=[st["question_index"] for _, st, _ in flat],
+                hard_cap_mode=[st["hard_cap_mode"] for _, st, _ in flat],
+                difficulty=[st["difficulty"] for _, st, _ in flat],
+                problem_type=[st["problem_type"] or "" for _, st, _ in flat],
+                group=codes,
+            )
+            per_step = np.zeros(n)
+            for values in reward.step_batch(batch).values():
+                per_step = per_step + np.asarray(values, dtype=np.float64)
+            np.add.at(totals, np.array([e for e, _, _ in flat]), per_step)
+        if log_path is not None and offset == 0:  # the main process holds every row after the gather
+            step = int(getattr(trainer_state, "global_step", 0) or 0)
+            with open(log_path, "a", encoding="utf-8") as fh:
+                for (_, g, m), value in zip(rows, totals):
+                    fh.write(json.dumps({"train_step": step, "group": g, "member": m, "group_reward": float(value)}) + "\n")
+        return [float(x) for x in totals[offset:offset + len(episode_stats)]]
+
+    group_reward.__name__ = f"group_{reward.info.name}"
+    group_reward.reward = reward  # type: ignore[attr-defined]
+    return group_reward

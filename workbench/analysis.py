@@ -14,6 +14,15 @@ Definitions (per policy):
 - ``expected_accuracy``: expected correct answers under the solver curves at the charged
   tokens (``expected_correct``) / questions served; ``regret``: mean over episodes of
   ``oracle_expected_correct - expected_correct`` (expected correct answers lost to allocation).
+
+Uncertainty (:mod:`workbench.stats`): every metric of :data:`CI_METRICS` gets a 95% bootstrap
+interval over episodes in ``<metric>_ci_low`` / ``<metric>_ci_high`` (ratios such as accuracy
+resample each episode's numerator and denominator together). Policies played on the same seeds
+are compared episode by episode in :func:`paired_comparisons` (difference, interval, sign-flip
+permutation p-value and its Holm adjustment over the pairs). A run with several budget ratios
+(``budget_ratio`` column) or calibration caps (``token_cap``) has one summary row per policy and
+condition; :func:`pareto_frontier` marks the rows no other row beats on both accuracy and
+tokens per question.
 """
 
 from __future__ import annotations
@@ -25,41 +34,59 @@ import numpy as np
 import pandas as pd
 
 from reasoning_env.records import REWARD_COMPONENT_COLUMNS
+from workbench import stats
 
 __all__ = [
+    "CI_METRICS",
+    "COMPARISON_COLUMNS",
+    "COMPARISON_METRICS",
+    "CONDITION_COLUMNS",
     "SUMMARY_COLUMNS",
     "TIMING_COLUMNS",
     "accuracy_vs_tokens",
     "by_group",
+    "conditions",
+    "format_comparisons",
     "format_table",
+    "indistinguishable",
+    "paired_comparisons",
+    "pareto_frontier",
     "policy_order",
     "reward_components",
+    "seed_table",
     "spend_curve",
     "summary_table",
 ]
 
+#: Metrics of ``summary.csv`` that carry a 95% bootstrap interval over episodes.
+CI_METRICS = ("accuracy", "expected_accuracy", "tokens_per_question", "utilisation", "run_dry_rate", "reward", "acc_per_1k_tokens", "regret")
+#: Episode columns that define a condition of a sweep (one summary row per policy and condition).
+CONDITION_COLUMNS = ("budget_ratio", "token_cap")
+#: Per-episode metrics compared between policies in :func:`paired_comparisons`.
+COMPARISON_METRICS = ("accuracy", "reward", "regret")
+
 #: Columns of ``summary.csv`` in order (then any extra reward components, then timing columns).
-SUMMARY_COLUMNS = (
-    "policy",
-    "kind",
-    "episodes",
-    "questions",
-    "answered",
-    "correct",
-    "accuracy",
-    "expected_accuracy",
-    "tokens_per_question",
-    "utilisation",
-    "run_dry_rate",
-    "reward",
-) + REWARD_COMPONENT_COLUMNS + (
-    "acc_per_1k_tokens",
-    "regret",
+def _with_ci(*names: str) -> tuple[str, ...]:
+    out: list[str] = []
+    for n in names:
+        out.append(n)
+        if n in CI_METRICS:
+            out.extend(stats.ci_columns(n))
+    return tuple(out)
+
+
+SUMMARY_COLUMNS = ("policy", "kind", "budget_ratio", "episodes", "questions", "answered", "correct") + _with_ci(
+    "accuracy", "expected_accuracy", "tokens_per_question", "utilisation", "run_dry_rate", "reward",
+) + REWARD_COMPONENT_COLUMNS + _with_ci("acc_per_1k_tokens", "regret") + (
     "regret_std",
+    "on_frontier",
     "mean_total_budget",
     "budget_source",
     "tokenizer_name",
 )
+#: Columns of ``comparisons.csv`` (:func:`paired_comparisons`).
+COMPARISON_COLUMNS = ("condition", "metric", "policy_a", "policy_b", "episodes", "difference", "ci_low", "ci_high",
+                      "p_value", "p_holm", "distinguishable")
 #: Columns that measure time and so differ between reruns.
 TIMING_COLUMNS = ("wall_s", "latency_s_mean")
 
@@ -78,66 +105,292 @@ def _col(df: pd.DataFrame, name: str, default: float = np.nan) -> pd.Series:
     return df[name] if name in df.columns else pd.Series(default, index=df.index, dtype=float)
 
 
-def summary_table(episodes: pd.DataFrame, steps: Optional[pd.DataFrame] = None, *, order: Optional[Sequence[str]] = None, decimals: int = 6) -> pd.DataFrame:
-    """One row per policy with the metrics of the module docstring (:data:`SUMMARY_COLUMNS`).
+def conditions(episodes: pd.DataFrame) -> list[str]:
+    """The sweep columns (:data:`CONDITION_COLUMNS`) that ``episodes`` holds values for."""
+    if episodes is None or episodes.empty:
+        return []
+    return [c for c in CONDITION_COLUMNS if c in episodes.columns and episodes[c].notna().any()]
+
+
+def _condition_groups(ep: pd.DataFrame, conds: Sequence[str]) -> list[tuple[tuple, pd.DataFrame]]:
+    if not conds:
+        return [((), ep)]
+    keys = ep[list(conds)].drop_duplicates().sort_values(list(conds))
+    out = []
+    for _, k in keys.iterrows():
+        mask = np.ones(len(ep), dtype=bool)
+        for c in conds:
+            col = ep[c]
+            mask &= (col.isna() if pd.isna(k[c]) else (col == k[c])).to_numpy()
+        if mask.any():
+            out.append((tuple(k[c] for c in conds), ep[mask]))
+    return out
+
+
+def _interval_row(row: dict, name: str, interval: Optional[stats.Interval]) -> None:
+    lo, hi = stats.ci_columns(name)
+    row[lo] = np.nan if interval is None else interval.low
+    row[hi] = np.nan if interval is None else interval.high
+
+
+def _safe(fn, *args, **kw) -> Optional[stats.Interval]:
+    try:
+        return fn(*args, **kw)
+    except ValueError:  # an undefined ratio (nothing served or answered) or NaN values
+        return None
+
+
+def summary_table(
+    episodes: pd.DataFrame,
+    steps: Optional[pd.DataFrame] = None,
+    *,
+    order: Optional[Sequence[str]] = None,
+    decimals: int = 6,
+    confidence: float = stats.CONFIDENCE,
+    n_resamples: int = stats.N_RESAMPLES,
+    seed: int = 0,
+) -> pd.DataFrame:
+    """One row per policy (and per sweep condition) with the metrics of the module docstring
+    (:data:`SUMMARY_COLUMNS`) and their bootstrap intervals over episodes.
 
     Args:
         episodes: Episode rows (``episodes.parquet``).
         steps: Step rows (``trajectories.parquet``); used for ``kind`` when episodes lack it.
         order: Preferred policy order.
         decimals: Floats are rounded to this many decimals (stable CSVs).
+        confidence, n_resamples, seed: Of the bootstrap intervals (:mod:`workbench.stats`;
+            deterministic for a given seed).
 
     Returns:
-        The table (empty with the right columns when there are no episodes).
+        The table (empty with the right columns when there are no episodes). ``token_cap`` is
+        added after ``budget_ratio`` for a calibration sweep.
     """
     if episodes is None or episodes.empty:
         return pd.DataFrame(columns=list(SUMMARY_COLUMNS))
     rows = []
     comp_cols = [c for c in episodes.columns if c.startswith("reward_")]
+    conds = conditions(episodes)
+    kw = dict(confidence=confidence, n_resamples=n_resamples, seed=seed)
     for pol in policy_order(episodes, order):
-        ep = episodes[episodes["policy"] == pol]
-        questions = int(ep["num_questions"].sum())
-        answered = int(ep["num_answered"].sum())
-        correct = int(ep["num_correct"].sum())
-        spent = float(ep["total_spent"].sum())
-        kind = ep["kind"].iloc[0] if "kind" in ep.columns else (
-            steps.loc[steps["policy"] == pol, "kind"].iloc[0] if steps is not None and "kind" in steps.columns and (steps["policy"] == pol).any() else ""
-        )
-        exp = _col(ep, "expected_correct")
-        regret = _col(ep, "regret")
-        row = {
-            "policy": pol,
-            "kind": kind,
-            "episodes": int(len(ep)),
-            "questions": questions,
-            "answered": answered,
-            "correct": correct,
-            "accuracy": correct / questions if questions else np.nan,
-            "expected_accuracy": float(exp.sum()) / questions if questions and exp.notna().all() else np.nan,
-            "tokens_per_question": spent / answered if answered else np.nan,
-            "utilisation": float(ep["utilisation"].mean()),
-            "run_dry_rate": float(ep["ran_dry"].astype(float).mean()),
-            "reward": float(ep["episode_reward"].mean()),
-        }
-        for c in comp_cols:
-            row[c] = float(ep[c].mean())
-        row.update(
-            {
-                "acc_per_1k_tokens": 1000.0 * correct / spent if spent else np.nan,
-                "regret": float(regret.mean()) if regret.notna().all() else np.nan,
-                "regret_std": float(regret.std(ddof=0)) if regret.notna().all() else np.nan,
-                "mean_total_budget": float(ep["total_budget"].mean()),
-                "budget_source": ",".join(sorted(set(ep["budget_source"].astype(str)))),
-                "tokenizer_name": ",".join(sorted(set(ep["tokenizer_name"].astype(str)))),
-            }
-        )
-        rows.append(row)
+        for key, ep in _condition_groups(episodes[episodes["policy"] == pol], conds):
+            questions = int(ep["num_questions"].sum())
+            answered = int(ep["num_answered"].sum())
+            correct = int(ep["num_correct"].sum())
+            spent = float(ep["total_spent"].sum())
+            kind = ep["kind"].iloc[0] if "kind" in ep.columns else (
+                steps.loc[steps["policy"] == pol, "kind"].iloc[0] if steps is not None and "kind" in steps.columns and (steps["policy"] == pol).any() else ""
+            )
+            exp = _col(ep, "expected_correct")
+            regret = _col(ep, "regret")
+            row: dict = {"policy": pol, "kind": kind}
+            row["budget_ratio"] = float(key[conds.index("budget_ratio")]) if "budget_ratio" in conds else np.nan
+            if "token_cap" in conds:
+                row["token_cap"] = int(key[conds.index("token_cap")])
+            row.update({"episodes": int(len(ep)), "questions": questions, "answered": answered, "correct": correct})
+            row["accuracy"] = correct / questions if questions else np.nan
+            _interval_row(row, "accuracy", _safe(stats.ratio_interval, ep["num_correct"], ep["num_questions"], **kw))
+            ok_exp = bool(questions) and exp.notna().all()
+            row["expected_accuracy"] = float(exp.sum()) / questions if ok_exp else np.nan
+            _interval_row(row, "expected_accuracy", _safe(stats.ratio_interval, exp, ep["num_questions"], **kw) if ok_exp else None)
+            row["tokens_per_question"] = spent / answered if answered else np.nan
+            _interval_row(row, "tokens_per_question", _safe(stats.ratio_interval, ep["total_spent"], ep["num_answered"], **kw) if answered else None)
+            row["utilisation"] = float(ep["utilisation"].mean())
+            _interval_row(row, "utilisation", _safe(stats.mean_interval, ep["utilisation"], **kw))
+            row["run_dry_rate"] = float(ep["ran_dry"].astype(float).mean())
+            _interval_row(row, "run_dry_rate", _safe(stats.mean_interval, ep["ran_dry"].astype(float), **kw))
+            row["reward"] = float(ep["episode_reward"].mean())
+            _interval_row(row, "reward", _safe(stats.mean_interval, ep["episode_reward"], **kw))
+            for c in comp_cols:
+                row[c] = float(ep[c].mean())
+            row["acc_per_1k_tokens"] = 1000.0 * correct / spent if spent else np.nan
+            _interval_row(row, "acc_per_1k_tokens", _safe(stats.ratio_interval, 1000.0 * ep["num_correct"], ep["total_spent"], **kw) if spent else None)
+            ok_regret = regret.notna().all()
+            row["regret"] = float(regret.mean()) if ok_regret else np.nan
+            _interval_row(row, "regret", _safe(stats.mean_interval, regret, **kw) if ok_regret else None)
+            row.update(
+                {
+                    "regret_std": float(regret.std(ddof=0)) if ok_regret else np.nan,
+                    "mean_total_budget": float(ep["total_budget"].mean()),
+                    "budget_source": ",".join(sorted(set(ep["budget_source"].astype(str)))),
+                    "tokenizer_name": ",".join(sorted(set(ep["tokenizer_name"].astype(str)))),
+                }
+            )
+            rows.append(row)
     df = pd.DataFrame(rows)
-    cols = [c for c in SUMMARY_COLUMNS if c in df.columns] + [c for c in df.columns if c not in SUMMARY_COLUMNS]
+    df["on_frontier"] = pareto_frontier(df)
+    cols = [c for c in SUMMARY_COLUMNS if c in df.columns]
+    if "token_cap" in df.columns:
+        cols.insert(cols.index("budget_ratio") + 1, "token_cap")
+    cols += [c for c in df.columns if c not in cols]
     df = df[cols]
     floats = df.select_dtypes(include="float").columns
     df[floats] = df[floats].round(decimals)
     return df
+
+
+def pareto_frontier(summary: pd.DataFrame, *, accuracy: str = "accuracy", cost: str = "tokens_per_question") -> pd.Series:
+    """Whether each row is on the Pareto frontier of accuracy against tokens per question: no
+    other row has at least its accuracy with at most its tokens, one of them strictly (rows with
+    a missing value are not on it). Budget-baseline, simulated, oracle and LLM rows all compete."""
+    if summary is None or summary.empty or accuracy not in summary or cost not in summary:
+        return pd.Series(False, index=getattr(summary, "index", None), dtype=bool)
+    a = summary[accuracy].to_numpy(dtype=float)
+    c = summary[cost].to_numpy(dtype=float)
+    ok = ~(np.isnan(a) | np.isnan(c))
+    out = np.zeros(len(summary), dtype=bool)
+    for i in np.flatnonzero(ok):
+        dominated = ok & (a >= a[i]) & (c <= c[i]) & ((a > a[i]) | (c < c[i]))
+        out[i] = not dominated.any()
+    return pd.Series(out, index=summary.index, dtype=bool)
+
+
+def _per_episode(ep: pd.DataFrame, metric: str) -> pd.Series:
+    if metric == "accuracy":
+        return ep["num_correct"] / ep["num_questions"].where(ep["num_questions"] > 0, np.nan)
+    if metric == "reward":
+        return ep["episode_reward"]
+    return _col(ep, metric)
+
+
+def _holm(p: np.ndarray) -> np.ndarray:
+    """Holm-Bonferroni adjusted p-values (Holm 1979), NaN kept."""
+    out = np.full(len(p), np.nan)
+    ok = np.flatnonzero(~np.isnan(p))
+    if not len(ok):
+        return out
+    order = ok[np.argsort(p[ok], kind="stable")]
+    m = len(order)
+    running = 0.0
+    for rank, i in enumerate(order):
+        running = max(running, min(1.0, (m - rank) * p[i]))
+        out[i] = running
+    return out
+
+
+def _condition_label(conds: Sequence[str], key: tuple) -> str:
+    """``"budget_ratio=2"`` (empty for no condition; a missing value, e.g. the ratio of a fixed
+    budget, is left out)."""
+    parts = []
+    for c, v in zip(conds, key):
+        if pd.isna(v):
+            continue
+        parts.append(f"{c}={v:g}" if isinstance(v, (int, float, np.floating, np.integer)) else f"{c}={v}")
+    return ", ".join(parts)
+
+
+def paired_comparisons(
+    episodes: pd.DataFrame,
+    *,
+    metrics: Sequence[str] = COMPARISON_METRICS,
+    order: Optional[Sequence[str]] = None,
+    on: str = "episode",
+    confidence: float = stats.CONFIDENCE,
+    n_resamples: int = stats.N_RESAMPLES,
+    seed: int = 0,
+) -> pd.DataFrame:
+    """Every pair of policies compared on the episodes they both played (same episode index, so
+    the same seed and questions; ``on="seed"`` pairs by episode seed instead, e.g. across runs),
+    per sweep condition and metric: ``a - b`` with its paired
+    bootstrap interval, the sign-flip permutation p-value (:func:`workbench.stats.paired_difference`)
+    and the Holm-adjusted p-value over the pairs of that condition and metric.
+
+    Per-episode metrics: ``accuracy`` (correct / questions), ``reward`` (episode reward),
+    ``regret`` (expected correct answers lost to allocation; pairs without it are skipped).
+
+    Returns:
+        Columns :data:`COMPARISON_COLUMNS`; ``distinguishable`` is True when the interval
+        excludes 0.
+    """
+    if episodes is None or episodes.empty:
+        return pd.DataFrame(columns=list(COMPARISON_COLUMNS))
+    conds = conditions(episodes)
+    pols = policy_order(episodes, order)
+    rows = []
+    for key, ep in _condition_groups(episodes, conds):
+        label = _condition_label(conds, key)
+        for metric in metrics:
+            block = []
+            for ia, a in enumerate(pols):
+                for b in pols[ia + 1:]:
+                    ea = ep[ep["policy"] == a].drop_duplicates(on).set_index(on)
+                    eb = ep[ep["policy"] == b].drop_duplicates(on).set_index(on)
+                    common = ea.index.intersection(eb.index)
+                    if len(common) == 0:
+                        continue
+                    va = _per_episode(ea.loc[common], metric)
+                    vb = _per_episode(eb.loc[common], metric)
+                    keep = va.notna() & vb.notna()
+                    if not keep.any():
+                        continue
+                    cmp = stats.paired_difference(va[keep].to_numpy(), vb[keep].to_numpy(), confidence=confidence, n_resamples=n_resamples, seed=seed)
+                    d = cmp.difference
+                    block.append(dict(condition=label, metric=metric, policy_a=a, policy_b=b, episodes=int(keep.sum()),
+                                      difference=d.estimate, ci_low=d.low, ci_high=d.high, p_value=cmp.p_value,
+                                      distinguishable=bool(cmp.distinguishable)))
+            if block:
+                adj = _holm(np.array([r["p_value"] for r in block], dtype=float))
+                for r, ph in zip(block, adj):
+                    r["p_holm"] = float(ph)
+                rows.extend(block)
+    df = pd.DataFrame(rows, columns=list(COMPARISON_COLUMNS))
+    return df
+
+
+def indistinguishable(comparisons: pd.DataFrame, summary: pd.DataFrame, *, metric: str = "accuracy") -> list[dict]:
+    """Per sweep condition: the best policy by ``metric`` (highest accuracy or reward, lowest
+    regret) and the policies the paired comparison cannot tell apart from it.
+
+    Returns:
+        ``[{"condition", "metric", "best", "tied": [names], "separated": [names]}]``.
+    """
+    if comparisons is None or comparisons.empty or summary is None or summary.empty or metric not in summary:
+        return []
+    out = []
+    for label, cmp in comparisons[comparisons["metric"] == metric].groupby("condition", sort=False):
+        pols = set(cmp["policy_a"]) | set(cmp["policy_b"])
+        sub = summary[summary["policy"].isin(pols)]
+        for c in conditions(summary):
+            for part in str(label).split(", "):
+                if part.startswith(c + "="):
+                    sub = sub[np.isclose(sub[c].astype(float), float(part.split("=", 1)[1]))]
+        sub = sub.dropna(subset=[metric])
+        if sub.empty:
+            continue
+        best = sub.sort_values(metric, ascending=(metric == "regret")).iloc[0]["policy"]
+        tied, separated = [], []
+        for _, r in cmp.iterrows():
+            if best not in (r["policy_a"], r["policy_b"]):
+                continue
+            other = r["policy_b"] if r["policy_a"] == best else r["policy_a"]
+            (separated if r["distinguishable"] else tied).append(other)
+        out.append({"condition": label, "metric": metric, "best": best, "tied": tied, "separated": separated})
+    return out
+
+
+def seed_table(episodes: pd.DataFrame, *, order: Optional[Sequence[str]] = None) -> pd.DataFrame:
+    """Per evaluation seed (``base_seed``), sweep condition and policy: accuracy, mean episode
+    reward, regret, and the policy's rank by reward among that seed's policies (1 = best): how
+    much a single-seed result would have moved. Empty unless the run has several seeds."""
+    cols = ["base_seed", *CONDITION_COLUMNS, "policy", "episodes", "accuracy", "reward", "regret", "reward_rank"]
+    if episodes is None or episodes.empty or "base_seed" not in episodes or episodes["base_seed"].nunique() < 2:
+        return pd.DataFrame(columns=cols)
+    conds = conditions(episodes)
+    rows = []
+    for s, eps in episodes.groupby("base_seed", sort=True):
+        for key, ep in _condition_groups(eps, conds):
+            block = []
+            for pol in policy_order(ep, order):
+                e = ep[ep["policy"] == pol]
+                reg = _col(e, "regret")
+                block.append({"base_seed": int(s), **dict(zip(conds, key)), "policy": pol, "episodes": len(e),
+                              "accuracy": float(e["num_correct"].sum() / e["num_questions"].sum()),
+                              "reward": float(e["episode_reward"].mean()), "regret": float(reg.mean()) if reg.notna().all() else np.nan})
+            ranks = pd.Series([b["reward"] for b in block]).rank(ascending=False, method="min").astype(int)
+            for b, r in zip(block, ranks):
+                b["reward_rank"] = int(r)
+            rows.extend(block)
+    df = pd.DataFrame(rows)
+    return df[[c for c in cols if c in df.columns]]
 
 
 def spend_curve(steps: pd.DataFrame) -> pd.DataFrame:
@@ -234,6 +487,8 @@ def reward_components(episodes: pd.DataFrame) -> pd.DataFrame:
 
 _TABLE_COLS = (
     ("policy", "policy", "{}"),
+    ("budget_ratio", "ratio", "{:g}"),
+    ("token_cap", "cap", "{:.0f}"),
     ("accuracy", "acc", "{:.3f}"),
     ("expected_accuracy", "exp_acc", "{:.3f}"),
     ("tokens_per_question", "tok/q", "{:.0f}"),
@@ -248,33 +503,69 @@ _TABLE_COLS = (
     ("acc_per_1k_tokens", "acc/1k", "{:.2f}"),
     ("regret", "regret", "{:.3f}"),
 )
+#: Table columns followed by their 95% interval in the terminal table.
+_TABLE_CI = {"accuracy": "{:.2f}", "reward": "{:+.2f}", "regret": "{:.2f}"}
+
+
+def _fmt(v, fmt: str) -> str:
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return "-"
+    return fmt.format(v)
 
 
 def format_table(summary: pd.DataFrame) -> str:
-    """The summary as a fixed-width text table for the terminal (one line per policy).
+    """The summary as a fixed-width text table for the terminal (one line per policy, and per
+    budget ratio or cap of a sweep).
 
-    Columns: accuracy, expected accuracy under the solver curves, tokens per answered question,
-    budget utilisation, run-dry rate, mean episode reward and its components (``oversp`` only
-    when non-zero), accuracy per 1k tokens, regret vs the oracle (expected correct per episode).
+    Columns: accuracy with its 95% interval over episodes, expected accuracy under the solver
+    curves, tokens per answered question, budget utilisation, run-dry rate, mean episode reward
+    (with its interval) and its components (``oversp`` only when non-zero), accuracy per 1k
+    tokens, regret vs the oracle (expected correct per episode, with its interval).
     """
     if summary is None or summary.empty:
         return "(no episodes)"
     cols = [c for c in _TABLE_COLS if c[0] in summary.columns]
     if "reward_overspend_penalty" in summary.columns and not summary["reward_overspend_penalty"].fillna(0).abs().gt(0).any():
         cols = [c for c in cols if c[0] != "reward_overspend_penalty"]
-    cells = []
-    for _, r in summary.iterrows():
-        line = []
-        for key, _h, fmt in cols:
-            v = r[key]
-            if v is None or (isinstance(v, float) and math.isnan(v)):
-                line.append("-")
-            else:
-                line.append(fmt.format(v))
-        cells.append(line)
-    widths = [max(len(h), *(len(c[i]) for c in cells)) for i, (_k, h, _f) in enumerate(cols)]
-    head = "  ".join(h.ljust(w) if i == 0 else h.rjust(w) for i, ((_k, h, _f), w) in enumerate(zip(cols, widths)))
+    if "budget_ratio" in summary.columns and summary["budget_ratio"].nunique(dropna=True) < 2:
+        cols = [c for c in cols if c[0] != "budget_ratio"]
+    heads, cells = [], [[] for _ in range(len(summary))]
+    for key, head, fmt in cols:
+        heads.append(head)
+        for line, (_, r) in zip(cells, summary.iterrows()):
+            line.append(_fmt(r[key], fmt))
+        lo, hi = stats.ci_columns(key)
+        if key in _TABLE_CI and lo in summary.columns:
+            heads.append("95% CI")
+            f = _TABLE_CI[key]
+            for line, (_, r) in zip(cells, summary.iterrows()):
+                line.append("-" if pd.isna(r[lo]) else f"[{f.format(r[lo])}, {f.format(r[hi])}]")
+    widths = [max(len(h), *(len(c[i]) for c in cells)) for i, h in enumerate(heads)]
+    head = "  ".join(h.ljust(w) if i == 0 else h.rjust(w) for i, (h, w) in enumerate(zip(heads, widths)))
     lines = [head, "  ".join("-" * w for w in widths)]
     for c in cells:
         lines.append("  ".join(v.ljust(w) if i == 0 else v.rjust(w) for i, (v, w) in enumerate(zip(c, widths))))
+    return "\n".join(lines)
+
+
+def format_comparisons(comparisons: pd.DataFrame, summary: pd.DataFrame, *, metrics: Sequence[str] = ("accuracy", "reward")) -> str:
+    """Paired comparisons as text: per condition and metric, the best policy, the policies that
+    cannot be told apart from it (95% paired interval includes 0), and its difference to each."""
+    if comparisons is None or comparisons.empty:
+        return "paired comparison: fewer than two policies with common episodes"
+    lines = []
+    for metric in metrics:
+        for item in indistinguishable(comparisons, summary, metric=metric):
+            where = f" ({item['condition']})" if item["condition"] else ""
+            tied = ", ".join(item["tied"]) or "none"
+            lines.append(f"{metric}{where}: best {item['best']}; cannot be told apart from it: {tied}")
+            sub = comparisons[(comparisons["metric"] == metric) & (comparisons["condition"] == item["condition"])]
+            for _, r in sub.iterrows():
+                if item["best"] not in (r["policy_a"], r["policy_b"]):
+                    continue
+                sign = 1.0 if r["policy_a"] == item["best"] else -1.0
+                other = r["policy_b"] if sign > 0 else r["policy_a"]
+                lo, hi = sorted((sign * r["ci_low"], sign * r["ci_high"]))
+                lines.append(f"  {item['best']} - {other}: {sign * r['difference']:+.3f} [{lo:+.3f}, {hi:+.3f}], "
+                             f"p = {r['p_value']:.3g} (Holm {r['p_holm']:.3g}){'' if r['distinguishable'] else '  <- not distinguishable'}")
     return "\n".join(lines)

@@ -4,8 +4,14 @@
     from workbench import compare
     found = compare.discover_runs("runs")                 # run folders under a root, newest first
     runs = compare.load_runs([f.path for f in found[:3]]) # RunSet: runs + load errors
-    runs.summary()                                        # one row per (run, policy)
+    runs.summary()                                        # one row per (run, policy), 95% intervals
+    runs.comparisons()                                    # paired comparisons on common episode seeds
     compare.accuracy_vs_tokens(runs); compare.utilisation_figure(runs); compare.training_curves_figure(runs)
+    compare.frontier(runs); compare.intervals(runs); compare.accuracy_vs_budget(runs)
+
+Command line: ``python -m workbench.compare RUN [RUN ...] [--out DIR]`` prints the comparison
+table with its intervals and the paired comparison, and writes ``summary.csv``,
+``comparisons.csv`` and ``figures.html`` into ``DIR``.
 
 Runs are labelled by their folder name (made unique); policies of different runs are told apart
 as ``<run>:<policy>`` in the combined frames, so the figure builders of :mod:`workbench.plots`
@@ -32,10 +38,17 @@ __all__ = [
     "RunSet",
     "SUMMARY_DISPLAY_COLUMNS",
     "TRAINING_METRICS",
+    "accuracy_vs_budget",
     "accuracy_vs_tokens",
     "budget_spend",
     "discover_runs",
+    "frontier",
+    "held_out_evaluations",
+    "held_out_figure",
+    "intervals",
+    "labelled_summary",
     "load_runs",
+    "main",
     "tokens_by_type",
     "training_curves_figure",
     "utilisation_figure",
@@ -43,8 +56,9 @@ __all__ = [
 
 #: Summary columns shown in the comparison table, in order (those present).
 SUMMARY_DISPLAY_COLUMNS = (
-    "run", "policy", "kind", "episodes", "accuracy", "expected_accuracy", "tokens_per_question", "utilisation",
-    "run_dry_rate", "reward", "acc_per_1k_tokens", "regret", "mean_total_budget",
+    "run", "policy", "kind", "budget_ratio", "episodes", "accuracy", "accuracy_ci_low", "accuracy_ci_high", "expected_accuracy",
+    "tokens_per_question", "utilisation", "run_dry_rate", "reward", "reward_ci_low", "reward_ci_high", "acc_per_1k_tokens",
+    "regret", "regret_ci_low", "regret_ci_high", "on_frontier", "mean_total_budget",
 )
 #: ``metrics.jsonl`` keys drawn as training curves, with their axis titles.
 TRAINING_METRICS = (
@@ -162,8 +176,9 @@ class RunSet:
         parts = []
         for label, run in self.runs.items():
             table = run.summary
-            if (table is None or table.empty) and not run.episodes.empty:
-                table = analysis.summary_table(run.episodes, run.steps)
+            stale = table is not None and not table.empty and "accuracy_ci_low" not in table.columns
+            if (table is None or table.empty or stale) and not run.episodes.empty:
+                table = analysis.summary_table(run.episodes, run.steps)  # older runs: recompute with the intervals
             if (table is None or table.empty) and run.metrics is not None and not run.metrics.empty:
                 last = run.metrics.iloc[-1]
                 table = pd.DataFrame([{
@@ -182,6 +197,15 @@ class RunSet:
         if columns is not None:
             out = out[[c for c in columns if c in out.columns]]
         return out
+
+    def comparisons(self, **kwargs) -> pd.DataFrame:
+        """Paired comparisons of every two (run, policy) on the episodes they share: within one run
+        by episode index, across runs by episode seed (the same seed is the same questions); see
+        :func:`workbench.analysis.paired_comparisons`."""
+        eps = self.episodes()
+        if eps.empty:
+            return analysis.paired_comparisons(eps)
+        return analysis.paired_comparisons(eps, on="seed" if len(self.runs) > 1 else "episode", **kwargs)
 
     def metrics(self) -> pd.DataFrame:
         """Every training run's ``metrics.jsonl`` rows with a ``run`` column (empty if none)."""
@@ -322,3 +346,148 @@ def training_curves_figure(runs: RunSet, *, smooth: int = 1) -> go.Figure:
     fig.update_layout(title="Training curves" + (f" (rolling mean over {smooth} steps)" if smooth > 1 else ""), template="plotly_white", height=560)
     return fig
 
+
+
+def held_out_evaluations(runs: RunSet) -> pd.DataFrame:
+    """Every training run's held-out evaluations (``evaluations.jsonl``, written by
+    ``training.grpo_train --eval_every``): one row per ``(run, step, metric, key)`` with ``estimate``,
+    ``ci_low``, ``ci_high`` (bootstrap 95% over the held-out episodes) and ``n`` (empty if none)."""
+    parts = []
+    for label, run in runs.runs.items():
+        path = Path(run.path) / "evaluations.jsonl"
+        if path.is_file() and path.stat().st_size:
+            df = pd.read_json(path, lines=True, dtype={"key": str})
+            df.insert(0, "run", label)
+            parts.append(df)
+    return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(
+        columns=["run", "step", "metric", "key", "estimate", "ci_low", "ci_high", "n"])
+
+
+def held_out_figure(runs: RunSet) -> go.Figure:
+    """Did training teach the policy to triage? For every training run with held-out evaluations:
+    tokens per answered question by difficulty (left) and regret against the oracle allocation
+    (right, expected correct answers per episode under the run's accuracy curves) against the
+    training step, with bootstrap 95% intervals over the held-out episodes as error bars."""
+    ev = held_out_evaluations(runs)
+    fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.1, subplot_titles=[
+        "held-out tokens per answered question, by difficulty", "held-out regret vs the oracle (expected correct / episode)"])
+    title = "Held-out evaluation during training (95% intervals over episodes)"
+    if ev.empty:
+        fig.update_layout(title=title, template="plotly_white", height=420, annotations=list(fig.layout.annotations) + [dict(
+            text="no held-out evaluations: train with --eval_every N (evaluations.jsonl)", showarrow=False, xref="paper",
+            yref="paper", x=0.5, y=0.5, font=dict(size=14, color="#888"))])
+        return fig
+    labels = list(dict.fromkeys(ev["run"]))
+    multi = len(labels) > 1
+
+    def err(d: pd.DataFrame) -> dict:
+        hi = (d["ci_high"] - d["estimate"]).fillna(0).clip(lower=0)
+        lo = (d["estimate"] - d["ci_low"]).fillna(0).clip(lower=0)
+        return dict(type="data", array=hi.tolist(), arrayminus=lo.tolist(), thickness=1, width=3)
+
+    diffs = sorted(ev.loc[ev["metric"] == "tokens_by_difficulty", "key"].dropna().unique(), key=lambda k: (len(str(k)), str(k)))
+    dcolors = plots.policy_colors([f"difficulty {d}" for d in diffs])
+    dashes = ["solid", "dash", "dot", "dashdot", "longdash"]
+    for i, label in enumerate(labels):
+        e = ev[ev["run"] == label]
+        for d in diffs:
+            dd = e[(e["metric"] == "tokens_by_difficulty") & (e["key"] == d)].sort_values("step")
+            if dd.empty:
+                continue
+            name = f"{label} · difficulty {d}" if multi else f"difficulty {d}"
+            fig.add_trace(go.Scatter(x=dd["step"], y=dd["estimate"], error_y=err(dd), mode="lines+markers", name=name,
+                                     line=dict(color=dcolors[f"difficulty {d}"], dash=dashes[i % len(dashes)]),
+                                     hovertemplate=f"{name}<br>step %{{x}}<br>%{{y:.1f}} tokens<extra></extra>"), row=1, col=1)
+        rg = e[e["metric"] == "regret"].sort_values("step")
+        if not rg.empty:
+            fig.add_trace(go.Scatter(x=rg["step"], y=rg["estimate"], error_y=err(rg), mode="lines+markers",
+                                     name=f"{label} · regret" if multi else "regret", line=dict(color="#444", dash=dashes[i % len(dashes)]),
+                                     hovertemplate=f"{label}<br>step %{{x}}<br>regret %{{y:.3f}}<extra></extra>"), row=1, col=2)
+    fig.update_xaxes(title_text="training step")
+    fig.update_yaxes(title_text="tokens", row=1, col=1)
+    fig.update_yaxes(title_text="expected correct lost", row=1, col=2)
+    fig.update_layout(title=title, template="plotly_white", height=440)
+    return fig
+def labelled_summary(runs: RunSet) -> pd.DataFrame:
+    """Every column of every run's summary (one row per run, policy and sweep condition), with
+    ``policy = "<run>:<policy>"`` when several runs are loaded (the figures' labels)."""
+    table = runs.summary(columns=None)
+    if table.empty:
+        return table
+    table = table.copy()
+    if len(runs) > 1:
+        table["policy"] = table["run"].astype(str) + ":" + table["policy"].astype(str)
+    return table
+
+
+def frontier(runs: RunSet) -> go.Figure:
+    """Accuracy vs tokens per question of every (run, policy) and budget ratio, with 95%
+    intervals and the Pareto frontier (:func:`workbench.sweep_plots.frontier_figure`)."""
+    from workbench import sweep_plots
+
+    return sweep_plots.frontier_figure(labelled_summary(runs))
+
+
+def intervals(runs: RunSet, metric: str = "accuracy") -> go.Figure:
+    """``metric`` of every (run, policy) with its 95% interval over episodes."""
+    from workbench import sweep_plots
+
+    return sweep_plots.interval_figure(labelled_summary(runs), metric)
+
+
+def accuracy_vs_budget(runs: RunSet) -> go.Figure:
+    """Accuracy against the budget ratio of the budget sweeps among the runs."""
+    from workbench import sweep_plots
+
+    return sweep_plots.accuracy_vs_budget_figure(labelled_summary(runs))
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    """``python -m workbench.compare RUN [RUN ...] [--out DIR]``: print the comparison (one row per
+    run and policy with 95% intervals, then the paired comparison on common episode seeds) and
+    write ``summary.csv``, ``comparisons.csv`` and ``figures.html`` into ``DIR``.
+
+    Returns:
+        0, or 2 when no run could be loaded (the reasons are printed).
+    """
+    import argparse
+    import sys
+
+    p = argparse.ArgumentParser(prog="python -m workbench.compare", description="Compare run folders: summary with intervals, paired comparison, figures.")
+    p.add_argument("runs", nargs="+", help="run folders (evaluation, training or saved Play runs)")
+    p.add_argument("--out", help="folder for summary.csv, comparisons.csv and figures.html (default compare-<time>)")
+    args = p.parse_args(list(argv) if argv is not None else None)
+    runs = load_runs(args.runs)
+    for path, err in runs.errors.items():
+        print(f"error: {path}: {err}", file=sys.stderr)
+    if not len(runs):
+        print("error: no run could be loaded", file=sys.stderr)
+        return 2
+    summary = labelled_summary(runs)
+    cmp = runs.comparisons()
+    print(runs.describe())
+    print()
+    for label, run in runs.runs.items():
+        for w in (run.meta.get("provenance") or {}).get("warnings") or []:
+            print(f"PROVENANCE ({label}): {w}")
+    print()
+    print(analysis.format_table(summary))
+    print()
+    print(analysis.format_comparisons(cmp, summary))
+    out = Path(args.out) if args.out else Path(f"compare-{datetime.now().strftime('%Y%m%d-%H%M%S')}")
+    out.mkdir(parents=True, exist_ok=True)
+    summary.to_csv(out / "summary.csv", index=False)
+    cmp.to_csv(out / "comparisons.csv", index=False)
+    figs = [intervals(runs), frontier(runs), accuracy_vs_budget(runs), accuracy_vs_tokens(runs), utilisation_figure(runs),
+            budget_spend(runs), tokens_by_type(runs), training_curves_figure(runs), held_out_figure(runs)]
+    with open(out / "figures.html", "w", encoding="utf-8") as f:
+        f.write("<!DOCTYPE html><html><head><meta charset='utf-8'><title>Run comparison</title></head><body style='max-width:1240px;margin:auto'>")
+        for i, fig in enumerate(figs):
+            f.write(fig.to_html(full_html=False, include_plotlyjs=i == 0, default_width="100%"))
+        f.write("</body></html>")
+    print(f"\nwritten: {out / 'summary.csv'}, {out / 'comparisons.csv'}, {out / 'figures.html'}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

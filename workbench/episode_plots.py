@@ -14,11 +14,12 @@ Every builder returns a titled figure, also for an episode with no steps yet.
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Any, Optional
 
 import pandas as pd
 import plotly.colors
 import plotly.graph_objects as go
+import plotly.io as pio
 
 from reasoning_env.sources.gsm8k import PROBLEM_TYPE as GSM8K_TYPE
 from reasoning_env.sources.math500 import PROBLEM_TYPE as MATH500_TYPE
@@ -28,7 +29,15 @@ from reasoning_env.sources.reasoning_gym_source import DEFAULT_DATASETS as REASO
 
 __all__ = ["KNOWN_TYPES", "TYPE_COLORS", "spend_figure", "step_rewards_figure", "tokens_per_question_figure", "type_color"]
 
-_TEMPLATE = "plotly_white"
+#: The look of Plotly's ``plotly_white`` for the 2-D charts drawn here, without the rest of that
+#: template (its defaults for every trace type, colour scales, 3-D and map axes): the full template
+#: is ~6 KB of JSON that Plotly copies into each figure, the browser re-reads on every update, and
+#: made building and redrawing the three live charts take most of a typed answer's round trip.
+_TEMPLATE = go.layout.Template(layout={
+    key: pio.templates["plotly_white"].layout[key]
+    for key in ("annotationdefaults", "autotypenumbers", "colorway", "font", "hoverlabel", "hovermode", "paper_bgcolor",
+                "plot_bgcolor", "shapedefaults", "title", "xaxis", "yaxis")
+})
 _HEIGHT = 380
 _MARGIN = dict(l=55, r=15, t=45, b=40)
 #: Colours of problem types: the project's known types (the sources' types and the default
@@ -59,13 +68,37 @@ def type_color(problem_type: str) -> str:
     return TYPE_COLORS[h % len(TYPE_COLORS)]
 
 
-def _layout(fig: go.Figure, title: str, xtitle: str, ytitle: str, height: Optional[int] = None) -> go.Figure:
-    fig.update_layout(
-        title=dict(text=title, x=0.01, font=dict(size=15)), template=_TEMPLATE, height=height or _HEIGHT, margin=_MARGIN,
-        xaxis_title=xtitle, yaxis_title=ytitle, legend=dict(orientation="h", yanchor="top", y=-0.2, xanchor="left", x=0.0, font=dict(size=11)),
-        hoverlabel=dict(font_size=12),
+def _hline(y: float, color: str, dash: Optional[str] = None, width: float = 1, text: Optional[str] = None) -> tuple[list, list]:
+    """A horizontal line across the plot at ``y`` (a layout shape) and its label: ``(shapes, annotations)``."""
+    shape = dict(type="line", xref="paper", x0=0, x1=1, yref="y", y0=y, y1=y, line=dict(color=color, width=width, dash=dash))
+    notes = [dict(text=text, xref="paper", x=0, xanchor="left", yref="y", y=y, yanchor="bottom", showarrow=False,
+                  font=dict(size=11))] if text else []
+    return [shape], notes
+
+
+def _layout(title: str, xaxis: dict, yaxis: dict, **extra: Any) -> dict:
+    """The charts' shared layout: title, the small template, height, margins, legend below."""
+    return dict(
+        title=dict(text=title, x=0.01, font=dict(size=15)), template=_TEMPLATE, height=_HEIGHT, margin=_MARGIN,
+        legend=dict(orientation="h", yanchor="top", y=-0.2, xanchor="left", x=0.0, font=dict(size=11)),
+        hoverlabel=dict(font_size=12), xaxis=xaxis, yaxis=yaxis, **extra,
     )
-    return fig
+
+
+def _rows(steps: Optional[pd.DataFrame], columns: tuple[str, ...]) -> dict[str, list]:
+    """The step rows sorted by ``step``, as one plain list per column (``[]`` for no steps).
+
+    The figures read a handful of values per step; plain lists avoid pandas' per-call overhead
+    (boolean masks over Arrow-backed strings), which dominated building the live charts.
+    """
+    if steps is None or steps.empty:
+        return {c: [] for c in columns}
+    s = steps.sort_values("step")
+    return {c: s[c].tolist() for c in columns if c in s.columns}
+
+
+def _empty_note() -> dict:
+    return dict(text="no answers yet", showarrow=False, xref="paper", yref="paper", x=0.5, y=0.5, font=dict(color="#999"))
 
 
 def spend_figure(steps: pd.DataFrame, total_budget: int, num_questions: int) -> go.Figure:
@@ -79,27 +112,30 @@ def spend_figure(steps: pd.DataFrame, total_budget: int, num_questions: int) -> 
     """
     n = max(1, int(num_questions))
     budget = max(0, int(total_budget))
-    fig = go.Figure()
-    fig.add_trace(go.Scatter(x=[0, n], y=[0, budget], mode="lines", name="fair share", line=dict(color="#999", dash="dot"),
-                             hovertemplate="fair share after %{x} questions: %{y:,.0f} tokens<extra></extra>"))
-    fig.add_trace(go.Scatter(x=[0, n], y=[budget, budget], mode="lines", name="budget", line=dict(color="#333", width=1.5),
-                             hovertemplate=f"budget {budget:,} tokens<extra></extra>"))
-    if steps is not None and not steps.empty:
-        s = steps.sort_values("step")
-        x = [0] + (s["step"].astype(int) + 1).tolist()
-        y = [0] + (s["spent_before"] + s["tokens"]).astype(int).tolist()
-        colors = ["#54a24b" if c else "#e45756" for c in s["correct"].astype(bool)]
-        custom = list(zip(s["problem_type"].astype(str), s["tokens"].astype(int), ["correct" if c else "wrong" for c in s["correct"].astype(bool)]))
-        fig.add_trace(go.Scatter(x=x, y=y, mode="lines", name="spent", line=dict(color="#4c78a8", width=3), hoverinfo="skip"))
-        fig.add_trace(go.Scatter(
+    r = _rows(steps, ("step", "tokens", "spent_before", "correct", "problem_type"))
+    traces = [
+        go.Scatter(x=[0, n], y=[0, budget], mode="lines", name="fair share", line=dict(color="#999", dash="dot"),
+                   hovertemplate="fair share after %{x} questions: %{y:,.0f} tokens<extra></extra>"),
+        go.Scatter(x=[0, n], y=[budget, budget], mode="lines", name="budget", line=dict(color="#333", width=1.5),
+                   hovertemplate=f"budget {budget:,} tokens<extra></extra>"),
+    ]
+    ymax = budget
+    if r["step"]:
+        x = [0] + [int(i) + 1 for i in r["step"]]
+        y = [0] + [int(b + t) for b, t in zip(r["spent_before"], r["tokens"])]
+        ok = [bool(c) for c in r["correct"]]
+        custom = [[str(p), int(t), "correct" if c else "wrong"] for p, t, c in zip(r["problem_type"], r["tokens"], ok)]
+        traces.append(go.Scatter(x=x, y=y, mode="lines", name="spent", line=dict(color="#4c78a8", width=3), hoverinfo="skip"))
+        traces.append(go.Scatter(
             x=x[1:], y=y[1:], mode="markers", name="answer", showlegend=False,
-            marker=dict(size=10, color=colors, line=dict(width=1, color="white")), customdata=custom,
+            marker=dict(size=10, color=["#54a24b" if c else "#e45756" for c in ok], line=dict(width=1, color="white")), customdata=custom,
             hovertemplate="Q%{x} %{customdata[0]}: %{customdata[1]:,} tokens, %{customdata[2]}<br>spent %{y:,} tokens<extra></extra>",
         ))
-    ymax = max([budget] + ([int((steps["spent_before"] + steps["tokens"]).max())] if steps is not None and not steps.empty else []))
-    fig.update_xaxes(range=[-0.2, n + 0.2], dtick=1 if n <= 20 else None)
-    fig.update_yaxes(range=[0, ymax * 1.08 + 1], tickformat=",")
-    return _layout(fig, "Cumulative spend vs budget", "questions answered", "tokens charged")
+        ymax = max([budget] + y)
+    layout = _layout("Cumulative spend vs budget",
+                     xaxis=dict(title=dict(text="questions answered"), range=[-0.2, n + 0.2], dtick=1 if n <= 20 else None),
+                     yaxis=dict(title=dict(text="tokens charged"), range=[0, ymax * 1.08 + 1], tickformat=","))
+    return go.Figure(data=traces, layout=layout)
 
 
 def _slots(steps: Optional[pd.DataFrame], num_questions: Optional[int]) -> list[str]:
@@ -107,6 +143,13 @@ def _slots(steps: Optional[pd.DataFrame], num_questions: Optional[int]) -> list[
     if steps is not None and not steps.empty:
         n = max(n, int(steps["step"].max()) + 1)
     return [f"Q{i + 1}" for i in range(n)]
+
+
+def _category_axis(title: str, slots: list[str]) -> dict:
+    axis: dict = dict(title=dict(text=title))
+    if slots:
+        axis.update(categoryorder="array", categoryarray=slots, range=[-0.5, len(slots) - 0.5])
+    return axis
 
 
 def tokens_per_question_figure(steps: pd.DataFrame, fair_share: Optional[float] = None, num_questions: Optional[int] = None) -> go.Figure:
@@ -118,35 +161,36 @@ def tokens_per_question_figure(steps: pd.DataFrame, fair_share: Optional[float] 
         fair_share: ``total_budget / num_questions`` (tokens), or ``None`` for no line.
         num_questions: Questions in the episode: the x axis shows a slot for each (Q1..QN).
     """
-    fig = go.Figure()
     slots = _slots(steps, num_questions)
-    if steps is not None and not steps.empty:
-        s = steps.sort_values("step")
-        labels = [f"Q{int(i) + 1}" for i in s["step"]]
-        for ptype in dict.fromkeys(s["problem_type"].astype(str)):
-            m = (s["problem_type"].astype(str) == ptype).to_numpy()
-            sub = s[m]
-            verdicts = ["correct" if c else "wrong" for c in sub["correct"].astype(bool)]
-            diffs = ["n/a" if pd.isna(d) else str(int(d)) for d in sub["difficulty"]]
-            fig.add_trace(go.Bar(
-                x=[lab for lab, keep in zip(labels, m) if keep], y=sub["tokens"], name=ptype, marker_color=type_color(ptype),
-                customdata=list(zip(verdicts, diffs)),
+    r = _rows(steps, ("step", "problem_type", "tokens", "raw_tokens", "correct", "difficulty"))
+    traces: list = []
+    shapes: list = []
+    notes: list = []
+    if r["step"]:
+        labels = [f"Q{int(i) + 1}" for i in r["step"]]
+        types = [str(p) for p in r["problem_type"]]
+        for ptype in dict.fromkeys(types):
+            idx = [i for i, p in enumerate(types) if p == ptype]
+            custom = [["correct" if r["correct"][i] else "wrong", "n/a" if pd.isna(r["difficulty"][i]) else str(int(r["difficulty"][i]))]
+                      for i in idx]
+            traces.append(go.Bar(
+                x=[labels[i] for i in idx], y=[int(r["tokens"][i]) for i in idx], name=ptype, marker_color=type_color(ptype),
+                customdata=custom,
                 hovertemplate=f"%{{x}} {ptype} (difficulty %{{customdata[1]}})<br>%{{y:,}} tokens charged, %{{customdata[0]}}<extra></extra>",
             ))
-        clipped = (s["raw_tokens"] - s["tokens"]).clip(lower=0)
-        if (clipped > 0).any():
-            fig.add_trace(go.Bar(x=labels, y=clipped, name="clipped (not charged)", marker_color="#cccccc", marker_pattern_shape="/",
+        clipped = [max(0, int(raw) - int(t)) for raw, t in zip(r["raw_tokens"], r["tokens"])]
+        if any(clipped):
+            traces.append(go.Bar(x=labels, y=clipped, name="clipped (not charged)", marker_color="#cccccc", marker_pattern_shape="/",
                                  hovertemplate="%{x}: %{y:,} tokens past the budget, not charged<extra></extra>"))
-    if slots:
-        fig.update_xaxes(categoryorder="array", categoryarray=slots, range=[-0.5, len(slots) - 0.5])
+    else:
+        notes.append(_empty_note())
     if fair_share:
-        fig.add_hline(y=float(fair_share), line=dict(color="#999", dash="dot"), annotation_text=f"fair share {fair_share:,.0f}",
-                      annotation_position="top left", annotation_font_size=11)
-    fig.update_layout(barmode="stack")
-    fig.update_yaxes(tickformat=",", rangemode="tozero")
-    if steps is None or steps.empty:
-        fig.add_annotation(text="no answers yet", showarrow=False, xref="paper", yref="paper", x=0.5, y=0.5, font=dict(color="#999"))
-    return _layout(fig, "Tokens per question, by type", "question", "tokens")
+        line, label = _hline(float(fair_share), "#999", dash="dot", text=f"fair share {fair_share:,.0f}")
+        shapes += line
+        notes += label
+    layout = _layout("Tokens per question, by type", xaxis=_category_axis("question", slots),
+                     yaxis=dict(title=dict(text="tokens"), tickformat=",", rangemode="tozero"), barmode="stack", shapes=shapes, annotations=notes)
+    return go.Figure(data=traces, layout=layout)
 
 
 def step_rewards_figure(steps: pd.DataFrame, num_questions: Optional[int] = None) -> go.Figure:
@@ -157,31 +201,30 @@ def step_rewards_figure(steps: pd.DataFrame, num_questions: Optional[int] = None
         steps: The episode's step rows.
         num_questions: Questions in the episode: the x axis shows a slot for each (Q1..QN).
     """
-    fig = go.Figure()
     slots = _slots(steps, num_questions)
+    traces: list = []
+    notes: list = []
     if steps is not None and not steps.empty:
-        s = steps.sort_values("step")
-        labels = [f"Q{int(i) + 1}" for i in s["step"]]
-        comps = [c for c in s.columns if c.startswith("reward_") and pd.api.types.is_numeric_dtype(s[c])]
+        comps = [c for c in steps.columns if c.startswith("reward_") and pd.api.types.is_numeric_dtype(steps[c])]
+        r = _rows(steps, ("step", "reward", *comps))
+        labels = [f"Q{int(i) + 1}" for i in r["step"]]
         k = 0
         for c in comps:
-            vals = s[c].fillna(0.0).astype(float)
-            if vals.abs().sum() == 0:
+            vals = [0.0 if pd.isna(v) else float(v) for v in r[c]]
+            if not any(vals):
                 continue
             name = c[len("reward_"):]
             color = _COMPONENT_COLORS.get(name)
             if color is None:
                 color = _OTHER_COMPONENT_COLORS[k % len(_OTHER_COMPONENT_COLORS)]
                 k += 1
-            fig.add_trace(go.Bar(x=labels, y=vals, name=name, marker_color=color,
-                                 hovertemplate=f"%{{x}} {name}: %{{y:+.3f}}<extra></extra>"))
-        fig.add_trace(go.Scatter(x=labels, y=s["reward"].astype(float), mode="markers", name="total",
+            traces.append(go.Bar(x=labels, y=vals, name=name, marker_color=color, hovertemplate=f"%{{x}} {name}: %{{y:+.3f}}<extra></extra>"))
+        traces.append(go.Scatter(x=labels, y=[float(v) for v in r["reward"]], mode="markers", name="total",
                                  marker=dict(color="black", size=11, symbol="line-ew-open", line=dict(width=3)),
                                  hovertemplate="%{x} reward %{y:+.3f}<extra></extra>"))
     else:
-        fig.add_annotation(text="no answers yet", showarrow=False, xref="paper", yref="paper", x=0.5, y=0.5, font=dict(color="#999"))
-    if slots:
-        fig.update_xaxes(categoryorder="array", categoryarray=slots, range=[-0.5, len(slots) - 0.5])
-    fig.add_hline(y=0, line=dict(color="#666", width=1))
-    fig.update_layout(barmode="relative")
-    return _layout(fig, "Reward per step, by component", "question", "reward")
+        notes.append(_empty_note())
+    shapes, _ = _hline(0.0, "#666", width=1)
+    layout = _layout("Reward per step, by component", xaxis=_category_axis("question", slots), yaxis=dict(title=dict(text="reward")),
+                     barmode="relative", shapes=shapes, annotations=notes)
+    return go.Figure(data=traces, layout=layout)

@@ -13,7 +13,9 @@ browser session in the app) and records what each step did, so that the UI is a 
 
 Policies come from :func:`reasoning_env.policies.make_policy`; the simulated solver and the
 oracle get the episode's questions (trusted, in-process) through
-:func:`workbench.evaluate.make_episode_info`, like in evaluation. A policy may take over in the
+:func:`workbench.evaluation.episodes.make_episode_info`, like in evaluation, and a saved episode
+gets the evaluation's extras (expected correctness, oracle, regret; :mod:`workbench.evaluation.extras`)
+under the session's solver curves (``curves``: the defaults, or a calibrated file). A policy may take over in the
 middle of an episode (it is reset with the episode's info when it first answers).
 
 Every user-facing failure (bad form values, an unknown tokenizer, a step before reset or after
@@ -36,7 +38,8 @@ import pandas as pd
 
 from reasoning_env.config import DEFAULT_TOKENIZER_NAME, MAX_TOTAL_BUDGET, ConfigError, EnvConfig
 from reasoning_env.env import EpisodeError, ReasoningEconomicsEnv
-from reasoning_env.models import ReasonBudgetAction, ReasonBudgetObservation
+from reasoning_env.client import make_action
+from reasoning_env.models import ReasonBudgetObservation
 from reasoning_env.policies import (
     DEFAULT_POLICIES,
     BasePolicy,
@@ -47,6 +50,7 @@ from reasoning_env.policies import (
 from reasoning_env.records import EpisodeRow, StepRow, episode_row_from_steps, step_row_from_observation
 from reasoning_env.sources import SourceError, SourceUnavailable
 from reasoning_env.tokenization import LoadedTokenizer, TokenizerLoadError
+from workbench.evaluation.extras import BUDGET_MODES, budget_reset_kwargs, episode_extras, step_expected_correct
 
 __all__ = [
     "BUDGET_MODES",
@@ -62,8 +66,6 @@ __all__ = [
     "token_spans",
 ]
 
-#: How the episode budget is set: the tokenizer-native formula, the config formula, or a number.
-BUDGET_MODES = ("tokenizer_native", "config", "explicit")
 #: Actor name of typed answers.
 HUMAN = "human"
 #: Tokenizers offered in the UI (others may be typed: a Hub id, a local folder when allowed).
@@ -445,14 +447,11 @@ class PlaySession:
                 raise PlayError(why)
         with self._lock:
             config = self.config_for(settings)
-            kwargs: dict[str, Any] = {"seed": settings.seed}
-            if settings.budget_mode == "explicit":
-                if settings.total_budget is None:
-                    raise PlayError("budget mode 'explicit' needs a total budget (tokens)")
-                kwargs["total_budget"] = int(settings.total_budget)
-                kwargs["tokenizer_name"] = settings.tokenizer_name
-            elif settings.budget_mode == "tokenizer_native":
-                kwargs["tokenizer_name"] = settings.tokenizer_name
+            if settings.budget_mode == "explicit" and settings.total_budget is None:
+                raise PlayError("budget mode 'explicit' needs a total budget (tokens)")
+            budget_kwargs, _step_tok = budget_reset_kwargs(settings.budget_mode, tokenizer_name=settings.tokenizer_name,
+                                                           config_tokenizer=config.tokenizer_name, total_budget=settings.total_budget)
+            kwargs: dict[str, Any] = {"seed": settings.seed, **budget_kwargs}
             try:
                 env = self._env_for(config)
                 obs = env.reset(**kwargs)
@@ -478,12 +477,12 @@ class PlaySession:
             raise PlayError(f"the episode is over ({reason.replace('_', ' ')}): press Reset to start a new one")
         return self._episode
 
-    def _apply(self, ep: _Episode, actor: str, response: str, grading_response: Optional[str], latency: Optional[float]) -> StepResult:
-        md: dict[str, Any] = {}
-        if grading_response is not None and grading_response.strip():
-            md["grading_response"] = grading_response
+    def _apply(self, ep: _Episode, actor: str, response: str, grading_response: Optional[str], latency: Optional[float],
+               num_generated_tokens: Optional[int] = None) -> StepResult:
         try:
-            obs = self._env.step(ReasonBudgetAction(response=response, metadata=md))
+            action = make_action(response, grading_response, num_generated_tokens=num_generated_tokens)
+            md = action.metadata
+            obs = self._env.step(action)
         except (EpisodeError, TokenizerLoadError) as exc:
             raise PlayError(str(exc)) from None
         if obs.last_step is None:  # the environment refused (after the end): nothing changed
@@ -494,6 +493,9 @@ class PlaySession:
             latency_s=latency,
         )
         result = StepResult(obs, row, actor, response, md.get("grading_response"), latency)
+        for name, pol in ep.policies.items():  # multi-turn LLM policies keep the whole episode in context
+            if name != actor and hasattr(pol, "record_answer"):
+                pol.record_answer(ep.obs, response)
         ep.obs = obs
         ep.results.append(result)
         ep.saved_to = None
@@ -517,7 +519,7 @@ class PlaySession:
         pol = ep.policies.get(name)
         if pol is not None:
             return pol
-        from workbench.evaluate import make_episode_info
+        from workbench.evaluation.episodes import make_episode_info
 
         try:
             pol = make_policy(name, curves=self.curves, llm=llm)
@@ -526,6 +528,11 @@ class PlaySession:
         info = make_episode_info(ep.reset_obs, ep.config, policy=pol, questions=self._env.questions, episode=0)
         try:
             pol.reset(info)
+            if hasattr(pol, "record_answer"):  # answers given before this policy joined the episode
+                before = ep.reset_obs
+                for r in ep.results:
+                    pol.record_answer(before, r.response)
+                    before = r.observation
         except PolicyError as exc:
             raise PlayError(str(exc)) from None
         ep.policies[name] = pol
@@ -551,7 +558,7 @@ class PlaySession:
             except PolicyError as exc:
                 raise PlayError(f"policy {name!r} failed: {exc}") from None
             latency = time.perf_counter() - t0
-            return self._apply(ep, name, out.response, out.grading_response, latency)
+            return self._apply(ep, name, out.response, out.grading_response, latency, out.num_generated_tokens)
 
     def run_iter(self, name: str, *, max_steps: Optional[int] = None, llm: Optional[dict] = None) -> Iterator[StepResult]:
         """Let policy ``name`` answer until the episode ends (or ``max_steps`` steps), yielding
@@ -692,9 +699,9 @@ class PlaySession:
         Raises:
             PlayError: nothing to save (no answered question), or the folder cannot be written.
         """
+        from reasoning_env.policies import OracleCache
         from reasoning_env.policies.text import minimal_tokens
         from workbench import analysis
-        from workbench.evaluate import OracleCache
         from workbench.runs import RunFolderError, RunWriter
 
         with self._lock:
@@ -720,17 +727,20 @@ class PlaySession:
                     "actor": r.actor,
                     "graded_text": ls.graded_text,
                     "grading_response": r.grading_response,
-                    "expected_correct": float(self.curves.p(ls.tokens, ls.problem_type, ls.difficulty)) if ls.tokens > 0 else 0.0,
+                    "expected_correct": step_expected_correct(self.curves, ls),
                 })
             episode = episode_row_from_steps(rows, num_questions=int(ep.reset_obs.num_questions))
             questions = self._env.questions
             tok = self.tokenizer
             oracle = OracleCache(self.curves, cap=ep.config.max_tokens_per_step, min_tokens=ep.config.min_tokens)
             lows = [minimal_tokens(tok, q.gold_answer) for q in questions] if tok is not None else None
-            oracle_exp = oracle.expected_correct([(q.problem_type, q.difficulty) for q in questions], episode.total_budget, lows)
-            exp = float(sum(e["expected_correct"] for e in extras))
+            ep_extras = episode_extras(
+                kind=kind, curves=self.curves, num_questions=int(episode.num_questions), total_budget=episode.total_budget,
+                steps=[(r.problem_type, r.difficulty, r.tokens) for r in rows], questions=[(q.problem_type, q.difficulty) for q in questions],
+                lows=lows, oracle=oracle,
+            )
             try:
-                writer = RunWriter(folder, kind="evaluation", config=ep.config, meta={
+                writer = RunWriter(folder, kind="evaluation", config=_with_seed(ep.config, md.get("seed")), meta={
                     "run_id": folder.name,
                     "source": "workbench play tab",
                     "seed": md.get("seed"),
@@ -741,16 +751,11 @@ class PlaySession:
                     "tokenizer_name": [md.get("tokenizer_name")],
                     "sources_used": _jsonable(md.get("sources_used")),
                     "curves": self.curves.source,
+                    "provenance": {"curves": self.curves.provenance},
                     "notes": [] if ep.obs.done else [f"saved before the end: {len(ep.results)} of {ep.reset_obs.num_questions} questions answered"],
                 })
                 writer.add_steps(rows, extras)
-                writer.add_episode(episode, {
-                    "kind": kind,
-                    "unanswered": int(episode.num_questions - episode.num_answered),
-                    "expected_correct": exp,
-                    "oracle_expected_correct": oracle_exp,
-                    "regret": oracle_exp - exp,
-                })
+                writer.add_episode(episode, ep_extras)
                 writer.write()
                 writer.write_summary(analysis.summary_table(writer.episodes_frame(), writer.steps_frame()))
                 self.curves.save(folder / "curves.json")
@@ -780,3 +785,11 @@ def _relabel(row: StepRow, policy: str, run_id: str) -> StepRow:
 
 def _jsonable(value: Any) -> Any:
     return json.loads(json.dumps(value, default=str))
+
+
+def _with_seed(config: EnvConfig, seed: Any) -> EnvConfig:
+    """``config`` recording the episode's seed (a saved run's ``config.yaml`` replays it)."""
+    try:
+        return config.replace(seed=int(seed)) if seed is not None else config
+    except (ConfigError, TypeError, ValueError):
+        return config

@@ -18,16 +18,28 @@ Layout of ``<run_dir>/`` (schema version 1):
   generator/endpoint reported; ``policy_prompt_tokens``; ``policy_max_tokens``: the generation
   cap sent; ``policy_finish_reason``; ``policy_p_correct`` / ``policy_u`` /
   ``policy_intended_correct``: the simulated solver's probability, seeded draw and decision;
-  ``policy_attempts``: HTTP attempts), present only for policies that report them.
+  ``policy_attempts``: HTTP attempts), present only for policies that report them; and the
+  condition of the episode (:data:`EVAL_CONDITION_EXTRAS`): ``base_seed`` (the evaluation seed),
+  ``budget_ratio`` (the budget formula's ratio; NaN for a fixed budget) and, in a calibration
+  sweep, ``token_cap`` (the per-question cap).
 - ``episodes.parquet``: one row per episode, columns :data:`reasoning_env.records.EPISODE_COLUMNS`,
   then extras; evaluation adds (:data:`EVAL_EPISODE_EXTRAS`) ``kind``, ``unanswered``,
   ``expected_correct`` (sum of the steps'), ``oracle_expected_correct`` (the oracle allocation's
   expected correct answers on the same questions and budget) and ``regret``
   (``oracle_expected_correct - expected_correct``; NaN when the questions are unknown, e.g. runs
   against a remote server).
-- ``summary.csv``: one row per policy (evaluation) -- written by ``workbench.evaluate``; columns
-  :data:`workbench.analysis.SUMMARY_COLUMNS` then the timing columns ``wall_s`` and
-  ``latency_s_mean`` (seconds; the only columns that differ between reruns with the same seed).
+- ``summary.csv``: one row per policy and sweep condition (evaluation) -- written by
+  ``workbench.evaluate``; columns :data:`workbench.analysis.SUMMARY_COLUMNS` (every rate and mean
+  with its 95% bootstrap interval over episodes, ``<metric>_ci_low`` / ``_ci_high``, and
+  ``on_frontier``) then the timing columns ``wall_s`` and ``latency_s_mean`` (seconds; the only
+  columns that differ between reruns with the same seed).
+- ``comparisons.csv``: every pair of policies on their common episodes, per condition and metric
+  (:data:`workbench.analysis.COMPARISON_COLUMNS`: difference, paired interval, permutation
+  p-value and its Holm adjustment, ``distinguishable``).
+- ``seeds.csv``: runs with several evaluation seeds: per seed, condition and policy, accuracy,
+  reward, regret and the reward rank.
+- ``fitted_curves.json``: calibration sweeps (``--caps``): the solver curves fitted to the run
+  (:mod:`workbench.calibration`), with standard errors and goodness of fit under ``fits``.
 - ``curves.json``: evaluation: the simulated solver's curves used for the simulated policies and
   the regret (:meth:`reasoning_env.policies.SolverCurves.to_dict`).
 - ``metrics.jsonl``: training only, one JSON object per logged trainer step
@@ -66,6 +78,8 @@ SCHEMA_VERSION = 1
 EVAL_STEP_EXTRAS = ("kind", "graded_text", "expected_correct")
 #: Extra episode columns written by ``workbench.evaluate``.
 EVAL_EPISODE_EXTRAS = ("kind", "unanswered", "expected_correct", "oracle_expected_correct", "regret")
+#: Condition columns of evaluation rows (steps and episodes); ``token_cap`` only in calibration sweeps.
+EVAL_CONDITION_EXTRAS = ("base_seed", "budget_ratio")
 
 
 class RunFolderError(ValueError):

@@ -18,8 +18,12 @@ Gold parses are cached (``functools.lru_cache``) for the life of the worker.
 
 from __future__ import annotations
 
-import os
-import sys
+import signal
+
+signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's business (see pool.py)
+
+import os  # noqa: E402
+import sys  # noqa: E402
 from functools import lru_cache
 
 _CONFIG = None
@@ -77,9 +81,14 @@ def _limit_memory(budget_bytes: int) -> None:
         pass
 
 
-def serve(conn, memory_budget_bytes: int) -> None:
-    """Serve requests on ``conn`` until it closes or a ``None`` arrives."""
+def serve(conn, memory_budget_bytes: int, nice: int = 0) -> None:
+    """Serve requests on ``conn`` until it closes or a ``None`` arrives (at CPU priority +``nice``)."""
     _limit_memory(memory_budget_bytes)
+    if nice:
+        try:
+            os.nice(nice)
+        except OSError:  # pragma: no cover - not permitted here
+            pass
     import logging
 
     # math-verify warns on every call that its own (signal) timeouts are off: ours is the kill.
@@ -117,4 +126,4 @@ def serve(conn, memory_budget_bytes: int) -> None:
 
 
 if __name__ == "__reasoning_env_grading_worker__":
-    serve(CONN, MEMORY_BUDGET)  # noqa: F821 - injected by runpy.run_path(init_globals=...)
+    serve(CONN, MEMORY_BUDGET, globals().get("NICE", 0))  # noqa: F821 - injected by runpy.run_path(init_globals=...)

@@ -18,6 +18,12 @@ Design:
 * A request past its deadline gets its worker killed (``SIGKILL``) and a replacement is started
   at once; the caller gets ``("timeout", ...)``. A worker that dies (e.g. ``MemoryError``
   under ``RLIMIT_AS``) is replaced the same way.
+* Workers and the forkserver ignore Ctrl-C (SIGINT is blocked in the thread that starts them,
+  and the mask is inherited through fork and exec): an interrupted notebook cell or script
+  stops the parent only, and the workers end quietly when their pipe closes, instead of each
+  printing a ``KeyboardInterrupt`` traceback.
+* ``nice`` lowers the workers' CPU priority: a server gives the fast path the CPU first, and a
+  client's answers that take seconds of sympy cannot starve everyone else's steps.
 * :func:`get_pool` returns one process-wide pool (created under a lock); :func:`shutdown_pool`
   stops it and is registered with :mod:`atexit`. This pool is the grading package's only
   mutable global state.
@@ -33,6 +39,7 @@ import multiprocessing
 import os
 import queue
 import runpy
+import signal
 import threading
 import time
 from pathlib import Path
@@ -173,6 +180,16 @@ class _Worker:
         t.start()
 
     def _start(self) -> None:
+        # Ctrl-C goes to the whole process group: block it in this thread so the forkserver
+        # (spawned from here on first use) and the worker inherit a mask without it.
+        masked = _block_sigint()
+        try:
+            self._start_masked()
+        finally:
+            if masked:
+                signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+
+    def _start_masked(self) -> None:
         ctx = self.pool.ctx
         proc = parent = None
         try:
@@ -183,7 +200,8 @@ class _Worker:
                 target=runpy.run_path,
                 args=(_WORKER_SCRIPT,),
                 kwargs={
-                    "init_globals": {"CONN": child, "MEMORY_BUDGET": self.pool.memory_budget_bytes},
+                    "init_globals": {"CONN": child, "MEMORY_BUDGET": self.pool.memory_budget_bytes,
+                                     "NICE": self.pool.nice},
                     "run_name": _RUN_NAME,
                 },
                 name=f"grading-worker-{self.index}",
@@ -239,6 +257,15 @@ class _Worker:
         return ("timeout", "killed")
 
 
+def _block_sigint() -> bool:
+    """Block SIGINT in the calling thread; returns whether it was done (POSIX only)."""
+    try:
+        old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    except (AttributeError, ValueError, OSError):  # pragma: no cover - non-POSIX
+        return False
+    return signal.SIGINT not in old
+
+
 def _kill(proc: Any, conn: Any) -> None:
     if conn is not None:
         try:
@@ -263,6 +290,7 @@ class WorkerPool:
             (bytes; 0 disables the limit).
         start_method: ``"forkserver"`` (default) or ``"spawn"``; ``"fork"`` is refused because
             forking a threaded process can deadlock.
+        nice: CPU priority increment of the workers (0: as the parent; a server uses 5).
 
     Raises:
         ValueError: bad size or start method.
@@ -274,6 +302,7 @@ class WorkerPool:
         *,
         memory_budget_bytes: int = DEFAULT_MEMORY_BUDGET_BYTES,
         start_method: str = "forkserver",
+        nice: int = 0,
     ) -> None:
         if size is None:
             size = min(4, max(2, os.cpu_count() or 2))
@@ -285,6 +314,9 @@ class WorkerPool:
             start_method = "spawn"
         self.ctx = multiprocessing.get_context(start_method)
         self.memory_budget_bytes = int(memory_budget_bytes)
+        if not isinstance(nice, int) or not 0 <= nice <= 19:
+            raise ValueError(f"nice must be an integer from 0 to 19, got {nice!r}")
+        self.nice = nice
         self.closed = False
         self._workers = [_Worker(self, i) for i in range(size)]
         self._idle: "queue.LifoQueue[_Worker]" = queue.LifoQueue()

@@ -25,8 +25,10 @@ from typing import Any, Optional
 from reasoning_env.policies.allocation import Allocation, greedy_allocation, optimal_allocation
 from reasoning_env.policies.base import BasePolicy, EpisodeInfo, Policy, PolicyError, PolicyOutput
 from reasoning_env.policies.budget import DifficultyOraclePolicy, GreedyMaxPolicy, UniformPolicy
+from reasoning_env.policies.curve_fit import CurveFit
 from reasoning_env.policies.curves import Curve, CurveFitError, SolverCurves, fit_run
 from reasoning_env.policies.llm import OpenAIChatPolicy, TransformersPolicy, openai_policy_from_env, split_thinking
+from reasoning_env.policies.oracle import EpisodeRegret, OracleCache, episode_regret, oracle_plan
 from reasoning_env.policies.simulated import OracleAllocationPolicy, SimulatedSolverPolicy
 
 __all__ = [
@@ -34,14 +36,17 @@ __all__ = [
     "BUDGET_BASELINES",
     "BasePolicy",
     "Curve",
+    "CurveFit",
     "CurveFitError",
     "DEFAULT_POLICIES",
     "DifficultyOraclePolicy",
     "EpisodeInfo",
+    "EpisodeRegret",
     "GreedyMaxPolicy",
     "LLM_POLICIES",
     "OpenAIChatPolicy",
     "OracleAllocationPolicy",
+    "OracleCache",
     "POLICY_NAMES",
     "Policy",
     "PolicyError",
@@ -50,11 +55,13 @@ __all__ = [
     "SolverCurves",
     "TransformersPolicy",
     "UniformPolicy",
+    "episode_regret",
     "fit_run",
     "greedy_allocation",
     "make_policy",
     "openai_policy_from_env",
     "optimal_allocation",
+    "oracle_plan",
     "split_thinking",
 ]
 
@@ -71,6 +78,7 @@ def make_policy(
     name: str,
     *,
     curves: Optional[SolverCurves] = None,
+    oracle_cache: Optional[OracleCache] = None,
     llm: Optional[dict[str, Any]] = None,
     hf: Optional[dict[str, Any]] = None,
     baseline_answer: str = "solver",
@@ -80,6 +88,7 @@ def make_policy(
     Args:
         name: One of :data:`POLICY_NAMES`.
         curves: Curves of the simulated solver (default: defaults).
+        oracle_cache: Shared oracle plans for ``oracle_allocation`` (see :class:`OracleCache`).
         baseline_answer: How the budget baselines answer: ``"solver"`` (default: like the simulated
             solver at the length they spend, so their accuracy reflects their allocation rule) or
             ``"placeholder"`` (``\\boxed{0}``, the seed's pure budget smoke test).
@@ -100,7 +109,7 @@ def make_policy(
     if name in SIMULATED:
         return SimulatedSolverPolicy(name.split("_", 1)[1], curves)
     if name in ("oracle_allocation", "oracle"):
-        return OracleAllocationPolicy(curves)
+        return OracleAllocationPolicy(curves, oracle_cache=oracle_cache)
     if name in ("llm_api", "llm_local"):
         return openai_policy_from_env(name.split("_", 1)[1], **(llm or {}))
     if name == "hf_local":

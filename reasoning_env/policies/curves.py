@@ -1,4 +1,7 @@
-"""Accuracy-vs-tokens curves of the simulated solver, their defaults, and a maximum-likelihood fit.
+"""Accuracy-vs-tokens curves: the one solver model of the project, its defaults, and its fit.
+
+Used by the simulated policies, the oracle and the evaluation's regret, Play's saved runs and
+the reward lab (one model, one file format: :meth:`SolverCurves.save` / ``--curves FILE``).
 
 The curve (logistic in log-tokens, with a ceiling)::
 
@@ -10,11 +13,15 @@ MATH level scale 1..5 (the question's own label, else the default level of its p
 ``t50`` the tokens at which a level-1 question is solved with probability
 ``floor + (ceiling - floor) / 2``, ``growth`` the factor by which that length grows per level,
 ``k`` the steepness (doubling the tokens multiplies the odds by ``2 ** k`` when floor = 0,
-ceiling = 1). ``p(t <= 0) = floor``. Following FIELD_NOTES section 1 (``k = 2``, ``t50``
-doubling per level) with a ceiling below 1, since no model solves everything.
+ceiling = 1). ``p(t <= 0) = floor``.
 
-Defaults per problem-type family (:data:`DEFAULT_CURVES`; chosen by hand to be plausible for a
-small instruct model, *not* fitted to one -- fit your own with :meth:`SolverCurves.fit`):
+Defaults per problem-type family (:data:`DEFAULT_CURVES`). **They are hand-chosen, not fitted to
+any model and not taken from a paper** (:data:`DEFAULTS_PROVENANCE`): a logistic in log-tokens
+with ``t50`` doubling per level, ceilings below 1. They are generous for a small model: the
+GSM8K default predicts 0.94 at 1,024 tokens, where the one published small-model figure we
+found (a 0.5B model, "When More Tokens Hurt", openreview RoTJh22LGx) is 18.7%. Numbers computed
+with them describe this toy solver; calibrate the curves from a real model's run
+(:mod:`workbench.calibration`) before reading anything about real models into them.
 
 ============== ==== ===== ====== ======= ==================
 family          k   t50   growth ceiling default difficulty
@@ -31,12 +38,9 @@ other           2.0  50    2.0    0.90    3
 So a GSM8K question (level 2) is solved half the time (of its 0.95 ceiling) at 100 tokens and
 with p = 0.76 at 200; a MATH level-5 question needs 800 tokens for p = 0.45.
 
-:meth:`SolverCurves.fit` estimates ``k``, ``t50`` and ``growth`` by maximum likelihood from
-``(tokens, problem_type, difficulty, correct)`` rows (e.g. a run folder's
-``trajectories.parquet`` from a real model), with ``floor`` and ``ceiling`` held fixed. With the
-reparametrisation ``z = a ln t + b + c (d - 1)`` (``a = k``, ``b = -k ln t50``,
-``c = -k ln growth``) the Bernoulli log-likelihood is maximised by Fisher scoring (iteratively
-reweighted least squares; with floor 0 and ceiling 1 this is exactly logistic regression).
+:meth:`SolverCurves.fit` estimates ``k``, ``t50``, ``growth`` and the ``ceiling`` by maximum
+likelihood, with standard errors, goodness of fit and the parameters the rows cannot identify
+(:mod:`.curve_fit`).
 """
 
 from __future__ import annotations
@@ -49,7 +53,10 @@ from typing import Any, Mapping, Optional, Sequence, Union
 
 import numpy as np
 
+from reasoning_env.policies.curve_fit import CurveFitError
+
 __all__ = [
+    "DEFAULTS_PROVENANCE",
     "Curve",
     "CurveFitError",
     "DEFAULT_CURVES",
@@ -58,10 +65,6 @@ __all__ = [
     "fit_run",
     "problem_family",
 ]
-
-
-class CurveFitError(ValueError):
-    """The rows cannot identify a curve (too few, one class only, accuracy not rising with tokens)."""
 
 
 @dataclass(frozen=True)
@@ -118,6 +121,12 @@ class Curve:
 
 FAMILIES = ("GSM", "MATH", "NuminaMath-TIR", "reasoning_gym", "other")
 
+#: Where :data:`DEFAULT_CURVES` come from, said wherever numbers computed with them are shown.
+DEFAULTS_PROVENANCE = (
+    "simulated-solver curves: the hand-chosen defaults (not fitted to any model; generous for a small model, "
+    "e.g. GSM8K p = 0.94 at 1,024 tokens). Calibrate them from a real model's run to speak about real models."
+)
+
 #: Default curve per problem-type family (see the module docstring table).
 DEFAULT_CURVES: dict[str, Curve] = {
     "GSM": Curve(k=2.0, t50=50.0, growth=2.0, ceiling=0.95),
@@ -166,6 +175,25 @@ class SolverCurves:
     types: dict[str, Curve] = field(default_factory=dict)
     default_difficulty: dict[str, int] = field(default_factory=lambda: dict(DEFAULT_DIFFICULTY))
     source: str = "defaults"
+    fits: dict[str, dict] = field(default_factory=dict)
+
+    @classmethod
+    def single(cls, curve: Curve, *, default_difficulty: int = 3, source: str = "one curve") -> "SolverCurves":
+        """Curves that give every problem type the same ``curve`` (and unlabelled questions the
+        level ``default_difficulty``)."""
+        return cls(families={f: curve for f in FAMILIES}, default_difficulty={f: int(default_difficulty) for f in FAMILIES}, source=source)
+
+    def __call__(self, tokens: Union[float, np.ndarray], difficulty: Optional[float], problem_type: Optional[str] = None) -> np.ndarray:
+        """``p(tokens)`` for a question of this difficulty and type, as an array: the
+        accuracy-curve call of the reward lab (``curve(tokens, difficulty, problem_type)``)."""
+        return np.asarray(self.p(np.asarray(tokens, dtype=float), problem_type, difficulty), dtype=float)
+
+    @property
+    def provenance(self) -> str:
+        """One sentence on where the curves come from, for reports and the UI."""
+        if self.source == "defaults":
+            return DEFAULTS_PROVENANCE
+        return f"curves {self.source}"
 
     # ------------------------------------------------------------------ lookup
     def curve_for(self, problem_type: Optional[str]) -> Curve:
@@ -206,6 +234,7 @@ class SolverCurves:
             "families": {k: asdict(v) for k, v in self.families.items()},
             "types": {k: asdict(v) for k, v in self.types.items()},
             "default_difficulty": dict(self.default_difficulty),
+            **({"fits": self.fits} if self.fits else {}),
         }
 
     @classmethod
@@ -220,7 +249,7 @@ class SolverCurves:
         types = {k: Curve(**v) for k, v in (data.get("types") or {}).items()}
         dd = dict(DEFAULT_DIFFICULTY)
         dd.update({k: int(v) for k, v in (data.get("default_difficulty") or {}).items()})
-        return cls(families=fams, types=types, default_difficulty=dd, source=str(data.get("source", "file")))
+        return cls(families=fams, types=types, default_difficulty=dd, source=str(data.get("source", "file")), fits=dict(data.get("fits") or {}))
 
     def save(self, path: Union[str, Path]) -> None:
         """Write :meth:`to_dict` as JSON."""
@@ -237,69 +266,116 @@ class SolverCurves:
         cls,
         rows: Any,
         *,
+        per: str = "family",
         per_family: bool = True,
         min_rows: int = 30,
-        ceiling: Optional[float] = None,
+        ceiling: Union[float, str, None] = "fit",
         floor: float = 0.0,
         base: Optional["SolverCurves"] = None,
+        x: str = "tokens",
+        cluster: Optional[str] = None,
     ) -> "SolverCurves":
-        """Maximum-likelihood curves from recorded steps.
+        """Maximum-likelihood curves from recorded steps, with standard errors and goodness of
+        fit (:mod:`.curve_fit`; the reports are kept in :attr:`fits` and in the saved file).
 
         Args:
-            rows: A DataFrame or an iterable of mappings/objects with ``tokens`` (charged tokens,
-                > 0), ``problem_type``, ``difficulty`` (may be missing/None) and ``correct``.
-            per_family: Also fit each family with at least ``min_rows`` rows (others use the
-                pooled fit).
-            min_rows: Minimum rows for a fit.
-            ceiling: Fixed ceiling of the fitted curves (default: each family's default ceiling;
-                the pooled fit uses the mean of those).
+            rows: A DataFrame or an iterable of mappings/objects with the length column ``x``
+                (> 0), ``problem_type``, ``difficulty`` (may be missing/None) and ``correct``.
+            per: ``"family"`` (one curve per problem-type family, stored in :attr:`families`) or
+                ``"type"`` (also one per exact problem type with at least ``min_rows`` rows, stored
+                in :attr:`types`; other types use their family's fit).
+            per_family: With ``per="family"``: fit each family with at least ``min_rows`` rows
+                on its own (False: one pooled curve for every family present).
+            min_rows: Minimum rows for a fit; a group with fewer uses the pooled fit (noted).
+            ceiling: ``"fit"`` (estimate it; kept at the prior's and reported when the rows do
+                not reach the plateau), a number to hold, or ``None`` to hold each prior's.
             floor: Fixed floor.
-            base: Curves whose defaults (difficulty levels, unfitted families) are kept
+            base: Curves whose defaults (difficulty levels, unfitted families, priors) are kept
                 (default: :class:`SolverCurves` defaults).
+            x: The length column: ``"tokens"`` (charged) or ``"token_cap"`` (the per-question
+                cap of a calibration sweep).
+            cluster: A column whose equal values mark correlated rows (e.g. ``"question_id"``:
+                one question answered at several caps): cluster-robust standard errors.
 
         Returns:
-            New curves: fitted families replace the base ones; ``source`` describes the fit.
+            New curves: fitted groups replace the base ones; ``source`` describes the fit.
 
         Raises:
             CurveFitError: fewer than ``min_rows`` usable rows, only correct or only wrong rows,
-                or a fitted ``k <= 0`` (accuracy does not rise with tokens).
+                one length only, or a fitted ``k <= 0`` (accuracy does not rise with tokens).
+            ValueError: unknown ``per``.
         """
+        from reasoning_env.policies.curve_fit import fit_group
+
+        if per not in ("family", "type"):
+            raise ValueError(f"per must be 'family' or 'type', got {per!r}")
         base = base or cls()
-        data = _rows_to_arrays(rows, base)
+        data = _rows_to_arrays(rows, base, x, cluster)
         n = len(data["t"])
         if n < min_rows:
-            raise CurveFitError(f"need at least {min_rows} rows with tokens > 0 to fit a curve, got {n}")
-        fams = dict(base.families)
-        notes = []
-        fam_names = sorted(set(data["family"]))
-        pooled_ceiling = ceiling if ceiling is not None else float(np.mean([base.families.get(f, DEFAULT_CURVES["other"]).ceiling for f in fam_names]))
-        pooled = _fit_arrays(data["t"], data["d"], data["y"], ceiling=pooled_ceiling, floor=floor, prior=base.families.get(fam_names[0]) if len(fam_names) == 1 else None)
-        fitted_any = False
-        for fam in fam_names:
-            mask = data["family"] == fam
-            cur = pooled
-            if per_family and mask.sum() >= min_rows and len(fam_names) > 1:
+            raise CurveFitError(f"need at least {min_rows} rows with {x} > 0 to fit a curve, got {n}")
+        fams, types = dict(base.families), dict(base.types)
+        fits: dict[str, dict] = {}
+        notes: list[str] = []
+        fam_key = data["family"]
+        groups = sorted(set(fam_key))
+        pooled_cache: list = []
+
+        def pooled() -> Curve:
+            if not pooled_cache:
+                prior = (base.families.get(groups[0]) or DEFAULT_CURVES["other"]) if len(groups) == 1 else Curve(
+                    k=2.0, t50=50.0, growth=2.0, ceiling=float(np.mean([(base.families.get(g) or DEFAULT_CURVES["other"]).ceiling for g in groups])))
+                cur, rep = fit_group(data["t"], data["d"], data["y"], group="pooled" if len(groups) > 1 else f"family:{groups[0]}",
+                                     prior=prior, ceiling=ceiling, floor=floor, x_name=x, clusters=data["cluster"])
+                fits[rep.group] = rep.to_dict()
+                pooled_cache.append(cur)
+            return pooled_cache[0]
+
+        for g in groups:
+            mask = fam_key == g
+            if len(groups) > 1 and per_family and mask.sum() >= min_rows:
                 try:
-                    ceil_f = ceiling if ceiling is not None else base.families.get(fam, DEFAULT_CURVES["other"]).ceiling
-                    cur = _fit_arrays(data["t"][mask], data["d"][mask], data["y"][mask], ceiling=ceil_f, floor=floor, prior=base.families.get(fam))
+                    cur, rep = fit_group(data["t"][mask], data["d"][mask], data["y"][mask], group=f"family:{g}",
+                                         prior=base.families.get(g) or DEFAULT_CURVES["other"], ceiling=ceiling, floor=floor, x_name=x,
+                                         clusters=None if data["cluster"] is None else data["cluster"][mask])
+                    fits[rep.group] = rep.to_dict()
                 except CurveFitError as exc:
-                    notes.append(f"{fam}: pooled fit used ({exc})")
-            fams[fam] = cur
-            fitted_any = True
-        if not fitted_any:  # pragma: no cover - fam_names is never empty when n >= min_rows
-            raise CurveFitError("no rows to fit")
-        src = f"fit: {n} rows, families {fam_names}" + (f"; {'; '.join(notes)}" if notes else "")
-        return cls(families=fams, types=dict(base.types), default_difficulty=dict(base.default_difficulty), source=src)
+                    notes.append(f"{g}: pooled fit used ({exc})")
+                    cur = pooled()
+            else:
+                if len(groups) > 1:
+                    notes.append(f"{g}: pooled fit used ({int(mask.sum())} rows < {min_rows})" if per_family else f"{g}: pooled fit")
+                cur = pooled()
+            fams[g] = cur
+        if per == "type":
+            for t in sorted(set(data["type"])):
+                mask = data["type"] == t
+                fam = problem_family(t)
+                if mask.sum() < min_rows:
+                    notes.append(f"type {t}: its family's curve ({int(mask.sum())} rows < {min_rows})")
+                    continue
+                try:
+                    cur, rep = fit_group(data["t"][mask], data["d"][mask], data["y"][mask], group=f"type:{t}", prior=fams[fam],
+                                         ceiling=ceiling, floor=floor, x_name=x, clusters=None if data["cluster"] is None else data["cluster"][mask])
+                except CurveFitError as exc:
+                    notes.append(f"type {t}: its family's curve ({exc})")
+                    continue
+                types[t] = cur
+                fits[rep.group] = rep.to_dict()
+        src = f"fit: {n} rows, families {groups}" + (f", per type" if per == "type" else "") + f", length {x}" + (f"; {'; '.join(notes)}" if notes else "")
+        return cls(families=fams, types=types, default_difficulty=dict(base.default_difficulty), source=src, fits=fits)
 
 
-def _rows_to_arrays(rows: Any, curves: SolverCurves) -> dict[str, np.ndarray]:
+def _rows_to_arrays(rows: Any, curves: SolverCurves, x: str = "tokens", cluster: Optional[str] = None) -> dict[str, np.ndarray]:
     if hasattr(rows, "to_dict") and hasattr(rows, "columns"):  # a pandas DataFrame
+        if x not in rows.columns:
+            raise CurveFitError(f"the rows have no {x!r} column (columns: {', '.join(map(str, rows.columns))})")
         records = rows.to_dict(orient="records")
     else:
         records = list(rows)
-    t, d, y, fam = [], [], [], []
+    t, d, y, fam, typ, grp = [], [], [], [], [], []
     for r in records:
-        tok = _get(r, "tokens")
+        tok = _get(r, x)
         if tok is None:
             continue
         try:
@@ -313,66 +389,11 @@ def _rows_to_arrays(rows: Any, curves: SolverCurves) -> dict[str, np.ndarray]:
         d.append(curves.difficulty_for(pt, _get(r, "difficulty")))
         y.append(1.0 if bool(_get(r, "correct")) else 0.0)
         fam.append(problem_family(pt))
-    return {"t": np.array(t, dtype=float), "d": np.array(d, dtype=float), "y": np.array(y, dtype=float), "family": np.array(fam, dtype=object)}
-
-
-def _fit_arrays(t: np.ndarray, d: np.ndarray, y: np.ndarray, *, ceiling: float, floor: float, prior: Optional[Curve] = None, iters: int = 100) -> Curve:
-    """Fisher scoring for ``z = a ln t + b + c (d - 1)``; see the module docstring.
-
-    When every row has the same difficulty ``d0``, ``growth`` is not identifiable: it is kept at
-    the prior's (default 2.0) and ``t50`` is set so the curve fits at ``d0``.
-    """
-    if len(t) == 0:
-        raise CurveFitError("no rows")
-    if y.min() == y.max():
-        raise CurveFitError("all rows are " + ("correct" if y[0] == 1 else "wrong") + ": accuracy vs tokens is not identifiable")
-    vary_d = float(np.ptp(d)) > 0
-    cols = [np.log(t), np.ones_like(t)] + ([d - 1.0] if vary_d else [])
-    X = np.stack(cols, axis=1)
-    ridge = 1e-6 * np.eye(X.shape[1])
-
-    def loglik(b: np.ndarray) -> float:
-        z = np.clip(X @ b, -60, 60)
-        p = np.clip(floor + (ceiling - floor) / (1 + np.exp(-z)), 1e-12, 1 - 1e-12)
-        return float(np.sum(y * np.log(p) + (1 - y) * np.log(1 - p)))
-
-    beta = np.zeros(X.shape[1])
-    beta[0] = 1.0
-    beta[1] = -math.log(float(np.median(t)))
-    ll = loglik(beta)
-    for _ in range(iters):
-        z = np.clip(X @ beta, -60, 60)
-        s = 1 / (1 + np.exp(-z))
-        p = np.clip(floor + (ceiling - floor) * s, 1e-12, 1 - 1e-12)
-        dp = (ceiling - floor) * s * (1 - s)
-        score = X.T @ ((y - p) / (p * (1 - p)) * dp)
-        info = X.T @ (X * (dp * dp / (p * (1 - p)))[:, None]) + ridge
-        try:
-            step = np.linalg.solve(info, score)
-        except np.linalg.LinAlgError:
-            step = np.linalg.lstsq(info, score, rcond=None)[0]
-        lam, cand, ll_c = 1.0, beta + step, loglik(beta + step)
-        while ll_c < ll - 1e-12 and lam > 1e-6:
-            lam /= 2
-            cand = beta + lam * step
-            ll_c = loglik(cand)
-        if ll_c < ll - 1e-12:
-            break
-        beta, ll_prev, ll = cand, ll, ll_c
-        if abs(ll - ll_prev) < 1e-10 and float(np.max(np.abs(lam * step))) < 1e-8:
-            break
-    a = float(beta[0])
-    if not math.isfinite(a) or a <= 1e-6:
-        raise CurveFitError(f"fitted k = {a:.3g} <= 0: accuracy does not rise with tokens in these rows")
-    if vary_d:
-        t50 = math.exp(-float(beta[1]) / a)
-        growth = math.exp(-float(beta[2]) / a)
-    else:
-        growth = prior.growth if prior else 2.0
-        t50 = math.exp(-float(beta[1]) / a) / growth ** (float(d[0]) - 1.0)
-    if not all(math.isfinite(v) and 0 < v < 1e12 for v in (t50, growth)) or a > 1e3:
-        raise CurveFitError(f"fit diverged (k={a:.3g}, t50={t50:.3g}, growth={growth:.3g}): the rows are probably perfectly separable")
-    return Curve(k=a, t50=t50, growth=growth, ceiling=ceiling, floor=floor)
+        typ.append(str(pt or "other"))
+        grp.append(str(_get(r, cluster)) if cluster else "")
+    return {"t": np.array(t, dtype=float), "d": np.array(d, dtype=float), "y": np.array(y, dtype=float),
+            "family": np.array(fam, dtype=object), "type": np.array(typ, dtype=object),
+            "cluster": np.array(grp, dtype=object) if cluster else None}
 
 
 def fit_run(path: Union[str, Path], *, policies: Optional[Sequence[str]] = None, **kwargs: Any) -> SolverCurves:

@@ -1,8 +1,21 @@
 """LLM policies: any OpenAI-compatible chat endpoint, or a local ``transformers`` model.
 
-Both build their prompt with :func:`reasoning_env.prompting.build_messages` (the one template)
-and cap generation at the observation's ``step_token_cap`` (the tokens the budget still allows,
-at most ``max_tokens_per_step``), optionally lower with ``max_tokens``.
+Both render the episode with :mod:`reasoning_env.conversation`, the format GRPO training plays:
+by default ``format="multi_turn"`` (one growing conversation: system, question 1, answer 1,
+question 2, ...) with earlier reasoning kept (``history_thinking="keep"``); ``"single_turn"``
+(each question alone, the seed's baselines) and ``history_thinking="strip"`` (Qwen3's inference
+template rule) are explicit options. The local ``transformers`` policy builds its prompt token ids
+exactly as the training rollout does (:class:`~reasoning_env.conversation.EpisodeTokens`), so a
+trained checkpoint is evaluated on the token sequence it was trained on; a model folder written by
+``training`` carries ``episode_format.json``, which sets the format unless one is passed. Through an
+OpenAI-compatible endpoint the server applies the model's chat template to the messages (a Qwen3
+server drops earlier ``<think>`` blocks unless it is started with a prefix-preserving template such
+as TRL's ``qwen3_training.jinja``).
+
+Answers given by someone else in the same episode (Play: a person types one) must be passed to
+:meth:`record_answer` so the conversation stays whole. Generation is capped at the observation's
+``step_token_cap`` (the tokens the budget still allows, at most ``max_tokens_per_step``),
+optionally lower with ``max_tokens``.
 
 Token accounting: the environment counts the returned text with the episode's tokenizer (choose
 the model's own with ``tokenizer_name``); the policy also records what the generator reported
@@ -29,8 +42,19 @@ import threading
 import time
 from typing import Any, Optional
 
+from reasoning_env.conversation import (
+    REASONING_MODES,
+    ChatFormat,
+    ChatFormatError,
+    EpisodeConversation,
+    EpisodeTokens,
+    check_format,
+)
 from reasoning_env.policies.base import BasePolicy, EpisodeInfo, PolicyError, PolicyOutput, obs_get
 from reasoning_env.prompting import SYSTEM_PROMPT, build_messages
+
+#: File a training run writes next to its weights: the episode format the model was trained in.
+EPISODE_FORMAT_FILE = "episode_format.json"
 
 logger = logging.getLogger(__name__)
 
@@ -52,6 +76,89 @@ def split_thinking(text: str) -> tuple[str, Optional[str]]:
     return text, text[close + len("</think>"):].strip()
 
 
+def read_episode_format(model_dir: Any) -> dict[str, Any]:
+    """The ``episode_format.json`` of a model folder (``{}`` when absent or unreadable): keys
+    ``format``, ``history_thinking``, ``reasoning_mode``, ``system_prompt``, ``history_len``."""
+    import json
+    from pathlib import Path
+
+    try:
+        path = Path(os.path.expanduser(str(model_dir))) / EPISODE_FORMAT_FILE
+        return dict(json.loads(path.read_text(encoding="utf-8"))) if path.is_file() else {}
+    except (OSError, ValueError, TypeError):
+        return {}
+
+
+class _ConversationPolicy(BasePolicy):
+    """Shared episode bookkeeping of the LLM policies: one :class:`EpisodeConversation` per episode."""
+
+    format: str = "multi_turn"
+    history_thinking: str = "keep"
+    system_prompt: Optional[str] = SYSTEM_PROMPT
+
+    def _init_format(self, format: str, history_thinking: str) -> None:
+        check_format(format, history_thinking)
+        self.format = format
+        self.history_thinking = history_thinking
+        self._conv: Optional[EpisodeConversation] = None
+
+    def reset(self, info: EpisodeInfo) -> None:
+        """Start an episode: a fresh conversation."""
+        super().reset(info)
+        self._conv = None
+
+    def clone(self) -> "_ConversationPolicy":
+        """A copy for a parallel worker, with its own conversation."""
+        twin = super().clone()
+        twin._conv = None
+        return twin
+
+    def _new_episode(self) -> None:
+        """Hook: a new episode's conversation starts (subclasses reset their token state)."""
+
+    def _ask(self, obs: Any) -> EpisodeConversation:
+        """The conversation with ``obs``'s question asked (a new one at question 1).
+
+        Raises:
+            PolicyError: multi-turn, and answers to earlier questions are missing (given by
+                another actor without :meth:`record_answer`).
+        """
+        idx = int(obs_get(obs, "question_index", 0) or 0)
+        conv = self._conv
+        if conv is None or idx == 0 or idx < conv.answered:
+            conv = self._conv = EpisodeConversation(format=self.format, history_thinking=self.history_thinking,
+                                                    system_prompt=self.system_prompt)
+            self._new_episode()
+        if conv.turns and conv.turns[-1][1] is None:  # asked before without an answer (a retry)
+            conv.turns.pop()
+            self._drop_open_question()
+        if self.format == "multi_turn" and conv.answered != idx:
+            raise PolicyError(
+                f"{self.name}: the conversation holds {conv.answered} answers but the observation is question {idx + 1}; "
+                "answers given by someone else must be passed to record_answer(obs, response)"
+            )
+        conv.ask(obs)
+        return conv
+
+    def _drop_open_question(self) -> None:
+        """Hook: the open question is asked again (subclasses undo its tokens)."""
+
+    def record_answer(self, obs: Any, response: str) -> None:
+        """Add an answer this policy did not write (Play: a person typed it) to the conversation,
+        so that the next question is asked with the whole episode in context.
+
+        Args:
+            obs: The observation the answer replied to (before the step).
+            response: The text sent to the environment.
+        """
+        self._ask(obs)
+        self._answered(response, None)
+
+    def _answered(self, text: str, ids: Optional[list[int]]) -> None:
+        assert self._conv is not None
+        self._conv.answer(text)
+
+
 def _step_cap(obs: Any, max_tokens: Optional[int]) -> int:
     cap = int(obs_get(obs, "step_token_cap", 0) or 0)
     if max_tokens is not None:
@@ -59,7 +166,7 @@ def _step_cap(obs: Any, max_tokens: Optional[int]) -> int:
     return max(1, cap)
 
 
-class OpenAIChatPolicy(BasePolicy):
+class OpenAIChatPolicy(_ConversationPolicy):
     """A chat model behind an OpenAI-compatible ``/chat/completions`` endpoint (hosted API, vLLM,
     llama.cpp server, SGLang, ...), called with ``httpx``.
 
@@ -83,9 +190,13 @@ class OpenAIChatPolicy(BasePolicy):
             vLLM's ``{"chat_template_kwargs": {"enable_thinking": false}}``).
         system_prompt: System message (default: the template's).
         seed: Sent as the request ``seed`` (for endpoints that honour it); ``None`` to omit.
+        format: ``"multi_turn"`` (default: the whole episode so far, as training plays it) or
+            ``"single_turn"`` (each question alone).
+        history_thinking: ``"keep"`` (earlier answers as generated) or ``"strip"`` (only their text
+            after ``</think>``); see :mod:`reasoning_env.conversation`.
 
     Raises:
-        ValueError: empty ``base_url`` or ``model``.
+        ValueError: empty ``base_url`` or ``model``; unknown format.
     """
 
     kind = "llm"
@@ -107,8 +218,11 @@ class OpenAIChatPolicy(BasePolicy):
         extra_body: Optional[dict[str, Any]] = None,
         system_prompt: Optional[str] = SYSTEM_PROMPT,
         seed: Optional[int] = None,
+        format: str = "multi_turn",
+        history_thinking: str = "keep",
     ) -> None:
         super().__init__()
+        self._init_format(format, history_thinking)
         if not base_url or not str(base_url).strip():
             raise ValueError("base_url is required (e.g. http://127.0.0.1:8001/v1); set --llm-base-url or BASELINE_*_BASE_URL")
         if not model or not str(model).strip():
@@ -141,6 +255,8 @@ class OpenAIChatPolicy(BasePolicy):
             "max_tokens": self.max_tokens,
             "timeout_s": self.timeout_s,
             "retries": self.retries,
+            "format": self.format,
+            "history_thinking": self.history_thinking,
         }
 
     def _http(self):
@@ -153,11 +269,6 @@ class OpenAIChatPolicy(BasePolicy):
                     headers["Authorization"] = f"Bearer {self.api_key}"
                 self._client = httpx.Client(headers=headers, timeout=httpx.Timeout(self.timeout_s, connect=min(10.0, self.timeout_s)))
             return self._client
-
-    def clone(self) -> "OpenAIChatPolicy":
-        """A copy for a parallel worker (the HTTP client is thread-safe and shared)."""
-        twin = super().clone()
-        return twin
 
     def complete(self, messages: list[dict], max_tokens: int) -> dict[str, Any]:
         """POST one chat completion with retries.
@@ -210,9 +321,11 @@ class OpenAIChatPolicy(BasePolicy):
         raise PolicyError(f"{url}: gave up after {self.retries + 1} attempts; last error: {last_err}")
 
     def act(self, obs: Any) -> PolicyOutput:
-        """One chat completion for the current question, capped at ``step_token_cap``."""
+        """One chat completion for the current question (the episode so far in the chosen
+        format), capped at ``step_token_cap``."""
         cap = _step_cap(obs, self.max_tokens)
-        data = self.complete(build_messages(obs, system_prompt=self.system_prompt), cap)
+        conv = self._ask(obs)
+        data = self.complete(conv.messages(), cap)
         choice = data["choices"][0]
         msg = choice.get("message") or {}
         content = msg.get("content") or ""
@@ -222,6 +335,7 @@ class OpenAIChatPolicy(BasePolicy):
         else:
             text = content
         response, grading = split_thinking(text)
+        self._answered(response, None)
         usage = data.get("usage") or {}
         meta = {
             "max_tokens": cap,
@@ -273,7 +387,7 @@ def openai_policy_from_env(kind: str = "api", **overrides: Any) -> OpenAIChatPol
     return OpenAIChatPolicy(**args)
 
 
-class TransformersPolicy(BasePolicy):
+class TransformersPolicy(_ConversationPolicy):
     """A local causal LM run with ``transformers``' ``generate`` (CPU or GPU).
 
     Args:
@@ -288,10 +402,23 @@ class TransformersPolicy(BasePolicy):
         dtype: torch dtype name for loading (``"auto"``, ``"bfloat16"``...; default ``"auto"``).
         system_prompt: System message (default: the template's).
         seed: Torch seed set before each sampled generation (with the step index).
-        chat_template_kwargs: Passed to ``apply_chat_template`` (e.g. ``{"enable_thinking": False}``).
+        chat_template_kwargs: ``{"enable_thinking": False/True}`` sets ``reasoning_mode`` off/on
+            (kept for compatibility).
+        format: ``"multi_turn"`` or ``"single_turn"``; default: the model folder's
+            ``episode_format.json`` (written by training), else ``"multi_turn"``.
+        history_thinking: ``"keep"`` or ``"strip"``; default as ``format``, else ``"keep"``.
+        reasoning_mode: ``"auto"``, ``"on"`` or ``"off"`` (Qwen3 thinking); default as ``format``,
+            else ``"auto"`` (the template's default).
+
+    In ``multi_turn`` + ``keep`` the prompt of question ``k`` is the training rollout's token
+    sequence: the first prompt, each earlier answer's ids as generated, and the environment turns
+    between them (:class:`~reasoning_env.conversation.EpisodeTokens`); otherwise the conversation
+    is re-rendered by the chat template each turn.
 
     Raises:
-        PolicyError: the model or tokenizer cannot be loaded (raised on first use).
+        PolicyError: the model or tokenizer cannot be loaded, or a multi-turn format with a
+            tokenizer that has no chat template (raised on first use).
+        ValueError: unknown format, history mode or reasoning mode.
     """
 
     kind = "llm"
@@ -310,8 +437,26 @@ class TransformersPolicy(BasePolicy):
         system_prompt: Optional[str] = SYSTEM_PROMPT,
         seed: int = 0,
         chat_template_kwargs: Optional[dict[str, Any]] = None,
+        format: Optional[str] = None,
+        history_thinking: Optional[str] = None,
+        reasoning_mode: Optional[str] = None,
     ) -> None:
         super().__init__()
+        saved = read_episode_format(model) if isinstance(model, str) else {}
+        self._init_format(format or saved.get("format") or "multi_turn",
+                          history_thinking or saved.get("history_thinking") or "keep")
+        thinking = (chat_template_kwargs or {}).get("enable_thinking")
+        if reasoning_mode is None and thinking is not None:
+            reasoning_mode = "on" if thinking else "off"
+        self.reasoning_mode = reasoning_mode or saved.get("reasoning_mode") or "auto"
+        if self.reasoning_mode not in REASONING_MODES:
+            raise ValueError(f"reasoning_mode must be one of {REASONING_MODES}, got {self.reasoning_mode!r}")
+        if saved.get("system_prompt") and system_prompt == SYSTEM_PROMPT:
+            system_prompt = saved["system_prompt"]
+        self.episode_format_source = "episode_format.json" if saved else "arguments"
+        self._chat: Optional[ChatFormat] = None
+        self._tokens: Optional[EpisodeTokens] = None
+        self._open_mark: Optional[int] = None
         self._model_ref = model
         self._tok_ref = tokenizer if tokenizer is not None else (model if isinstance(model, str) else None)
         self.name = name
@@ -342,45 +487,111 @@ class TransformersPolicy(BasePolicy):
             "temperature": self.temperature,
             "max_tokens": self.max_tokens,
             "device": self.device,
+            "format": self.format,
+            "history_thinking": self.history_thinking,
+            "reasoning_mode": self.reasoning_mode,
+            "episode_format_source": self.episode_format_source,
         }
 
     def _load(self) -> None:
         with self._lock:
-            if self._model is not None and self._tok is not None:
-                return
-            try:
-                import torch
-                from transformers import AutoModelForCausalLM, AutoTokenizer
-            except ImportError as exc:  # pragma: no cover - torch is in requirements
-                raise PolicyError(f"the transformers policy needs torch and transformers ({exc})") from None
-            if self._tok is None:
-                if self._tok_ref is None:
-                    raise PolicyError("TransformersPolicy: pass a tokenizer when model is an object")
-                try:
-                    self._tok = AutoTokenizer.from_pretrained(self._tok_ref)
-                except Exception as exc:
-                    raise PolicyError(f"could not load tokenizer {self._tok_ref!r}: {type(exc).__name__}: {exc}") from None
-            if self._model is None:
-                try:
-                    kwargs: dict[str, Any] = {}
-                    if self.dtype and self.dtype != "auto":
-                        kwargs["dtype"] = getattr(torch, self.dtype)
-                    self._model = AutoModelForCausalLM.from_pretrained(self._model_ref, **kwargs)
-                except Exception as exc:
-                    raise PolicyError(f"could not load model {self._model_ref!r}: {type(exc).__name__}: {exc}") from None
-            device = self.device or ("cuda" if torch.cuda.is_available() else "cpu")
-            self.device = device
-            self._model.to(device)
-            self._model.eval()
+            if self._model is None or self._tok is None:
+                self._load_model()
+            self._build_chat()
 
-    def _prompt_ids(self, obs: Any):
-        messages = build_messages(obs, system_prompt=self.system_prompt)
-        tok = self._tok
-        if getattr(tok, "chat_template", None):
-            text = tok.apply_chat_template(messages, tokenize=False, add_generation_prompt=True, **self.chat_template_kwargs)
-        else:  # a base model without a template: plain text
-            text = "\n\n".join(m["content"] for m in messages) + "\n\n"
-        return tok(text, return_tensors="pt", add_special_tokens=False)
+    def _load_model(self) -> None:
+        try:
+            import torch
+            from transformers import AutoModelForCausalLM, AutoTokenizer
+        except ImportError as exc:  # pragma: no cover - torch is in requirements
+            raise PolicyError(f"the transformers policy needs torch and transformers ({exc})") from None
+        if self._tok is None:
+            if self._tok_ref is None:
+                raise PolicyError("TransformersPolicy: pass a tokenizer when model is an object")
+            try:
+                self._tok = AutoTokenizer.from_pretrained(self._tok_ref)
+            except Exception as exc:
+                raise PolicyError(f"could not load tokenizer {self._tok_ref!r}: {type(exc).__name__}: {exc}") from None
+        if self._model is None:
+            try:
+                kwargs: dict[str, Any] = {}
+                if self.dtype and self.dtype != "auto":
+                    kwargs["dtype"] = getattr(torch, self.dtype)
+                self._model = AutoModelForCausalLM.from_pretrained(self._model_ref, **kwargs)
+            except Exception as exc:
+                raise PolicyError(f"could not load model {self._model_ref!r}: {type(exc).__name__}: {exc}") from None
+        device = self.device or ("cuda" if torch.cuda.is_available() else "cpu")
+        self.device = device
+        self._model.to(device)
+        self._model.eval()
+
+    def _build_chat(self) -> None:
+        if self._chat is None and getattr(self._tok, "chat_template", None):
+            try:
+                self._chat = ChatFormat(self._tok, reasoning_mode=self.reasoning_mode, system_prompt=self.system_prompt)
+            except ChatFormatError as exc:
+                raise PolicyError(f"{self.name}: {exc}") from None
+        if self._chat is None and self.format == "multi_turn":
+            raise PolicyError(
+                f"{self.name}: the tokenizer has no chat template, so the multi-turn format (the one training uses) "
+                "cannot be rendered; pass format='single_turn' (--llm-format single_turn)"
+            )
+
+    def clone(self) -> "TransformersPolicy":
+        twin = super().clone()
+        twin._tokens, twin._open_mark = None, None
+        return twin
+
+    def _appends_tokens(self) -> bool:
+        return self.format == "multi_turn" and self.history_thinking == "keep"
+
+    def _new_episode(self) -> None:
+        self._tokens, self._open_mark = None, None
+
+    def _drop_open_question(self) -> None:
+        if self._tokens is not None and self._open_mark is not None:
+            tk, n = self._tokens, self._open_mark
+            del tk.completion_ids[n:], tk.env_mask[n:], tk.logprobs[n:]
+        self._open_mark = None
+
+    def _ask(self, obs: Any) -> EpisodeConversation:
+        conv = super()._ask(obs)
+        if self._appends_tokens():
+            assert self._chat is not None
+            if self._tokens is None or conv.asked == 1:
+                self._tokens = EpisodeTokens(self._chat)
+                self._tokens.start(obs)
+                self._open_mark = 0
+            else:
+                self._open_mark = len(self._tokens.completion_ids)
+                self._tokens.add_env_turn(self._tokens.next_question_ids(obs))
+        return conv
+
+    def _answered(self, text: str, ids: Optional[list[int]]) -> None:
+        super()._answered(text, ids)
+        if self._appends_tokens() and self._tokens is not None:
+            assert self._chat is not None
+            self._tokens.add_model_turn(list(ids) if ids is not None else self._chat.encode(text))
+        self._open_mark = None
+
+    def record_answer(self, obs: Any, response: str) -> None:
+        """See :meth:`_ConversationPolicy.record_answer` (loads the tokenizer on first use)."""
+        self._load()
+        super().record_answer(obs, response)
+
+    def prompt_ids(self, obs: Any) -> list[int]:
+        """The token ids the model is prompted with for ``obs``'s question (asks it in the
+        conversation; the answer must follow through :meth:`act` or :meth:`record_answer`)."""
+        self._load()
+        conv = self._ask(obs)
+        if self._appends_tokens():
+            assert self._tokens is not None
+            return self._tokens.context()
+        if self._chat is not None:
+            return self._chat.conversation_ids(conv)
+        messages = conv.messages()  # a base model without a template (single-turn): plain text
+        text = "\n\n".join(m["content"] for m in messages) + "\n\n"
+        return list(self._tok(text, add_special_tokens=False)["input_ids"])
 
     def act(self, obs: Any) -> PolicyOutput:
         """Generate at most ``step_token_cap`` new tokens for the current question."""
@@ -388,10 +599,8 @@ class TransformersPolicy(BasePolicy):
 
         self._load()
         cap = _step_cap(obs, self.max_tokens)
-        enc = self._prompt_ids(obs)
-        input_ids = enc["input_ids"].to(self.device)
-        attn = enc.get("attention_mask")
-        attn = attn.to(self.device) if attn is not None else torch.ones_like(input_ids)
+        input_ids = torch.tensor([self.prompt_ids(obs)], dtype=torch.long, device=self.device)
+        attn = torch.ones_like(input_ids)
         tok = self._tok
         pad = tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id
         gen_kwargs: dict[str, Any] = {"max_new_tokens": cap, "pad_token_id": pad}
@@ -414,6 +623,9 @@ class TransformersPolicy(BasePolicy):
             finish = "stop"
         text = tok.decode(new_ids, skip_special_tokens=True)
         response, grading = split_thinking(text)
+        if self._chat is not None:  # graded as training grades it (a thinking turn cut before </think>: no answer)
+            grading = self._chat.grading_response(text)
+        self._answered(response, new_ids)
         meta = {
             "max_tokens": cap,
             "tokens": len(new_ids),

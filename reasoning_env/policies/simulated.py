@@ -23,11 +23,12 @@ Strategies (``t`` is then clipped to ``[1, step_token_cap]``):
 - ``greedy``: :func:`~.allocation.greedy_allocation` of the remaining budget over the current
   question's curve plus ``left - 1`` copies of the mean curve of the questions seen so far
   (marginal gains on concave envelopes), replanned every step; spends the current share.
-- ``oracle`` (:class:`OracleAllocationPolicy`): :func:`~.allocation.optimal_allocation` over the
-  true curves of *all* the episode's questions with the whole budget (an upper bound on expected
-  correct answers for any policy under these curves); each question may get as little as its
-  shortest response (``\\boxed{gold}``), the last one at least ``min_tokens`` (:func:`oracle_lows`);
-  replanned if the spend deviates from the plan.
+- ``oracle`` (:class:`OracleAllocationPolicy`): the exact plan of :func:`~.oracle.oracle_plan`
+  over the true curves of *all* the episode's questions with the whole budget, under the
+  hard-cap rules (an upper bound on expected correct answers of any policy that answers every
+  question it spends on with at least its shortest response, ``\\boxed{gold}``); replanned if the
+  spend deviates from the plan. Its plans come from the evaluation's shared
+  :class:`~.oracle.OracleCache` when one is set (:attr:`OracleAllocationPolicy.oracle_cache`).
 """
 
 from __future__ import annotations
@@ -39,9 +40,10 @@ from typing import Any, Optional
 
 import numpy as np
 
-from reasoning_env.policies.allocation import greedy_allocation, optimal_allocation
+from reasoning_env.policies.allocation import greedy_allocation
 from reasoning_env.policies.base import BasePolicy, EpisodeInfo, PolicyError, PolicyOutput, obs_get
 from reasoning_env.policies.curves import SolverCurves
+from reasoning_env.policies.oracle import OracleCache, oracle_plan
 from reasoning_env.policies.text import minimal_tokens, write_response
 
 __all__ = ["OracleAllocationPolicy", "SimulatedSolverPolicy", "STRATEGIES", "question_uniform", "wrong_answer"]
@@ -92,19 +94,6 @@ def wrong_answer(gold: str, rng: random.Random) -> str:
     return f"{g}+1"
 
 
-def oracle_lows(minimal: list[int], budget: int, min_tokens: int, cap: int) -> list[int]:
-    """Per-question lower bounds of the oracle's allocation (tokens): each question's shortest
-    response, and at least ``min_tokens`` for the last one, so that a hard-cap episode cannot
-    end early (the remaining budget before any question is at least the last one's share).
-    Bounds are clipped to ``cap`` and, if they do not fit, lowered to 1."""
-    lows = [max(1, min(int(m), cap)) for m in minimal]
-    if lows:
-        lows[-1] = max(lows[-1], min(int(min_tokens), cap))
-    if sum(lows) > budget:
-        lows = [1] * len(lows)
-    return lows
-
-
 class SimulatedSolverPolicy(BasePolicy):
     """A simulated LLM whose accuracy follows :class:`~.curves.SolverCurves` (see the module docstring).
 
@@ -113,7 +102,7 @@ class SimulatedSolverPolicy(BasePolicy):
             :class:`OracleAllocationPolicy`).
         curves: The accuracy curves (default: :class:`~.curves.SolverCurves` defaults).
         name: Row label (default ``sim_<strategy>``).
-        max_units: Grid resolution of the allocators (budget units).
+        max_units: Grid resolution of the greedy strategy's heuristic (budget units).
 
     Raises:
         ValueError: unknown strategy.
@@ -197,10 +186,13 @@ class SimulatedSolverPolicy(BasePolicy):
             if 0 <= k < len(toks) and rem0 - sum(toks[:k]) == remaining:
                 return int(toks[k])
         rest = (self.info.questions or [])[idx:]
-        fns = [self.curves.question_fn(q.problem_type, q.difficulty) for q in rest]
-        cap = max(1, min(int(self.info.max_tokens_per_step), remaining))
-        lows = oracle_lows([minimal_tokens(self.info.tokenizer, q.gold_answer) for q in rest], remaining, int(self.info.min_tokens), cap)
-        alloc = optimal_allocation(fns, remaining, lo=lows, cap=cap, max_units=self.max_units)
+        qs = [(q.problem_type, q.difficulty) for q in rest]
+        lows = [minimal_tokens(self.info.tokenizer, q.gold_answer) for q in rest]
+        cache = getattr(self, "oracle_cache", None)
+        if cache is not None and cache.curves is self.curves and cache.cap == int(self.info.max_tokens_per_step) and cache.min_tokens == int(self.info.min_tokens):
+            alloc = cache.plan(qs, remaining, lows)
+        else:
+            alloc = oracle_plan(self.curves, qs, remaining, lows, cap=int(self.info.max_tokens_per_step), min_tokens=int(self.info.min_tokens))
         self._plan = (idx, remaining, list(alloc.tokens))
         return int(alloc.tokens[0]) if alloc.tokens else 0
 
@@ -237,10 +229,16 @@ class OracleAllocationPolicy(SimulatedSolverPolicy):
     Args:
         curves: The accuracy curves (default: defaults).
         name: Row label (default ``oracle_allocation``).
-        max_units: DP grid resolution (budget units; unit = ceil(budget / max_units) tokens).
+        oracle_cache: A shared :class:`~.oracle.OracleCache` of the same curves (the evaluation
+            sets one, so each episode's plan is solved once for the policy and the regret).
+
+    Attributes:
+        oracle_cache: The shared cache, or ``None`` (plans are then solved here). Used only when
+            its curves, cap and ``min_tokens`` are the episode's.
     """
 
     kind = "oracle"
 
-    def __init__(self, curves: Optional[SolverCurves] = None, *, name: Optional[str] = None, max_units: int = 1000) -> None:
-        super().__init__("oracle", curves, name=name or "oracle_allocation", max_units=max_units)
+    def __init__(self, curves: Optional[SolverCurves] = None, *, name: Optional[str] = None, oracle_cache: Optional[OracleCache] = None) -> None:
+        super().__init__("oracle", curves, name=name or "oracle_allocation")
+        self.oracle_cache = oracle_cache

@@ -9,11 +9,12 @@ name               formula (source)
 =================  ==============================================================================
 accuracy           correct ? correct_reward : wrong_reward
 format             boxed final answer present ? present_reward : missing_reward
-repetition         max_penalty * (1 - distinct n-grams / n-grams)   (Yeo et al. 2025; Open-R1)
+repetition         max_penalty * (1 - distinct n-grams / n-grams)   (Open-R1's scalar penalty)
 l1_exact           1[correct] - alpha |n_target - n|                (Aggarwal & Welleck 2025, LCPO)
-l1_max             1[correct] * clip(alpha (n_target - n) + delta, 0, 1)  (idem)
+l1_max             1[correct] * clip(alpha (n_target - n) + delta, 0, 1)  (idem; alpha of the official code)
 dapo_overlong      0 to L_max - L_cache, linear to -1 at L_max, -1 beyond  (Yu et al. 2025, DAPO)
 cosine             cosine from r_0 to r_L over [0, L_max], r_exceed at L >= L_max  (Yeo et al. 2025)
+thinkprune         1[correct and n <= L]: over the token limit the answer is discarded  (Hou et al. 2025)
 =================  ==============================================================================
 """
 
@@ -123,7 +124,12 @@ def ngram_repetition(text: str, ngram_size: int) -> float:
     "repetition",
     summary="Penalises repeated word n-grams in the response.",
     formula="max_penalty * (1 - distinct n-grams / total n-grams), word n-grams of size ngram_size (0 for texts shorter than one n-gram)",
-    source="Yeo et al. 2025, 'Demystifying Long Chain-of-Thought Reasoning in LLMs' (n-gram repetition penalty), as implemented in Open-R1",
+    source=(
+        "Open-R1's repetition penalty (get_repetition_penalty_reward: one scalar per response from the share of repeated "
+        "lower-cased word n-grams), which cites Yeo et al. 2025, 'Demystifying Long Chain-of-Thought Reasoning in LLMs', "
+        "App. C.2. Not the penalty of Yeo et al.'s experiments, which is dense and token-level (-0.05 per token of a "
+        "repeated 40-gram, on the tokens that repeat)"
+    ),
     scope="step",
     components=("repetition",),
     params=(
@@ -181,11 +187,16 @@ class L1ExactReward(RewardShape):
     "l1_max",
     summary="LCPO L1-Max: correctness scaled down as the length exceeds a budget (soft cap).",
     formula="1[correct] * clip(alpha * (n_target - n) + delta, 0, 1), n = generated tokens (raw_tokens)",
-    source="Aggarwal & Welleck 2025, 'L1: Controlling How Long A Reasoning Model Thinks With Reinforcement Learning' (LCPO-Max, alpha = 0.0003, delta = 0.5)",
+    source=(
+        "Aggarwal & Welleck 2025, 'L1: Controlling How Long A Reasoning Model Thinks With Reinforcement Learning' "
+        "(LCPO-Max; the formula of the paper). alpha = 0.001, delta = 0.5 are the official code's: its Max reward is "
+        "(clip(a (n_target - n), -1, 1) + 1) / 2 with a = 0.002, i.e. slope a / 2 = 0.001 per token around 0.5 "
+        "(the paper's alpha = 0.0003 is L1-Exact's)"
+    ),
     scope="step",
     components=("l1_max",),
     params=(
-        Param("alpha", 0.0003, "Slope per token of slack below the target.", min=0.0, max=0.005, step=0.0001, unit="reward/token", hard_min=0.0),
+        Param("alpha", 0.001, "Slope per token of slack below the target.", min=0.0, max=0.005, step=0.0001, unit="reward/token", hard_min=0.0),
         Param("delta", 0.5, "Value of a correct answer exactly at the target.", min=0.0, max=1.0, step=0.05, unit="reward"),
     ) + _TARGET_PARAMS,
     length="raw_tokens",
@@ -194,7 +205,7 @@ class L1ExactReward(RewardShape):
 class L1MaxReward(RewardShape):
     """L1-Max (see registered formula)."""
 
-    alpha: float = 0.0003
+    alpha: float = 0.001
     delta: float = 0.5
     target: str = "fair_share"
     n_target: float = 512.0
@@ -282,3 +293,58 @@ class CosineReward(RewardShape):
         cos = (1.0 + np.cos(np.pi * np.minimum(n, self.l_max) / self.l_max)) / 2.0
         value = rl + (r0 - rl) * cos
         return {"cosine": np.where(n >= self.l_max, self.r_exceed, value)}
+
+
+LIMIT_CHOICES = ("fixed", "fair_share", "remaining_share", "remaining")
+
+
+def length_limit(b: StepBatch, limit: str, n_limit: float, scale: float) -> np.ndarray:
+    """Per-row token limit (tokens): ``n_limit`` (``"fixed"``), or ``scale`` times the fair share
+    ``B/N``, the remaining budget per remaining question, or the whole remaining budget."""
+    if limit == "fixed":
+        return np.full(len(b), float(n_limit))
+    if limit == "remaining":
+        return scale * np.maximum(0.0, b.remaining_before)
+    return scale * length_target(b, limit, n_limit)
+
+
+@register(
+    "thinkprune",
+    summary="ThinkPrune's length-limit reward: the outcome reward, but a response longer than the token limit is discarded and earns 0. The limit can follow the episode budget (fair share, remaining share or remaining budget).",
+    formula=(
+        "n <= L: (correct ? correct_reward : wrong_reward); n > L: 0 (unfinished thoughts and answers discarded); "
+        "L = n_limit (limit='fixed') or scale x [B/N | remaining/(N - i) | remaining] (limit='fair_share' | 'remaining_share' | 'remaining'); "
+        "n = generated tokens (raw_tokens)"
+    ),
+    source=(
+        "Hou et al. 2025, 'ThinkPrune: Pruning Long Chain-of-Thought of LLMs via Reinforcement Learning' (arXiv 2504.01296): "
+        "RL with a token limit 'beyond which any unfinished thoughts and answers will be discarded, resulting in a zero "
+        "reward', tightened over several rounds (iterative pruning). The budget-following limits are this project's "
+        "adaptation to a shared episode budget"
+    ),
+    scope="step",
+    components=("thinkprune",),
+    params=(
+        Param("limit", "remaining_share", "What the token limit is: fixed (n_limit), or scale x the fair share, the remaining budget per remaining question, or the whole remaining budget.", kind="choice", choices=LIMIT_CHOICES),
+        Param("n_limit", 2048.0, "The limit when limit='fixed' (ThinkPrune's rounds tighten it, e.g. 4k -> 3k -> 2k).", min=16.0, max=16384.0, step=16.0, unit="tokens", hard_min=1.0),
+        Param("scale", 1.0, "Multiplier of a budget-following limit (below 1 tightens it, as a later pruning round would).", min=0.1, max=4.0, step=0.05, unit="shares", hard_min=1e-6),
+        Param("correct_reward", 1.0, "Reward of a correct answer within the limit.", min=0.0, max=2.0, step=0.05, unit="reward"),
+        Param("wrong_reward", 0.0, "Reward of a wrong answer within the limit.", min=-1.0, max=1.0, step=0.05, unit="reward"),
+    ),
+    length="raw_tokens",
+)
+@dataclass(frozen=True)
+class ThinkPruneReward(RewardShape):
+    """ThinkPrune length-limit reward (see registered formula)."""
+
+    limit: str = "remaining_share"
+    n_limit: float = 2048.0
+    scale: float = 1.0
+    correct_reward: float = 1.0
+    wrong_reward: float = 0.0
+
+    def step_batch(self, batch: StepBatch) -> dict[str, np.ndarray]:
+        """See registered formula."""
+        within = batch.raw_tokens <= length_limit(batch, self.limit, self.n_limit, self.scale)
+        outcome = np.where(batch.correct, self.correct_reward, self.wrong_reward)
+        return {"thinkprune": np.where(within, outcome, 0.0).astype(np.float64)}

@@ -1,24 +1,25 @@
 """The OpenEnv server of ReasoningEconomicsEnv: FastAPI app, app factory and command line.
 
-Routes (OpenEnv's): WebSocket ``/ws`` (one session per connection: reset, step, state, close),
-``GET /health``, ``/schema``, ``/metadata``, ``/state``, ``POST /reset`` and ``/step`` (stateless:
-a fresh environment per request, so HTTP ``/step`` always answers 409), plus ``GET /capacity``
-(sessions in use and the limits).
+Routes: WebSocket ``/ws`` (one session per connection: reset, step, state, close; our own
+route, :mod:`reasoning_env.server.ws`), and OpenEnv's HTTP routes ``GET /health``, ``/schema``,
+``/metadata``, ``/state``, ``POST /reset`` and ``/step`` (stateless: a fresh environment per
+request, so HTTP ``/step`` always answers 409), plus ``GET /capacity`` (sessions in use and the
+limits, per worker and in total) and ``/docs`` (Swagger UI served from this process).
+OpenEnv's ``/mcp`` routes are not served: this environment has no MCP tools, and their session
+creation was an unauthenticated way to fill every slot.
 
 Run it::
 
-    python -m reasoning_env.server --host 0.0.0.0 --port 8000
+    python -m reasoning_env.server --host 0.0.0.0 --port 8000 [--workers N]
     uvicorn reasoning_env.server.app:app --host 0.0.0.0 --port 8000   # same app, uvicorn's flags
 
 Both read the ``REE_*`` environment variables (:mod:`reasoning_env.server.settings`) and print the
 effective configuration once, as one JSON line, when the app is built. Tests and the Gradio
 workbench build their own app with :func:`create_server_app`.
 
-Why :class:`HTTPEnvServer` and ``register_routes`` rather than ``create_app``: ``create_app`` builds
-the same thing but does not return its :class:`HTTPEnvServer`, whose session registry we extend
-(:class:`~reasoning_env.server.sessions.SessionServer`) and report (``/capacity``). OpenEnv's
-generic Gradio page (``ENABLE_WEB_INTERFACE``) is not mounted; the project's workbench mounts
-its own UI on this app.
+Why OpenEnv's :class:`HTTPEnvServer` for the HTTP routes and not ``create_app``: ``create_app``
+builds the same routes but does not return the server object; we register its routes, drop its
+``/ws`` and ``/mcp``, and put ours in their place.
 """
 
 from __future__ import annotations
@@ -26,29 +27,41 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import functools
+import ipaddress
 import json
 import os
 import sys
+import tempfile
 from dataclasses import dataclass
 from typing import Any, Optional, Sequence, Union
 
 from fastapi import FastAPI, Request
-from fastapi.responses import JSONResponse
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import HTMLResponse, JSONResponse, Response
+from openenv.core.env_server.http_server import HTTPEnvServer
 from openenv.core.env_server.types import ConcurrencyConfig, ServerMode
+from starlette.routing import WebSocketRoute as StarletteWebSocketRoute
 
 from reasoning_env import __version__
 from reasoning_env.config import EnvConfig
 from reasoning_env.env import EpisodeError
 from reasoning_env.grading import Grader
+from reasoning_env.grading.pool import WorkerPool
 from reasoning_env.models import ReasonBudgetAction, ReasonBudgetObservation, ReasonBudgetState
-from reasoning_env.server.guard import MessageGuard
+from reasoning_env.server.executor import ElasticExecutor
+from reasoning_env.server.fallback import FairFallback
+from reasoning_env.server.guard import MessageGuard, token_problem
 from reasoning_env.server.served_env import EpisodeStateError, ServedReasoningEconomicsEnv, TokenizerNotAllowedError
-from reasoning_env.server.sessions import SessionServer
+from reasoning_env.server.sessions import SessionRegistry
 from reasoning_env.server.settings import ENV_VARS, ServerConfigError, ServerSettings, config_from_env, settings_from_env
+from reasoning_env.server.workers import BOARD_VAR, WorkerBoard, total
+from reasoning_env.server.ws import WebSocketRoute
 from reasoning_env.sources import PoolSet, load_pools
 from reasoning_env.tokenization import TokenizerLoadError, get_tokenizer
 
 ENV_NAME = "reasoning_economics_env"
+#: CPU priority increment of the grading fallback's worker processes (the server itself wins the CPU).
+FALLBACK_NICE = 5
 
 
 @dataclass(frozen=True)
@@ -58,16 +71,22 @@ class ServerRuntime:
     Attributes:
         config: The EnvConfig every session's environment is built from.
         settings: Limits and policies.
-        server: OpenEnv's session registry (extended): ``server.capacity()``, ``server.active_sessions``.
+        registry: This process's sessions (``registry.capacity()``, ``registry.active``).
         pools: The question pools all sessions share (loaded once, at build).
-        grader: The grader all sessions share.
+        grader: The grader all sessions share (its fallback is :attr:`fallback`).
+        fallback: The grading fallback's fair front over this server's worker pool.
+        executor: The threads that run resets and steps.
+        board: Counts of every worker process (``--workers``).
     """
 
     config: EnvConfig
     settings: ServerSettings
-    server: SessionServer
+    registry: SessionRegistry
     pools: PoolSet
     grader: Grader
+    fallback: FairFallback
+    executor: ElasticExecutor
+    board: WorkerBoard
 
     def summary(self) -> dict[str, Any]:
         """The effective configuration as a JSON-ready dict (the start-up line's content)."""
@@ -78,6 +97,22 @@ class ServerRuntime:
             "sources_used": [dict(s) for s in self.pools.sources_used],
             "questions": self.pools.size(),
         }
+
+    def capacity(self) -> dict[str, Any]:
+        """The ``/capacity`` answer: totals over the workers at the top, then each worker."""
+        workers = self.board.entries()
+        out = {**total(workers), "max_response_bytes": self.settings.max_response_bytes,
+               "max_message_bytes": self.settings.max_message_bytes,
+               "max_sessions_per_client": self.settings.session_cap_per_client,
+               "session_timeout_s": self.settings.session_timeout_s,
+               "unused_session_timeout_s": self.settings.unused_session_timeout_s,
+               "auth": bool(self.settings.api_token)}
+        out["worker"] = self.board.worker_id
+        out["per_worker"] = workers
+        out["threads"] = self.executor.stats()
+        out["grading_fallback"] = {"workers": self.fallback.size, "per_client": self.fallback.per_client,
+                                   "in_flight": sum(self.fallback.in_flight().values())}
+        return out
 
 
 def create_server_app(
@@ -97,10 +132,12 @@ def create_server_app(
         settings: Base :class:`ServerSettings` (default: the defaults, not the environment).
         mode: OpenEnv server mode (``"simulation"``: all routes; ``"production"``: no HTTP
             ``/reset``, ``/step``, ``/state``). Default: ``$OPENENV_MODE`` or simulation.
-        **limits: Overrides of ``settings`` fields: ``max_sessions`` (sessions),
-            ``session_timeout_s`` (seconds, ``None`` = never), ``max_response_bytes`` (bytes of
-            UTF-8), ``allowed_tokenizers`` (patterns), ``allow_local_tokenizers`` (bool),
-            ``worker_threads`` (threads).
+        **limits: Overrides of ``settings`` fields, e.g. ``max_sessions`` (sessions),
+            ``max_sessions_per_client``, ``session_timeout_s`` / ``unused_session_timeout_s``
+            (seconds, ``None`` = never), ``max_response_bytes`` (bytes of UTF-8),
+            ``allowed_tokenizers`` (patterns), ``allow_local_tokenizers`` (bool),
+            ``worker_threads`` (threads), ``api_token``, ``grading_workers`` (processes),
+            ``fallback_per_client``.
 
     Returns:
         The FastAPI app; ``app.state.reasoning_env`` is its :class:`ServerRuntime`.
@@ -119,8 +156,10 @@ def create_server_app(
 
     pools = load_pools(config.sources, data_dir=config.data_dir, offline_fallback=config.offline_fallback)
     get_tokenizer(config.tokenizer_name)
-    grader = Grader(timeout_s=config.grading_timeout_s)
+    fallback = FairFallback(WorkerPool(settings.grading_workers, nice=FALLBACK_NICE), settings.fallback_cap_per_client)
+    grader = Grader(timeout_s=config.grading_timeout_s, pool=fallback)
     factory = functools.partial(ServedReasoningEconomicsEnv, config, pools=pools, grader=grader, settings=settings)
+    factory().pools  # prepares the golds and starts the fallback's workers in the background
 
     app = FastAPI(
         title="Reasoning Economics Workbench: OpenEnv server",
@@ -129,34 +168,94 @@ def create_server_app(
             "Mixed math questions under one shared token budget. Play episodes over the WebSocket `/ws` "
             "(reasoning_env.client.ReasoningEconomicsClient); see `/schema` for the action and observation."
         ),
+        docs_url=None,
+        redoc_url=None,
     )
-    server = SessionServer(
-        factory,
-        ReasonBudgetAction,
-        ReasonBudgetObservation,
-        concurrency_config=ConcurrencyConfig(
-            max_concurrent_envs=settings.max_sessions, session_timeout=settings.session_timeout_s
-        ),
-        env_name=ENV_NAME,
-        state_cls=ReasonBudgetState,
-        worker_threads=settings.worker_threads,
+    openenv_server = HTTPEnvServer(
+        factory, ReasonBudgetAction, ReasonBudgetObservation,
+        concurrency_config=ConcurrencyConfig(max_concurrent_envs=settings.max_sessions, session_timeout=None),
+        env_name=ENV_NAME, state_cls=ReasonBudgetState,
     )
-    app.router.on_shutdown.append(server.shutdown_workers)
     before = set(map(id, app.router.routes))
-    server.register_routes(app, mode=mode)
+    openenv_server.register_routes(app, mode=mode)
+    # OpenEnv's /ws and /mcp go; ours takes /ws (see the module docstring).
+    app.router.routes[:] = [r for r in app.router.routes
+                            if id(r) in before or getattr(r, "path", None) not in ("/ws", "/mcp")]
     openenv_routes = [r for r in app.router.routes if id(r) not in before]
-    app.add_middleware(MessageGuard, settings=settings, action_cls=ReasonBudgetAction, http_routes=openenv_routes)
+
+    executor = ElasticExecutor(settings.worker_threads, settings.worker_threads + settings.max_sessions + 8)
+    board_holder: list[WorkerBoard] = []
+    registry = SessionRegistry(settings, on_change=lambda: board_holder[0].publish() if board_holder else None)
+    board = WorkerBoard(os.environ.get(BOARD_VAR), registry.capacity)
+    board_holder.append(board)
+    registry.name = board.worker_id
+    ws_route = WebSocketRoute(settings, registry, executor, factory,
+                              auth=lambda scope: token_problem(scope, settings.api_token))
+    app.router.routes.insert(0, StarletteWebSocketRoute("/ws", ws_route, name="ws"))
+    app.add_middleware(MessageGuard, settings=settings, http_routes=openenv_routes)
     _add_error_handlers(app)
 
-    runtime = ServerRuntime(config=config, settings=settings, server=server, pools=pools, grader=grader)
+    runtime = ServerRuntime(config=config, settings=settings, registry=registry, pools=pools, grader=grader,
+                            fallback=fallback, executor=executor, board=board)
     app.state.reasoning_env = runtime
 
-    @app.get("/capacity", tags=["Health"], summary="Sessions in use and the server's limits")
-    async def capacity() -> dict[str, Any]:
-        return {**server.capacity(), "max_response_bytes": settings.max_response_bytes,
-                "max_message_bytes": settings.max_message_bytes}
+    async def start() -> None:
+        registry.start()
+        board.publish()
 
+    async def stop() -> None:
+        registry.stop()
+        board.withdraw()
+        executor.shutdown(wait=False, cancel_futures=True)
+        fallback.shutdown()
+
+    app.router.on_startup.append(start)
+    app.router.on_shutdown.append(stop)
+
+    @app.get("/capacity", tags=["Health"], summary="Sessions in use and the server's limits (per worker and in total)")
+    async def capacity() -> dict[str, Any]:
+        return runtime.capacity()
+
+    @app.api_route("/mcp", methods=["GET", "POST"], include_in_schema=False)
+    async def mcp_off() -> JSONResponse:
+        return JSONResponse(status_code=404, content={"detail": (
+            "this environment exposes no MCP tools, so OpenEnv's /mcp routes are not served; play episodes over "
+            "the WebSocket /ws (reasoning_env.client.ReasoningEconomicsClient)")})
+
+    _add_docs(app)
     return app
+
+
+def _add_docs(app: FastAPI) -> None:
+    """``/docs``: Swagger UI from the ``swagger-ui-bundle`` package's files, so the page works
+    offline (FastAPI's default loads its scripts from a CDN: a blank page without network). Without
+    that package, a plain page lists the routes and links ``/openapi.json``."""
+    from fastapi.openapi.docs import get_swagger_ui_html
+    from starlette.staticfiles import StaticFiles
+
+    try:
+        from swagger_ui_bundle import swagger_ui_path
+    except ImportError:
+        swagger_ui_path = None
+    title = f"{app.title}: API"
+    if swagger_ui_path is not None:
+        app.mount("/docs-assets", StaticFiles(directory=swagger_ui_path), name="docs-assets")
+
+        @app.get("/docs", include_in_schema=False)
+        async def docs() -> HTMLResponse:
+            return get_swagger_ui_html(openapi_url=app.openapi_url, title=title,
+                                       swagger_js_url="/docs-assets/swagger-ui-bundle.js",
+                                       swagger_css_url="/docs-assets/swagger-ui.css",
+                                       swagger_favicon_url="/docs-assets/favicon-32x32.png")
+        return
+
+    @app.get("/docs", include_in_schema=False)
+    async def docs_plain() -> HTMLResponse:
+        rows = "".join(f"<li><code>{', '.join(sorted(getattr(r, 'methods', None) or ['WS']))} {r.path}</code></li>"
+                       for r in app.router.routes if getattr(r, "include_in_schema", True) and hasattr(r, "path"))
+        return HTMLResponse(f"<!doctype html><title>{title}</title><h1>{title}</h1><ul>{rows}</ul>"
+                            f"<p>Schema: <a href='{app.openapi_url}'>{app.openapi_url}</a>. "
+                            "Install <code>swagger-ui-bundle</code> for the interactive page.</p>")
 
 
 def _add_error_handlers(app: FastAPI) -> None:
@@ -167,6 +266,14 @@ def _add_error_handlers(app: FastAPI) -> None:
             return JSONResponse(status_code=status, content={"detail": str(exc), "error": type(exc).__name__})
         return handler
 
+    async def invalid_request(request: Request, exc: Exception) -> Response:
+        # FastAPI's own answer echoes the input back and fails (500) when it holds a lone
+        # surrogate; this one names each problem, without the input, in ASCII-safe JSON.
+        detail = [{"loc": list(e.get("loc", ())), "msg": str(e.get("msg", "")), "type": str(e.get("type", ""))}
+                  for e in exc.errors()]
+        return Response(json.dumps({"detail": detail}), status_code=422, media_type="application/json")
+
+    app.add_exception_handler(RequestValidationError, invalid_request)
     app.add_exception_handler(EpisodeStateError, answer(409))
     app.add_exception_handler(TokenizerNotAllowedError, answer(403))
     app.add_exception_handler(EpisodeError, answer(400))
@@ -174,19 +281,32 @@ def _add_error_handlers(app: FastAPI) -> None:
 
 
 # ------------------------------------------------------------------------------ from the environment
-def build_app_from_env(environ: Optional[dict[str, str]] = None, *, announce: bool = True) -> FastAPI:
+def build_app_from_env(environ: Optional[dict[str, str]] = None, *, announce: Optional[bool] = None) -> FastAPI:
     """The app the ``REE_*`` variables describe; prints the effective configuration (one JSON line).
+
+    Args:
+        environ: Variables to read (default ``os.environ``).
+        announce: Print the configuration line (default: yes, except in the worker processes of
+            ``--workers``, whose parent printed it).
 
     Raises:
         ServerConfigError: a variable is invalid. Otherwise as :func:`create_server_app`.
     """
     environ = dict(os.environ if environ is None else environ)
     app = create_server_app(config_from_env(environ), settings=settings_from_env(environ))
+    if announce is None:
+        announce = not environ.get(BOARD_VAR)
     if announce:
-        summary = app.state.reasoning_env.summary()
-        summary["env"] = {k: environ[k] for k in ENV_VARS if environ.get(k)}
-        print(json.dumps(summary, sort_keys=False), flush=True)
+        print(json.dumps(announcement(app, environ), sort_keys=False), flush=True)
     return app
+
+
+def announcement(app: FastAPI, environ: dict[str, str]) -> dict[str, Any]:
+    """The start-up line: the runtime's summary plus the ``REE_*`` variables that were set (the
+    token masked)."""
+    summary = app.state.reasoning_env.summary()
+    summary["env"] = {k: ("(set)" if k == "REE_API_TOKEN" else environ[k]) for k in ENV_VARS if environ.get(k)}
+    return summary
 
 
 @functools.lru_cache(maxsize=1)
@@ -202,8 +322,18 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` (an interface to bind) is reachable only from this machine."""
+    if host in ("localhost", ""):
+        return host == "localhost"
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    """``python -m reasoning_env.server [--host H] [--port P] [--log-level L]``: serve until stopped.
+    """``python -m reasoning_env.server [--host H] [--port P] [--workers N] [--log-level L]``: serve until stopped.
 
     Configuration comes from the ``REE_*`` environment variables. Returns the exit status
     (2 when the configuration is invalid).
@@ -212,10 +342,16 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("--host", default="0.0.0.0", help="interface to bind (default 0.0.0.0: all)")
     parser.add_argument("--port", type=int, default=int(os.environ.get("PORT", "8000")),
                         help="TCP port (default $PORT or 8000)")
+    parser.add_argument("--workers", type=int, default=int(os.environ.get("REE_WORKERS", "1") or 1),
+                        help="server processes on this port (default $REE_WORKERS or 1); each WebSocket session stays on "
+                             "the process that accepted it, and each process has its own limits")
     parser.add_argument("--log-level", default="info", choices=["critical", "error", "warning", "info", "debug"])
     parser.add_argument("--ws-compression", action="store_true",
                         help="offer permessage-deflate on WebSockets: less bandwidth, ~20%% more server CPU per step")
     args = parser.parse_args(argv)
+    if args.workers < 1:
+        print(f"reasoning_env.server: --workers must be >= 1, got {args.workers}", file=sys.stderr)
+        return 2
 
     import uvicorn
 
@@ -225,18 +361,31 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         print(f"reasoning_env.server: cannot start: {exc}", file=sys.stderr)
         return 2
     settings: ServerSettings = app.state.reasoning_env.settings
-    uvicorn.run(
-        app,
+    if not settings.api_token and not is_loopback(args.host):
+        print(f"reasoning_env.server: WARNING: serving {args.host}:{args.port} to the network without authentication; "
+              "anyone who can reach it can play (and fill its slots). Set REE_API_TOKEN to require a token, or bind "
+              "--host 127.0.0.1.", file=sys.stderr, flush=True)
+    options = dict(
         host=args.host,
         port=args.port,
         log_level=args.log_level,
-        # Frames up to the guard's limit must reach the guard (which answers with a clear error);
+        # Frames up to the message limit must reach the route (which answers with a clear error);
         # far larger ones are cut by uvicorn (close code 1009).
         ws_max_size=max(16 * 1024 * 1024, 2 * settings.max_message_bytes),
         # Off by default: on 2 cores deflate cost ~0.25 ms of server CPU per step (observations
         # are a few KB of JSON); turn it on for slow links.
         ws_per_message_deflate=args.ws_compression,
     )
+    if args.workers == 1:
+        uvicorn.run(app, **options)
+        return 0
+    # N processes: uvicorn imports the app in each (reasoning_env.server.app:app); they publish
+    # their session counts to a shared folder for /capacity.
+    app.state.reasoning_env.fallback.shutdown()
+    del app
+    with tempfile.TemporaryDirectory(prefix="ree-workers-") as board:
+        os.environ[BOARD_VAR] = board
+        uvicorn.run("reasoning_env.server.app:app", workers=args.workers, **options)
     return 0
 
 

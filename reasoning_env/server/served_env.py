@@ -16,6 +16,7 @@ from typing import Any, Optional, Union
 from reasoning_env.env import EpisodeError, ReasoningEconomicsEnv
 from reasoning_env.models import ReasonBudgetAction, ReasonBudgetObservation
 from reasoning_env.server.settings import ServerSettings
+from reasoning_env.tokenization import LoadedTokenizer, get_tokenizer
 
 
 class EpisodeStateError(EpisodeError):
@@ -38,6 +39,12 @@ class ServedReasoningEconomicsEnv(ReasoningEconomicsEnv):
     def __init__(self, config: Any = None, *, settings: Optional[ServerSettings] = None, **kwargs: Any) -> None:
         super().__init__(config, **kwargs)
         self.settings = settings or ServerSettings()
+
+    def _tokenizer_for(self, name: str) -> LoadedTokenizer:
+        # A client's name is a Hub id unless the operator allows folders: never a folder under
+        # the server's working directory that happens to have that name.
+        local = self.settings.allow_local_tokenizers or name == self.config.tokenizer_name
+        return get_tokenizer(name, allow_local=local)
 
     def _check_tokenizer(self, name: Any) -> None:
         if isinstance(name, str):

@@ -1,84 +1,205 @@
-"""OpenEnv's session registry with two changes: resets and steps run on a small shared thread pool,
-and reaping an idle WebSocket session also closes its socket.
+"""The session registry of one server process: slots, per-client shares, idle and unused expiry.
 
-Threads. OpenEnv's :class:`HTTPEnvServer` runs each session's calls on a thread of its own. With
-64 busy sessions on 2 cores that cost 15-40% more server CPU per step than a shared pool of 2-8
-threads (GIL hand-offs between 64 runnable threads), and the tokenizer's native allocations,
-spread over 64 threads, grew the server's memory steadily (+80 MB from 256 to 2,560 episodes and
-still growing; +10 MB with 4 threads). :class:`SessionServer` runs every session's resets and steps on
-one pool of ``worker_threads`` threads. A session never has two calls in flight (the route awaits
-each), so its environment is still used by one thread at a time. The price: ``worker_threads``
-steps that wait on slow grades (up to the grader's time limit) hold up the others meanwhile.
-
-Reaping. OpenEnv reaps a session idle past ``session_timeout`` by closing its environment and
-freeing its slot, but leaves the WebSocket open: the client keeps talking to a closed environment
-that no longer counts against the cap. :class:`SessionServer` binds each ``/ws`` session to its
-connection (published by :class:`~reasoning_env.server.guard.MessageGuard`); every message counts
-as activity (OpenEnv counts only resets and steps), and when the reaper destroys the session the
-client gets an error frame saying why and the socket is closed (close code
-:data:`~reasoning_env.server.guard.IDLE_CLOSE_CODE`). The capacity check and the reaper's
-schedule are OpenEnv's.
+Every ``/ws`` connection is one session. The registry admits it (or says which limit refuses
+it), records its activity, and closes sessions that went silent: after ``session_timeout_s``
+without a message, or after ``unused_session_timeout_s`` when no reset or step came since the
+connection opened (a client cannot hold slots by opening connections and never using them).
+It lives on the event loop (no locks); with ``--workers N`` each worker process has its own,
+and :mod:`reasoning_env.server.workers` adds them up for ``/capacity``.
 """
 
 from __future__ import annotations
 
 import asyncio
-import functools
-from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Callable
+import itertools
+import logging
+import time
+from dataclasses import dataclass, field
+from typing import Any, Awaitable, Callable, Optional
 
-from openenv.core.env_server.http_server import HTTPEnvServer
+from reasoning_env.server.settings import ServerSettings
 
-from reasoning_env.server.guard import WSConnection, current_connection
+logger = logging.getLogger(__name__)
+
+#: Close code sent when the server closes an idle or unused session (private-use range of RFC 6455).
+IDLE_CLOSE_CODE = 4000
 
 
-class SessionServer(HTTPEnvServer):
-    """:class:`HTTPEnvServer` with a shared worker pool and a reaper that closes idle sockets.
+class AdmissionError(Exception):
+    """A new session is refused: ``message`` names the limit (and its variable); ``extra`` holds
+    the counts for the error frame."""
 
-    Args:
-        *args, **kwargs: :class:`HTTPEnvServer`'s arguments.
-        worker_threads: Threads running all sessions' resets and steps.
+    def __init__(self, message: str, **extra: Any) -> None:
+        super().__init__(message)
+        self.message = message
+        self.extra = extra
+
+
+@dataclass(eq=False)
+class Session:
+    """One connection's session.
+
+    Attributes:
+        id: Server-side id (``<worker>-<n>``). client: The client's address.
+        opened / last_activity: ``time.monotonic()`` seconds. used: a reset or step arrived.
+        close: Coroutine function ``close(message)`` that tells the client why and closes the socket.
     """
 
-    def __init__(self, *args: Any, worker_threads: int = 4, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self._connections: dict[str, WSConnection] = {}
-        self._workers = ThreadPoolExecutor(max_workers=worker_threads, thread_name_prefix="ree-worker")
+    id: str
+    client: str
+    opened: float
+    last_activity: float
+    close: Callable[[str], Awaitable[None]]
+    used: bool = False
+    steps: int = 0
+    extra: dict = field(default_factory=dict)
 
-    async def _run_in_session_executor(self, session_id: str, func: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-        loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._workers, functools.partial(func, *args, **kwargs))
 
-    def shutdown_workers(self) -> None:
-        """Stop the worker pool (queued calls are cancelled; running ones finish)."""
-        self._workers.shutdown(wait=False, cancel_futures=True)
+class SessionRegistry:
+    """Admission and expiry of sessions (see the module docstring).
 
-    async def _create_session(self) -> tuple[str, Any]:
-        session_id, env = await super()._create_session()
-        conn = current_connection()
-        if conn is not None:
-            self._connections[session_id] = conn
-            # OpenEnv counts only resets and steps as activity; any message should keep a session.
-            conn.on_frame = functools.partial(self._update_session_activity, session_id)
-        return session_id, env
+    Args:
+        settings: The limits (``max_sessions``, ``session_cap_per_client``, timeouts).
+        name: Prefix of the session ids (the worker's id with ``--workers``).
+        on_change: Called after every admission and close (publishes the counts).
+    """
 
-    async def _destroy_session(self, session_id: str) -> None:
-        conn = self._connections.pop(session_id, None)
-        await super()._destroy_session(session_id)
-        reaping = self._reaper_task is not None and asyncio.current_task() is self._reaper_task
-        if conn is not None and reaping:
-            timeout = self._session_idle_timeout_s
-            await conn.close(
-                f"session closed by the server after more than {timeout:g} s without a message "
-                "(REE_SESSION_TIMEOUT_S); reconnect and reset to start again"
+    def __init__(self, settings: ServerSettings, *, name: str = "w0", on_change: Optional[Callable[[], None]] = None) -> None:
+        self.settings = settings
+        self.name = name
+        self.on_change = on_change
+        self._sessions: dict[str, Session] = {}
+        self._per_client: dict[str, int] = {}
+        self._ids = itertools.count(1)
+        self._reaper: Optional[asyncio.Task] = None
+        self.refused = {"max_sessions": 0, "per_client": 0}
+
+    # ------------------------------------------------------------------ admission
+    def open(self, client: str, close: Callable[[str], Awaitable[None]]) -> Session:
+        """Admit a session for ``client``.
+
+        Raises:
+            AdmissionError: all slots are taken (``REE_MAX_SESSIONS``), or this client holds its
+                share (``REE_MAX_SESSIONS_PER_CLIENT``).
+        """
+        s = self.settings
+        active = len(self._sessions)
+        if active >= s.max_sessions:
+            self.refused["max_sessions"] += 1
+            raise AdmissionError(
+                f"Server at capacity: {active}/{s.max_sessions} sessions active (REE_MAX_SESSIONS); retry later, "
+                "or close sessions you no longer use", active_sessions=active, max_sessions=s.max_sessions, limit="max_sessions",
             )
+        held = self._per_client.get(client, 0)
+        cap = s.session_cap_per_client
+        if held >= cap:
+            self.refused["per_client"] += 1
+            raise AdmissionError(
+                f"this client address ({client}) already holds {held} of the {cap} sessions one client may hold "
+                f"(REE_MAX_SESSIONS_PER_CLIENT; {active}/{s.max_sessions} in use in all); close some, or ask the "
+                "operator to raise the limit", active_sessions=active, max_sessions=s.max_sessions,
+                client_sessions=held, max_sessions_per_client=cap, limit="max_sessions_per_client",
+            )
+        now = time.monotonic()
+        session = Session(f"{self.name}-{next(self._ids)}", client, now, now, close)
+        self._sessions[session.id] = session
+        self._per_client[client] = held + 1
+        self._changed()
+        return session
+
+    def close(self, session: Session) -> None:
+        """Free ``session``'s slot (idempotent)."""
+        if self._sessions.pop(session.id, None) is None:
+            return
+        n = self._per_client.get(session.client, 1) - 1
+        if n > 0:
+            self._per_client[session.client] = n
+        else:
+            self._per_client.pop(session.client, None)
+        self._changed()
+
+    @staticmethod
+    def touch(session: Session, used: bool = False) -> None:
+        """Record activity (any message); ``used`` for a reset or step."""
+        session.last_activity = time.monotonic()
+        if used:
+            session.used = True
+
+    def _changed(self) -> None:
+        if self.on_change is not None:
+            try:
+                self.on_change()
+            except Exception:  # publishing the counts must never break a session
+                logger.exception("publishing session counts failed")
+
+    # ------------------------------------------------------------------ reporting
+    @property
+    def active(self) -> int:
+        """Sessions open now."""
+        return len(self._sessions)
 
     def capacity(self) -> dict[str, Any]:
-        """``active_sessions``, ``max_sessions``, ``available_slots`` and ``session_timeout_s``."""
-        status = self.get_capacity_status()
+        """This process's counts and limits (the ``/capacity`` fields)."""
+        s = self.settings
         return {
-            "active_sessions": status.active_sessions,
-            "max_sessions": status.max_sessions,
-            "available_slots": status.available_slots,
-            "session_timeout_s": self._session_idle_timeout_s,
+            "active_sessions": len(self._sessions),
+            "max_sessions": s.max_sessions,
+            "available_slots": max(0, s.max_sessions - len(self._sessions)),
+            "unused_sessions": sum(1 for x in self._sessions.values() if not x.used),
+            "clients": len(self._per_client),
+            "max_sessions_per_client": s.session_cap_per_client,
+            "busiest_client_sessions": max(self._per_client.values(), default=0),
+            "session_timeout_s": s.session_timeout_s,
+            "unused_session_timeout_s": s.unused_session_timeout_s,
+            "refused": dict(self.refused),
         }
+
+    # ------------------------------------------------------------------ expiry
+    def expired(self, now: Optional[float] = None) -> list[tuple[Session, str]]:
+        """Sessions past a timeout, each with the message telling its client why."""
+        now = time.monotonic() if now is None else now
+        s = self.settings
+        out = []
+        for session in list(self._sessions.values()):
+            if s.unused_session_timeout_s is not None and not session.used and now - session.opened > s.unused_session_timeout_s:
+                out.append((session, (
+                    f"session closed by the server: no reset or step within {s.unused_session_timeout_s:g} s of opening "
+                    "(REE_UNUSED_SESSION_TIMEOUT_S); reconnect and reset when you are ready to play")))
+            elif s.session_timeout_s is not None and now - session.last_activity > s.session_timeout_s:
+                out.append((session, (
+                    f"session closed by the server after more than {s.session_timeout_s:g} s without a message "
+                    "(REE_SESSION_TIMEOUT_S); reconnect and reset to start again (any message, e.g. a state "
+                    "request, keeps a session alive)")))
+        return out
+
+    def check_interval(self) -> Optional[float]:
+        """Seconds between expiry checks: a quarter of the shortest timeout, 0.25 to 5 s."""
+        timeouts = [t for t in (self.settings.session_timeout_s, self.settings.unused_session_timeout_s) if t]
+        if not timeouts:
+            return None
+        return min(5.0, max(0.25, min(timeouts) / 4))
+
+    async def reap_forever(self) -> None:
+        """Close expired sessions until cancelled (started with the app)."""
+        interval = self.check_interval()
+        if interval is None:
+            return
+        while True:
+            await asyncio.sleep(interval)
+            for session, why in self.expired():
+                self.close(session)
+                try:
+                    await session.close(why)
+                except Exception:
+                    logger.exception("closing an expired session failed")
+
+    def start(self) -> None:
+        """Start the expiry task on the running loop (idempotent)."""
+        if self._reaper is None or self._reaper.done():
+            self._reaper = asyncio.get_running_loop().create_task(self.reap_forever())
+
+    def stop(self) -> None:
+        """Stop the expiry task."""
+        if self._reaper is not None:
+            self._reaper.cancel()
+            self._reaper = None

@@ -22,6 +22,13 @@ variable                        meaning                                         
                                 server's disk
 ``REE_WORKER_THREADS``          threads that run resets and steps (all sessions share them) min(8, 2 x
                                                                                             CPUs)
+``REE_MAX_SESSIONS_PER_CLIENT`` most sessions one client address may hold                   half of
+                                                                                            the max
+``REE_UNUSED_SESSION_TIMEOUT_S`` seconds a new session may go without a reset or step       30
+``REE_API_TOKEN``               shared secret clients send (``Authorization: Bearer ...``)  none
+``REE_GRADING_WORKERS``         math-verify worker processes of the grading fallback       min(4, max(2,
+                                                                                            CPUs))
+``REE_FALLBACK_PER_CLIENT``     fallback grades one client address may have in flight       workers - 1
 ==============================  ==========================================================  ===========
 
 Individual variables override the matching field of ``REE_CONFIG``'s file. A bad value raises
@@ -33,7 +40,7 @@ from __future__ import annotations
 import fnmatch
 import os
 import re
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any, Callable, Mapping, Optional
 
 from reasoning_env.config import ConfigError, EnvConfig
@@ -48,6 +55,10 @@ DEFAULT_MAX_RESPONSE_BYTES = 1_000_000
 DEFAULT_WORKER_THREADS = min(8, 2 * (os.cpu_count() or 1))
 #: Longest tokenizer name accepted from a client (characters).
 MAX_TOKENIZER_NAME_CHARS = 200
+#: Default seconds a session may stay without a reset or step after it opened.
+DEFAULT_UNUSED_SESSION_TIMEOUT_S = 30.0
+#: Default number of math-verify worker processes (the grading fallback).
+DEFAULT_GRADING_WORKERS = min(4, max(2, os.cpu_count() or 2))
 
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off"}
@@ -75,9 +86,23 @@ class ServerSettings:
             any well-formed name). The config's own tokenizer is always allowed.
         allow_local_tokenizers: Let clients name tokenizer folders on the server's disk (off: only
             Hub ids such as ``Qwen/Qwen3-4B`` and ``embedded:...`` names).
-        worker_threads: Threads that run resets and steps, shared by all sessions (a session has
-            at most one call in flight). More threads let more slow grades wait at once; fewer
-            cost less CPU and memory (see :class:`~reasoning_env.server.sessions.SessionServer`).
+        worker_threads: Threads that compute resets and steps, shared by all sessions (a session
+            has at most one call in flight). A step waiting on the grading fallback does not hold
+            one (:class:`~reasoning_env.server.executor.ElasticExecutor`).
+        max_sessions_per_client: Most sessions one client address may hold (``None``: half of
+            ``max_sessions``, at least 1). Behind a reverse proxy every client has the proxy's
+            address unless uvicorn trusts its ``X-Forwarded-For`` (``FORWARDED_ALLOW_IPS``).
+        unused_session_timeout_s: Seconds a new session may go without a reset or step before
+            it is closed (``None``: only ``session_timeout_s`` applies): connections opened and
+            never used cannot hold slots for long.
+        api_token: Shared secret every client must send as ``Authorization: Bearer <token>`` on
+            ``/ws``, ``/reset``, ``/step`` and ``/state`` (``None``: no authentication).
+        grading_workers: math-verify worker processes of the grading fallback (this server's own
+            pool, run at a lower CPU priority than the server).
+        fallback_per_client: Fallback grades one client address may have in flight at once
+            (``None``: ``grading_workers - 1``, at least 1); more wait for their own client's
+            turn, so a client sending answers that take seconds to grade cannot take every
+            worker.
 
     Raises:
         ServerConfigError: a value is out of range.
@@ -89,6 +114,11 @@ class ServerSettings:
     allowed_tokenizers: tuple[str, ...] = ()
     allow_local_tokenizers: bool = False
     worker_threads: int = DEFAULT_WORKER_THREADS
+    max_sessions_per_client: Optional[int] = None
+    unused_session_timeout_s: Optional[float] = DEFAULT_UNUSED_SESSION_TIMEOUT_S
+    api_token: Optional[str] = field(default=None, repr=False)
+    grading_workers: int = DEFAULT_GRADING_WORKERS
+    fallback_per_client: Optional[int] = None
 
     def __post_init__(self) -> None:
         if isinstance(self.max_sessions, bool) or not isinstance(self.max_sessions, int) or self.max_sessions < 1:
@@ -104,6 +134,32 @@ class ServerSettings:
             raise ServerConfigError(f"worker_threads must be an integer between 1 and 1024, got {w!r}")
         if isinstance(self.allowed_tokenizers, str) or not all(isinstance(p, str) and p for p in self.allowed_tokenizers):
             raise ServerConfigError(f"allowed_tokenizers must be a tuple of non-empty patterns, got {self.allowed_tokenizers!r}")
+        for name in ("max_sessions_per_client", "fallback_per_client"):
+            v = getattr(self, name)
+            if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 1):
+                raise ServerConfigError(f"{name} must be an integer >= 1 or None, got {v!r}")
+        g = self.grading_workers
+        if isinstance(g, bool) or not isinstance(g, int) or not 1 <= g <= 64:
+            raise ServerConfigError(f"grading_workers must be an integer between 1 and 64, got {g!r}")
+        u = self.unused_session_timeout_s
+        if u is not None and (isinstance(u, bool) or not isinstance(u, (int, float)) or not u > 0 or u == float("inf")):
+            raise ServerConfigError(f"unused_session_timeout_s must be a positive number of seconds or None, got {u!r}")
+        if self.api_token is not None and (not isinstance(self.api_token, str) or len(self.api_token.strip()) < 8):
+            raise ServerConfigError("api_token must be a string of at least 8 characters (or None for no authentication)")
+
+    @property
+    def session_cap_per_client(self) -> int:
+        """Most sessions one client address may hold (``max_sessions_per_client`` resolved)."""
+        if self.max_sessions_per_client is not None:
+            return min(self.max_sessions_per_client, self.max_sessions)
+        return max(1, self.max_sessions // 2)
+
+    @property
+    def fallback_cap_per_client(self) -> int:
+        """Fallback grades one client address may have in flight (``fallback_per_client`` resolved)."""
+        if self.fallback_per_client is not None:
+            return self.fallback_per_client
+        return max(1, self.grading_workers - 1)
 
     @property
     def max_message_bytes(self) -> int:
@@ -122,6 +178,8 @@ class ServerSettings:
         name = name.strip()
         if not name or name == config_tokenizer:
             return None
+        if not name.isprintable() or any(0xD800 <= ord(c) <= 0xDFFF for c in name):
+            return "tokenizer_name holds control or surrogate characters; send a Hugging Face model id such as 'Qwen/Qwen3-4B'"
         if len(name) > MAX_TOKENIZER_NAME_CHARS:
             return f"tokenizer_name is {len(name)} characters long; names are at most {MAX_TOKENIZER_NAME_CHARS}"
         if not self.allow_local_tokenizers and not _HUB_ID.match(name):
@@ -142,6 +200,9 @@ class ServerSettings:
         d = asdict(self)
         d["allowed_tokenizers"] = list(self.allowed_tokenizers)
         d["max_message_bytes"] = self.max_message_bytes
+        d["api_token"] = "(set)" if self.api_token else None  # never print the secret
+        d["max_sessions_per_client"] = self.session_cap_per_client
+        d["fallback_per_client"] = self.fallback_cap_per_client
         return d
 
 
@@ -197,6 +258,11 @@ SETTINGS_VARS: dict[str, tuple[str, Callable[[str, str], Any]]] = {
     "REE_ALLOWED_TOKENIZERS": ("allowed_tokenizers", _names),
     "REE_ALLOW_LOCAL_TOKENIZERS": ("allow_local_tokenizers", _bool),
     "REE_WORKER_THREADS": ("worker_threads", _int),
+    "REE_MAX_SESSIONS_PER_CLIENT": ("max_sessions_per_client", _int),
+    "REE_UNUSED_SESSION_TIMEOUT_S": ("unused_session_timeout_s", _seconds),
+    "REE_API_TOKEN": ("api_token", _text),
+    "REE_GRADING_WORKERS": ("grading_workers", _int),
+    "REE_FALLBACK_PER_CLIENT": ("fallback_per_client", _int),
 }
 #: Environment variables that configure the server (printed at start-up when set).
 ENV_VARS = ("REE_CONFIG", *CONFIG_VARS, *SETTINGS_VARS, "REE_CACHE_DIR")

@@ -25,7 +25,22 @@ class SourceError(ValueError):
 
 
 class SourceUnavailable(RuntimeError):
-    """A source's data cannot be loaded here (offline and no local copy); says how to fix it."""
+    """A source's data cannot be loaded here (offline and no local copy); says how to fix it.
+
+    Besides the message (which names the fix in config terms), the fields let a front end word
+    its own fix (the app points at its "Data folder" field):
+
+    Attributes:
+        source: The source's registry name (``""`` when unknown).
+        tried: What was tried, one phrase each (e.g. "the Hugging Face Hub is unreachable").
+        local_patterns: File names (globs) the source looks for in a data folder.
+    """
+
+    def __init__(self, message: str, *, source: str = "", tried: Sequence[str] = (), local_patterns: Sequence[str] = ()) -> None:
+        super().__init__(message)
+        self.source = source
+        self.tried = tuple(tried)
+        self.local_patterns = tuple(local_patterns)
 
 
 @dataclass(frozen=True)
@@ -234,7 +249,8 @@ def load_hf_rows(
     raise SourceUnavailable(
         f"source {source!r} could not load {hf_id!r}: " + "; ".join(tried)
         + ". Fix: pass the files with options.data_files / options.data_dir (or the config's "
-        "data_dir), or run once with Hub access to fill the cache."
+        "data_dir), or run once with Hub access to fill the cache.",
+        source=source, tried=tried, local_patterns=local_patterns,
     )
 
 

@@ -24,6 +24,7 @@ CSS = """
 #ree-tokens {max-height: 260px; overflow-y: auto;}
 #ree-verdict table, #ree-components table {font-size: 14px;}
 .ree-info {font-size: 13px;}
+#ree-status {min-height: 30px;}
 """
 
 #: The theme name (a built-in Gradio theme).

@@ -41,6 +41,9 @@ class AppContext:
         environ: Environment variables consulted for optional features (LLM policies).
         tokenizer_policy: ``name -> reason or None`` for the Play tab's tokenizer names (the
             server's policy when the OpenEnv API runs in the same process); ``None``: any name.
+        curves: The solver curves of Play's simulated policies and saved runs and of the Reward
+            lab's induced allocation (default: the hand-chosen defaults; ``--curves FILE`` of the
+            app server loads a calibrated file, :mod:`workbench.calibration`).
     """
 
     base_config: EnvConfig = field(default_factory=EnvConfig)
@@ -50,8 +53,13 @@ class AppContext:
     download_dir: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(prefix="workbench-downloads-")))
     environ: dict = field(default_factory=lambda: dict(os.environ))
     tokenizer_policy: Optional[Callable[[str], Optional[str]]] = None
+    curves: Any = None
 
     def __post_init__(self) -> None:
+        if self.curves is None:
+            from reasoning_env.policies import SolverCurves
+
+            self.curves = SolverCurves()
         self.download_dir = Path(self.download_dir)
         self.download_dir.mkdir(parents=True, exist_ok=True)
 

@@ -1,8 +1,8 @@
 """The Reward lab tab: tune reward shapes with sliders, re-score a run live, see what they teach.
 
-Thin layer over :mod:`workbench.reward_tuning` (controls from the registry, spec building,
+Thin layer over :mod:`workbench.reward_lab.tuning` (controls from the registry, spec building,
 re-scoring tables, the induced allocation, tuned YAML) and :mod:`workbench.reward_lab.figures`.
-The loaded run lives in a per-session ``gr.State`` (a :class:`~workbench.reward_tuning.LabRun`).
+The loaded run lives in a per-session ``gr.State`` (a :class:`~workbench.reward_lab.tuning.LabRun`).
 
 API names: ``/lab_load``, ``/lab_update``, ``/lab_induced``, ``/lab_save``.
 """
@@ -18,7 +18,7 @@ import gradio as gr
 import pandas as pd
 
 from reasoning_env.rewards import describe, normalize_spec, spec_to_yaml
-from workbench import reward_tuning as rt
+from workbench.reward_lab import tuning as rt
 from workbench.app.common import AppContext, esc, user_errors
 from workbench.compare import discover_runs
 from workbench.reward_lab.figures import induced_tokens_figure, pareto_figure, rescore_comparison_figure, reward_curves_figure
@@ -142,7 +142,7 @@ class LabTab:
         recorded = lab.recorded if lab is not None else rt.recorded_spec(None)
         same = normalize_spec(spec) == normalize_spec(recorded)
         specs = {"tuned = recorded": spec} if same else {"tuned": spec, "recorded": recorded}
-        res, notes = rt.induced(specs, bs, hard_cap_mode=hard)
+        res, notes = rt.induced(specs, bs, hard_cap_mode=hard, curves=self.ctx.curves)
         if res is None:
             empty = pd.DataFrame(columns=["reward", "budget"])
             return gr.Plot(value=None), gr.Plot(value=None), empty, "\n".join(f"- {esc(n)}" for n in notes)
@@ -150,12 +150,13 @@ class LabTab:
         tokens_fig.update_layout(height=380, margin=dict(l=60, r=20, t=80, b=45),
                                  title=dict(text="Induced allocation: tokens per question by difficulty (black: accuracy-maximising oracle)", font=dict(size=14)))
         from workbench.reward_lab import oracle_frontier
-        front = oracle_frontier([int(b) for b in sorted(set([min(bs) // 2] + list(bs) + [max(bs) * 3 // 2]))])
+        front = oracle_frontier([int(b) for b in sorted(set([min(bs) // 2] + list(bs) + [max(bs) * 3 // 2]))], curves=self.ctx.curves)
         pareto = pareto_figure(res, front)
         pareto.update_layout(height=400, margin=dict(l=60, r=20, t=50, b=50),
                              title=dict(text="Expected accuracy vs tokens of each optimum, per budget", font=dict(size=14)))
         cols = {"reward": "reward", "budget": "budget", "expected_accuracy": "exp. accuracy", "oracle_accuracy": "oracle accuracy",
-                "regret": "regret", "regret_pct": "regret %", "tokens": "tokens spent", "spearman": "Spearman", "skipped": "skipped", "unasked": "never asked"}
+                "regret": "regret", "regret_pct": "regret %", "tokens": "tokens spent", "spearman": "Spearman", "skipped": "skipped", "unasked": "never asked",
+                "signal": "signal", "bound": "optimality bound"}
         table = _round(res.summary[[c for c in cols if c in res.summary.columns]].rename(columns=cols))
         return tokens_fig, pareto, table, "\n".join(f"- {esc(n)}" for n in dict.fromkeys(notes))
 

@@ -3,7 +3,8 @@
 Thin layer over :class:`workbench.play.PlaySession` (one per browser session, held in a
 ``gr.State``) and :mod:`workbench.episode_plots`. Handlers are methods of :class:`PlayTab` so
 tests can call them directly; each returns the whole view (:data:`VIEW`) so every output stays
-consistent with the session.
+consistent with the session. In the page, a step is drawn in two passes (:data:`VIEW_FIRST`, then
+:meth:`PlayTab.view_rest`) so the verdict is not held up by redrawing the charts.
 
 API names (for ``gradio_client``): ``/reset``, ``/answer``, ``/policy_step``, ``/run_to_end``,
 ``/save_run``.
@@ -38,6 +39,13 @@ __all__ = ["PlayTab", "POLICY_LABELS", "VIEW", "render_gauges", "render_question
 
 #: Names of the view outputs every Play handler returns, in order (after the session state).
 VIEW = ("question", "gauges", "verdict", "components", "tokens", "spend_plot", "type_plot", "reward_plot", "history", "info", "prompt", "download")
+#: In the page a step is drawn in two passes: first the verdict and what to do next
+#: (:meth:`PlayTab.answer_first`), then the rest (:meth:`PlayTab.view_rest`: token view, three
+#: charts, steps table, prompt, download), because redrawing the charts takes most of the
+#: browser's time. Through the API (``/answer``, ``/policy_step``) a step returns the whole view.
+VIEW_FIRST = ("question", "gauges", "verdict", "components")
+VIEW_REST = tuple(name for name in VIEW if name not in VIEW_FIRST)
+assert VIEW == VIEW_FIRST + VIEW_REST, "the first pass must be a prefix of the view"
 
 POLICY_LABELS = {
     "uniform": "uniform: fair share on every question",
@@ -56,6 +64,8 @@ BUDGET_MODE_LABELS = {
     "explicit": "explicit: a fixed number of tokens",
 }
 TOKEN_COLORS = {"token": "#dbeafe", "token·": "#fde68a", "unpaid": "#fecaca"}
+#: Label of the form field that holds the data folder (messages name it).
+DATA_FOLDER_LABEL = "Data folder"
 HISTORY_COLUMNS = ["#", "type", "level", "by", "tokens", "raw", "answer", "gold", "verdict", "reward"]
 
 
@@ -71,6 +81,30 @@ def usable_sources() -> list[str]:
             continue
         out.append(name)
     return out
+
+
+def data_folder_hint(config: Any) -> Optional[str]:
+    """A fix worded for this page when a source of ``config`` cannot be loaded here, else ``None``.
+
+    Loads ``config``'s sources the way the environment does (cached loads are free); when one is
+    unavailable (offline, no local copy), the message says what was tried and points at the
+    form's :data:`DATA_FOLDER_LABEL` field and the source's checkbox, not at config options.
+    """
+    from reasoning_env.sources import SourceError, SourceUnavailable, load_pools
+
+    try:
+        load_pools(config.sources, data_dir=config.data_dir, offline_fallback=config.offline_fallback)
+    except SourceUnavailable as exc:
+        name = exc.source or "a source"
+        wanted = exc.local_patterns[0] if exc.local_patterns else f"the {name} files"
+        tried = [t for t in exc.tried if not t.startswith("no file matching")]
+        if config.data_dir:
+            tried.insert(0, f"the {DATA_FOLDER_LABEL} {config.data_dir!r} holds no {wanted}")
+        return (f"{name} cannot be loaded here: {'; '.join(tried)}. Fill “{DATA_FOLDER_LABEL}” on the left with a folder "
+                f"holding {wanted} (e.g. ../shared/data), or untick {name} in “Question sources”.")
+    except SourceError:  # bad options: the library's own message says it
+        return None
+    return None
 
 
 # ------------------------------------------------------------------------------- renderers
@@ -238,7 +272,8 @@ class PlayTab:
     # ------------------------------------------------------------------ helpers
     def new_session(self) -> PlaySession:
         """A fresh session on the app's base config, sharing its grader and pools."""
-        return PlaySession(self.ctx.base_config, grader=self.ctx.grader, pools=self.ctx.pools, tokenizer_policy=self.ctx.tokenizer_policy)
+        return PlaySession(self.ctx.base_config, grader=self.ctx.grader, pools=self.ctx.pools, tokenizer_policy=self.ctx.tokenizer_policy,
+                           curves=self.ctx.curves)
 
     def _download_path(self, session: PlaySession) -> Optional[str]:
         if session is None or not session.started or not session.results:
@@ -249,6 +284,23 @@ class PlayTab:
 
     def view(self, session: Optional[PlaySession]) -> tuple:
         """Every output of :data:`VIEW` for ``session`` (placeholders before the first reset)."""
+        return (*self.view_first(session), *self.view_rest(session))
+
+    def view_first(self, session: Optional[PlaySession]) -> tuple:
+        """The :data:`VIEW_FIRST` outputs: question, gauges, verdict, reward components."""
+        results = session.results if session is not None else []
+        last = results[-1] if results else None
+        current = session.observation if session is not None else None
+        return (
+            gr.Markdown(value=render_question(session), latex_delimiters=question_latex(current.problem_type if current is not None else None)),
+            render_gauges(session),
+            render_verdict(last),
+            render_components(last),
+        )
+
+    def view_rest(self, session: Optional[PlaySession]) -> tuple:
+        """The :data:`VIEW_REST` outputs (the page's second pass after a step): token view, the
+        three charts, steps table, episode info, prompt, download."""
         results = session.results if session is not None else []
         last = results[-1] if results else None
         frame = session.steps_frame() if session is not None and session.started else pd.DataFrame()
@@ -262,12 +314,7 @@ class PlayTab:
             spans = token_spans(session.tokenizer, last.response, charged=ls.tokens if ls.raw_tokens > ls.tokens else None)
             label = f"Response tokens, as {obs.metadata.get('tokenizer_name')} splits them ({ls.raw_tokens:,} tokens; shades alternate per token" + (", red: past the budget" if ls.raw_tokens > ls.tokens else "") + ")"
         path = self._download_path(session)
-        current = session.observation if session is not None else None
         return (
-            gr.Markdown(value=render_question(session), latex_delimiters=question_latex(current.problem_type if current is not None else None)),
-            render_gauges(session),
-            render_verdict(last),
-            render_components(last),
             gr.HighlightedText(value=spans, label=label),
             episode_plots.spend_figure(frame, total, n),
             episode_plots.tokens_per_question_figure(frame, total / n if total else None, n),
@@ -285,7 +332,13 @@ class PlayTab:
         """Start an episode with the form's settings. Raises ``gr.Error`` on bad input."""
         settings = parse_play_settings(sources, budget_mode, budget_ratio, total_budget, tokenizer_name, seed, hard_cap_mode, num_questions, data_dir)
         session = session if session is not None else self.new_session()
-        obs = session.reset(settings)
+        try:
+            obs = session.reset(settings)
+        except PlayError:
+            hint = data_folder_hint(session.config_for(settings))
+            if hint is None:
+                raise
+            raise PlayError(hint) from None
         md = obs.metadata
         if md.get("budget_warning"):
             warn(md["budget_warning"])
@@ -299,20 +352,39 @@ class PlayTab:
 
     @user_errors
     def answer(self, session: Optional[PlaySession], response: str) -> tuple:
-        """Answer the current question with the typed response."""
-        if session is None:
-            raise PlayError("no episode yet: press Reset to start one")
-        session.step(response or "")
+        """Answer the current question with the typed response; returns the whole view."""
+        self._typed_step(session, response)
         return (session, *self.view(session), "")
 
     @user_errors
+    def answer_first(self, session: Optional[PlaySession], response: str) -> tuple:
+        """:meth:`answer` for the page: the step and the :data:`VIEW_FIRST` outputs (then
+        :meth:`view_rest` draws the rest)."""
+        self._typed_step(session, response)
+        return (session, *self.view_first(session), "")
+
+    def _typed_step(self, session: Optional[PlaySession], response: str) -> None:
+        if session is None:
+            raise PlayError("no episode yet: press Reset to start one")
+        session.step(response or "")
+
+    @user_errors
     def policy_step(self, session: Optional[PlaySession], policy: str) -> tuple:
-        """Let the chosen policy answer the current question."""
+        """Let the chosen policy answer the current question; returns the whole view."""
+        self._policy_step(session, policy)
+        return (session, *self.view(session))
+
+    @user_errors
+    def policy_step_first(self, session: Optional[PlaySession], policy: str) -> tuple:
+        """:meth:`policy_step` for the page: the step and the :data:`VIEW_FIRST` outputs."""
+        self._policy_step(session, policy)
+        return (session, *self.view_first(session))
+
+    def _policy_step(self, session: Optional[PlaySession], policy: str) -> None:
         if session is None:
             raise PlayError("no episode yet: press Reset to start one")
         name = self._check_policy(policy)
         session.step_policy(name, llm=self._llm(name))
-        return (session, *self.view(session))
 
     @user_errors
     def run_to_end(self, session: Optional[PlaySession], policy: str) -> Iterator[tuple]:
@@ -372,7 +444,8 @@ class PlayTab:
                     c["seed"] = gr.Textbox("", label="Seed", placeholder="blank = random", min_width=100)
                     c["num_questions"] = gr.Number(cfg.num_questions, label="Questions", precision=0, minimum=1, maximum=100, min_width=100)
                 c["hard_cap"] = gr.Checkbox(cfg.hard_cap_mode, label="Hard cap (clip spend, stop when dry)")
-                c["data_dir"] = gr.Textbox(cfg.data_dir or "", label="Data folder (optional)", placeholder="e.g. ../shared/data")
+                c["data_dir"] = gr.Textbox(cfg.data_dir or "", label=DATA_FOLDER_LABEL, placeholder="e.g. ../shared/data",
+                                           info="Local dataset files; offline, gsm8k / math500 need it.", elem_id="ree-data-dir")
                 c["reset_btn"] = gr.Button("Reset: new episode", variant="primary", elem_id="ree-reset")
                 c["info"] = gr.Markdown("", elem_classes=["ree-info"])
             with gr.Column(scale=3, min_width=520):
@@ -382,7 +455,8 @@ class PlayTab:
                     with gr.Tab("Let a policy answer"):
                         with gr.Row(equal_height=True):
                             c["policy"] = gr.Dropdown([(POLICY_LABELS.get(p, p), p) for p in self.policies], value="sim_greedy",
-                                                      label="Policy", scale=3, elem_id="ree-policy")
+                                                      label="Policy", scale=3, elem_id="ree-policy",
+                                                      info=f"Simulated policies follow the {self.ctx.curves.provenance}")
                             c["policy_btn"] = gr.Button("Answer this one", scale=1, elem_id="ree-policy-step")
                             c["run_btn"] = gr.Button("Run to the end", variant="primary", scale=1, elem_id="ree-run")
                             c["stop_btn"] = gr.Button("Stop", variant="stop", scale=0, min_width=70)
@@ -390,6 +464,9 @@ class PlayTab:
                         c["response"] = gr.Textbox(label="Your response (reasoning, then \\boxed{answer})", lines=4,
                                                    placeholder="Let me think... so the answer is \\boxed{42}", elem_id="ree-response")
                         c["answer_btn"] = gr.Button("Submit answer", variant="primary", elem_id="ree-answer")
+                # the one place a Play action shows it is busy or was refused (the message itself is a toast),
+                # so a refused action leaves every panel as it was
+                c["status"] = gr.Markdown("", elem_id="ree-status", container=False)
                 with gr.Row(equal_height=False):
                     with gr.Column(scale=3, min_width=360):
                         c["verdict"] = gr.Markdown(render_verdict(None), elem_id="ree-verdict")
@@ -415,11 +492,21 @@ class PlayTab:
         view = [c[name] for name in VIEW]
         reset_inputs = [state, c["sources"], c["budget_mode"], c["budget_ratio"], c["total_budget"], c["tokenizer"], c["seed"],
                         c["hard_cap"], c["num_questions"], c["data_dir"]]
-        c["reset_btn"].click(self.reset, reset_inputs, [state, *view], api_name="reset")
-        c["answer_btn"].click(self.answer, [state, c["response"]], [state, *view, c["response"]], api_name="answer")
-        c["response"].submit(self.answer, [state, c["response"]], [state, *view, c["response"]], api_visibility="private")
-        c["policy_btn"].click(self.policy_step, [state, c["policy"]], [state, *view], api_name="policy_step")
-        run = c["run_btn"].click(self.run_to_end, [state, c["policy"]], [state, *view], api_name="run_to_end")
+        on = {"show_progress_on": [c["status"]]}  # busy and error marks on the status line only
+        first, rest = [c[name] for name in VIEW_FIRST], [c[name] for name in VIEW_REST]
+        page = {"api_visibility": "private", **on}
+        # (queue=False would save tens of ms per step, but Gradio 6.31's page then shows no message
+        # for a refused action: keep the queue.)
+        second_pass = {"api_visibility": "private", "show_progress": "hidden"}
+        c["reset_btn"].click(self.reset, reset_inputs, [state, *view], api_name="reset", **on)
+        # in the page a step is drawn in two passes (see VIEW_FIRST); the API endpoints return the whole view
+        gr.on([c["answer_btn"].click, c["response"].submit], self.answer_first, [state, c["response"]],
+              [state, *first, c["response"]], **page).success(self.view_rest, [state], rest, **second_pass)
+        gr.on([], self.answer, [state, c["response"]], [state, *view, c["response"]], api_name="answer")
+        c["policy_btn"].click(self.policy_step_first, [state, c["policy"]], [state, *first], **page).success(
+            self.view_rest, [state], rest, **second_pass)
+        gr.on([], self.policy_step, [state, c["policy"]], [state, *view], api_name="policy_step")
+        run = c["run_btn"].click(self.run_to_end, [state, c["policy"]], [state, *view], api_name="run_to_end", **on)
         c["stop_btn"].click(None, None, None, cancels=[run], api_visibility="private")
         c["save_event"] = c["save_btn"].click(self.save_run, [state, c["runs_root"]], [c["save_status"]], api_name="save_run")
         return c

@@ -2,7 +2,10 @@
 compare them side by side.
 
 Thin layer over :mod:`workbench.compare` (discovery, loading, combined frames, figures) and
-:mod:`workbench.plots`. API names: ``/runs_refresh``, ``/runs_compare``.
+:mod:`workbench.plots`. Every per-policy number carries its 95% interval over episodes, the
+paired comparison says which policies cannot be told apart, and budget sweeps get accuracy
+against budget and the Pareto frontier (:meth:`RunsTab.uncertainty`). API names:
+``/runs_refresh``, ``/runs_compare``, ``/runs_uncertainty``.
 """
 
 from __future__ import annotations
@@ -22,11 +25,33 @@ __all__ = ["RunsTab"]
 #: How many of the newest runs are selected when nothing is.
 DEFAULT_SELECTION = 3
 HEADERS = {
-    "run": "run", "policy": "policy", "kind": "kind", "episodes": "episodes", "accuracy": "accuracy",
-    "expected_accuracy": "exp. accuracy", "tokens_per_question": "tokens/question", "utilisation": "utilisation",
-    "run_dry_rate": "ran dry", "reward": "reward", "acc_per_1k_tokens": "acc/1k tokens", "regret": "regret",
-    "mean_total_budget": "mean budget",
+    "run": "run", "policy": "policy", "kind": "kind", "budget_ratio": "budget ratio", "episodes": "episodes",
+    "accuracy": "accuracy [95% CI]", "expected_accuracy": "exp. accuracy", "tokens_per_question": "tokens/question",
+    "utilisation": "utilisation", "run_dry_rate": "ran dry", "reward": "reward [95% CI]", "acc_per_1k_tokens": "acc/1k tokens",
+    "regret": "regret [95% CI]", "on_frontier": "frontier", "mean_total_budget": "mean budget",
 }
+#: Metrics shown with their interval in one cell.
+_WITH_CI = {"accuracy": "{:.3f}", "reward": "{:+.2f}", "regret": "{:.3f}"}
+
+
+def _display_table(summary: pd.DataFrame) -> pd.DataFrame:
+    """The summary for the Dataframe component: each metric of :data:`_WITH_CI` as
+    ``"value [low, high]"``, other floats rounded, interval columns folded in."""
+    table = summary.copy()
+    for metric, fmt in _WITH_CI.items():
+        lo, hi = f"{metric}_ci_low", f"{metric}_ci_high"
+        if metric not in table:
+            continue
+        if lo in table:
+            table[metric] = [("-" if pd.isna(v) else fmt.format(v)) + ("" if pd.isna(a) else f" [{fmt.format(a)}, {fmt.format(b)}]")
+                             for v, a, b in zip(table[metric], table[lo], table[hi])]
+            table = table.drop(columns=[lo, hi])
+    if "budget_ratio" in table and table["budget_ratio"].nunique(dropna=True) < 2:
+        table = table.drop(columns=["budget_ratio"])
+    for col in table.columns:
+        if pd.api.types.is_float_dtype(table[col]):
+            table[col] = table[col].round(3)
+    return table.rename(columns=HEADERS)
 
 
 class RunsTab:
@@ -62,7 +87,7 @@ class RunsTab:
 
         Returns:
             ``(description markdown, summary table, accuracy-vs-tokens, utilisation, budget spend,
-            tokens-by-type, training-curves figures)``.
+            tokens-by-type, training-curves, held-out evaluation figures)``.
 
         Raises ``gr.Error`` when nothing is chosen or nothing could be loaded.
         """
@@ -75,15 +100,40 @@ class RunsTab:
         runs = compare.load_runs(dict.fromkeys(paths))
         if not len(runs):
             raise ValueError("no run could be loaded: " + "; ".join(f"{k}: {v}" for k, v in runs.errors.items()))
-        table = runs.summary().rename(columns=HEADERS)
-        for col in table.columns:
-            if pd.api.types.is_float_dtype(table[col]):
-                table[col] = table[col].round(3)
+        table = _display_table(runs.summary())
         figs = [compare.accuracy_vs_tokens(runs), compare.utilisation_figure(runs), compare.budget_spend(runs),
-                compare.tokens_by_type(runs), compare.training_curves_figure(runs, smooth=_smooth_window(smooth))]
+                compare.tokens_by_type(runs), compare.training_curves_figure(runs, smooth=_smooth_window(smooth)),
+                compare.held_out_figure(runs)]
         for f in figs[:4]:
             f.update_layout(height=400, margin=dict(l=55, r=15, t=60, b=50), legend=dict(font=dict(size=11)))
         return (runs.describe(), table, *figs)
+
+    @user_errors
+    def uncertainty(self, selected: Optional[Sequence[str]], extra_path: str) -> tuple:
+        """The paired comparison and the frontier of the chosen runs.
+
+        Returns:
+            ``(comparison markdown, intervals figure, frontier figure, accuracy-vs-budget figure)``.
+        """
+        from workbench import analysis
+
+        paths = list(selected or []) + [p.strip() for p in (extra_path or "").replace(";", ",").split(",") if p.strip()]
+        if not paths:
+            return tuple(gr.skip() for _ in range(4))
+        runs = compare.load_runs(dict.fromkeys(paths))
+        if not len(runs):
+            raise ValueError("no run could be loaded: " + "; ".join(f"{k}: {v}" for k, v in runs.errors.items()))
+        summary = compare.labelled_summary(runs)
+        cmp = runs.comparisons()
+        lines = [f"**Provenance ({label})**: {w}" for label, run in runs.runs.items()
+                 for w in (run.meta.get("provenance") or {}).get("warnings") or []]
+        text = analysis.format_comparisons(cmp, summary)
+        md = "\n\n".join(lines + ["**Paired comparison** (same episode seeds; 95% paired bootstrap interval, sign-flip p-value, "
+                                    "Holm-adjusted):", "```\n" + text + "\n```"])
+        figs = [compare.intervals(runs), compare.frontier(runs), compare.accuracy_vs_budget(runs)]
+        for f in figs:
+            f.update_layout(height=400, margin=dict(l=55, r=15, t=60, b=50), legend=dict(font=dict(size=11)))
+        return (md, *figs)
 
     def build(self) -> dict[str, Any]:
         """Create the tab's components inside the current ``gr.Blocks`` and wire the events.
@@ -114,11 +164,22 @@ class RunsTab:
             c["spend_plot"] = gr.Plot(show_label=False)
             c["type_plot"] = gr.Plot(show_label=False)
         c["train_plot"] = gr.Plot(show_label=False, elem_id="ree-runs-train")
+        c["held_out_plot"] = gr.Plot(show_label=False, elem_id="ree-runs-held-out")
+        with gr.Accordion("Uncertainty, paired comparison and frontier", open=True):
+            c["uncertainty"] = gr.Markdown("", elem_id="ree-runs-uncertainty")
+            with gr.Row():
+                c["interval_plot"] = gr.Plot(show_label=False, elem_id="ree-runs-intervals")
+                c["frontier_plot"] = gr.Plot(show_label=False, elem_id="ree-runs-frontier")
+            c["budget_plot"] = gr.Plot(show_label=False, elem_id="ree-runs-budget")
 
-        outputs = [c["describe"], c["table"], c["acc_plot"], c["util_plot"], c["spend_plot"], c["type_plot"], c["train_plot"]]
+        outputs = [c["describe"], c["table"], c["acc_plot"], c["util_plot"], c["spend_plot"], c["type_plot"], c["train_plot"],
+                   c["held_out_plot"]]
+        extra = [c["uncertainty"], c["interval_plot"], c["frontier_plot"], c["budget_plot"]]
+        c["_uncertainty_io"] = ([c["runs"], c["path"]], extra)
         c["refresh"].click(self.refresh, [c["root"], c["runs"]], [c["runs"], c["status"]], api_name="runs_refresh")
         c["root"].submit(self.refresh, [c["root"], c["runs"]], [c["runs"], c["status"]], api_visibility="private")
-        c["compare_btn"].click(self.compare, [c["runs"], c["path"], c["smooth"]], outputs, api_name="runs_compare")
+        c["compare_btn"].click(self.compare, [c["runs"], c["path"], c["smooth"]], outputs, api_name="runs_compare").then(
+            self.uncertainty, [c["runs"], c["path"]], extra, api_name="runs_uncertainty")
         c["smooth"].release(self.compare, [c["runs"], c["path"], c["smooth"]], outputs, api_visibility="private")
         c["_refresh_io"] = ([c["root"], c["runs"]], [c["runs"], c["status"]])
         return c
@@ -148,17 +209,18 @@ class RunsTab:
     def compare_if_any(self, selected: Optional[Sequence[str]], extra_path: str, smooth: float = 1) -> tuple:
         """:meth:`compare` when something is chosen; otherwise leave the outputs as they are."""
         if not selected and not (extra_path or "").strip():
-            return tuple(gr.skip() for _ in range(7))
+            return tuple(gr.skip() for _ in range(8))
         return self.compare(selected, extra_path, smooth)
 
     def wire_tab(self, tab: Any, c: dict[str, Any]) -> None:
         """When ``tab`` is selected: refresh the list of runs (a Play episode may have been saved),
         then draw the comparison of the selection."""
         inputs, outputs = c["_refresh_io"]
+        u_in, u_out = c["_uncertainty_io"]
         tab.select(self.refresh, inputs, outputs, api_visibility="private").then(
             self.compare_if_any, [c["runs"], c["path"], c["smooth"]],
             [c["describe"], c["table"], c["acc_plot"], c["util_plot"], c["spend_plot"], c["type_plot"], c["train_plot"]],
-            api_visibility="private")
+            api_visibility="private").then(self.uncertainty, u_in, u_out, api_visibility="private")
 
 
 def _smooth_window(smooth: Any) -> int:

@@ -64,6 +64,7 @@ def create_app(
     environ: Optional[dict] = None,
     announce: bool = False,
     concurrency: Optional[int] = None,
+    curves: Optional[str] = None,
 ) -> FastAPI:
     """The OpenEnv API app with the workbench mounted at ``/``.
 
@@ -76,6 +77,8 @@ def create_app(
         announce: Print the API's effective configuration (one JSON line) when built.
         concurrency: Gradio events running at once per handler (default
             ``$WORKBENCH_CONCURRENCY`` or 16); each browser session still runs one at a time.
+        curves: Solver curves file of Play and the Reward lab (default ``$WORKBENCH_CURVES``, else
+            the hand-chosen defaults; e.g. a calibration's ``fitted_curves.json``).
 
     Returns:
         The FastAPI app (``app.state.workbench`` is the Blocks).
@@ -98,7 +101,11 @@ def create_app(
         # the server's rule for client-chosen tokenizers (no folders of its own disk unless allowed)
         return runtime.settings.check_tokenizer_name(name, runtime.config.tokenizer_name)
 
+    from reasoning_env.policies import SolverCurves
+
+    curves_file = curves or env.get("WORKBENCH_CURVES")
     ctx = AppContext(
+        curves=SolverCurves.load(curves_file) if curves_file else None,
         base_config=runtime.config,
         runs_root=runs_root or env.get("WORKBENCH_RUNS_ROOT") or "runs",
         grader=runtime.grader,
@@ -123,6 +130,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--host", default=None, help="interface to bind (default $GRADIO_SERVER_NAME; 0.0.0.0 on a Space, else 127.0.0.1)")
     p.add_argument("--port", type=int, default=None, help=f"TCP port (default $PORT, else $GRADIO_SERVER_PORT, else {DEFAULT_PORT})")
     p.add_argument("--runs-root", "--runs_root", dest="runs_root", default=None, help="folder of run folders (default $WORKBENCH_RUNS_ROOT or runs)")
+    p.add_argument("--curves", default=None, help="solver curves JSON of Play and the Reward lab (default $WORKBENCH_CURVES, else the hand-chosen defaults)")
     p.add_argument("--log-level", default="warning", choices=["critical", "error", "warning", "info", "debug"])
     return p
 
@@ -138,7 +146,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return 2
     host = args.host or default_host()
     try:
-        app = create_app(runs_root=args.runs_root, announce=True)
+        app = create_app(runs_root=args.runs_root, announce=True, curves=args.curves)
     except (ValueError, RuntimeError, OSError) as exc:
         print(f"app.py: cannot start: {exc}", file=sys.stderr)
         return 2

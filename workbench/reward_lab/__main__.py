@@ -2,6 +2,7 @@
 
     python -m workbench.reward_lab bench --steps 10000          # re-scoring speed
     python -m workbench.reward_lab induced --budgets 1000 2500 5000 --rewards economics budget_aware l1_max
+    python -m workbench.reward_lab induced --curves runs/calib/fitted_curves.json   # a calibrated solver
     python -m workbench.reward_lab rescore runs/my_run --reward reward.yaml
     python -m workbench.reward_lab describe [name]               # registry metadata (JSON)
 """
@@ -73,12 +74,14 @@ def main(argv: Optional[list[str]] = None) -> int:
     b.add_argument("--steps", type=int, default=10_000)
     b.add_argument("--repeat", type=int, default=5)
     b.add_argument("--no-text", action="store_true", help="skip the text rewards (format, repetition)")
-    ind = sub.add_parser("induced", help="optimal allocations of rewards vs the accuracy oracle (default logistic curve)")
+    ind = sub.add_parser("induced", help="optimal allocations of rewards vs the accuracy oracle (exact in tokens; solver curves)")
     ind.add_argument("--budgets", type=int, nargs="+", default=[1000, 2500, 5000], help="episode budgets (tokens) for 10 questions")
     ind.add_argument("--rewards", nargs="+", default=["economics", "budget_aware", "l1_max", "l1_exact", "cosine"],
                      help="registry names, or YAML/JSON spec files")
     ind.add_argument("--orders", type=int, default=4)
     ind.add_argument("--soft", action="store_true", help="soft budget mode")
+    ind.add_argument("--curves", help="solver curves JSON (a run folder's curves.json or fitted_curves.json; default: the hand-chosen defaults)")
+    ind.add_argument("--resolution", type=int, default=64, help="cells of the spent budget for rewards that read it (the reported bound covers them)")
     ind.add_argument("--html", help="write the figures to this HTML file")
     r = sub.add_parser("rescore", help="re-score a run folder under a reward")
     r.add_argument("run")
@@ -107,22 +110,34 @@ def _run(args: argparse.Namespace) -> int:
     elif args.cmd == "induced":
         from workbench.reward_lab.induced import induced_behaviour, oracle_frontier
 
+        from reasoning_env.policies import SolverCurves
+
         if min(args.budgets) < 1 or args.orders < 1:
             raise ValueError(f"--budgets must be positive token counts and --orders >= 1, got {args.budgets} and {args.orders}")
-
+        if args.resolution < 1:
+            raise ValueError(f"--resolution must be >= 1 cells, got {args.resolution}")
+        curves = SolverCurves.load(args.curves) if args.curves else SolverCurves()
         t0 = time.perf_counter()
-        res = induced_behaviour({name: name for name in args.rewards}, args.budgets, orders=args.orders, hard_cap_mode=not args.soft)
-        with pd.option_context("display.width", 200, "display.max_columns", 20):
+        res = induced_behaviour({name: name for name in args.rewards}, args.budgets, orders=args.orders, hard_cap_mode=not args.soft,
+                                curves=curves, resolution=args.resolution)
+        print(f"solver: {curves.provenance}")
+        with pd.option_context("display.width", 220, "display.max_columns", 20):
             print(res.summary.drop(columns=["expected_reward"]).round(4).to_string(index=False))
             print()
             piv = res.by_difficulty.pivot_table(index=["budget", "reward"], columns="difficulty", values="tokens", sort=False)
             print("mean tokens by difficulty:")
             print(piv.round(0).to_string())
-        print(f"\n({time.perf_counter() - t0:.1f} s)")
+        worst = float(res.summary["bound"].max())
+        print(f"\noptimiser: exact in tokens (bound 0); rewards that read the spent budget are solved on cells of it with a certified "
+              f"bound (largest above: {worst:.2g} reward units)")
+        for label, ns in res.notes.items():
+            for n in ns:
+                print(f"note: {label}: {n}")
+        print(f"({time.perf_counter() - t0:.1f} s)")
         if args.html:
             from workbench.reward_lab.figures import induced_tokens_figure, pareto_figure, reward_curves_figure
 
-            front = oracle_frontier(np.linspace(min(args.budgets) / 2, max(args.budgets) * 1.5, 12).astype(int))
+            front = oracle_frontier(np.linspace(min(args.budgets) / 2, max(args.budgets) * 1.5, 12).astype(int), curves=curves)
             figs = [reward_curves_figure({n: n for n in args.rewards}), induced_tokens_figure(res), pareto_figure(res, front)]
             with open(args.html, "w", encoding="utf-8") as f:
                 for i, fig in enumerate(figs):

@@ -16,7 +16,7 @@ import pandas as pd
 
 from reasoning_env.records import StepRow, episode_row_from_steps
 from reasoning_env.rewards import EpisodeContext, StepContext, build_reward
-from workbench.reward_lab.curves import DEFAULT_CURVE, AccuracyCurve
+from reasoning_env.policies import SolverCurves
 
 _WORDS = ("so", "we", "get", "the", "sum", "of", "both", "terms", "then", "check", "it", "again")
 
@@ -38,7 +38,7 @@ def synthetic_steps(
     hard_cap_mode: bool = True,
     group_size: Optional[int] = None,
     reward: Any = None,
-    curve: AccuracyCurve = DEFAULT_CURVE,
+    curve: Any = None,
     with_text: bool = False,
     min_tokens: int = 10,
     seed: int = 0,
@@ -52,6 +52,9 @@ def synthetic_steps(
             episode's questions (``group``/``member`` columns filled).
         reward: Reward (spec or object) paid and stored in ``reward``/``reward_<component>``;
             default the seed reward.
+        curve: Accuracy model ``curve(tokens, difficulty, problem_type) -> p`` of the verdicts
+            (default: :class:`~reasoning_env.policies.SolverCurves` defaults); lengths are drawn
+            log-normally around the default curve's mid-point length of each difficulty.
         with_text: Store synthetic responses (boxed answers, some unboxed or repetitive).
         min_tokens: Hard-cap mode ends the episode when fewer tokens remain.
 
@@ -59,6 +62,8 @@ def synthetic_steps(
         One row per step, columns as :class:`reasoning_env.records.StepRow` flattened.
     """
     rw = build_reward(reward, context="rescore")
+    curves = SolverCurves()
+    curve = curve if curve is not None else curves
     rng = np.random.default_rng(seed)
     rows: list[StepRow] = []
     episode = 0
@@ -73,7 +78,7 @@ def synthetic_steps(
             done_reason = None
             for i in range(num_questions):
                 d = int(diffs[i])
-                t50 = DEFAULT_CURVE.t50(d)
+                t50 = curves.curve_for("synthetic").t50_at(d)
                 raw = int(max(1, rng.lognormal(np.log(t50), 0.6)))
                 remaining = total_budget - spent
                 tokens = min(raw, max(0, remaining)) if hard_cap_mode else raw

@@ -1,5 +1,5 @@
 """Tuning a reward by hand: the library behind the workbench's Reward lab tab and the
-``04_reward_shapes`` notebook.
+``04_reward_shapes`` notebook (part of the reward lab, :mod:`workbench.reward_lab`).
 
 - :func:`controls` lists one control per reward parameter of the registry (default, range and
   step from :func:`reasoning_env.rewards.describe`), plus a weight per reward: what a UI draws as
@@ -295,9 +295,11 @@ def rescore_table(rescorer: Any, spec: Any, *, recorded: Any = None, group_by: O
     return table, tuned, base
 
 
-def induced(specs: Mapping[str, Any], budgets: Sequence[int], *, hard_cap_mode: bool = True, num_questions: int = 10, orders: int = 1, resolution: int = 100) -> tuple[Any, list[str]]:
+def induced(specs: Mapping[str, Any], budgets: Sequence[int], *, hard_cap_mode: bool = True, num_questions: int = 10, orders: int = 1,
+            resolution: int = 64, curves: Any = None) -> tuple[Any, list[str]]:
     """The reward-maximising allocation of each spec by difficulty, next to the accuracy oracle
-    (:func:`workbench.reward_lab.induced_behaviour` over levels 1..5 cycled, default curve).
+    (:func:`workbench.reward_lab.induced_behaviour` over levels 1..5 cycled; ``curves``: the
+    solver curves, default the hand-chosen defaults, whose provenance is the first note).
 
     Group rewards are left out (they have no single-policy optimum in this model) with a note.
 
@@ -306,7 +308,10 @@ def induced(specs: Mapping[str, Any], budgets: Sequence[int], *, hard_cap_mode: 
     """
     from workbench.reward_lab import default_questions, induced_behaviour
 
-    keep, notes = {}, []
+    from reasoning_env.policies import SolverCurves
+
+    curves = curves if curves is not None else SolverCurves()
+    keep, notes = {}, [f"solver: {curves.provenance}"]
     for label, spec in specs.items():
         rw = build_reward(spec, context="rescore")
         if getattr(rw, "is_group", False):
@@ -316,7 +321,7 @@ def induced(specs: Mapping[str, Any], budgets: Sequence[int], *, hard_cap_mode: 
     if not keep:
         return None, notes
     res = induced_behaviour(keep, [int(b) for b in budgets], questions=default_questions(num_questions), orders=orders,
-                            hard_cap_mode=hard_cap_mode, resolution=resolution)
+                            hard_cap_mode=hard_cap_mode, resolution=resolution, curves=curves)
     for label, ns in res.notes.items():
         notes.extend(f"{label}: {n}" for n in ns)
     return res, notes

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from reasoning_env.models import ReasonBudgetObservation
-from training.chat import NO_VISIBLE_ANSWER, ChatFormat, ChatFormatError, template_supports_thinking, visible_answer
+from reasoning_env.conversation import NO_VISIBLE_ANSWER, ChatFormat, ChatFormatError, template_supports_thinking, visible_answer
 from training_helpers import SHARED_DATA, tiny_tokenizer
 
 
@@ -105,3 +105,58 @@ def test_no_chat_template_is_a_clear_error(tok):
 
     with pytest.raises(ChatFormatError, match="chat template"):
         ChatFormat(NoTemplate())
+
+
+def _thinking_answer(reasoning: str, answer: str) -> str:
+    return f"<think>\n{reasoning}\n</think>\n\n{answer}"
+
+
+def test_qwen3_kept_history_is_trls_prefix_preserving_training_render(qwen3_tok):
+    """Qwen3 thinking, history kept (the training format): the appended ids equal TRL's
+    qwen3_training template's rendering of the conversation (every think block kept)."""
+    from reasoning_env.conversation import EpisodeConversation, EpisodeTokens
+
+    trl = pytest.importorskip("trl")
+    from pathlib import Path
+
+    path = Path(trl.__file__).parent / "chat_templates" / "qwen3_training.jinja"
+    if not path.is_file():
+        pytest.skip(f"this TRL ({trl.__version__}) ships no qwen3_training.jinja")
+    training_template = path.read_text()
+    chat = ChatFormat(qwen3_tok, reasoning_mode="on")
+    im_end = qwen3_tok.convert_tokens_to_ids("<|im_end|>")
+    tokens, conv = EpisodeTokens(chat), EpisodeConversation()
+    answers = [_thinking_answer("2 and 2 make 4.", "\\boxed{4}"), _thinking_answer("3 and 3.", "\\boxed{6}")]
+    for k, ans in enumerate(answers + [None]):
+        obs = _obs(k, f"What is {k}+{k}?")
+        if k == 0:
+            tokens.start(obs)
+        else:
+            tokens.add_env_turn(tokens.next_question_ids(obs))
+        conv.ask(obs)
+        rendered = qwen3_tok.apply_chat_template(conv.messages(), tokenize=False, add_generation_prompt=True,
+                                                 chat_template=training_template, enable_thinking=True)
+        assert qwen3_tok.decode(tokens.context()) == rendered
+        if ans is not None:
+            tokens.add_model_turn(chat.encode(ans) + [im_end])
+            conv.answer(ans)
+
+
+def test_qwen3_stripped_history_is_qwen3s_own_template(qwen3_tok):
+    """history_thinking="strip" renders what Qwen3's own template renders from the full answers:
+    earlier turns keep only the text after </think>."""
+    from reasoning_env.conversation import EpisodeConversation
+
+    chat = ChatFormat(qwen3_tok, reasoning_mode="on")
+    full, strip = EpisodeConversation(), EpisodeConversation(history_thinking="strip")
+    for k in range(3):
+        obs = _obs(k, f"What is {k}+{k}?")
+        full.ask(obs)
+        strip.ask(obs)
+        if k < 2:
+            ans = _thinking_answer(f"thinking about {k}", f"\\boxed{{{2 * k}}}")
+            full.answer(ans)
+            strip.answer(ans)
+    own = chat.render(full.messages())  # Qwen3's template strips earlier reasoning itself
+    assert chat.render(strip.messages()) == own
+    assert "thinking about 0" not in own and chat.conversation_ids(strip) == chat.encode(own)

@@ -1,0 +1,239 @@
+"""OpenEnv's WebSocket protocol as this server reads and writes it.
+
+Client messages are JSON text frames ``{"type": "reset"|"step"|"state"|"close", "data": ...}``;
+answers are ``{"type": "observation", "data": {"observation", "reward", "done", "metadata"}}``,
+``{"type": "state", "data": ...}`` or ``{"type": "error", "data": {"message", "code", ...}}``
+(OpenEnv 0.10's ``WS*`` models, same fields and error codes).
+
+:func:`parse_message` turns a frame into a :class:`Request` or raises :class:`FrameError` with
+the OpenEnv error code and a message that says what was wrong and how to fix it. It parses the
+JSON once and validates the envelope by hand (OpenEnv's route parsed each frame twice and built
+three pydantic models per step); the action is validated by :class:`ReasonBudgetAction`.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import dataclass
+from typing import Any, Optional
+
+from pydantic import BaseModel, ValidationError
+from pydantic_core import to_json
+
+from reasoning_env.models import ReasonBudgetAction
+
+STEP_EXAMPLE = '{"type": "step", "data": {"response": "... \\\\boxed{42}", "metadata": {}}}'
+MESSAGE_TYPES = ("close", "reset", "state", "step")
+#: Integers of more digits than this cannot be read (CPython's ``sys.get_int_max_str_digits``).
+MAX_INT_DIGITS = sys.get_int_max_str_digits() if hasattr(sys, "get_int_max_str_digits") else 4300
+
+
+class FrameError(Exception):
+    """A client message that must not reach the environment.
+
+    Attributes:
+        message: What was wrong and how to fix it. code: OpenEnv's error code. extra: more fields
+            of the error frame.
+    """
+
+    def __init__(self, message: str, code: str, **extra: Any) -> None:
+        super().__init__(message)
+        self.message = message
+        self.code = code
+        self.extra = extra
+
+
+@dataclass(frozen=True)
+class Request:
+    """A valid client message: ``kind`` is one of :data:`MESSAGE_TYPES`; ``data`` the reset
+    arguments (dict) or the step's :class:`ReasonBudgetAction`."""
+
+    kind: str
+    data: Any = None
+
+
+def utf8_len(text: str) -> int:
+    """Length of ``text`` in bytes of UTF-8 (lone surrogates count 3 bytes, as JSON allows them)."""
+    return len(text.encode("utf-8", "surrogatepass"))
+
+
+def describe_validation_error(exc: ValidationError, limit: int = 3) -> str:
+    """One readable line from a pydantic error: ``loc: what`` for the first ``limit`` errors."""
+    parts = []
+    errors = exc.errors()
+    for err in errors[:limit]:
+        loc = ".".join(str(p) for p in err.get("loc", ())) or "(message)"
+        kind = err.get("type", "")
+        if kind == "extra_forbidden":
+            parts.append(f"unknown field {loc!r}")
+        elif kind == "missing":
+            parts.append(f"missing field {loc!r}")
+        else:
+            got = type(err.get("input")).__name__ if "input" in err else None
+            parts.append(f"{loc}: {err.get('msg', 'invalid')}" + (f" (got {got})" if got else ""))
+    if len(errors) > limit:
+        parts.append(f"and {len(errors) - limit} more")
+    return "; ".join(parts)
+
+
+def compact_errors(exc: ValidationError) -> list[dict[str, Any]]:
+    """Pydantic errors without the offending input (it may be megabytes) or doc links."""
+    return [{"loc": list(e.get("loc", ())), "msg": e.get("msg", ""), "type": e.get("type", "")} for e in exc.errors()]
+
+
+class _TooLong:
+    """Stands for an integer literal too long to convert (found by :func:`_huge_int_path`)."""
+
+    def __init__(self, digits: int) -> None:
+        self.digits = digits
+
+
+def _huge_int_path(text: str) -> Optional[tuple[str, int]]:
+    """``(dotted path, digits)`` of the first integer literal in ``text`` over the limit."""
+
+    def parse_int(s: str) -> Any:
+        return _TooLong(len(s.lstrip("-"))) if len(s) > MAX_INT_DIGITS else int(s)
+
+    try:
+        doc = json.loads(text, parse_int=parse_int)
+    except (ValueError, RecursionError):
+        return None
+    stack: list[tuple[str, Any]] = [("", doc)]
+    while stack:
+        path, node = stack.pop()
+        if isinstance(node, _TooLong):
+            return path or "(message)", node.digits
+        if isinstance(node, dict):
+            stack.extend((f"{path}.{k}" if path else str(k), v) for k, v in reversed(list(node.items())))
+        elif isinstance(node, list):
+            stack.extend((f"{path}[{i}]", v) for i, v in reversed(list(enumerate(node))))
+    return None
+
+
+def parse_message(text: Optional[str], *, max_message_bytes: int, max_response_bytes: int) -> Request:
+    """Read one client frame.
+
+    Args:
+        text: The frame's text (``None`` for a binary frame).
+        max_message_bytes: Largest frame read at all (bytes of UTF-8).
+        max_response_bytes: Largest ``response`` / ``metadata.grading_response`` (bytes of UTF-8).
+
+    Returns:
+        The :class:`Request`.
+
+    Raises:
+        FrameError: the frame is binary, too large, not JSON, not a known message, or its action
+            is invalid (``INVALID_JSON``, ``VALIDATION_ERROR``, ``UNKNOWN_TYPE``).
+    """
+    if text is None:
+        raise FrameError("binary frames are not accepted: send each message as a JSON text frame, e.g. " + STEP_EXAMPLE,
+                         "INVALID_JSON")
+    if len(text) * 4 > max_message_bytes and utf8_len(text) > max_message_bytes:
+        raise FrameError(
+            f"message of {utf8_len(text):,} bytes exceeds this server's limit of {max_message_bytes:,} bytes per "
+            f"message; a step's response may be at most {max_response_bytes:,} bytes of UTF-8 (REE_MAX_RESPONSE_BYTES)",
+            "VALIDATION_ERROR", max_response_bytes=max_response_bytes, max_message_bytes=max_message_bytes,
+        )
+    try:
+        msg = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise FrameError(f"Invalid JSON: {exc}", "INVALID_JSON") from None
+    except RecursionError:
+        raise FrameError("Invalid JSON: nested too deeply", "INVALID_JSON") from None
+    except ValueError:  # an integer literal beyond CPython's digit limit
+        found = _huge_int_path(text)
+        where, digits = found if found else ("(message)", MAX_INT_DIGITS + 1)
+        raise FrameError(
+            f"{where}: an integer of {digits:,} digits is out of range (at most {MAX_INT_DIGITS:,} digits are read; "
+            "seeds and token counts are far smaller)", "VALIDATION_ERROR",
+        ) from None
+    if not isinstance(msg, dict):
+        raise FrameError(f"a message must be a JSON object such as {STEP_EXAMPLE}, got a JSON {type(msg).__name__}",
+                         "VALIDATION_ERROR")
+    kind = msg.get("type")
+    if not isinstance(kind, str) or kind not in MESSAGE_TYPES:
+        raise FrameError(f"unknown message type {kind!r}: send one of {list(MESSAGE_TYPES)}, e.g. {STEP_EXAMPLE}",
+                         "UNKNOWN_TYPE")
+    allowed = ("type",) if kind in ("state", "close") else ("type", "data")
+    extra = [k for k in msg if k not in allowed]
+    if extra:
+        raise FrameError(f"invalid {kind} message: unknown field {extra[0]!r}", "VALIDATION_ERROR")
+    if kind == "reset":
+        data = msg.get("data", {})
+        if not isinstance(data, dict):
+            raise FrameError(f"invalid reset message: data must be an object of reset arguments such as "
+                             f'{{"seed": 7, "tokenizer_name": "Qwen/Qwen2.5-0.5B-Instruct"}}, got a JSON {type(data).__name__}',
+                             "VALIDATION_ERROR")
+        return Request("reset", data)
+    if kind != "step":
+        return Request(kind)
+    if "data" not in msg:
+        raise FrameError("invalid step message: missing field 'data'", "VALIDATION_ERROR")
+    data = msg["data"]
+    if not isinstance(data, dict):
+        raise FrameError(f"invalid step message: data must be an action object such as {STEP_EXAMPLE}", "VALIDATION_ERROR")
+    try:
+        action = ReasonBudgetAction.model_validate(data)
+    except ValidationError as exc:
+        raise FrameError(f"invalid step action: {describe_validation_error(exc)}; a step looks like {STEP_EXAMPLE}",
+                         "VALIDATION_ERROR", errors=compact_errors(exc)) from None
+    grading = action.metadata.get("grading_response") if action.metadata else None
+    for field, value in (("response", action.response), ("metadata.grading_response", grading)):
+        if isinstance(value, str) and len(value) > max_response_bytes // 4 and utf8_len(value) > max_response_bytes:
+            raise FrameError(
+                f"{field} is {utf8_len(value):,} bytes of UTF-8; this server accepts at most {max_response_bytes:,} bytes "
+                "(REE_MAX_RESPONSE_BYTES): cut the response or raise the server's cap",
+                "VALIDATION_ERROR", max_response_bytes=max_response_bytes,
+            )
+    return Request("step", action)
+
+
+# ------------------------------------------------------------------------------ answers
+def error_frame(message: str, code: str, **extra: Any) -> str:
+    """An OpenEnv error frame (JSON text)."""
+    return to_json({"type": "error", "data": {"message": message, "code": code, **extra}}).decode()
+
+
+class HistoryCache:
+    """The JSON of one session's history entries, kept across steps: an episode's history grows
+    by one entry per step and every observation carries all of it, so each entry is serialised
+    once instead of once per later step. Entries are matched by identity (the environment keeps
+    its entry objects; a new episode has new ones)."""
+
+    def __init__(self) -> None:
+        self._entries: list[tuple[Any, str]] = []
+
+    def json(self, history: list) -> str:
+        """``history`` as a JSON array."""
+        kept = self._entries
+        n = 0
+        while n < len(kept) and n < len(history) and kept[n][0] is history[n]:
+            n += 1
+        del kept[n:]
+        kept.extend((e, e.model_dump_json()) for e in history[n:])
+        return "[" + ",".join(text for _, text in kept) + "]"
+
+
+def observation_frame(obs: BaseModel, history: Optional[HistoryCache] = None) -> str:
+    """An OpenEnv observation frame (JSON text) for ``obs``: the observation without ``reward`` and
+    ``done``, which sit beside it, and its ``metadata`` once more at the top (as
+    ``openenv.core.env_server.serialization.serialize_observation`` lays it out). With a
+    :class:`HistoryCache`, the history entries are serialised once per session."""
+    if history is not None and getattr(obs, "history", None):
+        head = obs.model_dump_json(exclude={"reward", "done", "history"})
+        body = head[:-1] + ',"history":' + history.json(obs.history) + "}"
+    else:
+        body = obs.model_dump_json(exclude={"reward", "done"})
+    reward = to_json(obs.reward).decode()
+    tail = ""
+    metadata = getattr(obs, "metadata", None)
+    if metadata:
+        tail = ',"metadata":' + to_json(metadata).decode()
+    return ('{"type":"observation","data":{"observation":' + body + ',"reward":' + reward
+            + ',"done":' + ("true" if obs.done else "false") + tail + "}}")
+
+
+def state_frame(state: BaseModel) -> str:
+    """An OpenEnv state frame (JSON text)."""
+    return '{"type":"state","data":' + state.model_dump_json() + "}"

@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Builds the two extra virtual environments CI tests in (reused while the requirement files are unchanged):
+#   $REE_CI_VENVS/app       only requirements.txt: what the Space installs (tests/test_app_requirements.py
+#                           starts app.py in it and checks torch is not there)
+#   $REE_CI_VENVS/gpu-pins  the pure-Python packages requirements-gpu.txt pins (TRL 1.15, transformers 5.17,
+#                           accelerate, PEFT, datasets 4.8, ...) with CPU torch 2.13.0; vLLM, Unsloth, xformers and
+#                           bitsandbytes (CUDA builds) are left out. tests/test_gpu_pins.py runs the training tests in it.
+# Needs only the package index. Prints nothing on reuse but the paths. `setup.sh --test` runs it; the tests find
+# the venvs in the same folder (tests/ci_venvs.py).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT="${REE_CI_VENVS:-${XDG_CACHE_HOME:-$HOME/.cache}/reasoning_env/ci-venvs}"
+mkdir -p "$ROOT"
+PIP=(-m pip install -q --disable-pip-version-check --no-compile)
+quiet_pip() {  # pip, without this machine's warnings about index folders that do not exist
+  "$@" 2> >(grep -v "is ignored: it is neither a file nor a directory" >&2)
+}
+
+build() {  # build NAME STAMP-INPUTS... ; then the install commands come from install_NAME
+  local name="$1"; shift
+  local stamp; stamp="$(cat "$@" | sha256sum | cut -c1-16)"
+  if [ -f "$ROOT/$name/.stamp" ] && [ "$(cat "$ROOT/$name/.stamp")" = "$stamp" ]; then return; fi
+  rm -rf "$ROOT/$name"
+  python3 -m venv "$ROOT/$name"
+  "install_$name" "$ROOT/$name/bin/python"
+  echo "$stamp" > "$ROOT/$name/.stamp"
+}
+
+install_app() {
+  quiet_pip "$1" "${PIP[@]}" -r requirements.txt
+}
+
+install_gpu_pins() {
+  local reqs="$ROOT/gpu-pins-cpu.txt"
+  grep -vE '^(vllm|unsloth|unsloth_zoo|xformers|bitsandbytes)==|^-e ' requirements-gpu.txt > "$reqs"
+  quiet_pip "$1" "${PIP[@]}" -r "$reqs" $(grep -E '^(pytest|pytest-timeout|hypothesis)==' requirements-test.txt) \
+    $(grep -E '^scipy==' requirements.txt)
+  quiet_pip "$1" "${PIP[@]}" --no-deps -e .
+}
+
+# the two builds run side by side (pip mostly waits on unpacking); a failing one fails the script
+build app requirements.txt pyproject.toml & app_pid=$!
+build gpu_pins requirements-gpu.txt requirements-test.txt pyproject.toml & pins_pid=$!
+wait "$app_pid"
+wait "$pins_pid"
+echo "REE_APP_VENV=$ROOT/app"
+echo "REE_GPU_PINS_VENV=$ROOT/gpu_pins"

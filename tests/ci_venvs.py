@@ -1,0 +1,26 @@
+"""Where the tests find the two extra virtual environments that ``scripts/ci_venvs.sh`` builds
+(``bash scripts/setup.sh --test`` runs it): ``$REE_CI_VENVS`` or ``~/.cache/reasoning_env/ci-venvs``;
+``$REE_APP_VENV`` / ``$REE_GPU_PINS_VENV`` point at one directly."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+_OVERRIDES = {"app": "REE_APP_VENV", "gpu_pins": "REE_GPU_PINS_VENV"}
+
+
+def ci_venv_python(name: str) -> Path:
+    """``bin/python`` of the extra venv ``name`` (``app`` or ``gpu_pins``), or a skip with the fix."""
+    direct = os.environ.get(_OVERRIDES[name])
+    if direct:
+        venv = Path(direct)
+    else:
+        cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+        venv = Path(os.environ.get("REE_CI_VENVS") or cache / "reasoning_env" / "ci-venvs") / name
+    py = venv / "bin" / "python"
+    if not py.is_file() or not (venv / ".stamp").is_file():
+        pytest.skip(f"the {name!r} venv is not built at {venv}: run `bash scripts/setup.sh --test` (it runs scripts/ci_venvs.sh)")
+    return py
