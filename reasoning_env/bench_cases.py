@@ -103,7 +103,21 @@ def _worst_cases() -> list:
         ("payload-import", r"\boxed{__import__('os').system('touch pwned_by_grader.txt')}", "0"),
         ("garbage-gold", r"\boxed{92.5857658508735}", "{@Neillier 1276915 4951077 ,5_GENE"),
     ]
-    return sums + hostile
+    # found by red-teaming issue 14 (docs/grading.md, Safety): each took 0.8 s to forever
+    redteam = [
+        ("prod-3000-series", r"\boxed{\prod_{k=1}^{3000} \sum_{n=1}^{\infty} \frac{1}{n^2}}", "5"),
+        ("sum-5000x5000-series", r"\boxed{\sum_{a=1}^{5000}\sum_{b=1}^{5000}\sum_{n=1}^{\infty}\frac{1}{n^2}}", "5"),
+        ("sum-5000-factorials", r"\boxed{\sum_{k=1}^{5000} k!}", "5"),
+        ("sum-5000-k-to-the-5000", r"\boxed{\sum_{k=1}^{5000} k^{5000}}", "5"),
+        ("sum-6000-binomials", r"\boxed{\sum_{k=1}^{6000} \binom{6000}{k}}", r"2^{6000}-1"),
+        ("sum-30000-sines", r"\boxed{\sum_{k=1}^{30000} \sin(k)}", "0"),
+        ("sum-20000-powers-of-x", r"\boxed{\sum_{k=1}^{20000} x^k}", r"\frac{x^{20001}-x}{x-1}"),
+        ("series-complex-factorial", r"\boxed{\sum_{n=1}^{\infty} \frac{8}{n^4} \cdot 10^{25}(i)!}", "5"),
+        ("boxes-of-long-sums", "So " + ", ".join(
+            r"\boxed{\sum_{%s=1}^{1000} (\sin^2 %s + \cos^2 %s)}" % (k, k, k) for k in "jkmnpqrs") + ".", "1000"),
+        ("100k-closing-sentences", "Final Answer: 12" + ". a" * 50_000 + " 5", "12"),
+    ]
+    return sums + hostile + redteam
 
 
 def run_worst_case(args: argparse.Namespace) -> int:

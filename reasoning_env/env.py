@@ -382,7 +382,10 @@ class ReasoningEconomicsEnv(Environment[ReasonBudgetAction, ReasonBudgetObservat
             # Hard cap: tokens past the remaining budget were never paid for, so they are not read.
             # (grading_response is ignored then: the visible answer may lie in the unpaid part.)
             graded_text, text = "paid_prefix", self._tokenizer.prefix(action.response, charged)
-        result = self._grader.grade(text, q.gold_answer, timeout_s=timeout_s or self.config.grading_timeout_s)
+        # Our grader also reads the question: a copy of one of its expressions is not an answer
+        # (docs/grading.md, "Restating the question"); custom graders get the old signature.
+        extra = {"question": q.text} if isinstance(self._grader, Grader) else {}
+        result = self._grader.grade(text, q.gold_answer, timeout_s=timeout_s or self.config.grading_timeout_s, **extra)
 
         spent_before = self._spent
         ctx = StepContext(

@@ -22,7 +22,9 @@ Rules (each motivated by a public grading failure, see ``../shared/cases/grading
 * Equations match when ``lhs - rhs`` are proportional (a nonzero constant factor), so the same
   line or plane written differently matches; assignments (``x = 5``, ``|PQ| = 2``) match the
   bare value; lists of assignments to distinct names match by name, and in order against a
-  bare tuple.
+  bare tuple when that order is the conventional one (``x, y``; ``a_1, a_2``; ``\\rho, \\theta,
+  \\phi``): ``y = 2, x = 3`` is not ``(2, 3)``. Several values of one variable (``x = 2, 3``) are
+  never a tuple nor several names.
 * Inequalities are the sets they allow: single-variable ones are intervals (``m \\ge \\sqrt2`` ==
   ``[\\sqrt2, \\infty)``), linear ones are solved (``-y < -2`` == ``y > 2``), absolute values split
   (``2 \\le |w| \\le 5`` == ``[-5,-2] \\cup [2,5]``), and on a name they are its range.
@@ -373,14 +375,23 @@ def _evaluations(p: Any, g: Any, names: list, deadline: float, ctx: Any) -> Iter
         TooBig: a value is astronomically large at some point.
         _Deadline: past ``deadline`` (``time.perf_counter()`` seconds).
     """
+    # A side without variables has one value: evaluate it once (a constant answer's sums against
+    # a gold with variables would otherwise be summed at every point).
+    const = {}
+    for side in (p, g):
+        if not free_vars(side):
+            try:
+                const[id(side)] = numeric_value(side, {}, ctx)
+            except (EvalError, ZeroDivisionError, OverflowError, ValueError, ArithmeticError):
+                return  # undefined everywhere
     for k in range(POINTS_TRIED):
         if time.perf_counter() > deadline:
             raise _Deadline
         row = _POINTS[k]
         env = {name: ctx.mpf(row[j]) for j, name in enumerate(names)}
         try:
-            a = numeric_value(p, env, ctx)
-            b = numeric_value(g, env, ctx)
+            a = const[id(p)] if id(p) in const else numeric_value(p, env, ctx)
+            b = const[id(g)] if id(g) in const else numeric_value(g, env, ctx)
         except (EvalError, ZeroDivisionError, OverflowError, ValueError, ArithmeticError):
             continue
         if ctx.isnan(a) or ctx.isnan(b) or ctx.isinf(a) or ctx.isinf(b):
@@ -595,11 +606,23 @@ def _relation_set(r: Any) -> Optional[tuple]:
             return var, parts[0] if len(parts) == 1 else Union(parts)
         line = affine_coefficients(subject, var)
         if line is not None:
+            if _empty_bounds(lo, lo_closed, hi, hi_closed):
+                return var, Seq("set", ())
             return var, _affine_preimage(_interval(lo, lo_closed, hi, hi_closed), *line)
     name = value_name(subject)
     if name is not None:
+        if _empty_bounds(lo, lo_closed, hi, hi_closed):
+            return name, Seq("set", ())
         return name, _interval(lo, lo_closed, hi, hi_closed)
     return None
+
+
+def _empty_bounds(lo: Any, lo_closed: bool, hi: Any, hi_closed: bool) -> bool:
+    """Whether exact bounds allow nothing (``5 < x < 3`` is the empty set, not the pair (5, 3))."""
+    lv, hv = _bound_value(lo), _bound_value(hi)
+    if lv is None or hv is None:
+        return False
+    return lv > hv or (lv == hv and not (lo_closed and hi_closed))
 
 
 def _interval(lo: Any, lo_closed: bool, hi: Any, hi_closed: bool) -> Seq:
@@ -732,6 +755,9 @@ def _seq_compare(p: Any, g: Seq, deadline: float) -> Verdict:
                 return _no("different brackets")
             return _ordered(p.items, g.items, deadline)
         if isinstance(p, Seq) and p.kind == "list" and (g.open, g.close) == ("(", ")"):
+            named_p = _named(p)
+            if named_p is not None and not _conventional_order(tuple(named_p)):
+                return _no("named values in an unusual order vs a tuple (which entry is which?)")
             return _ordered(p.items, g.items, deadline)
         if isinstance(p, Matrix) and (g.open, g.close) == ("(", ")"):
             items = _matrix_items(p)
@@ -749,6 +775,8 @@ def _seq_compare(p: Any, g: Seq, deadline: float) -> Verdict:
                 return _no("values of different names")
             return _ordered(tuple(named_p[k] for k in named_g), tuple(named_g.values()), deadline)
         if p.kind == "list" or (p.kind == "tuple" and (p.open, p.close) == ("(", ")")):
+            if not _conventional_order(tuple(named_g)):
+                return _no("a tuple vs named values in an unusual order (which entry is which?)")
             return _ordered(p.items, g.items, deadline)  # (5,3) vs x=5, y=3: in order
     if isinstance(p, Seq) and (p.kind in ("set", "list") or (p.kind == "tuple" and g.kind == "list" and (p.open, p.close) == ("(", ")"))):
         # a set has no repeated elements: \{1,2,2\} is \{1,2\} (identical items collapse); in a
@@ -868,6 +896,40 @@ def _resolve_approx(r: Relation) -> tuple:
     return Relation(head_ops, head), ""
 
 
+#: Orders of coordinate names that are conventional without being alphabetical.
+_COORDINATE_ORDERS = frozenset({("rho", "theta", "phi")})
+_GREEK_ORDER = {
+    name: i for i, name in enumerate(
+        "alpha beta gamma delta epsilon varepsilon zeta eta theta vartheta iota kappa lambda mu nu xi "
+        "omicron pi rho varrho sigma tau upsilon phi varphi chi psi omega".split()
+    )
+}
+_DIGITS_RE = re.compile(r"(\d+)")
+
+
+def _name_key(name: str) -> tuple:
+    """Sort key of a variable name: Latin letters alphabetically (case-folded), then Greek ones
+    in the Greek alphabet's order; subscripts numerically (``a_2`` before ``a_10``)."""
+    if name in _GREEK_ORDER:
+        return (1, _GREEK_ORDER[name])
+    parts = tuple((0, int(t)) if t.isdigit() else (1, t.lower()) for t in _DIGITS_RE.split(name) if t)
+    return (0,) + parts
+
+
+def _conventional_order(names: tuple) -> bool:
+    """Whether named values are written in the order a tuple of them conventionally has
+    (``x, y, z``; ``a_1, a_2``; ``r, \\theta``; ``\\rho, \\theta, \\phi``), so their written order can
+    stand for the tuple's: ``y = 2, x = 3`` against the pair ``(2, 3)`` cannot say which entry is
+    which (for ``(x, y)`` it is ``(3, 2)``)."""
+    keys = [_name_key(n) for n in names]
+    return keys == sorted(keys) or names in _COORDINATE_ORDERS
+
+
+def _several_values(v: Any) -> bool:
+    """An assignment of several values to one variable (``x = 2, 3``; ``x = 2, x = 3``)."""
+    return isinstance(v, Assign) and isinstance(v.value, Seq) and v.value.kind == "list"
+
+
 def _named(v: Any) -> Optional[dict]:
     """``{name: value}`` of a list of assignments to distinct names (``x=5, y=3``), else None."""
     if not (isinstance(v, Seq) and v.kind == "list" and len(v.items) >= 2):
@@ -905,6 +967,13 @@ def compare(p: Any, g: Any, deadline: float) -> Verdict:
         return compare(p.value, g, deadline)  # "(E) 10" vs 10: the option's value
     # Assignments: "x = 5" is the value 5 unless both sides name the variable.
     if isinstance(g, Assign) or isinstance(p, Assign):
+        one, other = (p, g) if isinstance(p, Assign) else (g, p)
+        if not isinstance(other, Assign) and (
+            _named(other) is not None
+            or (_several_values(one) and isinstance(other, Seq) and other.kind == "tuple")
+        ):
+            # x = 2, 3 (or x=2, x=3) is one variable's values: not the point (2, 3), nor x=2, y=3
+            return _no("values of one variable vs a tuple or several named values")
         if isinstance(g, Assign) and isinstance(p, Assign):
             if p.lhs == g.lhs:
                 return compare(p.value, g.value, deadline)

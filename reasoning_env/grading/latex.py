@@ -33,6 +33,7 @@ from typing import Any, Optional
 from reasoning_env.grading.values import (
     APPROX_SUBJECT,
     MAX_SUM_WORK,
+    POINT_EVALUATIONS,
     Assign,
     Choice,
     Matrix,
@@ -45,11 +46,14 @@ from reasoning_env.grading.values import (
     has_pm,
     iter_nodes,
     sum_work,
+    value_free_vars,
     value_name,
 )
 
-__all__ = ["ParseError", "NotMath", "ChoiceJunk", "parse_answer", "words_between_numbers", "words_after_number", "has_connective", "has_hedge_word", "number_from_words", "MAX_PARSE_CHARS", "MAX_DEPTH"]
+__all__ = ["ParseError", "NotMath", "ChoiceJunk", "parse_answer", "answer_sum_work", "SUMS_TOO_LONG", "words_between_numbers", "words_after_number", "has_connective", "has_hedge_word", "not_for_math_verify", "number_from_words", "MAX_PARSE_CHARS", "MAX_DEPTH"]
 
+#: Why an answer whose sums cost more than ``values.MAX_SUM_WORK`` is not parsed.
+SUMS_TOO_LONG = "sums too long to evaluate here"
 #: Longest normalised answer the parser reads (characters); longer ones are not parsed.
 MAX_PARSE_CHARS = 1000
 #: Deepest nesting of brackets/operators accepted.
@@ -93,6 +97,9 @@ _FUNCS = {
     "lg": "lg", "exp": "exp", "sqrt": "sqrt", "abs": "abs",
 }
 _INVERSE = {"sin": "asin", "cos": "acos", "tan": "atan"}
+#: Letters read as a function when followed by a number in parentheses and "=" (``f(3) = 7`` is
+#: the value of f at 3; ``a(3) = 6`` stays the product 3a = 6).
+_FUNCTION_LETTERS = frozenset("f g h p q F G H P Q".split())
 _CONSTS = {"pi": "pi", "infty": "inf", "infinity": "inf", "inf": "inf"}
 _GREEK = frozenset(
     "alpha beta gamma delta epsilon varepsilon zeta eta theta vartheta iota kappa lambda mu nu xi "
@@ -226,7 +233,7 @@ def _names_points(toks: list) -> bool:
 
 _HEDGE_RE = re.compile(
     r"(?<![A-Za-z\\])(?:not|no|none|nor|neither|either|maybe|perhaps|possibly|probably|unless|except|"
-    r"approximately|roughly|about|around|isnt|wrong|incorrect|unsure|guess)(?![A-Za-z])",
+    r"approximately|roughly|about|around|nearly|almost|circa|ish|isnt|wrong|incorrect|unsure|guess)(?![A-Za-z])",
     re.IGNORECASE,
 )
 
@@ -236,6 +243,28 @@ def has_hedge_word(s: str) -> bool:
     12``, ``either 12, 13``, ``maybe 48``): such an answer counts only as an exact match
     (math-verify may read the number alone)."""
     return _HEDGE_RE.search(s) is not None
+
+
+_NOT_FOR_MATH_VERIFY = (
+    (re.compile(r"(?<![A-Za-z\\])(?:is|are|was|were|equals|be)(?![A-Za-z])", re.IGNORECASE),
+     "a sentence (is/are/was/equals): math-verify would read one of its numbers"),
+    (re.compile(r"\\approx(?![A-Za-z])"), "an approximation the \\approx rule could not grade"),
+    (re.compile(r"(?:[-+*/^=<>,]|\\(?:cdot|times|div|pm|mp|le|leq|ge|geq|approx))\s*$"),
+     "ends in an operator or relation (5+ is not 5)"),
+    (re.compile(r"\?"), "a question mark (a doubt, not an answer)"),
+)
+
+
+def not_for_math_verify(s: str) -> Optional[str]:
+    """Why a normalised answer the fast path could not decide must not go to math-verify, or
+    ``None``. A sentence (``The result is 12 = 13``), an approximation the ``\\approx`` rule of
+    :mod:`~reasoning_env.grading.compare` could not grade, an answer ending in an operator
+    (``5+``: "5 or more") and one with a question mark (``3 \\text{?}``) are graded by a rule
+    math-verify does not have: it reads one number or equation of them (and accepts them)."""
+    for pattern, why in _NOT_FOR_MATH_VERIFY:
+        if pattern.search(s) is not None:
+            return why
+    return None
 
 
 def tokenize(s: str) -> list:
@@ -365,6 +394,7 @@ class _Parser:
         self.depth = 0
         self.abs_open = 0
         self.sum_work = 0  # evaluation cost of the sums parsed so far (values.sum_work)
+        self.big_op_depth = 0  # sums being parsed around the current position
 
     # -- token access
     def peek(self, k: int = 0) -> tuple:
@@ -414,9 +444,15 @@ class _Parser:
         return groups
 
     def _function_head(self) -> Optional[str]:
-        # id '(' id (',' id)* ')' '='
+        # id '(' id (',' id)* ')' '=', or a function's value: f '(' ['-'] num ')' '=' (f(3) = 7)
         if not (self.at("id") and self.at("op", "(", 1)):
             return None
+        if self.peek()[1] in _FUNCTION_LETTERS:
+            j = 3 if self.at("op", "-", 2) else 2
+            if self.at("num", None, j) and self.at("op", ")", j + 1) and self.at("rel", "=", j + 2):
+                head = f"{self.peek()[1]}({'-' if j == 3 else ''}{self.peek(j)[1]})"
+                self.i += j + 2  # up to and including ')'
+                return head
         j = 2
         names = []
         while True:
@@ -444,6 +480,12 @@ class _Parser:
             while self.at("rel", "=") or self.at("rel", "~"):
                 ops.append(self.next()[1])
                 sides.append(self.parse_union())
+            name, _, arg = head[:-1].partition("(")
+            if arg[:1] in "-0123456789." and any(_is_node(x) and free_vars(x) for x in sides[1:]):
+                # f(3) = 2x is no value of f: read it as written (3f = 2x), an equation
+                number = _num_node(arg.lstrip("-"))
+                sides[0] = ("*", (("v", name), ("-", number) if arg[0] == "-" else number))
+                return Relation(tuple(ops), tuple(sides))
             if ops == ["="]:
                 return Assign(head, sides[1])
             return Relation(tuple(ops), tuple(sides))
@@ -945,20 +987,21 @@ class _Parser:
         if var is None or hi is None:
             raise ParseError("sum without both bounds")
         self.enter()
+        self.big_op_depth += 1
         try:
             body = self.parse_term()
         finally:
             self.depth -= 1
+            self.big_op_depth -= 1
         if not (_is_node(lo) and _is_node(hi) and _is_node(body)):
             raise ParseError("sum of a non-scalar")
         if var in ("i", "e"):  # the index named i or e is a variable in the body, not a constant
             body = _const_to_var(body, var)
         node = (kind, var, lo, hi, body)
-        work = sum_work(node)
-        if work is not None:
-            self.sum_work += work
+        if self.big_op_depth == 0:  # a nested sum is part of the enclosing one's work
+            self.sum_work += sum_work(node)
             if self.sum_work > MAX_SUM_WORK:
-                raise ParseError("sums too long to evaluate here")
+                raise ParseError(SUMS_TOO_LONG)
         return node
 
 
@@ -1030,7 +1073,8 @@ def _assigned_name(lhs: Any, rhs: Any) -> Optional[str]:
         isinstance(lhs, Seq) and lhs.kind == "tuple" and (lhs.open, lhs.close) == ("(", ")")
         and all(_is_node(x) and x[0] == "v" for x in lhs.items)
         and len({x[1] for x in lhs.items}) == len(lhs.items)
-        and isinstance(rhs, Seq) and rhs.kind == "tuple" and len(rhs.items) == len(lhs.items)
+        and isinstance(rhs, Seq) and rhs.kind == "tuple" and (rhs.open, rhs.close) == ("(", ")")
+        and len(rhs.items) == len(lhs.items)
         and not ({x[1] for x in lhs.items} & rhs_vars)
     ):
         return "(" + ",".join(x[1] for x in lhs.items) + ")"
@@ -1175,7 +1219,6 @@ def _canon_text(s: str) -> str:
     return " ".join(words)
 
 
-@lru_cache(maxsize=16384)
 def parse_answer(s: str, as_text: bool = False) -> Any:
     """Parse a normalised answer into an answer value (see :mod:`reasoning_env.grading.values`).
 
@@ -1192,20 +1235,35 @@ def parse_answer(s: str, as_text: bool = False) -> Any:
     Raises:
         ParseError: outside the supported subset, too long or too deep.
     """
+    return _parse(s, as_text)[0]
+
+
+def answer_sum_work(s: str, as_text: bool = False) -> int:
+    """The evaluation cost of the sums of a normalised answer (units of
+    :data:`~reasoning_env.grading.values.MAX_SUM_WORK`; 0 without sums, or when it is not parsed)."""
+    try:
+        return _parse(s, as_text)[1]
+    except ParseError:
+        return 0
+
+
+@lru_cache(maxsize=16384)
+def _parse(s: str, as_text: bool) -> tuple:
+    """``(value, sum work)`` of a normalised answer (see :func:`parse_answer`; cached)."""
     if not s:
         raise ParseError("empty answer")
     if len(s) > MAX_PARSE_CHARS:
         raise ParseError("answer too long to parse")
     m = _CHOICE_RE.match(s)
     if m is not None:
-        return Choice(m.group(1))
+        return Choice(m.group(1)), 0
     m = _CHOICE_VALUE_RE.match(s)
     if m is not None:  # AMC: "(E) 10", the letter and its option's value
-        return Choice(m.group(1), _choice_value(m.group(2)))
+        return Choice(m.group(1), _choice_value(m.group(2))), 0
     if as_text and _TEXTY_RE.match(s):
         word = _word_answer(s)
         if word is not None:
-            return word
+            return word, 0
     try:
         toks = tokenize(s)
         p = _Parser(toks)
@@ -1213,12 +1271,15 @@ def parse_answer(s: str, as_text: bool = False) -> Any:
         if p.peek()[0] != "eof":
             raise ParseError(f"unexpected {p.peek()[1] or p.peek()[0]}")
         if len(groups) == 1 or all(len(g) == 1 for g in groups):
-            return _finish_items([it for g in groups for it in g])
-        # "m=2, n=3; m=5, n=3": each group is one answer (here, one named pair)
-        return Seq("list", tuple(_finish_items(g) for g in groups))
+            value = _finish_items([it for g in groups for it in g])
+        else:  # "m=2, n=3; m=5, n=3": each group is one answer (here, one named pair)
+            value = Seq("list", tuple(_finish_items(g) for g in groups))
     except NotMath:
         if _TEXTY_RE.match(s):
             word = _word_answer(s)
             if word is not None:
-                return word
+                return word, 0
         raise ParseError("words mixed with mathematics") from None
+    if p.sum_work * POINT_EVALUATIONS > MAX_SUM_WORK and value_free_vars(value):
+        raise ParseError(SUMS_TOO_LONG + " at several points")  # compared at random points
+    return value, p.sum_work

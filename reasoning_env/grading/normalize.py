@@ -166,7 +166,7 @@ MEANING_WORDS = frozenset(
     half halves third thirds quarter quarters fourth fourths fifth fifths sixth sevenths
     eighth eighths ninth ninths tenth tenths hundredth hundredths thousandth thousandths
     millionth millionths percent percentage pct permille ppm single double triple quadruple
-    twice thrice once k grand bn mn thou
+    twice thrice once k grand bn mn thou lakh lac crore myriad mille
     squared cubed power powers root roots sqrt exponent factorial reciprocal inverse
     plus minus multiplied divided over greater smaller larger bigger
     higher lower than above below under exceeding exceeds increased decreased added subtracted
@@ -174,8 +174,14 @@ MEANING_WORDS = frozenset(
     not no none nothing never neither nor is isnt are was were be being been am or and but
     except maybe perhaps possibly probably wrong incorrect false true correct right either if
     iff then unless otherwise else implies without instead nope yes approx
+    approximately roughly about around circa nearly almost ish rounded
+    least most max maximum minimum minimal maximal
+    loss losses deficit debt owed owing short shortfall
     """.split()
 )
+# (Bounds and qualifiers: ``5 \text{ at most}``, ``5 \text{ maximum}``, ``48 in most cases`` state a
+# bound or a hedge, not the value; ``5 \text{ loss}``, ``5 \text{ deficit}`` flip its sign; ``5
+# \text{ lakh}`` scales it. ``min`` stays a unit: minutes.)
 #: Unit modifiers that need a unit after them (``3 \text{ square}`` may mean 3 squared).
 _UNIT_MODIFIERS = {"square": 2, "sq": 2, "cubic": 3}
 
@@ -190,7 +196,20 @@ def _is_meaning_word(w: str) -> bool:
         w in MEANING_WORDS
         or (w.endswith("s") and w[:-1] in MEANING_WORDS)
         or (w.endswith("es") and w[:-2] in MEANING_WORDS)
+        or w.endswith(("illion", "illions", "illionth", "illionths"))  # quintillion, zillion...
     )
+
+
+#: Single letters that are units (case-sensitive: ``m`` is metres, ``M`` is not; ``L`` litres).
+#: Any other single letter after a number is mathematics (``3\mathrm{i}``, ``2\mathrm{e}``,
+#: ``4\mathbf{j}``, ``5\mathbf{v}``), never a unit to drop.
+_SINGLE_LETTER_UNITS = frozenset("m g s h l L".split())
+
+
+def _math_symbol_word(w: str) -> bool:
+    """Whether a word after a number is mathematics rather than a unit: a constant or function
+    name (``i``, ``e``, ``pi``, ``sin``) or a single letter that is no unit (``\\mathbf{v}``, ``M``)."""
+    return w.lower() in _MATH_WORDS or (len(w) == 1 and w not in _SINGLE_LETTER_UNITS)
 
 
 def _unit_words(words: list) -> bool:
@@ -295,9 +314,12 @@ def _strip_unit_tail(s: str, units: list) -> str:
         if m is None:
             break
         head = s[:m.start()].rstrip()
-        words = m.group(1).strip().lower().split()
+        raw_words = m.group(1).strip().split()
+        words = [w.lower() for w in raw_words]
         if not head or not any(ch.isdigit() for ch in head):
             break
+        if any(_math_symbol_word(w) for w in raw_words):
+            break  # 3 + 4\mathrm{i}, 2\mathrm{e}, 3\text{ pi}: mathematics, not a unit
         if words in _PERCENT_TAILS and not m.group(2):
             s = head + "%"
             break
@@ -307,8 +329,10 @@ def _strip_unit_tail(s: str, units: list) -> str:
         s = head
     m = _NUMBER_THEN_WORDS_RE.match(s)
     if m is not None:
-        words = m.group(2).strip().lower().split()
-        if _unit_words(words) and all(_plain_unit_word(w) for w in words):
+        raw_words = m.group(2).strip().split()
+        words = [w.lower() for w in raw_words]
+        if (_unit_words(words) and all(_plain_unit_word(w) for w in words)
+                and not any(_math_symbol_word(w) for w in raw_words)):
             units.append(_canonical_unit(words, m.group(3)))
             s = m.group(1)
     return s

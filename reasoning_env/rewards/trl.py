@@ -41,6 +41,17 @@ def completion_text(c: Any) -> str:
     return "" if c is None else str(c)
 
 
+def prompt_text(p: Any) -> str:
+    """Text of a TRL prompt: a string, or (conversational) every message's content joined."""
+    if isinstance(p, str):
+        return p
+    if isinstance(p, dict):
+        return str(p.get("content", ""))
+    if isinstance(p, (list, tuple)):
+        return "\n".join(str(m.get("content", "")) if isinstance(m, dict) else str(m) for m in p)
+    return "" if p is None else str(p)
+
+
 def _column(kwargs: dict, name: str, n: int) -> Optional[list]:
     v = kwargs.get(name)
     if v is None:
@@ -92,11 +103,15 @@ def steps_from_completions(
         gold = next((_column(kwargs, k, n) for k in ("gold_answer", "answer", "solution") if kwargs.get(k) is not None), None)
         if gold is None:
             raise ValueError("verdicts unknown: pass a 'correct' column or a gold column ('gold_answer', 'answer' or 'solution')")
-        if grader is None:
-            from reasoning_env.grading import Grader
+        from reasoning_env.grading import Grader
 
+        if grader is None:
             grader = Grader()
-        results = [grader.grade(t, str(g)) for t, g in zip(texts, gold)]
+        if isinstance(grader, Grader) and prompts is not None and len(prompts) == n:
+            # the prompt holds the question: a copy of one of its expressions is not an answer
+            results = [grader.grade(t, str(g), question=prompt_text(p)) for t, g, p in zip(texts, gold, prompts)]
+        else:
+            results = [grader.grade(t, str(g)) for t, g in zip(texts, gold)]
         correct = [r.correct for r in results]
         if has_answer is None:
             has_answer = [r.extracted is not None for r in results]
