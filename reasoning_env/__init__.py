@@ -25,6 +25,7 @@ _EXPORTS = {
     "ReasonBudgetState": "reasoning_env.models",
     "StepRecord": "reasoning_env.models",
     "EpisodeError": "reasoning_env.env",
+    "ReasoningEconomicsError": "reasoning_env.errors",
     "ReasoningEconomicsEnv": "reasoning_env.env",
     "TokenizerLoadError": "reasoning_env.tokenization",
     "get_tokenizer": "reasoning_env.tokenization",

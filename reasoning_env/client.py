@@ -39,48 +39,10 @@ from openenv.core.env_client import EnvClient
 from websockets.exceptions import ConnectionClosed
 
 from reasoning_env.models import ReasonBudgetAction, ReasonBudgetObservation, ReasonBudgetState
+from reasoning_env.errors import ServerError, ServerGoneError
 
 #: Environment variable holding the server's shared token (read by clients and trainers).
 API_TOKEN_VAR = "REE_API_TOKEN"
-
-
-class ServerError(RuntimeError):
-    """The server answered a request with an error frame.
-
-    Attributes:
-        code: OpenEnv's error code (``VALIDATION_ERROR``, ``EXECUTION_ERROR``, ``CAPACITY_REACHED``,
-            ``INVALID_JSON``, ``UNKNOWN_TYPE``, ``SESSION_ERROR``, ``UNAUTHORIZED``, ...).
-        message: The server's explanation (what was wrong and how to fix it).
-        data: The whole error payload.
-    """
-
-    def __init__(self, data: Dict[str, Any]) -> None:
-        self.data = dict(data)
-        self.code = str(self.data.get("code", "UNKNOWN"))
-        self.message = str(self.data.get("message", "unknown error"))
-        super().__init__(f"Server error: {self.message} (code: {self.code})")
-
-
-class ServerGoneError(ConnectionError):
-    """The connection to the server ended while a request was waiting for its answer.
-
-    Attributes:
-        url: The server's WebSocket URL.
-        close_code: The WebSocket close code (``1012`` service restart, ``1006`` no close frame: the
-            server or network died, ``4000`` closed idle by the server, ...), or ``None``.
-        reason: The close reason the server gave, if any.
-    """
-
-    def __init__(self, url: Optional[str], close_code: Optional[int], reason: str = "") -> None:
-        self.url = url
-        self.close_code = close_code
-        self.reason = reason
-        what = f"close code {close_code}" + (f": {reason}" if reason else "") if close_code else "no close frame"
-        super().__init__(
-            f"the environment server at {url} went away during the request ({what}); the episode on this "
-            "session is lost: reset again (the client reconnects), or play through reasoning_env.remote.RemoteEnv, "
-            "which replays an episode from its seed on another replica"
-        )
 
 
 def make_action(

@@ -14,6 +14,7 @@ from typing import Any, Optional, Union
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from reasoning_env.errors import ConfigError
 
 DEFAULT_TOKENIZER_NAME = "Qwen/Qwen2.5-0.5B-Instruct"
 
@@ -21,10 +22,6 @@ DEFAULT_TOKENIZER_NAME = "Qwen/Qwen2.5-0.5B-Instruct"
 #: Largest episode budget (tokens) any path accepts: a reset's ``total_budget``, the config's,
 #: the config formula, and a tokenizer-native budget.
 MAX_TOTAL_BUDGET = 100_000_000
-
-
-class ConfigError(ValueError):
-    """A configuration value is invalid; the message names the field and how to fix it."""
 
 
 class SourceSpec(BaseModel):

@@ -46,6 +46,7 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from reasoning_env.prompting import SYSTEM_PROMPT, build_messages, build_user_prompt
+from reasoning_env.errors import ChatFormatError
 
 __all__ = [
     "FORMATS",
@@ -71,10 +72,6 @@ NO_VISIBLE_ANSWER = "[no visible answer: the reasoning was cut off before </thin
 
 _ASSISTANT_MARK = "\u2063@@ASSISTANT_PLACEHOLDER@@\u2063"
 _USER_MARK = "\u2063@@USER_PLACEHOLDER@@\u2063"
-
-
-class ChatFormatError(ValueError):
-    """The tokenizer's chat template cannot render an episode (message says why and the fix)."""
 
 
 def check_format(fmt: str, history_thinking: str = "keep") -> None:

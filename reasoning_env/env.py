@@ -43,6 +43,7 @@ from reasoning_env.rewards import EpisodeContext, StepContext, build as build_re
 from reasoning_env.sampler import sample_episode
 from reasoning_env.sources import PoolSet, load_pools
 from reasoning_env.tokenization import LoadedTokenizer, TokenizerLoadError, get_tokenizer
+from reasoning_env.errors import EpisodeError
 
 logger = logging.getLogger(__name__)
 
@@ -59,10 +60,6 @@ def _is_utf8(text: str) -> bool:
 RESET_OPTIONS = ("seed", "episode_id", "tokenizer_name", "total_budget")
 #: Characters of a question kept in a history entry's ``question_summary`` (the reference's field).
 SUMMARY_CHARS = 60
-
-
-class EpisodeError(ValueError):
-    """A reset or step argument is invalid; the message says which and how to fix it."""
 
 
 class ReasoningEconomicsEnv(Environment[ReasonBudgetAction, ReasonBudgetObservation, ReasonBudgetState]):

@@ -32,15 +32,11 @@ import time
 from typing import Any, Optional, Sequence, Union
 
 from reasoning_env.models import ReasonBudgetAction, ReasonBudgetObservation
+from reasoning_env.errors import EpisodeLostError
 
 logger = logging.getLogger(__name__)
 
 __all__ = ["EpisodeLostError", "RemoteEnv", "Replicas", "as_observation", "parse_urls"]
-
-
-class EpisodeLostError(ConnectionError):
-    """An episode could not be continued: its replica went away and no other replica could
-    replay it (none reachable, or the replay differed). The message says which."""
 
 
 def as_observation(result: Any) -> ReasonBudgetObservation:

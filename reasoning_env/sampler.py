@@ -11,10 +11,7 @@ import random
 from typing import Mapping, Optional, Sequence
 
 from reasoning_env.questions import Question
-
-
-class SamplingError(ValueError):
-    """The pools cannot provide the requested episode (empty pools, all weights zero...)."""
+from reasoning_env.errors import SamplingError
 
 
 def allocate_counts(

@@ -32,14 +32,11 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Optional
+from reasoning_env.errors import TokenizerLoadError
 
 logger = logging.getLogger(__name__)
 
 EMBEDDED_BUILD_VERSION = "1"
-
-
-class TokenizerLoadError(RuntimeError):
-    """A tokenizer could not be loaded; the message names it and lists what was tried."""
 
 
 @dataclass(frozen=True)

@@ -22,9 +22,10 @@ import json
 import sys
 from pathlib import Path
 from typing import Optional
+from reasoning_env.errors import ReasoningEconomicsError
 
 
-class ExportError(RuntimeError):
+class ExportError(ReasoningEconomicsError, RuntimeError):
     """The checkpoint cannot be exported (message says why and how to fix it)."""
 
 

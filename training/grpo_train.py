@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from training.trainer import DEFAULT_IS_MODE, IS_MODES
+from reasoning_env.errors import ReasoningEconomicsError
 
 logger = logging.getLogger("training.grpo_train")
 
@@ -56,7 +57,7 @@ MASK_TRUNCATED_MESSAGE = (
 )
 
 
-class TrainSetupError(RuntimeError):
+class TrainSetupError(ReasoningEconomicsError, RuntimeError):
     """A training option is invalid or needs hardware/packages that are missing."""
 
 
@@ -471,14 +472,10 @@ def main(argv: Optional[list[str]] = None) -> int:
             reason = str(exc) if isinstance(exc, ModelLoadError) else f"--unsloth needs the unsloth package: install requirements-gpu.txt ({exc})"
             print(f"error: {reason}", file=sys.stderr)
             return 2
-    from reasoning_env.config import ConfigError
-    from reasoning_env.conversation import ChatFormatError
-    from training.models import ModelLoadError
-
     t0 = time.time()
     try:
         setup = build_trainer(args)
-    except (TrainSetupError, ModelLoadError, ConfigError, ChatFormatError, ImportError, FileNotFoundError) as exc:
+    except (ReasoningEconomicsError, ImportError, FileNotFoundError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     print(f"training: backend={setup.backend} output_dir={setup.output_dir} "

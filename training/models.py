@@ -15,6 +15,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional
+from reasoning_env.errors import ReasoningEconomicsError
 
 TINY_NAMES = ("tiny", "tiny-qwen2")
 
@@ -24,7 +25,7 @@ LORA_TARGETS = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", 
 GPU_REQUIRED = "requires a CUDA GPU; install requirements-gpu.txt"
 
 
-class ModelLoadError(RuntimeError):
+class ModelLoadError(ReasoningEconomicsError, RuntimeError):
     """The model or tokenizer could not be loaded; the message names it and the fix."""
 
 

@@ -39,6 +39,7 @@ from typing import Optional, Sequence, Union
 
 import pandas as pd
 
+from reasoning_env.errors import ReasoningEconomicsError
 from reasoning_env.policies import SolverCurves
 from reasoning_env.policies.curve_fit import format_fit
 
@@ -100,9 +101,6 @@ def fit_summary(fit: dict) -> str:
 
 def main(argv: Optional[list[str]] = None) -> int:
     """``python -m workbench.calibration RUN [--by type|family] [--policies a,b]``: fit and save."""
-    from reasoning_env.policies import CurveFitError
-    from workbench.runs import RunFolderError
-
     p = argparse.ArgumentParser(prog="python -m workbench.calibration", description="Fit the solver curves to a cap-sweep run folder.")
     p.add_argument("run")
     p.add_argument("--by", choices=("type", "family"), default="type")
@@ -112,7 +110,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     try:
         pols = [s.strip() for s in args.policies.split(",")] if args.policies else None
         curves = calibrate(args.run, policies=pols, per=args.by, min_rows=args.min_rows)
-    except (RunFolderError, CurveFitError, ValueError, OSError) as exc:
+    except (ReasoningEconomicsError, ValueError, OSError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     for rep in curves.fits.values():

@@ -30,8 +30,9 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from reasoning_env.errors import ReasoningEconomicsError
 from workbench import analysis, plots
-from workbench.runs import Run, RunFolderError, load_run
+from workbench.runs import Run, load_run
 
 __all__ = [
     "RunEntry",
@@ -245,7 +246,7 @@ def load_runs(paths: Iterable[Union[str, Path]]) -> RunSet:
         path = Path(str(p).strip()).expanduser()
         try:
             run = load_run(path)
-        except (RunFolderError, OSError, ValueError) as exc:
+        except (ReasoningEconomicsError, ValueError, OSError) as exc:
             out.errors[str(path)] = str(exc)
             continue
         label = run.name

@@ -28,7 +28,8 @@ import time
 import warnings
 from typing import Any, Optional
 
-from reasoning_env.config import ConfigError, EnvConfig
+from reasoning_env.config import EnvConfig
+from reasoning_env.errors import ReasoningEconomicsError
 from reasoning_env.remote import RemoteEnv
 from reasoning_env.policies import (
     BUDGET_BASELINES,
@@ -198,7 +199,7 @@ def main(argv: Optional[list[str]] = None) -> int:
         policies = _policies_from_args(args, curves)
         ratios = _numbers(args.budget_ratios, "--budget-ratios")
         caps = _numbers(args.caps, "--caps", int)
-    except (ConfigError, ValueError, FileNotFoundError) as exc:
+    except (ReasoningEconomicsError, ValueError, FileNotFoundError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     try:
@@ -252,12 +253,11 @@ def main(argv: Optional[list[str]] = None) -> int:
 def _calibrate(result: EvalResult, args: argparse.Namespace) -> None:
     """After a cap sweep: fit the solver curves to the run and save ``fitted_curves.json``."""
     from workbench.calibration import CALIBRATION_FILE, calibrate, default_fit_policies
-    from reasoning_env.policies import CurveFitError
 
     pols = [s.strip() for s in args.fit_policies.split(",")] if args.fit_policies else default_fit_policies(result.episodes)
     try:
         fitted = calibrate(result.run_dir, policies=pols, per=args.fit_by)
-    except (CurveFitError, ValueError) as exc:
+    except (ReasoningEconomicsError, ValueError) as exc:
         print(f"calibration: no curves fitted ({exc})")
         return
     print(f"calibration: curves fitted to {', '.join(pols)} and saved as {result.run_dir / CALIBRATION_FILE}")

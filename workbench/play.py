@@ -37,7 +37,7 @@ from typing import Any, Callable, Iterator, Optional, Sequence, Union
 import pandas as pd
 
 from reasoning_env.config import DEFAULT_TOKENIZER_NAME, MAX_TOTAL_BUDGET, ConfigError, EnvConfig
-from reasoning_env.env import EpisodeError, ReasoningEconomicsEnv
+from reasoning_env.env import ReasoningEconomicsEnv
 from reasoning_env.client import make_action
 from reasoning_env.models import ReasonBudgetObservation
 from reasoning_env.policies import (
@@ -51,6 +51,7 @@ from reasoning_env.records import EpisodeRow, StepRow, episode_row_from_steps, s
 from reasoning_env.sources import SourceError, SourceUnavailable
 from reasoning_env.tokenization import LoadedTokenizer, TokenizerLoadError
 from workbench.evaluation.extras import BUDGET_MODES, budget_reset_kwargs, episode_extras, step_expected_correct
+from reasoning_env.errors import ReasoningEconomicsError
 
 __all__ = [
     "BUDGET_MODES",
@@ -76,7 +77,7 @@ MAX_RESPONSE_CHARS = 200_000
 MAX_PLAY_QUESTIONS = 100
 
 
-class PlayError(ValueError):
+class PlayError(ReasoningEconomicsError, ValueError):
     """A user-facing problem with a Play action; the message says what is wrong and how to fix it."""
 
 
@@ -459,9 +460,7 @@ class PlaySession:
                 raise PlayError(f"tokenizer {settings.tokenizer_name!r} cannot be loaded here: {exc}") from None
             except (SourceUnavailable, SourceError) as exc:
                 raise PlayError(f"the questions cannot be loaded: {exc}") from None
-            except (EpisodeError, ConfigError) as exc:
-                raise PlayError(str(exc)) from None
-            except ValueError as exc:  # e.g. a reward spec the environment rejects
+            except (ReasoningEconomicsError, ValueError) as exc:  # a bad setting, a reward spec the environment rejects
                 raise PlayError(str(exc)) from None
             for pol in (self._episode.policies.values() if self._episode else ()):
                 pol.close()
@@ -483,7 +482,7 @@ class PlaySession:
             action = make_action(response, grading_response, num_generated_tokens=num_generated_tokens)
             md = action.metadata
             obs = self._env.step(action)
-        except (EpisodeError, TokenizerLoadError) as exc:
+        except ReasoningEconomicsError as exc:  # a refused step (bad metadata, a tokenizer that cannot load)
             raise PlayError(str(exc)) from None
         if obs.last_step is None:  # the environment refused (after the end): nothing changed
             raise PlayError(str(obs.metadata.get("error") or "the episode is over: press Reset"))

@@ -71,6 +71,7 @@ import pandas as pd
 
 from reasoning_env.config import EnvConfig
 from reasoning_env.records import EPISODE_COLUMNS, STEP_COLUMNS, EpisodeRow, StepRow
+from reasoning_env.errors import ReasoningEconomicsError
 
 SCHEMA_VERSION = 1
 
@@ -82,7 +83,7 @@ EVAL_EPISODE_EXTRAS = ("kind", "unanswered", "expected_correct", "oracle_expecte
 EVAL_CONDITION_EXTRAS = ("base_seed", "budget_ratio")
 
 
-class RunFolderError(ValueError):
+class RunFolderError(ReasoningEconomicsError, ValueError):
     """A folder is not a readable run folder; the message says what is missing."""
 
 

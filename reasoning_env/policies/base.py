@@ -25,13 +25,9 @@ from __future__ import annotations
 import copy
 from dataclasses import dataclass, field
 from typing import Any, Optional, Protocol, runtime_checkable
+from reasoning_env.errors import PolicyError
 
 __all__ = ["BasePolicy", "EpisodeInfo", "Policy", "PolicyError", "PolicyOutput", "obs_get"]
-
-
-class PolicyError(RuntimeError):
-    """A policy could not produce a response (endpoint down after retries, bad configuration,
-    missing trusted context); the message says what failed and how to fix it."""
 
 
 @dataclass

@@ -40,16 +40,13 @@ from typing import Any, Optional, Union
 
 import numpy as np
 from scipy import stats as _st
+from reasoning_env.errors import CurveFitError
 
 __all__ = ["CEILING_SE_LIMIT", "CurveFit", "CurveFitError", "Estimate", "fit_group", "format_fit"]
 
 #: A fitted ceiling with a larger standard error than this is reported as not identified.
 CEILING_SE_LIMIT = 0.15
 _Z95 = float(_st.norm.ppf(0.975))
-
-
-class CurveFitError(ValueError):
-    """The rows cannot identify a curve (too few, one class only, accuracy not rising with tokens)."""
 
 
 @dataclass(frozen=True)

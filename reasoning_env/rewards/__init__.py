@@ -20,6 +20,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Mapping
 
+from reasoning_env.errors import RewardSpecError
 from reasoning_env.rewards.base import EnvReward, EpisodeContext, StepContext
 from reasoning_env.rewards.batch import EpisodeBatch, GroupRewardError, RewardShape, StepBatch, group_error_message
 from reasoning_env.rewards.economics import COMPONENTS, BudgetAwareReward, EconomicsReward
@@ -51,6 +52,7 @@ __all__ = [
     "Param",
     "RewardInfo",
     "RewardShape",
+    "RewardSpecError",
     "StepBatch",
     "StepContext",
     "available",
@@ -113,8 +115,9 @@ def build_reward(source: Any = None, *, context: str = "env") -> Any:
         context: ``"env"`` (group rewards are rejected), ``"training"`` or ``"rescore"``.
 
     Raises:
-        ValueError: invalid spec, or a group reward for the environment (the message says where
-            to use it instead).
+        RewardSpecError: invalid spec (a ``ValueError``); :class:`GroupRewardError` (a subclass) for a
+            group reward in the ``"env"`` context (the message says where to use it instead).
+        ValueError: unknown ``context``.
     """
     if context not in CONTEXTS:
         raise ValueError(f"context must be one of {CONTEXTS}, got {context!r}")
@@ -132,10 +135,10 @@ def build_reward(source: Any = None, *, context: str = "env") -> Any:
     elif hasattr(source, "step_components") and hasattr(source, "episode_components"):
         return source  # a custom EnvReward: trusted as is
     else:
-        raise ValueError(f"cannot build a reward from {type(source).__name__}; pass an EnvConfig, a spec or a reward")
+        raise RewardSpecError(f"cannot build a reward from {type(source).__name__}; pass an EnvConfig, a spec or a reward")
     if context == "env" and getattr(reward, "is_group", False):
         names = [e.reward.info.name for e in reward.entries if e.reward.is_group] if isinstance(reward, CombinedReward) else [reward.info.name]
-        raise ValueError(group_error_message(names[0]))
+        raise GroupRewardError(group_error_message(names[0]))
     return reward
 
 
@@ -145,16 +148,16 @@ def build(config: Any = None) -> Any:
     unspecified parameters of ``economics`` and ``budget_aware`` entries of the spec.
 
     Raises:
-        ValueError: invalid spec or a group reward (see :func:`build_reward`).
+        RewardSpecError: invalid spec or a group reward (see :func:`build_reward`).
     """
     return build_reward(config, context="env")
 
 
 def validate_reward_spec(spec: Any, *, context: str = "env") -> None:
-    """Check a reward spec (``None`` is fine). Raises ``ValueError`` saying what is wrong; in the
+    """Check a reward spec (``None`` is fine). Raises :class:`RewardSpecError` (a ``ValueError``) saying what is wrong; in the
     ``"env"`` context group rewards are errors that say to use them in training or re-scoring."""
     if spec is None:
         return
     if not isinstance(spec, (Mapping, str)):
-        raise ValueError(f"reward must be a mapping (a reward spec), got {type(spec).__name__}")
+        raise RewardSpecError(f"reward must be a mapping (a reward spec), got {type(spec).__name__}")
     build_reward(load_spec(spec), context=context)

@@ -16,10 +16,7 @@ from typing import Any, Callable, ClassVar, Iterable, Optional, Sequence
 import numpy as np
 
 from reasoning_env.rewards.base import EpisodeContext, StepContext
-
-
-class GroupRewardError(ValueError):
-    """A group reward was asked for outside a group (e.g. inside one environment step)."""
+from reasoning_env.errors import GroupRewardError
 
 
 def group_error_message(name: str) -> str:

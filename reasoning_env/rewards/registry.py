@@ -17,6 +17,8 @@ import math
 from dataclasses import dataclass
 from typing import Any, Callable, Optional, Union
 
+from reasoning_env.errors import RewardSpecError
+
 #: Scopes a reward may have. ``group`` rewards need every rollout of a GRPO group at once.
 SCOPES = ("step", "episode", "step+episode", "group")
 
@@ -54,27 +56,27 @@ class Param:
         """Validate ``value`` for this parameter and return it normalised (int/float/str).
 
         Raises:
-            ValueError: wrong type, not finite, outside the hard limits, or not a listed choice.
+            RewardSpecError: wrong type, not finite, outside the hard limits, or not a listed choice.
         """
         where = f"reward {reward!r} parameter {self.name!r}"
         if self.kind == "choice":
             if not isinstance(value, str) or value not in (self.choices or ()):
-                raise ValueError(f"{where} must be one of {list(self.choices or ())}, got {value!r}")
+                raise RewardSpecError(f"{where} must be one of {list(self.choices or ())}, got {value!r}")
             return value
         if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise ValueError(f"{where} must be a number, got {value!r}")
+            raise RewardSpecError(f"{where} must be a number, got {value!r}")
         if not math.isfinite(float(value)):
-            raise ValueError(f"{where} must be finite, got {value!r}")
+            raise RewardSpecError(f"{where} must be finite, got {value!r}")
         if self.kind == "int":
             if float(value) != int(value):
-                raise ValueError(f"{where} must be an integer, got {value!r}")
+                raise RewardSpecError(f"{where} must be an integer, got {value!r}")
             value = int(value)
         else:
             value = float(value)
         if self.hard_min is not None and value < self.hard_min:
-            raise ValueError(f"{where} must be >= {self.hard_min}, got {value!r}")
+            raise RewardSpecError(f"{where} must be >= {self.hard_min}, got {value!r}")
         if self.hard_max is not None and value > self.hard_max:
-            raise ValueError(f"{where} must be <= {self.hard_max}, got {value!r}")
+            raise RewardSpecError(f"{where} must be <= {self.hard_max}, got {value!r}")
         return value
 
     def to_dict(self) -> dict[str, Any]:

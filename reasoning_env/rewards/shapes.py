@@ -24,6 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from reasoning_env.errors import RewardSpecError
 from reasoning_env.rewards.batch import RewardShape, StepBatch
 from reasoning_env.rewards.registry import Param, register
 
@@ -240,7 +241,7 @@ class DapoOverlongReward(RewardShape):
     def __post_init__(self) -> None:
         super().__post_init__()
         if self.l_cache > self.l_max:
-            raise ValueError(f"reward 'dapo_overlong': l_cache ({self.l_cache}) must not exceed l_max ({self.l_max})")
+            raise RewardSpecError(f"reward 'dapo_overlong': l_cache ({self.l_cache}) must not exceed l_max ({self.l_max})")
 
     def step_batch(self, batch: StepBatch) -> dict[str, np.ndarray]:
         """See registered formula."""

@@ -44,7 +44,7 @@ from starlette.routing import WebSocketRoute as StarletteWebSocketRoute
 
 from reasoning_env import __version__
 from reasoning_env.config import EnvConfig
-from reasoning_env.env import EpisodeError
+from reasoning_env.errors import ReasoningEconomicsError
 from reasoning_env.grading import Grader
 from reasoning_env.grading.pool import WorkerPool
 from reasoning_env.models import ReasonBudgetAction, ReasonBudgetObservation, ReasonBudgetState
@@ -53,11 +53,11 @@ from reasoning_env.server.fallback import FairFallback
 from reasoning_env.server.guard import MessageGuard, token_problem
 from reasoning_env.server.served_env import EpisodeStateError, ServedReasoningEconomicsEnv, TokenizerNotAllowedError
 from reasoning_env.server.sessions import SessionRegistry
-from reasoning_env.server.settings import ENV_VARS, ServerConfigError, ServerSettings, config_from_env, settings_from_env
+from reasoning_env.server.settings import ENV_VARS, ServerSettings, config_from_env, settings_from_env
 from reasoning_env.server.workers import BOARD_VAR, WorkerBoard, total
 from reasoning_env.server.ws import WebSocketRoute
 from reasoning_env.sources import PoolSet, load_pools
-from reasoning_env.tokenization import TokenizerLoadError, get_tokenizer
+from reasoning_env.tokenization import get_tokenizer
 
 ENV_NAME = "reasoning_economics_env"
 #: CPU priority increment of the grading fallback's worker processes (the server itself wins the CPU).
@@ -276,8 +276,8 @@ def _add_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(RequestValidationError, invalid_request)
     app.add_exception_handler(EpisodeStateError, answer(409))
     app.add_exception_handler(TokenizerNotAllowedError, answer(403))
-    app.add_exception_handler(EpisodeError, answer(400))
-    app.add_exception_handler(TokenizerLoadError, answer(400))
+    # Any other refusal (a bad argument, a tokenizer that cannot load, a sampling problem): 400.
+    app.add_exception_handler(ReasoningEconomicsError, answer(400))
 
 
 # ------------------------------------------------------------------------------ from the environment
@@ -357,7 +357,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
     try:
         app = build_app_from_env()
-    except (ServerConfigError, ValueError, RuntimeError) as exc:
+    except ReasoningEconomicsError as exc:  # a bad setting, unreachable questions, a tokenizer that cannot load
         print(f"reasoning_env.server: cannot start: {exc}", file=sys.stderr)
         return 2
     settings: ServerSettings = app.state.reasoning_env.settings

@@ -22,6 +22,7 @@ from pydantic import BaseModel, ValidationError
 from pydantic_core import to_json
 
 from reasoning_env.models import ReasonBudgetAction
+from reasoning_env.errors import ReasoningEconomicsError
 
 STEP_EXAMPLE = '{"type": "step", "data": {"response": "... \\\\boxed{42}", "metadata": {}}}'
 MESSAGE_TYPES = ("close", "reset", "state", "step")
@@ -29,7 +30,7 @@ MESSAGE_TYPES = ("close", "reset", "state", "step")
 MAX_INT_DIGITS = sys.get_int_max_str_digits() if hasattr(sys, "get_int_max_str_digits") else 4300
 
 
-class FrameError(Exception):
+class FrameError(ReasoningEconomicsError):
     """A client message that must not reach the environment.
 
     Attributes:

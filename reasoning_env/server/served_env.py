@@ -13,18 +13,11 @@ from __future__ import annotations
 
 from typing import Any, Optional, Union
 
-from reasoning_env.env import EpisodeError, ReasoningEconomicsEnv
+from reasoning_env.env import ReasoningEconomicsEnv
 from reasoning_env.models import ReasonBudgetAction, ReasonBudgetObservation
 from reasoning_env.server.settings import ServerSettings
 from reasoning_env.tokenization import LoadedTokenizer, get_tokenizer
-
-
-class EpisodeStateError(EpisodeError):
-    """A step arrived when the session has no episode in progress (none yet, or it is over)."""
-
-
-class TokenizerNotAllowedError(EpisodeError):
-    """A client named a tokenizer that this server's policy refuses."""
+from reasoning_env.errors import EpisodeStateError, TokenizerNotAllowedError
 
 
 class ServedReasoningEconomicsEnv(ReasoningEconomicsEnv):

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable, Optional
 
 from reasoning_env.server.settings import ServerSettings
+from reasoning_env.errors import ReasoningEconomicsError
 
 logger = logging.getLogger(__name__)
 
@@ -25,7 +26,7 @@ logger = logging.getLogger(__name__)
 IDLE_CLOSE_CODE = 4000
 
 
-class AdmissionError(Exception):
+class AdmissionError(ReasoningEconomicsError):
     """A new session is refused: ``message`` names the limit (and its variable); ``extra`` holds
     the counts for the error frame."""
 

@@ -44,6 +44,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Callable, Mapping, Optional
 
 from reasoning_env.config import ConfigError, EnvConfig
+from reasoning_env.errors import ServerConfigError
 
 #: Default cap on simultaneous WebSocket sessions.
 DEFAULT_MAX_SESSIONS = 256
@@ -64,10 +65,6 @@ _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off"}
 # A Hub id ("org/name" or "name") or an embedded build ("embedded:qwen2.5").
 _HUB_ID = re.compile(r"^(embedded:[A-Za-z0-9._-]+|[A-Za-z0-9][A-Za-z0-9._-]*(/[A-Za-z0-9][A-Za-z0-9._-]*)?)$")
-
-
-class ServerConfigError(ValueError):
-    """A server setting or ``REE_*`` variable is invalid; the message names it and the fix."""
 
 
 @dataclass(frozen=True)

@@ -28,13 +28,11 @@ from collections import deque
 from typing import Any, Awaitable, Callable, Optional
 from urllib.parse import parse_qs
 
-from reasoning_env.config import ConfigError
-from reasoning_env.env import EpisodeError
+from reasoning_env.errors import ReasoningEconomicsError
 from reasoning_env.server.fallback import client_key
 from reasoning_env.server.protocol import FrameError, HistoryCache, error_frame, observation_frame, parse_message, state_frame
 from reasoning_env.server.sessions import IDLE_CLOSE_CODE, AdmissionError, SessionRegistry
 from reasoning_env.server.settings import ServerSettings
-from reasoning_env.tokenization import TokenizerLoadError
 
 logger = logging.getLogger(__name__)
 
@@ -243,7 +241,7 @@ class WebSocketRoute:
                 obs = env.step(request.data)
                 session.steps += 1
             return observation_frame(obs, history), False
-        except (EpisodeError, TokenizerLoadError, ConfigError) as exc:
+        except ReasoningEconomicsError as exc:  # a refused reset or step: its message is for the client
             return error_frame(str(exc), "EXECUTION_ERROR"), False
         except Exception as exc:  # a bug must not kill the session; the client sees what failed
             logger.exception("session %s: %s failed", session.id, "message")

@@ -16,31 +16,9 @@ from pathlib import Path
 from typing import Any, ClassVar, Iterable, Optional, Sequence
 
 from reasoning_env.questions import Question
+from reasoning_env.errors import SourceError, SourceUnavailable
 
 logger = logging.getLogger(__name__)
-
-
-class SourceError(ValueError):
-    """A source name or option is invalid (a configuration mistake)."""
-
-
-class SourceUnavailable(RuntimeError):
-    """A source's data cannot be loaded here (offline and no local copy); says how to fix it.
-
-    Besides the message (which names the fix in config terms), the fields let a front end word
-    its own fix (the app points at its "Data folder" field):
-
-    Attributes:
-        source: The source's registry name (``""`` when unknown).
-        tried: What was tried, one phrase each (e.g. "the Hugging Face Hub is unreachable").
-        local_patterns: File names (globs) the source looks for in a data folder.
-    """
-
-    def __init__(self, message: str, *, source: str = "", tried: Sequence[str] = (), local_patterns: Sequence[str] = ()) -> None:
-        super().__init__(message)
-        self.source = source
-        self.tried = tuple(tried)
-        self.local_patterns = tuple(local_patterns)
 
 
 @dataclass(frozen=True)

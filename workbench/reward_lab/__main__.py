@@ -18,6 +18,8 @@ from typing import Optional
 import numpy as np
 import pandas as pd
 
+from reasoning_env.errors import ReasoningEconomicsError
+
 BENCH_SPECS = {
     "economics (seed)": "economics",
     "budget_aware": "budget_aware",
@@ -95,9 +97,9 @@ def main(argv: Optional[list[str]] = None) -> int:
     args = parser.parse_args(argv)
     try:
         return _run(args)
-    except (ValueError, OSError) as exc:
-        # RunFolderError, RescoreError and reward-config errors are ValueErrors with a message that
-        # says what to fix; a traceback would only hide it.
+    except (ReasoningEconomicsError, ValueError, OSError) as exc:
+        # RunFolderError, RescoreError and reward-spec errors say what to fix; a traceback would
+        # only hide it.
         print(f"error: {exc}", file=sys.stderr)
         return 2
 

@@ -27,6 +27,7 @@ import numpy as np
 import pandas as pd
 
 from reasoning_env.rewards import EpisodeBatch, StepBatch, build_reward
+from reasoning_env.errors import ReasoningEconomicsError
 
 #: Columns that identify an episode (those present are used).
 EPISODE_KEYS = ("run_id", "policy", "episode", "episode_id", "group", "member")
@@ -39,7 +40,7 @@ STEP_ID_COLUMNS = (
 )
 
 
-class RescoreError(ValueError):
+class RescoreError(ReasoningEconomicsError, ValueError):
     """The frame cannot be re-scored (missing columns, no groups for a group reward...)."""
 
 
