@@ -24,10 +24,10 @@ def main(argv: Optional[list[str]] = None) -> int:
         for spec in (QWEN25, QWEN3):
             print(f"embedded tokenizer {spec.key}: {embedded_tokenizer_dir(spec)}")
     elif args.cmd == "sources":
-        from reasoning_env.sources import available
+        from reasoning_env.sources import describe
 
-        for name, desc in available().items():
-            print(f"{name:15s} {desc}")
+        for name, meta in describe().items():
+            print(f"{name:15s} {meta['summary']}")
     return 0
 
 

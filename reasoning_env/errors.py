@@ -27,6 +27,7 @@ The hierarchy (the class is importable from here and from the module in brackets
     ├── SourceUnavailable (RuntimeError)          [sources]      a source's data cannot be reached here
     ├── SamplingError (ValueError)                [sampler]      the pools cannot fill the episode
     ├── RewardSpecError (ValueError)              [rewards]      a reward spec or parameter
+    │   ├── UnknownRewardError (UnknownNameError)                an unregistered reward type
     │   └── GroupRewardError                      [rewards]      a group reward outside a GRPO group
     ├── UnknownNameError (ValueError)             [registry]     a name no registry holds (sources,
     │                                                            rewards, policies)
@@ -71,6 +72,7 @@ __all__ = [
     "TokenizerLoadError",
     "TokenizerNotAllowedError",
     "UnknownNameError",
+    "UnknownRewardError",
     "UnknownSourceError",
 ]
 
@@ -163,6 +165,10 @@ class SamplingError(ReasoningEconomicsError, ValueError):
 class RewardSpecError(ReasoningEconomicsError, ValueError):
     """A reward spec or parameter is invalid (unknown key, value out of its limits, bad YAML);
     the message names the spec path (``reward.rewards[1].params.alpha``) and what it accepts."""
+
+
+class UnknownRewardError(UnknownNameError, RewardSpecError):
+    """A reward type that is not registered (both an :class:`UnknownNameError` and a :class:`RewardSpecError`)."""
 
 
 class GroupRewardError(RewardSpecError):

@@ -61,7 +61,7 @@ def test_workbench_training_and_server_errors_derive_from_the_base(module, name,
 def test_every_error_in_the_module_is_listed_and_documented():
     classes = {n for n, v in vars(errors).items() if isinstance(v, type) and issubclass(v, BaseException)}
     assert classes == set(errors.__all__)
-    assert {n for n, _, _ in CORE} | {"ReasoningEconomicsError", "UnknownNameError", "UnknownSourceError"} == classes
+    assert {n for n, _, _ in CORE} | {"ReasoningEconomicsError", "UnknownNameError", "UnknownRewardError", "UnknownSourceError"} == classes
     for name in classes - {"ReasoningEconomicsError"}:
         assert name in errors.__doc__, f"{name} missing from the hierarchy in the module docstring"
 

@@ -34,12 +34,14 @@ from reasoning_env.remote import RemoteEnv
 from reasoning_env.policies import (
     BUDGET_BASELINES,
     DEFAULT_POLICIES,
+    POLICIES,
     POLICY_NAMES,
     BasePolicy,
     SolverCurves,
     fit_run,
     make_policy,
 )
+from reasoning_env.policies import describe as describe_policies
 from reasoning_env.policies.oracle import OracleCache
 from workbench.evaluation.episodes import EpisodeResult, episode_seed, make_episode_info, run_episode
 from workbench.evaluation.runner import EvalResult, connect_remote, evaluate
@@ -55,12 +57,17 @@ __all__ = [
 BUDGET_CHOICES = ("tokenizer_native", "config")
 
 
+class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter, argparse.RawDescriptionHelpFormatter):
+    """Defaults after each option; the epilog (the policy list) as written."""
+
+
 # ----------------------------------------------------------------------------- command line
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="python -m workbench.evaluate",
         description="Evaluate policies on seeded episodes of the Reasoning Economics environment and write a run folder.",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        formatter_class=_HelpFormatter,
+        epilog="policies:\n" + "\n".join(f"  {n:18s} {d['kind']}: {d['summary']}" for n, d in describe_policies().items()),
     )
     p.add_argument("--n_episodes", "--n-episodes", dest="n_episodes", type=int, default=20, help="episodes per policy")
     p.add_argument("--seed", type=int, default=None, help="base seed (episode i uses a seed derived from it and i; default: the --config file's seed, else 42)")
@@ -142,7 +149,7 @@ def _policies_from_args(args: argparse.Namespace, curves: SolverCurves) -> list[
         for kind, prefix in (("llm_api", "BASELINE_API_"), ("llm_local", "BASELINE_LOCAL_")):
             if kind not in names and os.environ.get(prefix + "BASE_URL") and os.environ.get(prefix + "MODEL"):
                 names.append(kind)
-    unknown = [n for n in names if n not in POLICY_NAMES and n != "oracle"]
+    unknown = [n for n in names if n not in POLICIES]
     if unknown:
         raise ValueError(f"unknown policies {unknown}; available: {', '.join(POLICY_NAMES)}")
     llm = {

@@ -36,7 +36,7 @@ from reasoning_env.rewards.compose import (
     normalize_spec,
     spec_to_yaml,
 )
-from reasoning_env.rewards.registry import Param, RewardInfo, registered, reward_class
+from reasoning_env.rewards.registry import REWARDS, Param, RewardInfo, register, reward_class
 from reasoning_env.rewards.trl import trl_reward_function, trl_reward_functions
 
 __all__ = [
@@ -50,6 +50,7 @@ __all__ = [
     "EpisodeContext",
     "GroupRewardError",
     "Param",
+    "REWARDS",
     "RewardInfo",
     "RewardShape",
     "RewardSpecError",
@@ -62,6 +63,7 @@ __all__ = [
     "info",
     "load_spec",
     "normalize_spec",
+    "register",
     "spec_to_yaml",
     "trl_reward_function",
     "trl_reward_functions",
@@ -71,28 +73,35 @@ __all__ = [
 #: EnvConfig fields that are the economics family's parameters (flat seed weights).
 FLAT_WEIGHTS = ("correct_reward", "wrong_reward", "beta", "gamma", "soft_overspend_penalty", "lambda_ep", "target_utilization")
 
+#: The composition is a registered type too, after every shape (the last name of :func:`available`).
+REWARDS.add("combined", CombinedReward, summary=COMBINED_INFO.summary, meta=COMBINED_INFO.to_dict)
+
 
 def available() -> list[str]:
     """Registered reward names (the ``type`` of a spec), registration order, then ``"combined"``."""
-    return list(registered()) + ["combined"]
+    return REWARDS.names()
 
 
 def info(name: str) -> RewardInfo:
     """The :class:`RewardInfo` of a registered reward (``"combined"`` included).
 
     Raises:
-        ValueError: unknown name.
+        UnknownRewardError: unknown name (a ``ValueError``).
     """
     if name == "combined":
         return COMBINED_INFO
     return reward_class(name).info
 
 
-def describe(name: str | None = None) -> Any:
-    """JSON-ready metadata: of one reward, or ``{name: metadata}`` of all (for UIs and docs)."""
-    if name is not None:
-        return info(name).to_dict()
-    return {n: info(n).to_dict() for n in available()}
+def describe(name: str | None = None) -> dict[str, Any]:
+    """JSON-ready metadata: of one reward (``name``, ``summary``, ``formula``, ``source``, ``scope``,
+    ``components``, ``needs_text``, ``length``, ``params``), or ``{name: metadata}`` of all (for
+    UIs and docs).
+
+    Raises:
+        UnknownRewardError: ``name`` is not registered.
+    """
+    return REWARDS.describe(name)
 
 
 def _is_config(obj: Any) -> bool:

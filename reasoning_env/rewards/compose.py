@@ -37,7 +37,7 @@ import yaml
 from reasoning_env.errors import RewardSpecError
 from reasoning_env.rewards.base import EpisodeContext, StepContext
 from reasoning_env.rewards.batch import EpisodeBatch, GroupRewardError, RewardShape, StepBatch, group_error_message
-from reasoning_env.rewards.registry import RewardInfo, registered, reward_class
+from reasoning_env.rewards.registry import REWARDS, RewardInfo, reward_class
 
 SPEC_KEYS = ("type", "weight", "label", "params", "rewards")
 #: Contexts a reward may be validated for. Only ``"env"`` forbids group rewards.
@@ -182,7 +182,7 @@ def load_spec(source: Union[str, Path, Mapping[str, Any]]) -> dict[str, Any]:
         text = p.read_text(encoding="utf-8")
     elif isinstance(source, str):
         name = source.strip()
-        if name in registered() or name == "combined":
+        if name in REWARDS:
             return {"type": name}
         text = source
     else:
@@ -225,7 +225,7 @@ def normalize_spec(spec: Any, *, _nested: bool = False, _where: str = "reward") 
         spec["type"] = "economics"  # legacy: a bare {params: ...} configured the seed reward
     rtype = spec.get("type")
     if not isinstance(rtype, str) or not rtype:
-        raise RewardSpecError(f"{_where} needs a 'type' naming a registered reward; available: {list(registered()) + ['combined']}")
+        raise RewardSpecError(f"{_where} needs a 'type' naming a registered reward; available: {', '.join(REWARDS.names())}")
     weight = _weight(spec.get("weight", 1.0), _where)
     label = spec.get("label")
     if label is not None and (not isinstance(label, str) or not label.strip() or "." in label):

@@ -17,7 +17,8 @@ import math
 from dataclasses import dataclass
 from typing import Any, Callable, Optional, Union
 
-from reasoning_env.errors import RewardSpecError
+from reasoning_env.errors import RewardSpecError, UnknownRewardError
+from reasoning_env.registry import Registry
 
 #: Scopes a reward may have. ``group`` rewards need every rollout of a GRPO group at once.
 SCOPES = ("step", "episode", "step+episode", "group")
@@ -146,7 +147,9 @@ class RewardInfo:
         }
 
 
-_REGISTRY: dict[str, type] = {}
+#: The registered rewards (classes), in registration order, plus ``"combined"`` (registered by
+#: :mod:`reasoning_env.rewards`): the core's one registry shape (:class:`reasoning_env.registry.Registry`).
+REWARDS: Registry[type] = Registry("reward", error=UnknownRewardError)
 
 
 def register(
@@ -173,7 +176,7 @@ def register(
         raise ValueError(f"scope must be one of {SCOPES}, got {scope!r}")
 
     def deco(cls: type) -> type:
-        if name in _REGISTRY:
+        if name in REWARDS:
             raise ValueError(f"reward {name!r} is already registered")
         if not dataclasses.is_dataclass(cls):
             raise ValueError(f"reward {name!r}: {cls.__name__} must be a dataclass")
@@ -188,25 +191,22 @@ def register(
             name=name, summary=summary, formula=formula, source=source, scope=scope,
             components=tuple(components), params=tuple(params), needs_text=needs_text, length=length,
         )
-        _REGISTRY[name] = cls
-        return cls
+        return REWARDS.add(name, cls, summary=summary, meta=cls.info.to_dict)
 
     return deco
 
 
 def registered() -> dict[str, type]:
-    """A copy of ``{name: class}`` in registration order."""
-    return dict(_REGISTRY)
+    """A copy of ``{name: class}`` in registration order (``"combined"``: :class:`~.compose.CombinedReward`)."""
+    return {name: REWARDS.get(name) for name in REWARDS.names()}
 
 
 def reward_class(name: str) -> type:
     """The class registered as ``name``.
 
     Raises:
-        ValueError: unknown name (the message lists the available ones).
+        UnknownRewardError: unknown name (a ``RewardSpecError``, so a ``ValueError``; the message
+            lists the available ones).
     """
-    try:
-        return _REGISTRY[name]
-    except KeyError:
-        raise ValueError(f"unknown reward {name!r}; available: {list(_REGISTRY) + ['combined']}") from None
+    return REWARDS.get(name)
 

@@ -1,7 +1,9 @@
 """Question sources: a registry of loaders, one module each, all yielding `Question` records.
 
-Registered names (see :func:`available`): ``metamathqa``, ``numina_tir``, ``gsm8k``, ``math500``,
-``hf``, ``jsonl``, ``reasoning_gym``, ``builtin``.
+Registered names (:func:`available`, in this order): ``metamathqa``, ``numina_tir``, ``gsm8k``,
+``math500``, ``hf``, ``jsonl``, ``reasoning_gym``, ``builtin``; :func:`describe` gives each one's
+summary and options. The registry (:data:`SOURCES`) has the shape every registry of the core has
+(:mod:`reasoning_env.registry`).
 
 :func:`load_pools` loads the sources of a config into per-problem-type pools, cached for the
 process, and falls back to the builtin stand-ins for ``metamathqa`` / ``numina_tir`` when they
@@ -21,8 +23,11 @@ from reasoning_env.sources.base import (
     LoadContext,
     QuestionSource,
     SourceError,
+    SOURCES,
     SourceUnavailable,
+    UnknownSourceError,
     available,
+    describe,
     get_source,
     register_source,
     validate_spec,
@@ -44,9 +49,12 @@ __all__ = [
     "PoolSet",
     "Question",
     "QuestionSource",
+    "SOURCES",
     "SourceError",
     "SourceUnavailable",
+    "UnknownSourceError",
     "available",
+    "describe",
     "get_source",
     "load_pools",
     "load_source",

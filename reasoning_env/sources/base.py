@@ -13,10 +13,11 @@ import os
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar, Iterable, Optional, Sequence
+from typing import Any, Callable, ClassVar, Iterable, Optional, Sequence
 
 from reasoning_env.questions import Question
-from reasoning_env.errors import SourceError, SourceUnavailable
+from reasoning_env.errors import SourceError, SourceUnavailable, UnknownSourceError
+from reasoning_env.registry import Registry
 
 logger = logging.getLogger(__name__)
 
@@ -40,7 +41,7 @@ class QuestionSource(ABC):
     Class attributes:
         name: Registry name used in configs.
         options: Accepted option names -> one-line documentation.
-        description: One line for ``available()`` listings.
+        description: One line: the summary in :func:`describe`.
         standin: Name of the builtin subset that replaces this source offline (``None`` if none).
     """
 
@@ -68,28 +69,48 @@ class QuestionSource(ABC):
         """
 
 
-_REGISTRY: dict[str, QuestionSource] = {}
+#: The registered sources (one instance each), in registration order: :class:`reasoning_env.registry.Registry`.
+SOURCES: Registry[QuestionSource] = Registry("source", error=UnknownSourceError)
+
+
+def _source_meta(src: QuestionSource) -> Callable[[], dict[str, Any]]:
+    return lambda: {"options": dict(src.options), "standin": src.standin}
 
 
 def register_source(cls: type[QuestionSource]) -> type[QuestionSource]:
-    """Class decorator: register a source under ``cls.name``."""
-    if cls.name in _REGISTRY:
-        raise SourceError(f"source {cls.name!r} registered twice")
-    _REGISTRY[cls.name] = cls()
+    """Class decorator: register one instance of a source under ``cls.name``, with its
+    ``description`` as the summary.
+
+    Raises:
+        ValueError: a bad or repeated name, or no description.
+    """
+    src = cls()
+    SOURCES.add(cls.name, src, summary=cls.description, meta=_source_meta(src))
     return cls
 
 
 def get_source(name: str) -> QuestionSource:
-    """The registered source called ``name``. Raises :class:`SourceError` listing valid names."""
-    try:
-        return _REGISTRY[name]
-    except KeyError:
-        raise SourceError(f"unknown source {name!r}; available sources: {sorted(_REGISTRY)}") from None
+    """The registered source called ``name``.
+
+    Raises:
+        UnknownSourceError: not registered (a :class:`SourceError`; the message lists the names).
+    """
+    return SOURCES.get(name)
 
 
-def available() -> dict[str, str]:
-    """Registered source names -> one-line descriptions."""
-    return {name: src.description for name, src in sorted(_REGISTRY.items())}
+def available() -> list[str]:
+    """Registered source names, in registration order (what ``sources:`` in a config may name)."""
+    return SOURCES.names()
+
+
+def describe(name: Optional[str] = None) -> dict[str, Any]:
+    """JSON-ready metadata of one source (``name``, ``summary``, ``options``: option -> one line,
+    ``standin``: the builtin subset used offline or ``None``), or ``{name: metadata}`` of all.
+
+    Raises:
+        UnknownSourceError: ``name`` is not registered.
+    """
+    return SOURCES.describe(name)
 
 
 def validate_spec(name: str, options: dict[str, Any]) -> None:

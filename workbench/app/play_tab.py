@@ -19,6 +19,7 @@ from typing import Any, Iterator, Optional
 import gradio as gr
 import pandas as pd
 
+from reasoning_env.policies import describe as describe_policies
 from reasoning_env.prompting import SYSTEM_PROMPT, build_user_prompt
 from workbench import episode_plots
 from workbench.app.common import AppContext, esc, fmt_float, fmt_int, user_errors, warn
@@ -47,17 +48,8 @@ VIEW_FIRST = ("question", "gauges", "verdict", "components")
 VIEW_REST = tuple(name for name in VIEW if name not in VIEW_FIRST)
 assert VIEW == VIEW_FIRST + VIEW_REST, "the first pass must be a prefix of the view"
 
-POLICY_LABELS = {
-    "uniform": "uniform: fair share on every question",
-    "greedy_max": "greedy_max: max_tokens until the budget runs dry",
-    "difficulty_oracle": "difficulty_oracle: fixed length by difficulty",
-    "sim_uniform": "sim_uniform: simulated solver, even split of what is left",
-    "sim_proportional": "sim_proportional: simulated solver, proportional to difficulty",
-    "sim_greedy": "sim_greedy: simulated solver, marginal gains",
-    "oracle_allocation": "oracle_allocation: knows every question's curve",
-    "llm_api": "llm_api: OpenAI-compatible endpoint (BASELINE_API_*)",
-    "llm_local": "llm_local: local OpenAI-compatible server (BASELINE_LOCAL_*)",
-}
+#: The policy picker's labels: ``name: summary`` from the policy registry.
+POLICY_LABELS = {name: f"{name}: {meta['summary']}" for name, meta in describe_policies().items()}
 BUDGET_MODE_LABELS = {
     "tokenizer_native": "tokenizer-native: ratio × tokens of the questions",
     "config": "config formula: ratio × N × (min + max) / 2",
