@@ -221,7 +221,7 @@ def run(args: argparse.Namespace) -> int:
     from reasoning_env.config import EnvConfig
     from reasoning_env.env import ReasoningEconomicsEnv
     from reasoning_env.grading import Grader
-    from reasoning_env.models import ReasonBudgetAction
+    from reasoning_env.models import ReasoningEconomicsAction
     from reasoning_env.sources import PoolSet
 
     if args.n < 1:
@@ -257,7 +257,7 @@ def run(args: argparse.Namespace) -> int:
         pinned = _idlest_cpu(sorted(os.sched_getaffinity(0)))
         os.sched_setaffinity(0, {pinned})
 
-    passes = [_timed_pass(envs, by_id, ReasonBudgetAction) for _ in range(max(1, args.repeat))]
+    passes = [_timed_pass(envs, by_id, ReasoningEconomicsAction) for _ in range(max(1, args.repeat))]
     best = max(passes, key=lambda p: p["steps_per_s"])
     out: dict[str, Any] = {
         "steps": best["steps"],

@@ -7,7 +7,7 @@ Synchronous::
     with ReasoningEconomicsClient(base_url="http://localhost:8000").sync() as env:
         result = env.reset(seed=7, tokenizer_name="Qwen/Qwen2.5-0.5B-Instruct")
         while not result.done:
-            obs = result.observation                     # ReasonBudgetObservation
+            obs = result.observation                     # ReasoningEconomicsObservation
             result = env.step(f"... so the answer is \\boxed{{42}}")
         print(result.observation.history, result.reward)
 
@@ -38,7 +38,7 @@ from openenv.core.client_types import StepResult
 from openenv.core.env_client import EnvClient
 from websockets.exceptions import ConnectionClosed
 
-from reasoning_env.models import ReasonBudgetAction, ReasonBudgetObservation, ReasonBudgetState
+from reasoning_env.models import ReasoningEconomicsAction, ReasoningEconomicsObservation, ReasoningEconomicsState
 from reasoning_env.errors import ServerError, ServerGoneError
 
 #: Environment variable holding the server's shared token (read by clients and trainers).
@@ -46,12 +46,12 @@ API_TOKEN_VAR = "REE_API_TOKEN"
 
 
 def make_action(
-    response: Union[str, ReasonBudgetAction],
+    response: Union[str, ReasoningEconomicsAction],
     grading_response: Optional[str] = None,
     tokenizer_name: Optional[str] = None,
     num_generated_tokens: Optional[int] = None,
-) -> ReasonBudgetAction:
-    """The one way to build a step's action: a :class:`ReasonBudgetAction` from a response string
+) -> ReasoningEconomicsAction:
+    """The one way to build a step's action: a :class:`ReasoningEconomicsAction` from a response string
     (or an action) plus the optional metadata keys of the contract; given keys override the
     action's own metadata.
 
@@ -64,15 +64,15 @@ def make_action(
             excluded): the step is charged at least that many.
 
     Raises:
-        TypeError: ``response`` is neither a string nor a ReasonBudgetAction.
+        TypeError: ``response`` is neither a string nor a ReasoningEconomicsAction.
         ValueError: ``num_generated_tokens`` is negative or not an integer.
     """
-    if isinstance(response, ReasonBudgetAction):
+    if isinstance(response, ReasoningEconomicsAction):
         action = response
     elif isinstance(response, str):
-        action = ReasonBudgetAction(response=response)
+        action = ReasoningEconomicsAction(response=response)
     else:
-        raise TypeError(f"step() takes a response string or a ReasonBudgetAction, got {type(response).__name__}")
+        raise TypeError(f"step() takes a response string or a ReasoningEconomicsAction, got {type(response).__name__}")
     extra: Dict[str, Any] = {}
     if grading_response is not None and grading_response.strip():
         extra["grading_response"] = grading_response
@@ -87,8 +87,8 @@ def make_action(
     return action
 
 
-class ReasoningEconomicsClient(EnvClient[ReasonBudgetAction, ReasonBudgetObservation, ReasonBudgetState]):
-    """OpenEnv client with typed results (``StepResult[ReasonBudgetObservation]``).
+class ReasoningEconomicsClient(EnvClient[ReasoningEconomicsAction, ReasoningEconomicsObservation, ReasoningEconomicsState]):
+    """OpenEnv client with typed results (``StepResult[ReasoningEconomicsObservation]``).
 
     Args:
         base_url: The server, ``http://host:port`` or ``ws://host:port`` (the ``/ws`` path is added).
@@ -110,18 +110,18 @@ class ReasoningEconomicsClient(EnvClient[ReasonBudgetAction, ReasonBudgetObserva
         super().__init__(base_url, **kwargs)
 
     # ------------------------------------------------------------------ OpenEnv hooks
-    def _step_payload(self, action: ReasonBudgetAction) -> Dict[str, Any]:
+    def _step_payload(self, action: ReasoningEconomicsAction) -> Dict[str, Any]:
         return action.model_dump(mode="json")
 
-    def _parse_result(self, payload: Dict[str, Any]) -> StepResult[ReasonBudgetObservation]:
+    def _parse_result(self, payload: Dict[str, Any]) -> StepResult[ReasoningEconomicsObservation]:
         fields = dict(payload.get("observation") or {})
         fields["reward"] = payload.get("reward")
         fields["done"] = bool(payload.get("done", False))
-        obs = ReasonBudgetObservation.model_validate(fields)
+        obs = ReasoningEconomicsObservation.model_validate(fields)
         return StepResult(observation=obs, reward=obs.reward, done=obs.done, metadata=obs.metadata)
 
-    def _parse_state(self, payload: Dict[str, Any]) -> ReasonBudgetState:
-        return ReasonBudgetState.model_validate(payload)
+    def _parse_state(self, payload: Dict[str, Any]) -> ReasoningEconomicsState:
+        return ReasoningEconomicsState.model_validate(payload)
 
     async def _receive(self) -> Dict[str, Any]:
         try:
@@ -142,7 +142,7 @@ class ReasoningEconomicsClient(EnvClient[ReasonBudgetAction, ReasonBudgetObserva
         tokenizer_name: Optional[str] = None,
         total_budget: Optional[int] = None,
         **kwargs: Any,
-    ) -> StepResult[ReasonBudgetObservation]:
+    ) -> StepResult[ReasoningEconomicsObservation]:
         """Start an episode (see :meth:`ReasoningEconomicsEnv.reset`; unset arguments are not sent,
         unknown ones are sent and refused by the server with a clear error).
 
@@ -162,15 +162,15 @@ class ReasoningEconomicsClient(EnvClient[ReasonBudgetAction, ReasonBudgetObserva
 
     async def _step_async(
         self,
-        action: Union[str, ReasonBudgetAction],
+        action: Union[str, ReasoningEconomicsAction],
         grading_response: Optional[str] = None,
         tokenizer_name: Optional[str] = None,
         **kwargs: Any,
-    ) -> StepResult[ReasonBudgetObservation]:
+    ) -> StepResult[ReasoningEconomicsObservation]:
         """Answer the current question.
 
         Args:
-            action: The full model output (a string), or a :class:`ReasonBudgetAction`.
+            action: The full model output (a string), or a :class:`ReasoningEconomicsAction`.
             grading_response: Grade this text instead (tokens are still counted on the response).
             tokenizer_name: Count this step's tokens with this tokenizer (kept for the session).
             num_generated_tokens: (keyword) token ids generated for the response: charged at least.
@@ -178,7 +178,7 @@ class ReasoningEconomicsClient(EnvClient[ReasonBudgetAction, ReasonBudgetObserva
         Raises:
             ServerError: the server refused (no episode, response over the size cap, ...).
             ServerGoneError: the connection ended before the answer came.
-            TypeError: ``action`` is neither a string nor a ReasonBudgetAction.
+            TypeError: ``action`` is neither a string nor a ReasoningEconomicsAction.
         """
         num_generated_tokens = kwargs.pop("num_generated_tokens", None)
         if kwargs:

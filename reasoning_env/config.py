@@ -9,12 +9,14 @@ overspend penalty 0.25, tokenizer ``Qwen/Qwen2.5-0.5B-Instruct``.
 from __future__ import annotations
 
 import math
+import warnings
 from pathlib import Path
 from typing import Any, Optional, Union
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 from reasoning_env.errors import ConfigError
+from reasoning_env.renamed import rename_keys, rename_spec_keys
 
 DEFAULT_TOKENIZER_NAME = "Qwen/Qwen2.5-0.5B-Instruct"
 
@@ -83,7 +85,7 @@ class EnvConfig(BaseModel):
     beta: float = Field(0.05, ge=0, description="Cost penalty weight: beta * max(0, tokens/fair_share - 1).")
     gamma: float = Field(0.1, ge=0, description="Efficiency bonus weight (correct answers): gamma * (1 - tokens/fair_share).")
     lambda_ep: float = Field(0.5, ge=0, description="Episode bonus weight on the final step.")
-    target_utilization: float = Field(0.9, gt=0, le=2.0, description="Budget utilisation the episode bonus peaks at.")
+    target_utilisation: float = Field(0.9, gt=0, le=2.0, description="Budget utilisation (spent/budget) the episode bonus peaks at (old spelling target_utilization still read, with a warning).")
     reward: Optional[dict[str, Any]] = Field(None, description="Reward spec for reasoning_env.rewards.build(): {type, weight, params} or {type: combined, rewards: [...]}, types from reasoning_env.rewards.available(); the weights above fill unset economics/budget_aware params. None = the seed economics reward with the weights above. Group rewards (kimi_length, shorter_better, arora_zanette) are rejected: they need a GRPO group.")
 
     # Data
@@ -102,6 +104,8 @@ class EnvConfig(BaseModel):
     def __init__(self, **values: Any) -> None:
         # Every construction path (EnvConfig(...), build, from_dict, from_yaml, replace) raises
         # ConfigError with all problems listed, never a bare pydantic ValidationError.
+        # Renamed settings (reasoning_env.renamed) are read under their old key too, with a warning.
+        values = rename_keys(values, where="EnvConfig", error=ConfigError)
         try:
             super().__init__(**values)
         except ValidationError as exc:
@@ -110,8 +114,9 @@ class EnvConfig(BaseModel):
     @field_validator("reward", mode="before")
     @classmethod
     def _reward_name(cls, value: Any) -> Any:
-        # `reward: l1_max` in YAML is shorthand for `reward: {type: l1_max}`.
-        return {"type": value} if isinstance(value, str) else value
+        # `reward: l1_max` in YAML is shorthand for `reward: {type: l1_max}`; parameters under an old
+        # name (reasoning_env.renamed) are stored under the new one, so the config saves the new key.
+        return {"type": value} if isinstance(value, str) else rename_spec_keys(value)
 
     @field_validator("mix")
     @classmethod
@@ -207,6 +212,13 @@ class EnvConfig(BaseModel):
         data = self.to_dict()
         data.update(changes)
         return EnvConfig.from_dict(data)
+
+    @property
+    def target_utilization(self) -> float:
+        """The old spelling of :attr:`target_utilisation` (reads it, with a ``FutureWarning``)."""
+        warnings.warn("EnvConfig.target_utilization is the old spelling of target_utilisation; read that instead",
+                      FutureWarning, stacklevel=2)
+        return self.target_utilisation
 
     # ------------------------------------------------------------------ derived values
     def config_budget(self) -> int:

@@ -7,7 +7,7 @@ Contract (ReasoningEconomicsEnv v2; README "Environment contract"):
   ``"client"``) > ``tokenizer_name`` given -> ``int(budget_ratio * tokens of the question texts)``
   (``"tokenizer_native"``; if that tokenizer fails to load and the config allows it, the config
   formula with a warning) > the config formula (``"config"``).
-- ``step(ReasonBudgetAction(response, metadata))`` counts the response's tokens with the session
+- ``step(ReasoningEconomicsAction(response, metadata))`` counts the response's tokens with the session
   tokenizer, grades its final answer (or ``metadata["grading_response"]``), charges the budget
   (clipped to what remains in hard-cap mode) and pays the configured reward, broken into named
   components; the final step adds the episode bonus.
@@ -33,9 +33,9 @@ from reasoning_env.config import MAX_TOTAL_BUDGET, ConfigError, EnvConfig
 from reasoning_env.grading import GoldReport, Grader, log_gold_issues
 from reasoning_env.models import (
     HistoryEntry,
-    ReasonBudgetAction,
-    ReasonBudgetObservation,
-    ReasonBudgetState,
+    ReasoningEconomicsAction,
+    ReasoningEconomicsObservation,
+    ReasoningEconomicsState,
     StepRecord,
 )
 from reasoning_env.questions import Question
@@ -62,7 +62,7 @@ RESET_OPTIONS = ("seed", "episode_id", "tokenizer_name", "total_budget")
 SUMMARY_CHARS = 60
 
 
-class ReasoningEconomicsEnv(Environment[ReasonBudgetAction, ReasonBudgetObservation, ReasonBudgetState]):
+class ReasoningEconomicsEnv(Environment[ReasoningEconomicsAction, ReasoningEconomicsObservation, ReasoningEconomicsState]):
     """Mixed math questions under a shared token budget. See the module docstring for the contract.
 
     Args:
@@ -123,10 +123,10 @@ class ReasoningEconomicsEnv(Environment[ReasonBudgetAction, ReasonBudgetObservat
         return list(self._questions)
 
     @property
-    def state(self) -> ReasonBudgetState:
+    def state(self) -> ReasoningEconomicsState:
         """The episode's internal state (no gold answers)."""
         spent = self._spent
-        return ReasonBudgetState(
+        return ReasoningEconomicsState(
             episode_id=self._episode_id,
             step_count=self._index,
             total_budget=self._total_budget,
@@ -189,7 +189,7 @@ class ReasoningEconomicsEnv(Environment[ReasonBudgetAction, ReasonBudgetObservat
         tokenizer_name: Optional[str] = None,
         total_budget: Optional[int] = None,
         **kwargs: Any,
-    ) -> ReasonBudgetObservation:
+    ) -> ReasoningEconomicsObservation:
         """Start an episode.
 
         Args:
@@ -313,14 +313,14 @@ class ReasoningEconomicsEnv(Environment[ReasonBudgetAction, ReasonBudgetObservat
     # ------------------------------------------------------------------ step
     def step(
         self,
-        action: Union[ReasonBudgetAction, dict, str],
+        action: Union[ReasoningEconomicsAction, dict, str],
         timeout_s: Optional[float] = None,
         **kwargs: Any,
-    ) -> ReasonBudgetObservation:
+    ) -> ReasoningEconomicsObservation:
         """Answer the current question.
 
         Args:
-            action: A :class:`ReasonBudgetAction` (a dict of its fields or a bare response string
+            action: A :class:`ReasoningEconomicsAction` (a dict of its fields or a bare response string
                 are accepted too).
             timeout_s: Grading time limit for this step (seconds; default the config's).
 
@@ -480,30 +480,30 @@ class ReasoningEconomicsEnv(Environment[ReasonBudgetAction, ReasonBudgetObservat
         return get_tokenizer(name)
 
     @staticmethod
-    def _coerce_action(action: Any) -> ReasonBudgetAction:
-        if isinstance(action, ReasonBudgetAction):
+    def _coerce_action(action: Any) -> ReasoningEconomicsAction:
+        if isinstance(action, ReasoningEconomicsAction):
             return action
         if isinstance(action, str):
-            return ReasonBudgetAction(response=action)
+            return ReasoningEconomicsAction(response=action)
         if isinstance(action, dict):
             from pydantic import ValidationError
 
             try:
-                return ReasonBudgetAction(**action)
+                return ReasoningEconomicsAction(**action)
             except ValidationError as exc:
                 raise EpisodeError(f"invalid action: {exc.errors()[0].get('msg')} at {exc.errors()[0].get('loc')}") from None
         raise EpisodeError(
-            f"step() takes a ReasonBudgetAction (or its dict, or a response string), got {type(action).__name__}"
+            f"step() takes a ReasoningEconomicsAction (or its dict, or a response string), got {type(action).__name__}"
         )
 
-    def _observation(self, reward: Optional[float], last_step: Optional[StepRecord] = None) -> ReasonBudgetObservation:
+    def _observation(self, reward: Optional[float], last_step: Optional[StepRecord] = None) -> ReasoningEconomicsObservation:
         n = len(self._questions)
         left = 0 if self._done else n - self._index
         current = self._questions[self._index] if (not self._done and self._index < n) else None
         cap = self.config.max_tokens_per_step
         if self.config.hard_cap_mode:
             cap = max(0, min(cap, self._remaining))
-        return ReasonBudgetObservation(
+        return ReasoningEconomicsObservation(
             question=current.text if current else "",
             question_id=current.id if current else None,
             problem_type=current.problem_type if current else None,

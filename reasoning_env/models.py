@@ -2,6 +2,11 @@
 
 Built on OpenEnv's pydantic ``Action`` / ``Observation`` / ``State`` so that the same classes
 serve in-process use, the HTTP/WebSocket server and the typed client.
+
+The classes carry the environment family's one prefix (``ReasoningEconomics*``, as
+``ReasoningEconomicsEnv`` and ``ReasoningEconomicsClient``; README "Names"). The reference
+environment's names ``ReasonBudgetAction``, ``ReasonBudgetObservation`` and ``ReasonBudgetState``
+(ReasonBudgetEnv v2, whose clients import them) are the same classes under their old names.
 """
 
 from __future__ import annotations
@@ -12,7 +17,7 @@ from openenv.core.env_server.types import Action, Observation, State
 from pydantic import BaseModel, ConfigDict, Field
 
 
-class ReasonBudgetAction(Action):
+class ReasoningEconomicsAction(Action):
     """The policy's answer to the current question.
 
     Attributes:
@@ -70,7 +75,7 @@ class StepRecord(HistoryEntry):
     remaining_budget_after: int = Field(0, description="Remaining budget after this step (tokens; may be negative in soft mode).")
 
 
-class ReasonBudgetObservation(Observation):
+class ReasoningEconomicsObservation(Observation):
     """What the policy sees before answering (and what the last step did).
 
     The gold answer of a question never appears before that question is answered; the answered
@@ -97,7 +102,7 @@ class ReasonBudgetObservation(Observation):
     budget_per_remaining: float = Field(0.0, description="= budget_per_remaining_question (the reference environment's name).")
 
 
-class ReasonBudgetState(State):
+class ReasoningEconomicsState(State):
     """Internal episode state (``/state``). Holds no gold answers."""
 
     total_budget: int = 0
@@ -118,6 +123,13 @@ class ReasonBudgetState(State):
     episode_reward: float = 0.0
 
 
-def observation_to_dict(obs: ReasonBudgetObservation) -> dict[str, Any]:
+def observation_to_dict(obs: ReasoningEconomicsObservation) -> dict[str, Any]:
     """JSON-ready dict of an observation (for logs and the UI)."""
     return obs.model_dump(mode="json")
+
+
+# The reference environment's (ReasonBudgetEnv v2) names of the same classes: its OpenEnv clients
+# and users' code import them, so they stay importable (from here and from ``reasoning_env``).
+ReasonBudgetAction = ReasoningEconomicsAction
+ReasonBudgetObservation = ReasoningEconomicsObservation
+ReasonBudgetState = ReasoningEconomicsState

@@ -53,7 +53,7 @@ def build_user_prompt(obs: Any, *, history_len: int = 3, show_problem_type: bool
     """The user message for the current question of ``obs`` (an observation or its dict).
 
     Args:
-        obs: A :class:`~reasoning_env.models.ReasonBudgetObservation` (or ``model_dump()`` of one).
+        obs: A :class:`~reasoning_env.models.ReasoningEconomicsObservation` (or ``model_dump()`` of one).
         history_len: How many past answers to summarise (0 = none).
         show_problem_type: Include the problem type label in the header.
     Returns:

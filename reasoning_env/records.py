@@ -145,7 +145,7 @@ def step_row_from_observation(
     """Build the `StepRow` of a step from the observation it returned (``obs.last_step`` must be set).
 
     Args:
-        obs: The step's :class:`~reasoning_env.models.ReasonBudgetObservation` (or its dict).
+        obs: The step's :class:`~reasoning_env.models.ReasoningEconomicsObservation` (or its dict).
         reset_metadata: The reset observation's metadata (budget source, seed, tokenizer...).
         response: The action's response text; grading_response: the action's
             ``metadata["grading_response"]`` if any (recorded as ``graded_response`` when graded).

@@ -31,7 +31,7 @@ import threading
 import time
 from typing import Any, Optional, Sequence, Union
 
-from reasoning_env.models import ReasonBudgetAction, ReasonBudgetObservation
+from reasoning_env.models import ReasoningEconomicsAction, ReasoningEconomicsObservation
 from reasoning_env.errors import EpisodeLostError
 
 logger = logging.getLogger(__name__)
@@ -39,7 +39,7 @@ logger = logging.getLogger(__name__)
 __all__ = ["EpisodeLostError", "RemoteEnv", "Replicas", "as_observation", "parse_urls"]
 
 
-def as_observation(result: Any) -> ReasonBudgetObservation:
+def as_observation(result: Any) -> ReasoningEconomicsObservation:
     """An observation from what an environment or client returned: an observation, a
     ``StepResult``-like object with ``.observation`` (its ``reward``/``done`` fill the
     observation's when missing), or a dict of either.
@@ -47,7 +47,7 @@ def as_observation(result: Any) -> ReasonBudgetObservation:
     Raises:
         TypeError: nothing observation-like in ``result``.
     """
-    if isinstance(result, ReasonBudgetObservation):
+    if isinstance(result, ReasoningEconomicsObservation):
         return result
     inner = getattr(result, "observation", None)
     if inner is not None:
@@ -59,14 +59,14 @@ def as_observation(result: Any) -> ReasonBudgetObservation:
         return obs
     if isinstance(result, dict):
         data = result.get("observation", result)
-        obs = ReasonBudgetObservation.model_validate(data)
+        obs = ReasoningEconomicsObservation.model_validate(data)
         if "observation" in result:
             for attr in ("reward", "done"):
                 if result.get(attr) is not None and getattr(obs, attr, None) in (None, False):
                     setattr(obs, attr, result[attr])
         return obs
     if hasattr(result, "model_dump"):
-        return ReasonBudgetObservation.model_validate(result.model_dump())
+        return ReasoningEconomicsObservation.model_validate(result.model_dump())
     raise TypeError(f"cannot read an observation from {type(result).__name__}")
 
 
@@ -162,7 +162,7 @@ class Replicas:
             return [{"url": u, "open": self._open[u], "down": self._down_until[u] > now} for u in self.urls]
 
 
-def _same(a: ReasonBudgetObservation, b: ReasonBudgetObservation) -> bool:
+def _same(a: ReasoningEconomicsObservation, b: ReasoningEconomicsObservation) -> bool:
     """Whether a replayed answer equals the one first received (what the policy saw and was paid)."""
     sa, sb = a.last_step, b.last_step
     if (sa is None) != (sb is None) or a.question_id != b.question_id or a.remaining_budget != b.remaining_budget:
@@ -181,7 +181,7 @@ class RemoteEnv:
         api_token: Sent to the servers (default ``$REE_API_TOKEN``) when ``target`` is URLs.
         replays: How many times one episode may be replayed on another replica (default 2).
 
-    ``reset`` and ``step`` return :class:`ReasonBudgetObservation`. They raise
+    ``reset`` and ``step`` return :class:`ReasoningEconomicsObservation`. They raise
     :class:`~reasoning_env.client.ServerError` when a server refuses a request, and
     :class:`EpisodeLostError` when the episode's replica went away and it could not be replayed.
     """
@@ -199,8 +199,8 @@ class RemoteEnv:
         self._client = None if self.replicas is not None else target
         self.url: Optional[str] = None
         self._reset_args: Optional[dict[str, Any]] = None
-        self._log: list[tuple[ReasonBudgetAction, ReasonBudgetObservation]] = []
-        self._first: Optional[ReasonBudgetObservation] = None
+        self._log: list[tuple[ReasoningEconomicsAction, ReasoningEconomicsObservation]] = []
+        self._first: Optional[ReasoningEconomicsObservation] = None
         self.replayed = 0  # episodes replayed on another replica (for logs and tests)
 
     # ------------------------------------------------------------------ connection
@@ -239,7 +239,7 @@ class RemoteEnv:
 
     # ------------------------------------------------------------------ episode
     def reset(self, seed: Optional[int] = None, episode_id: Optional[str] = None,
-              tokenizer_name: Optional[str] = None, total_budget: Optional[int] = None, **kwargs: Any) -> ReasonBudgetObservation:
+              tokenizer_name: Optional[str] = None, total_budget: Optional[int] = None, **kwargs: Any) -> ReasoningEconomicsObservation:
         """Start an episode (``None`` arguments are not sent); see :meth:`ReasoningEconomicsEnv.reset`."""
         args = {k: v for k, v in (("seed", seed), ("episode_id", episode_id), ("tokenizer_name", tokenizer_name),
                                   ("total_budget", total_budget)) if v is not None}
@@ -261,7 +261,7 @@ class RemoteEnv:
         self._log = []
         return obs
 
-    def step(self, action: Union[ReasonBudgetAction, str]) -> ReasonBudgetObservation:
+    def step(self, action: Union[ReasoningEconomicsAction, str]) -> ReasoningEconomicsObservation:
         """Answer the current question (an action, or a bare response string)."""
         from reasoning_env.client import make_action
 
@@ -274,7 +274,7 @@ class RemoteEnv:
         self._log.append((action, obs))
         return obs
 
-    def _replay_then(self, action: ReasonBudgetAction, cause: Exception) -> ReasonBudgetObservation:
+    def _replay_then(self, action: ReasoningEconomicsAction, cause: Exception) -> ReasoningEconomicsObservation:
         """Replay the episode on another replica, then send ``action`` there."""
         if self.replicas is None or self._reset_args is None:
             raise EpisodeLostError(f"the environment server went away mid-episode: {cause}") from None

@@ -107,7 +107,7 @@ def episode_info(env, obs, cfg: EnvConfig, *, trusted: bool = True, episode: int
 
 def play(env, policy, cfg: EnvConfig, *, seed: int, total_budget: Optional[int] = None):
     """Play one episode; returns ``(outputs, last_steps, final_obs)``."""
-    from reasoning_env.models import ReasonBudgetAction
+    from reasoning_env.models import ReasoningEconomicsAction
 
     obs = env.reset(seed=seed, tokenizer_name=cfg.tokenizer_name, total_budget=total_budget)
     policy.reset(episode_info(env, obs, cfg, trusted=policy.needs_trusted_context))
@@ -115,7 +115,7 @@ def play(env, policy, cfg: EnvConfig, *, seed: int, total_budget: Optional[int] 
     while not obs.done:
         out = policy.act(obs)
         md = {"grading_response": out.grading_response} if out.grading_response else {}
-        obs = env.step(ReasonBudgetAction(response=out.response, metadata=md))
+        obs = env.step(ReasoningEconomicsAction(response=out.response, metadata=md))
         outs.append(out)
         steps.append(obs.last_step)
     return outs, steps, obs

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from reasoning_env.models import ReasonBudgetObservation
+from reasoning_env.models import ReasoningEconomicsObservation
 from reasoning_env.conversation import NO_VISIBLE_ANSWER, ChatFormat, ChatFormatError, template_supports_thinking, visible_answer
 from training_helpers import SHARED_DATA, tiny_tokenizer
 
 
-def _obs(index: int = 0, question: str = "What is 2+2?") -> ReasonBudgetObservation:
-    return ReasonBudgetObservation(question=question, question_index=index, num_questions=3, total_budget=300,
+def _obs(index: int = 0, question: str = "What is 2+2?") -> ReasoningEconomicsObservation:
+    return ReasoningEconomicsObservation(question=question, question_index=index, num_questions=3, total_budget=300,
                                    remaining_budget=200, questions_remaining=3 - index, step_token_cap=64,
                                    budget_per_remaining_question=66.0, problem_type="t")
 

@@ -269,7 +269,7 @@ def test_multi_turn_messages_render_to_the_training_rollouts_ids(server):
     env2 = fx.make_env(cfg)
     obs = env2.reset(seed=3, tokenizer_name=fx.TOKENIZER)
     tokens.start(obs)
-    from reasoning_env.models import ReasonBudgetAction
+    from reasoning_env.models import ReasoningEconomicsAction
 
     for k, (call, out) in enumerate(zip(state["calls"], outs)):
         msgs = call["body"]["messages"]
@@ -277,7 +277,7 @@ def test_multi_turn_messages_render_to_the_training_rollouts_ids(server):
         rendered = tok(tok.apply_chat_template(msgs, tokenize=False, add_generation_prompt=True), add_special_tokens=False)["input_ids"]
         assert rendered == tokens.context()
         tokens.add_model_turn(chat.encode(out.response) + [im_end])  # the answer as the server generated it
-        obs = env2.step(ReasonBudgetAction(response=out.response))
+        obs = env2.step(ReasoningEconomicsAction(response=out.response))
         if not obs.done:
             tokens.add_env_turn(tokens.next_question_ids(obs))
     assert len(state["calls"]) == len(steps) >= 2
@@ -291,7 +291,7 @@ def test_transformers_policy_is_prompted_with_the_training_rollouts_ids():
     """Same seed, same (greedy) answers: the ids the evaluated hf_local policy is prompted with at
     every question equal the training rollout's context at that turn."""
     from reasoning_env.conversation import ChatFormat
-    from reasoning_env.models import ReasonBudgetAction
+    from reasoning_env.models import ReasoningEconomicsAction
     from training.envs import InProcessEnvFactory
     from training.generation import SamplingConfig, TransformersBackend
     from training.models import eos_token_ids
@@ -316,7 +316,7 @@ def test_transformers_policy_is_prompted_with_the_training_rollouts_ids():
         assert policy.prompt_ids(obs) == sequence[: len(trace.prompt_ids) + turn.start]
         out = policy.act(obs)  # asks the same question again (the retry path), then generates
         assert out.response == step.response
-        obs = env.step(ReasonBudgetAction(response=out.response, metadata={"num_generated_tokens": out.num_generated_tokens}))
+        obs = env.step(ReasoningEconomicsAction(response=out.response, metadata={"num_generated_tokens": out.num_generated_tokens}))
     assert obs.done and len(trace.turns) >= 2
 
 

@@ -172,3 +172,37 @@ def test_env_reports_components_of_the_configured_reward():
     c = rw.step_components(StepContext(correct=True, has_answer=True, tokens=50, raw_tokens=50, total_budget=1000,
                                        num_questions=10, spent_before=0, question_index=0))
     assert c == {"accuracy": 1.0, "l1.correctness": 1.0, "l1.length_penalty": pytest.approx(-0.015)}
+
+
+@pytest.mark.parametrize(
+    "spec",
+    [
+        {"type": "economics", "params": {"target_utilization": 0.7}},
+        {"type": "budget_aware", "target_utilization": 0.7},  # inline parameter
+        "type: combined\nrewards:\n  - {type: economics, params: {target_utilization: 0.7}}\n",
+    ],
+    ids=["params", "inline", "combined-yaml"],
+)
+def test_a_spec_with_the_old_target_utilization_name_still_builds(spec):
+    """Reward specs (and the saved runs that hold them) written before the rename keep working."""
+    with pytest.warns(FutureWarning, match="old spelling of 'target_utilisation'"):
+        norm = normalize_spec(load_spec(spec))
+    entry = norm["rewards"][0] if norm["type"] == "combined" else norm
+    assert entry["params"]["target_utilisation"] == 0.7 and "target_utilization" not in entry["params"]
+
+
+def test_an_env_config_spec_with_the_old_name_is_not_doubled_by_the_flat_default():
+    with pytest.warns(FutureWarning):
+        cfg = EnvConfig(reward={"type": "economics", "params": {"target_utilization": 0.6}})
+    assert cfg.reward == {"type": "economics", "params": {"target_utilisation": 0.6}}  # saved under the new name
+    assert build(cfg).target_utilisation == 0.6
+
+
+def test_the_reward_classes_take_the_old_keyword_with_a_warning():
+    with pytest.warns(FutureWarning, match="EconomicsReward"):
+        old = EconomicsReward(target_utilization=0.8)
+    assert old == EconomicsReward(target_utilisation=0.8)
+    with pytest.warns(FutureWarning):
+        assert old.target_utilization == 0.8
+    with pytest.raises(TypeError, match="give 'target_utilisation' only"):
+        EconomicsReward(target_utilization=0.8, target_utilisation=0.7)

@@ -90,7 +90,7 @@ def play_groups(n_groups: int, group_size: int, sigma: float, seed: int, config=
     """
     from reasoning_env.config import EnvConfig
     from reasoning_env.env import ReasoningEconomicsEnv
-    from reasoning_env.models import ReasonBudgetAction
+    from reasoning_env.models import ReasoningEconomicsAction
     from reasoning_env.policies import SolverCurves
     from reasoning_env.policies.text import write_response
     from reasoning_env.tokenization import get_tokenizer
@@ -115,7 +115,7 @@ def play_groups(n_groups: int, group_size: int, sigma: float, seed: int, config=
                 target = int(min(plan[i], obs.step_token_cap or plan[i]))
                 right = rng.random() < float(curves.p(target, qs[i].problem_type, qs[i].difficulty))
                 answer = qs[i].gold_answer if right else "-1"
-                obs = env.step(ReasonBudgetAction(response=write_response(tok, target, answer, rng)))
+                obs = env.step(ReasoningEconomicsAction(response=write_response(tok, target, answer, rng)))
                 total += obs.last_step.tokens
                 correct += int(obs.last_step.correct)
             out["rewards"].append(float(obs.metadata.get("episode_reward", 0.0)))

@@ -39,7 +39,7 @@ import pandas as pd
 from reasoning_env.config import DEFAULT_TOKENIZER_NAME, MAX_TOTAL_BUDGET, ConfigError, EnvConfig
 from reasoning_env.env import ReasoningEconomicsEnv
 from reasoning_env.client import make_action
-from reasoning_env.models import ReasonBudgetObservation
+from reasoning_env.models import ReasoningEconomicsObservation
 from reasoning_env.policies import (
     DEFAULT_POLICIES,
     BasePolicy,
@@ -299,7 +299,7 @@ class StepResult:
         latency_s: Seconds the policy took to answer (``None`` for typed answers).
     """
 
-    observation: ReasonBudgetObservation
+    observation: ReasoningEconomicsObservation
     row: StepRow
     actor: str
     response: str
@@ -311,8 +311,8 @@ class StepResult:
 class _Episode:
     settings: PlaySettings
     config: EnvConfig
-    reset_obs: ReasonBudgetObservation
-    obs: ReasonBudgetObservation
+    reset_obs: ReasoningEconomicsObservation
+    obs: ReasoningEconomicsObservation
     results: list[StepResult] = field(default_factory=list)
     policies: dict[str, BasePolicy] = field(default_factory=dict)
     saved_to: Optional[Path] = None
@@ -353,12 +353,12 @@ class PlaySession:
         return self._episode is not None
 
     @property
-    def observation(self) -> Optional[ReasonBudgetObservation]:
+    def observation(self) -> Optional[ReasoningEconomicsObservation]:
         """The latest observation (``None`` before the first reset)."""
         return self._episode.obs if self._episode else None
 
     @property
-    def reset_observation(self) -> Optional[ReasonBudgetObservation]:
+    def reset_observation(self) -> Optional[ReasoningEconomicsObservation]:
         """The current episode's reset observation (its ``metadata`` has budget, seed, sources)."""
         return self._episode.reset_obs if self._episode else None
 
@@ -429,7 +429,7 @@ class PlaySession:
             self._env_key = key
         return self._env
 
-    def reset(self, settings: Optional[PlaySettings] = None) -> ReasonBudgetObservation:
+    def reset(self, settings: Optional[PlaySettings] = None) -> ReasoningEconomicsObservation:
         """Start a new episode (the previous one is dropped; save it first to keep it).
 
         Returns:

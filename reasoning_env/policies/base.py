@@ -6,7 +6,7 @@ ending in ``\\boxed{}``). The evaluator drives it::
     policy.reset(EpisodeInfo(...))          # once per episode, after env.reset()
     while not obs.done:
         out = policy.act(obs)               # -> PolicyOutput(response, grading_response, meta)
-        obs = env.step(ReasonBudgetAction(response=out.response,
+        obs = env.step(ReasoningEconomicsAction(response=out.response,
                                           metadata={"grading_response": out.grading_response}))
 
 What a policy may see:
@@ -114,7 +114,7 @@ class Policy(Protocol):
         """Start an episode."""
 
     def act(self, obs: Any) -> PolicyOutput:
-        """Answer the current question of ``obs`` (a ``ReasonBudgetObservation`` or its dict)."""
+        """Answer the current question of ``obs`` (a ``ReasoningEconomicsObservation`` or its dict)."""
 
 
 class BasePolicy:

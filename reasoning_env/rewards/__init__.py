@@ -33,6 +33,7 @@ from reasoning_env.rewards.compose import (
     Entry,
     from_spec,
     load_spec,
+    normalise_spec,
     normalize_spec,
     spec_to_yaml,
 )
@@ -62,6 +63,7 @@ __all__ = [
     "describe",
     "info",
     "load_spec",
+    "normalise_spec",
     "normalize_spec",
     "register",
     "spec_to_yaml",
@@ -71,7 +73,7 @@ __all__ = [
 ]
 
 #: EnvConfig fields that are the economics family's parameters (flat seed weights).
-FLAT_WEIGHTS = ("correct_reward", "wrong_reward", "beta", "gamma", "soft_overspend_penalty", "lambda_ep", "target_utilization")
+FLAT_WEIGHTS = ("correct_reward", "wrong_reward", "beta", "gamma", "soft_overspend_penalty", "lambda_ep", "target_utilisation")
 
 #: The composition is a registered type too, after every shape (the last name of :func:`available`).
 REWARDS.add("combined", CombinedReward, summary=COMBINED_INFO.summary, meta=COMBINED_INFO.to_dict)

@@ -35,6 +35,7 @@ import numpy as np
 import yaml
 
 from reasoning_env.errors import RewardSpecError
+from reasoning_env.renamed import rename_keys
 from reasoning_env.rewards.base import EpisodeContext, StepContext
 from reasoning_env.rewards.batch import EpisodeBatch, GroupRewardError, RewardShape, StepBatch, group_error_message
 from reasoning_env.rewards.registry import REWARDS, RewardInfo, reward_class
@@ -206,7 +207,7 @@ def _weight(value: Any, where: str) -> float:
     return float(value)
 
 
-def normalize_spec(spec: Any, *, _nested: bool = False, _where: str = "reward") -> dict[str, Any]:
+def normalise_spec(spec: Any, *, _nested: bool = False, _where: str = "reward") -> dict[str, Any]:
     """The canonical form of a spec: ``{"type", "weight", "params"}`` with every parameter filled
     in (defaults included), or ``{"type": "combined", "weight", "rewards": [...]}`` whose entries
     also carry their ``label``. Normalising twice gives the same dict (YAML round trip).
@@ -218,7 +219,7 @@ def normalize_spec(spec: Any, *, _nested: bool = False, _where: str = "reward") 
         spec = {"type": spec}
     if not isinstance(spec, Mapping):
         raise RewardSpecError(f"{_where} must be a mapping with a 'type' (or a registry name), got {type(spec).__name__}")
-    spec = dict(spec)
+    spec = rename_keys(spec, where=_where, error=RewardSpecError)  # inline parameters under an old name
     if "type" not in spec and "name" in spec:  # legacy {name: economics, params: ...}
         spec["type"] = spec.pop("name")
     if "type" not in spec and not _nested and set(spec) <= {"params", "weight"}:
@@ -245,7 +246,7 @@ def normalize_spec(spec: Any, *, _nested: bool = False, _where: str = "reward") 
             raise RewardSpecError(f"{_where}: 'combined' needs a non-empty 'rewards' list of reward specs")
         entries = []
         for i, m in enumerate(members):
-            e = normalize_spec(m, _nested=True, _where=f"{_where}.rewards[{i}]")
+            e = normalise_spec(m, _nested=True, _where=f"{_where}.rewards[{i}]")
             e["label"] = e.get("label") or e["type"]
             entries.append(e)
         labels = [e["label"] for e in entries]
@@ -263,7 +264,7 @@ def normalize_spec(spec: Any, *, _nested: bool = False, _where: str = "reward") 
     params = spec.get("params") or {}
     if not isinstance(params, Mapping):
         raise RewardSpecError(f"{_where}: params must be a mapping, got {type(params).__name__}")
-    params = dict(params)
+    params = rename_keys(params, where=f"{_where}.params", error=RewardSpecError)
     for key in list(spec):
         if key in SPEC_KEYS:
             continue
@@ -285,8 +286,12 @@ def normalize_spec(spec: Any, *, _nested: bool = False, _where: str = "reward") 
     return out
 
 
+#: The old spelling of :func:`normalise_spec` (kept importable).
+normalize_spec = normalise_spec
+
+
 def from_spec(spec: Any, *, defaults: Optional[Mapping[str, Mapping[str, Any]]] = None) -> AnyReward:
-    """Build the reward a spec describes (see :func:`normalize_spec`).
+    """Build the reward a spec describes (see :func:`normalise_spec`).
 
     Args:
         spec: Spec dict, registry name, YAML text or path.
@@ -299,7 +304,7 @@ def from_spec(spec: Any, *, defaults: Optional[Mapping[str, Mapping[str, Any]]] 
     raw = load_spec(spec) if not isinstance(spec, Mapping) else dict(spec)
     if defaults:
         raw = _inject_defaults(raw, defaults)
-    norm = normalize_spec(raw)
+    norm = normalise_spec(raw)
     if norm["type"] == "combined":
         entries = tuple(
             Entry(reward_class(e["type"])(**e["params"]), weight=e["weight"] * norm["weight"], label=e["label"])
@@ -329,7 +334,10 @@ def _inject_defaults(spec: dict, defaults: Mapping[str, Mapping[str, Any]]) -> d
                 spec["params"] = dict(spec["params"], rewards=new)
         return spec
     if rtype in defaults:
-        params = dict(spec.get("params") or {})
+        # Old parameter names first, so a user's old key is not merged beside its default's new one.
+        spec = rename_keys(spec, where="reward", error=RewardSpecError, stacklevel=4)
+        params = spec.get("params") or {}
+        params = rename_keys(params, where="reward.params", error=RewardSpecError, stacklevel=4) if isinstance(params, Mapping) else params
         inline = {k: spec.pop(k) for k in list(spec) if k not in SPEC_KEYS and k in defaults[rtype]}
         merged = dict(defaults[rtype])
         merged.update(inline)
@@ -340,4 +348,4 @@ def _inject_defaults(spec: dict, defaults: Mapping[str, Mapping[str, Any]]) -> d
 
 def spec_to_yaml(spec: Any) -> str:
     """YAML text of the normalised spec (what :func:`load_spec` reads back to the same spec)."""
-    return yaml.safe_dump(normalize_spec(load_spec(spec) if not isinstance(spec, Mapping) else spec), sort_keys=False)
+    return yaml.safe_dump(normalise_spec(load_spec(spec) if not isinstance(spec, Mapping) else spec), sort_keys=False)

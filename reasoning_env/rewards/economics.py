@@ -10,7 +10,7 @@ tokens charged to the budget):
   ``overspend = max(0, spent_after_step - total_budget)`` is the *cumulative* overspend (seed semantics:
   once over budget, every further step pays for the whole overspend so far).
 
-On the final step, ``episode_bonus``: ``lambda_ep * accuracy * max(0, 1 - |spent/budget - target_utilization|)``
+On the final step, ``episode_bonus``: ``lambda_ep * accuracy * max(0, 1 - |spent/budget - target_utilisation|)``
 with ``accuracy = num_correct / num_questions``.
 
 Source: the ReasoningEconomicsEnv v2 contract (README "Environment contract").
@@ -28,6 +28,7 @@ import numpy as np
 
 from reasoning_env.rewards.base import EpisodeContext, StepContext
 from reasoning_env.rewards.batch import EpisodeBatch, RewardShape, StepBatch
+from reasoning_env.renamed import accept_renamed_keywords
 from reasoning_env.rewards.registry import Param, register
 
 STEP_COMPONENTS = ("correctness", "efficiency_bonus", "cost_penalty", "overspend_penalty")
@@ -43,7 +44,7 @@ ECONOMICS_PARAMS = (
     Param("gamma", 0.1, "Efficiency bonus weight for correct answers: gamma * (1 - tokens/share).", min=0.0, max=1.0, step=0.01, hard_min=0.0),
     Param("soft_overspend_penalty", 0.25, "Soft mode: penalty per fair share of cumulative overspend.", min=0.0, max=2.0, step=0.05, hard_min=0.0),
     Param("lambda_ep", 0.5, "Episode bonus weight (final step).", min=0.0, max=2.0, step=0.05, hard_min=0.0),
-    Param("target_utilization", 0.9, "Budget utilisation (spent/budget) the episode bonus peaks at.", min=0.1, max=1.5, step=0.05, unit="fraction", hard_min=1e-9, hard_max=2.0),
+    Param("target_utilisation", 0.9, "Budget utilisation (spent/budget) the episode bonus peaks at.", min=0.1, max=1.5, step=0.05, unit="fraction", hard_min=1e-9, hard_max=2.0),
 )
 
 
@@ -68,7 +69,7 @@ def _economics_episode(rw, e: EpisodeBatch) -> dict[str, np.ndarray]:
     ok = (e.num_questions > 0) & (e.total_budget > 0)
     with np.errstate(divide="ignore", invalid="ignore"):
         accuracy = e.num_correct / e.num_questions
-        util = np.maximum(0.0, 1.0 - np.abs(e.total_spent / e.total_budget - rw.target_utilization))
+        util = np.maximum(0.0, 1.0 - np.abs(e.total_spent / e.total_budget - rw.target_utilisation))
         bonus = rw.lambda_ep * accuracy * util
     return {"episode_bonus": np.where(ok, bonus, 0.0)}
 
@@ -79,7 +80,7 @@ def _economics_episode(rw, e: EpisodeBatch) -> dict[str, np.ndarray]:
     formula=(
         "step: (correct ? correct_reward : wrong_reward) + [correct] gamma (1 - t/F) - beta max(0, t/F - 1) "
         "- [soft] soft_overspend_penalty * max(0, spent_after - B)/F,  F = B/N, t = charged tokens; "
-        "final step: + lambda_ep * (correct/N) * max(0, 1 - |spent/B - target_utilization|)"
+        "final step: + lambda_ep * (correct/N) * max(0, 1 - |spent/B - target_utilisation|)"
     ),
     source=SEED_SOURCE,
     scope="step+episode",
@@ -87,6 +88,7 @@ def _economics_episode(rw, e: EpisodeBatch) -> dict[str, np.ndarray]:
     params=ECONOMICS_PARAMS,
     length="tokens",
 )
+@accept_renamed_keywords
 @dataclass(frozen=True)
 class EconomicsReward(RewardShape):
     """The seed economics reward; parameters default to the v2 contract (see module docstring)."""
@@ -97,7 +99,7 @@ class EconomicsReward(RewardShape):
     gamma: float = 0.1
     soft_overspend_penalty: float = 0.25
     lambda_ep: float = 0.5
-    target_utilization: float = 0.9
+    target_utilisation: float = 0.9
 
     def step_components(self, ctx: StepContext) -> dict[str, float]:
         """Signed per-step components (sum = step reward before any episode bonus)."""
@@ -118,7 +120,7 @@ class EconomicsReward(RewardShape):
         if ctx.num_questions <= 0 or ctx.total_budget <= 0:
             return {"episode_bonus": 0.0}
         accuracy = ctx.num_correct / ctx.num_questions
-        utilisation_score = max(0.0, 1.0 - abs(ctx.total_spent / ctx.total_budget - self.target_utilization))
+        utilisation_score = max(0.0, 1.0 - abs(ctx.total_spent / ctx.total_budget - self.target_utilisation))
         return {"episode_bonus": self.lambda_ep * accuracy * utilisation_score}
 
     def step_batch(self, batch: StepBatch) -> dict[str, np.ndarray]:
@@ -167,6 +169,7 @@ def difficulty_weight(difficulty: np.ndarray, growth: float) -> np.ndarray:
     ),
     length="tokens",
 )
+@accept_renamed_keywords
 @dataclass(frozen=True)
 class BudgetAwareReward(RewardShape):
     """Economics reward with a per-question share (see the registered formula)."""
@@ -177,7 +180,7 @@ class BudgetAwareReward(RewardShape):
     gamma: float = 0.1
     soft_overspend_penalty: float = 0.25
     lambda_ep: float = 0.5
-    target_utilization: float = 0.9
+    target_utilisation: float = 0.9
     share: str = "remaining"
     growth: float = 2.0
     min_share: float = 0.1

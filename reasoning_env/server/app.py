@@ -47,7 +47,7 @@ from reasoning_env.config import EnvConfig
 from reasoning_env.errors import ReasoningEconomicsError
 from reasoning_env.grading import Grader
 from reasoning_env.grading.pool import WorkerPool
-from reasoning_env.models import ReasonBudgetAction, ReasonBudgetObservation, ReasonBudgetState
+from reasoning_env.models import ReasoningEconomicsAction, ReasoningEconomicsObservation, ReasoningEconomicsState
 from reasoning_env.server.executor import ElasticExecutor
 from reasoning_env.server.fallback import FairFallback
 from reasoning_env.server.guard import MessageGuard, token_problem
@@ -172,9 +172,9 @@ def create_server_app(
         redoc_url=None,
     )
     openenv_server = HTTPEnvServer(
-        factory, ReasonBudgetAction, ReasonBudgetObservation,
+        factory, ReasoningEconomicsAction, ReasoningEconomicsObservation,
         concurrency_config=ConcurrencyConfig(max_concurrent_envs=settings.max_sessions, session_timeout=None),
-        env_name=ENV_NAME, state_cls=ReasonBudgetState,
+        env_name=ENV_NAME, state_cls=ReasoningEconomicsState,
     )
     before = set(map(id, app.router.routes))
     openenv_server.register_routes(app, mode=mode)

@@ -8,7 +8,7 @@ answers are ``{"type": "observation", "data": {"observation", "reward", "done", 
 :func:`parse_message` turns a frame into a :class:`Request` or raises :class:`FrameError` with
 the OpenEnv error code and a message that says what was wrong and how to fix it. It parses the
 JSON once and validates the envelope by hand (OpenEnv's route parsed each frame twice and built
-three pydantic models per step); the action is validated by :class:`ReasonBudgetAction`.
+three pydantic models per step); the action is validated by :class:`ReasoningEconomicsAction`.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from typing import Any, Optional
 from pydantic import BaseModel, ValidationError
 from pydantic_core import to_json
 
-from reasoning_env.models import ReasonBudgetAction
+from reasoning_env.models import ReasoningEconomicsAction
 from reasoning_env.errors import ReasoningEconomicsError
 
 STEP_EXAMPLE = '{"type": "step", "data": {"response": "... \\\\boxed{42}", "metadata": {}}}'
@@ -48,7 +48,7 @@ class FrameError(ReasoningEconomicsError):
 @dataclass(frozen=True)
 class Request:
     """A valid client message: ``kind`` is one of :data:`MESSAGE_TYPES`; ``data`` the reset
-    arguments (dict) or the step's :class:`ReasonBudgetAction`."""
+    arguments (dict) or the step's :class:`ReasoningEconomicsAction`."""
 
     kind: str
     data: Any = None
@@ -175,7 +175,7 @@ def parse_message(text: Optional[str], *, max_message_bytes: int, max_response_b
     if not isinstance(data, dict):
         raise FrameError(f"invalid step message: data must be an action object such as {STEP_EXAMPLE}", "VALIDATION_ERROR")
     try:
-        action = ReasonBudgetAction.model_validate(data)
+        action = ReasoningEconomicsAction.model_validate(data)
     except ValidationError as exc:
         raise FrameError(f"invalid step action: {describe_validation_error(exc)}; a step looks like {STEP_EXAMPLE}",
                          "VALIDATION_ERROR", errors=compact_errors(exc)) from None

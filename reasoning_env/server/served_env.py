@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any, Optional, Union
 
 from reasoning_env.env import ReasoningEconomicsEnv
-from reasoning_env.models import ReasonBudgetAction, ReasonBudgetObservation
+from reasoning_env.models import ReasoningEconomicsAction, ReasoningEconomicsObservation
 from reasoning_env.server.settings import ServerSettings
 from reasoning_env.tokenization import LoadedTokenizer, get_tokenizer
 from reasoning_env.errors import EpisodeStateError, TokenizerNotAllowedError
@@ -47,7 +47,7 @@ class ServedReasoningEconomicsEnv(ReasoningEconomicsEnv):
 
     def reset(self, seed: Optional[int] = None, episode_id: Optional[str] = None,
               tokenizer_name: Optional[str] = None, total_budget: Optional[int] = None,
-              **kwargs: Any) -> ReasonBudgetObservation:
+              **kwargs: Any) -> ReasoningEconomicsObservation:
         """:meth:`ReasoningEconomicsEnv.reset` after the tokenizer policy check.
 
         Raises:
@@ -58,8 +58,8 @@ class ServedReasoningEconomicsEnv(ReasoningEconomicsEnv):
         return super().reset(seed=seed, episode_id=episode_id, tokenizer_name=tokenizer_name,
                              total_budget=total_budget, **kwargs)
 
-    def step(self, action: Union[ReasonBudgetAction, dict, str], timeout_s: Optional[float] = None,
-             **kwargs: Any) -> ReasonBudgetObservation:
+    def step(self, action: Union[ReasoningEconomicsAction, dict, str], timeout_s: Optional[float] = None,
+             **kwargs: Any) -> ReasoningEconomicsObservation:
         """:meth:`ReasoningEconomicsEnv.step`, refusing steps without an episode in progress.
 
         The grading time limit is always the config's: a client's ``timeout_s`` is ignored.

@@ -17,7 +17,7 @@ from typing import Any, Optional, Sequence
 import gradio as gr
 import pandas as pd
 
-from reasoning_env.rewards import describe, normalize_spec, spec_to_yaml
+from reasoning_env.rewards import describe, normalise_spec, spec_to_yaml
 from workbench.reward_lab import tuning as rt
 from workbench.app.common import AppContext, esc, user_errors
 from workbench.compare import discover_runs
@@ -115,7 +115,7 @@ class LabTab:
         comparison = rescore_comparison_figure(base, tuned, labels=(f"recorded ({rt.spec_label(lab.recorded)})", f"tuned ({rt.spec_label(spec)})"))
         comparison.update_layout(height=400, margin=dict(l=60, r=20, t=50, b=50), showlegend=False,
                                  title=dict(text="Episode reward, tuned vs recorded (one dot per episode)", font=dict(size=14)))
-        same = normalize_spec(spec) == normalize_spec(lab.recorded)
+        same = normalise_spec(spec) == normalise_spec(lab.recorded)
         panels = {f"tuned = recorded: {rt.spec_label(spec)}": spec} if same else {
             f"tuned: {rt.spec_label(spec)}": spec, f"recorded: {rt.spec_label(lab.recorded)}": lab.recorded}
         curves = reward_curves_figure(panels, total_budget=lab.total_budget, num_questions=lab.num_questions,
@@ -140,7 +140,7 @@ class LabTab:
         bs = rt.parse_budgets(budgets)
         hard = lab.hard_cap_mode if lab is not None else True
         recorded = lab.recorded if lab is not None else rt.recorded_spec(None)
-        same = normalize_spec(spec) == normalize_spec(recorded)
+        same = normalise_spec(spec) == normalise_spec(recorded)
         specs = {"tuned = recorded": spec} if same else {"tuned": spec, "recorded": recorded}
         res, notes = rt.induced(specs, bs, hard_cap_mode=hard, curves=self.ctx.curves)
         if res is None:

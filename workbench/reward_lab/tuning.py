@@ -26,7 +26,7 @@ import numpy as np
 import pandas as pd
 
 from reasoning_env.config import ConfigError, EnvConfig
-from reasoning_env.rewards import available, build_reward, describe, normalize_spec
+from reasoning_env.rewards import available, build_reward, describe, normalise_spec
 
 __all__ = [
     "Control",
@@ -173,7 +173,7 @@ def values_to_spec(selected: Sequence[str], values: Union[Sequence[Any], Mapping
         spec = entries[0]
     else:
         spec = {"type": "combined", "rewards": [dict(e, label=e["type"]) for e in entries]}
-    return normalize_spec(spec)
+    return normalise_spec(spec)
 
 
 def spec_to_values(spec: Any) -> tuple[list[str], dict[str, Any], list[str]]:
@@ -187,7 +187,7 @@ def spec_to_values(spec: Any) -> tuple[list[str], dict[str, Any], list[str]]:
     Raises:
         ValueError: the spec is invalid.
     """
-    norm = normalize_spec(spec)
+    norm = normalise_spec(spec)
     members = norm["rewards"] if norm["type"] == "combined" else [norm]
     outer = float(norm.get("weight", 1.0)) if norm["type"] == "combined" else 1.0
     selected: list[str] = []
@@ -208,7 +208,7 @@ def spec_to_values(spec: Any) -> tuple[list[str], dict[str, Any], list[str]]:
 
 def spec_label(spec: Any) -> str:
     """Short name of a spec: its type, or ``a+b+c`` for a combined one."""
-    norm = normalize_spec(spec)
+    norm = normalise_spec(spec)
     if norm["type"] == "combined":
         return "+".join(m.get("label") or m["type"] for m in norm["rewards"])
     return norm["type"]
@@ -219,7 +219,7 @@ def recorded_spec(config: Optional[EnvConfig]) -> dict[str, Any]:
     filling unset economics parameters), or the seed reward with the config's flat weights, or
     the seed default when the run has no config."""
     rw = build_reward(config, context="rescore") if config is not None else build_reward(None, context="rescore")
-    return normalize_spec(rw.to_spec())
+    return normalise_spec(rw.to_spec())
 
 
 def parse_budgets(text: Union[str, Sequence[Any], None], *, lo: int = 10, hi: int = 1_000_000, most: int = 6) -> list[int]:
@@ -336,7 +336,7 @@ def tuned_config(spec: Any, base: Optional[EnvConfig] = None) -> EnvConfig:
             the spec is invalid.
     """
     base = base or EnvConfig()
-    norm = normalize_spec(spec)
+    norm = normalise_spec(spec)
     build_reward(norm, context="env")  # a group reward: a clear ValueError, before the config's
     try:
         return base.replace(reward=norm)
