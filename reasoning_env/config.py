@@ -52,7 +52,9 @@ def _default_sources() -> list[SourceSpec]:
 
 
 class EnvConfig(BaseModel):
-    """All environment settings. Immutable once built; use ``model_copy(update=...)`` to vary.
+    """All environment settings. Immutable once built; vary one with :meth:`replace`
+    (``config.replace(num_questions=5)``), which validates the copy as the constructor does
+    (pydantic's ``model_copy(update=...)`` skips validation: do not use it).
 
     Token quantities are in tokens of the policy tokenizer (``tokenizer_name``), except the
     "config" budget formula, which uses ``min_tokens``/``max_tokens`` as abstract units (as the
@@ -91,7 +93,7 @@ class EnvConfig(BaseModel):
     # Data
     sources: list[SourceSpec] = Field(default_factory=_default_sources, min_length=1)
     mix: dict[str, float] = Field(default_factory=dict, description="problem_type -> sampling weight; unlisted types weigh 1.0 (an even mix).")
-    data_dir: Optional[str] = Field(None, description="Folder searched for local data files of every source (e.g. ../shared/data).")
+    data_dir: Optional[str] = Field(None, description="Folder searched for local data files of every source (e.g. a folder holding gsm8k_test.jsonl and math500_test.jsonl).")
     offline_fallback: bool = Field(True, description="When the Hub is unreachable, serve the builtin stand-ins for metamathqa / numina_tir.")
 
     # Tokenizer and grading

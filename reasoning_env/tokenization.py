@@ -11,8 +11,8 @@ tokenizer, cached per name for the process and safe to call from many threads:
    vocabulary. The build recovers each merge rule by re-running byte-pair merging over the
    ranks, writes ``vocab.json`` / ``merges.txt`` / ``tokenizer_config.json``, caches them under
    :func:`cache_dir`, and loads them with ``AutoTokenizer`` exactly like Qwen's files. The result
-   is id-for-id identical to the Qwen2.5 tokenizer (the test suite checks this against
-   ``../shared/data/qwen2.5_tokenizer``).
+   is id-for-id identical to the Qwen2.5 tokenizer (the test suite checks this against Qwen2.5's
+   own ``vocab.json`` / ``merges.txt`` / ``tokenizer_config.json`` when a copy is at hand).
 
 Anything else raises :class:`TokenizerLoadError` naming the tokenizer: never a silent switch to
 another unit (such as a word count).

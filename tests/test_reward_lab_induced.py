@@ -32,8 +32,9 @@ from workbench.reward_lab.rescore import Rescorer
 from workbench.reward_lab.synthetic import synthetic_steps
 
 DEFAULT = SolverCurves()
-#: The solver of FIELD_NOTES section 1 (the reward lab's curve before the models were unified).
-FIELD_NOTES_CURVE = SolverCurves.single(Curve(k=2.0, t50=40.0, growth=2.0, ceiling=1.0), default_difficulty=2)
+#: The planning notes' logistic solver (k = 2, t50 = 40 doubling per level, no ceiling): the reward
+#: lab's curve before the models were unified.
+PLANNING_CURVE = SolverCurves.single(Curve(k=2.0, t50=40.0, growth=2.0, ceiling=1.0), default_difficulty=2)
 #: Curves scaled down to a few tokens, so every integer plan of a small episode can be enumerated.
 SMALL = SolverCurves.single(Curve(k=2.0, t50=3.0, growth=1.6, ceiling=0.95))
 
@@ -188,10 +189,10 @@ def test_shapes_without_a_correctness_signal_are_reported_as_such():
 
 
 def test_seed_reward_tracks_the_oracle_and_triages():
-    """FIELD_NOTES section 1: under a logistic solver with k = 2, t50 doubling per level (40 tokens
+    """The planning notes' check: under a logistic solver with k = 2, t50 doubling per level (40 tokens
     at level 1, no ceiling) the seed reward's optimum matches the accuracy-optimal one closely, and
     at a tight budget it skips the hardest questions."""
-    res = induced_behaviour({"seed": None}, [1000, 3500, 5000], orders=2, curves=FIELD_NOTES_CURVE)
+    res = induced_behaviour({"seed": None}, [1000, 3500, 5000], orders=2, curves=PLANNING_CURVE)
     s = res.summary.set_index(["reward", "budget"])
     for b in (1000, 3500, 5000):
         assert s.loc[("seed", b), "regret_pct"] < 0.2, s.loc[("seed", b)]

@@ -159,7 +159,7 @@ def difficulty_weight(difficulty: np.ndarray, growth: float) -> np.ndarray:
         "share='both': s = max(min_share*F, (B - spent_before)/(N - i)) * w(d). "
         "Overspend penalty and episode bonus as economics."
     ),
-    source=SEED_SOURCE + "; difficulty-weighted share: this project (t50 doubling per MATH level, FIELD_NOTES section 1)",
+    source=SEED_SOURCE + "; difficulty-weighted share: this project (a level-d question is given growth^(d-3) fair shares, 2 by default: the tokens a logistic solver needs for even odds double per MATH level, as the default curves of reasoning_env.policies.curves assume)",
     scope="step+episode",
     components=COMPONENTS,
     params=ECONOMICS_PARAMS + (

@@ -88,7 +88,11 @@ class KimiLengthReward(RewardShape):
     """Kimi k1.5 length penalty (component ``kimi_length``); add it to an accuracy reward."""
 
     def step_batch(self, batch: StepBatch) -> dict[str, np.ndarray]:
-        """See registered formula."""
+        """``{"kimi_length": lam}`` per row (shape ``(len(batch),)``): +0.5 for the group's shortest, -0.5 for its longest; wrong answers keep only the negative part.
+
+        Raises:
+            GroupRewardError: the batch has no GRPO groups.
+        """
         codes, ng = group_codes(batch, self.info.name)
         n = batch.raw_tokens
         allrows = np.ones(len(batch), dtype=bool)
@@ -129,7 +133,11 @@ class ShorterBetterReward(RewardShape):
         return np.where(np.isfinite(shortest), shortest, mean_all)
 
     def step_batch(self, batch: StepBatch) -> dict[str, np.ndarray]:
-        """See registered formula."""
+        """``{"correctness": alpha 1[correct], "length_penalty": -beta |n - SOL|}`` per row, SOL from :meth:`sol`.
+
+        Raises:
+            GroupRewardError: the batch has no GRPO groups.
+        """
         sol = self.sol(batch)
         return {
             "correctness": np.where(batch.correct, self.alpha, 0.0),
@@ -156,7 +164,11 @@ class AroraZanetteReward(RewardShape):
     alpha: float = 0.1
 
     def step_batch(self, batch: StepBatch) -> dict[str, np.ndarray]:
-        """See registered formula."""
+        """``{"arora_zanette": 1[correct] (1 - alpha sigmoid(z))}`` per row, ``z`` the length z-score among the group's correct rows.
+
+        Raises:
+            GroupRewardError: the batch has no GRPO groups.
+        """
         codes, ng = group_codes(batch, self.info.name)
         n = batch.raw_tokens
         _, mean_c, std_c = group_mean_std(codes, ng, n, batch.correct)

@@ -67,7 +67,7 @@ class AccuracyReward(RewardShape):
     wrong_reward: float = 0.0
 
     def step_batch(self, batch: StepBatch) -> dict[str, np.ndarray]:
-        """See class docstring."""
+        """``{"accuracy": correct_reward or wrong_reward}`` per step, an array of shape ``(len(batch),)``."""
         return {"accuracy": np.where(batch.correct, self.correct_reward, self.wrong_reward).astype(np.float64)}
 
 
@@ -102,7 +102,7 @@ class FormatReward(RewardShape):
     check: str = "boxed"
 
     def step_batch(self, batch: StepBatch) -> dict[str, np.ndarray]:
-        """See class docstring."""
+        """``{"format": present_reward or missing_reward}`` per step (shape ``(len(batch),)``), by the ``check``."""
         if self.check == "boxed" and batch.response is not None:
             present = batch.text_feature("has_boxed", has_boxed) > 0
         else:
@@ -147,7 +147,7 @@ class RepetitionReward(RewardShape):
     max_penalty: float = -1.0
 
     def step_batch(self, batch: StepBatch) -> dict[str, np.ndarray]:
-        """See class docstring."""
+        """``{"repetition": max_penalty * repeated n-gram share}`` per step (shape ``(len(batch),)``; 0 without texts)."""
         if batch.response is None:
             return {"repetition": np.zeros(len(batch))}
         n = self.ngram_size
@@ -176,7 +176,7 @@ class L1ExactReward(RewardShape):
     n_target: float = 512.0
 
     def step_batch(self, batch: StepBatch) -> dict[str, np.ndarray]:
-        """See registered formula."""
+        """``{"correctness": 1[correct], "length_penalty": -alpha |n_target - n|}`` per step, ``n`` the generated tokens."""
         tgt = length_target(batch, self.target, self.n_target)
         return {
             "correctness": batch.correct.astype(np.float64),
@@ -212,7 +212,7 @@ class L1MaxReward(RewardShape):
     n_target: float = 512.0
 
     def step_batch(self, batch: StepBatch) -> dict[str, np.ndarray]:
-        """See registered formula."""
+        """``{"l1_max": 1[correct] * clip(alpha (n_target - n) + delta, 0, 1)}`` per step, ``n`` the generated tokens."""
         tgt = length_target(batch, self.target, self.n_target)
         scale = np.clip(self.alpha * (tgt - batch.raw_tokens) + self.delta, 0.0, 1.0)
         return {"l1_max": np.where(batch.correct, scale, 0.0)}
@@ -244,7 +244,7 @@ class DapoOverlongReward(RewardShape):
             raise RewardSpecError(f"reward 'dapo_overlong': l_cache ({self.l_cache}) must not exceed l_max ({self.l_max})")
 
     def step_batch(self, batch: StepBatch) -> dict[str, np.ndarray]:
-        """See registered formula."""
+        """``{"dapo_overlong": 0, a linear ramp to -1, or -1}`` per step by the generated length (see the formula)."""
         n = batch.raw_tokens
         start = self.l_max - self.l_cache
         if self.l_cache > 0:
@@ -287,7 +287,7 @@ class CosineReward(RewardShape):
     r_exceed: float = -10.0
 
     def step_batch(self, batch: StepBatch) -> dict[str, np.ndarray]:
-        """See registered formula."""
+        """``{"cosine": the cosine-scaled reward, or r_exceed at l_max}`` per step, ``n`` the generated tokens."""
         n = batch.raw_tokens
         r0 = np.where(batch.correct, self.r_correct_0, self.r_wrong_0)
         rl = np.where(batch.correct, self.r_correct_L, self.r_wrong_L)
@@ -345,7 +345,7 @@ class ThinkPruneReward(RewardShape):
     wrong_reward: float = 0.0
 
     def step_batch(self, batch: StepBatch) -> dict[str, np.ndarray]:
-        """See registered formula."""
+        """``{"thinkprune": the outcome reward within the limit, else 0}`` per step (shape ``(len(batch),)``)."""
         within = batch.raw_tokens <= length_limit(batch, self.limit, self.n_limit, self.scale)
         outcome = np.where(batch.correct, self.correct_reward, self.wrong_reward)
         return {"thinkprune": np.where(within, outcome, 0.0).astype(np.float64)}
