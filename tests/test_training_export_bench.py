@@ -1,4 +1,4 @@
-"""training.export (LoRA merge) and training.bench_rollout."""
+"""training.export (LoRA merge) and training.bench.rollout."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import json
 import pytest
 import torch
 
-from training import bench_rollout
+from training.bench import rollout as bench_rollout
 from training.export import ExportError, export_checkpoint
 from training.export import main as export_main
 from training_helpers import tiny_policy
@@ -73,7 +73,7 @@ def test_bench_rollout_counts_calls(tmp_path, capsys):
 
 
 def test_stop_length_depends_on_episode_and_turn_only():
-    from training.bench_rollout import stop_length
+    from training.bench.rollout import stop_length
 
     ctx = list(range(200))
     assert stop_length(ctx, 7, 16) == stop_length(ctx + [999, 998], 7, 16)  # what was sampled later does not matter

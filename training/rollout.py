@@ -6,7 +6,7 @@
   by ONE batched generate call; an episode that finishes drops out of the batch. A generation
   batch of ``B`` episodes of ``Q`` questions costs ``Q`` calls instead of ``B x Q``.
 - **Sequential** (:meth:`EpisodeRunner.play_sequential`): one episode at a time, one call per
-  turn (the baseline that ``training.bench_rollout`` compares against).
+  turn (the baseline that ``training.bench.rollout`` compares against).
 
 Each episode is kept as token ids (shapes: ``prompt_ids [P]``, ``completion_ids [C]``,
 ``env_mask [C]``, ``logprobs [C]``):

@@ -1,9 +1,9 @@
 """Benchmark: lockstep batched rollouts vs one episode at a time, same model, same episodes.
 
-    python -m training.bench_rollout                       # tiny CPU model, 8 episodes, JSON out
-    python -m training.bench_rollout --repeats 5           # repeat, report the spread
-    python -m training.bench_rollout --model Qwen/Qwen2.5-0.5B-Instruct --episodes 16 --config env.yaml
-    python -m training.bench_rollout --check               # exit 1 unless >= 5x fewer calls and >= 3x faster
+    python -m training.bench rollout                       # tiny CPU model, 8 episodes, JSON out
+    python -m training.bench rollout --repeats 5           # repeat, report the spread
+    python -m training.bench rollout --model Qwen/Qwen2.5-0.5B-Instruct --episodes 16 --config env.yaml
+    python -m training.bench rollout --check               # exit 1 unless >= 5x fewer calls and >= 3x faster
 
 Both modes play the same episode seeds (groups of ``--group_size`` members sharing a seed, as in
 GRPO) with the ``transformers`` backend, in two cases:
@@ -40,9 +40,9 @@ BENCH_ENV = {"sources": ["reasoning_gym"], "num_questions": 3, "max_tokens_per_s
 CASES = ("fixed", "stop_token")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m training.bench_rollout", description=__doc__.splitlines()[0],
-                                formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """Add this benchmark's options to ``p`` (the :mod:`training.bench` protocol)."""
+    p.formatter_class = argparse.ArgumentDefaultsHelpFormatter
     p.add_argument("--model", default="tiny", help="'tiny' (random 2-layer Qwen2) or a Hub id / local folder.")
     p.add_argument("--config", default=None, help="Environment YAML; default: 3 reasoning-gym questions, 16 tokens per turn.")
     p.add_argument("--episodes", type=int, default=8, help="Episodes per mode.")
@@ -54,7 +54,6 @@ def build_parser() -> argparse.ArgumentParser:
                    help="torch CPU threads (1: on a shared machine more threads spin against other jobs; 0 = torch's default).")
     p.add_argument("--device", default=None, help="cpu / cuda (default: cuda when available).")
     p.add_argument("--check", action="store_true", help="Exit 1 unless call_ratio >= 5 and speedup >= 3.")
-    return p
 
 
 def stop_length(context: list[int], turn_mark: int, longest: int) -> int:
@@ -99,7 +98,7 @@ def _load_average() -> Optional[float]:
         return None
 
 
-def run(args: argparse.Namespace) -> dict:
+def measure(args: argparse.Namespace) -> dict:
     """Run the benchmark and return the JSON-ready result (see the module docstring)."""
     import torch
 
@@ -218,18 +217,27 @@ def run(args: argparse.Namespace) -> dict:
     }
 
 
-def main(argv: Optional[list[str]] = None) -> int:
-    args = build_parser().parse_args(argv)
+def run(args: argparse.Namespace) -> int:
+    """Measure (see :func:`add_arguments` for ``args``), print the JSON result; returns the exit
+    status (1 when ``--check`` fails, 2 for bad options)."""
     if args.repeats < 1 or args.episodes < 1:
         print("error: --repeats and --episodes must be >= 1", file=sys.stderr)
         return 2
-    result = run(args)
+    result = measure(args)
     print(json.dumps(result, indent=2))
     if args.check and (result["call_ratio"] < 5 or result["speedup"] < 3):
         print(f"check failed: call_ratio {result['call_ratio']} (need >= 5), speedup {result['speedup']} (need >= 3)",
               file=sys.stderr)
         return 1
     return 0
+
+
+
+def main(argv: Optional[list[str]] = None) -> int:
+    """``python -m training.bench rollout [options]`` with ``argv`` as the options; returns the exit status."""
+    from training.bench import main as bench_main
+
+    return bench_main(["rollout", *(sys.argv[1:] if argv is None else argv)])
 
 
 if __name__ == "__main__":

@@ -287,13 +287,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--workers", type=_number(int, 1), default=1, help="server processes (python -m reasoning_env.server --workers N)")
 
 
-def main(argv: Optional[Sequence[str]] = None) -> int:
-    """``python -m reasoning_env.bench server [...]``; prints the JSON report. Returns the exit status."""
-    p = argparse.ArgumentParser(prog="python -m reasoning_env.bench server", description=__doc__.splitlines()[0])
-    add_arguments(p)
-    return run(p.parse_args(argv))
-
-
 def run(args: argparse.Namespace) -> int:
     """Run the benchmark for parsed ``args`` (see :func:`add_arguments`); prints the JSON report.
 
@@ -375,6 +368,3 @@ def run(args: argparse.Namespace) -> int:
     print(json.dumps(report, indent=2))
     return 0
 
-
-if __name__ == "__main__":
-    sys.exit(main())

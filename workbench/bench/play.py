@@ -1,4 +1,4 @@
-"""Benchmark of the Play tab's typed-answer latency: ``python -m workbench.bench_play [options]``.
+"""Benchmark of the Play tab's typed-answer latency: ``python -m workbench.bench play [options]``.
 
 A typed answer goes through three layers, each timed separately (milliseconds per answer):
 
@@ -175,7 +175,7 @@ def _load() -> Optional[tuple[float, float, float]]:
         return None
 
 
-def run(layers: Sequence[str], answers: int, repeats: int) -> dict:
+def measure(layers: Sequence[str], answers: int, repeats: int) -> dict:
     """Time the chosen layers; returns ``{"load_before", "load_after", layer: summary...}``."""
     result: dict = {"load_before": _load(), "answers": answers, "repeats": repeats}
     if "handler" in layers:
@@ -207,24 +207,36 @@ def _print(result: dict, emit: Callable[[str], None] = print) -> None:
             emit(f"  {layer:8s} {s}")
 
 
-def main(argv: Optional[Sequence[str]] = None) -> int:
-    """Command line; returns the exit status."""
-    parser = argparse.ArgumentParser(prog="python -m workbench.bench_play", description=__doc__.splitlines()[0])
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add this benchmark's options to ``parser`` (the :mod:`workbench.bench` protocol)."""
     parser.add_argument("--layers", default=",".join(LAYERS), help=f"comma list of {', '.join(LAYERS)} (default: all)")
     parser.add_argument("--answers", type=int, default=8, help="typed answers per episode (1-9; default 8)")
     parser.add_argument("--repeats", type=int, default=3, help="episodes (default 3)")
     parser.add_argument("--json", dest="json_path", help="also write the figures to this JSON file")
-    args = parser.parse_args(argv)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Measure the chosen layers (see :func:`add_arguments`), print the figures; returns the exit
+    status (2 for bad options)."""
     layers = [x.strip() for x in args.layers.split(",") if x.strip()]
     bad = sorted(set(layers) - set(LAYERS))
     if bad or not 1 <= args.answers <= 9 or args.repeats < 1:
-        parser.error(f"--layers from {list(LAYERS)}, --answers 1-9, --repeats >= 1 (got layers {bad or layers})")
-    result = run(layers, args.answers, args.repeats)
+        print(f"error: --layers from {list(LAYERS)}, --answers 1-9, --repeats >= 1 (got layers {bad or layers})", file=sys.stderr)
+        return 2
+    result = measure(layers, args.answers, args.repeats)
     _print(result)
     if args.json_path:
         with open(args.json_path, "w", encoding="utf-8") as fh:
             json.dump(result, fh, indent=2)
     return 0
+
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    """``python -m workbench.bench play [options]`` with ``argv`` as the options; returns the exit status."""
+    from workbench.bench import main as bench_main
+
+    return bench_main(["play", *(sys.argv[1:] if argv is None else argv)])
 
 
 if __name__ == "__main__":
