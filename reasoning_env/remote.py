@@ -137,7 +137,7 @@ class Replicas:
         except Exception:
             try:
                 client.close()
-            except Exception:
+            except Exception:  # noqa: BLE001 - cleaning up after a failed connect must not hide its error
                 pass
             raise
         with self._lock:
@@ -212,7 +212,7 @@ class RemoteEnv:
                 self._client = self.replicas.connect(url)
                 self.url = url
                 return
-            except Exception as exc:  # ConnectionError and friends: try the next replica
+            except Exception as exc:  # noqa: BLE001 - any failure to connect (OSError, ServerError, timeouts): try the next replica
                 errors.append(f"{url}: {exc}")
                 self.replicas.mark_down(url)
         raise EpisodeLostError("no environment server could be reached: " + "; ".join(errors)
@@ -225,7 +225,7 @@ class RemoteEnv:
         if client is not None:
             try:
                 client.close()
-            except Exception:
+            except Exception:  # noqa: BLE001 - the session is being dropped anyway (often because it died)
                 pass
         if self.replicas is not None and url is not None:
             self.replicas.release(url)
@@ -281,7 +281,7 @@ class RemoteEnv:
         seed = self._reset_args.get("seed")
         failed = [self.url or ""]
         self._drop(failed=True)
-        for attempt in range(self.replays):
+        for _attempt in range(self.replays):
             try:
                 self._open(exclude=failed)
             except EpisodeLostError as exc:

@@ -395,7 +395,7 @@ def _from_folder(folder: str, key: str) -> Any:
         if tok is None:
             tok = AutoTokenizer.from_pretrained(folder)
             with _tok_lock:
-                for dropped_key, dropped in _vocabs.put(key, tok):
+                for _dropped_key, dropped in _vocabs.put(key, tok):
                     _names.drop_values(lambda lt, d=dropped: lt.tokenizer is d)
     return tok
 
@@ -409,7 +409,7 @@ def _load_uncached(name: str, allow_local: bool) -> LoadedTokenizer:
         if os.path.isdir(path):
             try:
                 return LoadedTokenizer(name, _from_folder(path, _fingerprint(path)), "local")
-            except Exception as exc:
+            except Exception as exc:  # noqa: BLE001 - a Hugging Face load raises many types (OSError, ValueError, Hub HTTP errors)
                 raise TokenizerLoadError(f"tokenizer folder {name!r} could not be loaded: {type(exc).__name__}: {exc}") from None
     # Hub ids resolve through huggingface_hub to its cache folder, never to a folder of the same
     # name under the working directory (transformers would try that first).
@@ -418,21 +418,21 @@ def _load_uncached(name: str, allow_local: bool) -> LoadedTokenizer:
     folder = None
     try:
         folder = snapshot_download(name, local_files_only=True, allow_patterns=list(TOKENIZER_FILES))
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - not cached, in whatever form huggingface_hub says it: the next fallback
         tried.append(f"not in the local HF cache ({type(exc).__name__})")
     origin = "hf_cache"
     if folder is None and hub_reachable():
         try:
             folder = snapshot_download(name, allow_patterns=list(TOKENIZER_FILES))
             origin = "hub"
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - a Hugging Face load raises many types (OSError, ValueError, Hub HTTP errors): recorded in the message
             tried.append(f"Hub load failed ({type(exc).__name__}: {_redact(str(exc))[:200]})")
     elif folder is None:
         tried.append("the Hub is unreachable (or HF_HUB_OFFLINE is set)")
     if folder is not None:
         try:
             return LoadedTokenizer(name, _from_folder(folder, _fingerprint(folder)), origin)
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - a Hugging Face load raises many types (OSError, ValueError, Hub HTTP errors): recorded in the message
             tried.append(f"its files did not load ({type(exc).__name__}: {_redact(str(exc))[:200]})")
     spec = embedded_spec_for(name)
     if spec is not None:

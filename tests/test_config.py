@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from pydantic import ValidationError
 
 from reasoning_env import ConfigError, EnvConfig
 
@@ -91,7 +92,7 @@ def test_invalid_yaml_settings_name_the_file(tmp_path):
 
 def test_config_is_immutable_and_replace_validates():
     c = EnvConfig()
-    with pytest.raises(Exception):
+    with pytest.raises(ValidationError, match="frozen"):
         c.num_questions = 3  # type: ignore[misc]
     assert c.replace(num_questions=3).num_questions == 3
     with pytest.raises(ConfigError):

@@ -93,16 +93,16 @@ def test_environment_prepares_golds_when_pools_load(caplog) -> None:
     grader = Grader(use_worker=False)
     env = ReasoningEconomicsEnv(EnvConfig(num_questions=2), pools=PoolSet(pools={"t": questions}), grader=grader)
     with caplog.at_level(logging.WARNING, logger="reasoning_env.grading.gold"):
-        env.pools
+        _ = env.pools
     assert UNPARSEABLE in grader.gold_issues()
     assert any("outside the fast grader" in r.getMessage() for r in caplog.records)
     caplog.clear()
     with caplog.at_level(logging.WARNING, logger="reasoning_env.grading.gold"):
-        env.pools  # prepared once per environment, not at every access
+        _ = env.pools  # prepared once per environment, not at every access
     assert not caplog.records
     other = ReasoningEconomicsEnv(EnvConfig(num_questions=2), pools=PoolSet(pools={"t": questions}), grader=Grader(use_worker=False))
     with caplog.at_level(logging.WARNING, logger="reasoning_env.grading.gold"):
-        other.pools  # a second environment (e.g. the next server session): no repeated warning
+        _ = other.pools  # a second environment (e.g. the next server session): no repeated warning
     assert not caplog.records
 
 

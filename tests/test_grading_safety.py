@@ -45,7 +45,7 @@ PAYLOADS = [
     rf"\boxed{{eval(\"open('{MARKER}','w')\")}}",
     rf"\boxed{{exec(\"open('{MARKER}','w').close()\")}}",
     rf"\boxed{{(lambda: open('{MARKER}','w'))()}}",
-    rf"\boxed{{().__class__.__base__.__subclasses__()}}",
+    r"\boxed{().__class__.__base__.__subclasses__()}",
     rf"The answer is: __import__('os').system('touch {MARKER}')",
     rf"#### __import__('os').system('touch {MARKER}')",
     rf"$\boxed{{\text{{{{__import__('os').system('touch {MARKER}')}}}}}}$",

@@ -225,7 +225,7 @@ def test_smoke_run_folder_loads_in_the_workbench(smoke_run):
     assert {"group", "member", "train_step"} <= set(run.steps.columns)
     n_steps = sum(len(tr.steps) for call in calls for tr in call["traces"])
     assert len(run.steps) == n_steps
-    for (group, member), rows in run.steps.groupby(["group", "member"]):
+    for _key, rows in run.steps.groupby(["group", "member"]):
         assert rows["seed"].nunique() == 1
     per_group = run.steps.groupby("group")["seed"].nunique()
     assert (per_group == 1).all()

@@ -10,7 +10,7 @@ import torch
 from reasoning_env.models import ReasoningEconomicsAction
 from reasoning_env.conversation import ChatFormat
 from training.envs import InProcessEnvFactory, RemoteEnvFactory, as_obs
-from training.generation import Generation, SamplingConfig, TransformersBackend, cut_generation, sampled_logprobs
+from training.generation import SamplingConfig, TransformersBackend, cut_generation, sampled_logprobs
 from training.models import eos_token_ids
 from training.rollout import EpisodeRunner, EpisodeSpec, RolloutLimits
 from training_helpers import SHARED_DATA, ScriptedBackend, gold_lookup, last_question, tiny_env_config, tiny_policy

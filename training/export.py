@@ -73,7 +73,7 @@ def export_checkpoint(checkpoint: str, output: str, *, base_model: Optional[str]
             )
         try:
             model = AutoModelForCausalLM.from_pretrained(base, dtype=torch_dtype)
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - a Hugging Face load raises many types (OSError, ValueError, Hub HTTP errors)
             raise ExportError(f"could not load base model {base!r}: {type(exc).__name__}: {str(exc)[:300]}") from None
         model = PeftModel.from_pretrained(model, str(ckpt)).merge_and_unload()
     else:
@@ -87,7 +87,7 @@ def export_checkpoint(checkpoint: str, output: str, *, base_model: Optional[str]
     if tok_src is not None:
         try:
             AutoTokenizer.from_pretrained(str(tok_src)).save_pretrained(str(out))
-        except Exception as exc:  # the model is saved; say what is missing
+        except Exception as exc:  # noqa: BLE001 - the model is saved; say what is missing
             print(f"warning: tokenizer not copied ({exc}); copy it into {out} before evaluating", file=sys.stderr)
     from reasoning_env.policies.llm import EPISODE_FORMAT_FILE
 

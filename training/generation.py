@@ -30,7 +30,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Optional, Sequence
 
 

@@ -189,7 +189,7 @@ def cuda_available() -> bool:
         import torch
 
         return bool(torch.cuda.is_available())
-    except Exception:
+    except (ImportError, RuntimeError):  # no torch, or a broken CUDA install
         return False
 
 

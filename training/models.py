@@ -106,7 +106,7 @@ def load_tokenizer(name: str) -> Any:
 
     try:
         tok = AutoTokenizer.from_pretrained(str(name))
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - a Hugging Face load raises many types (OSError, ValueError, Hub HTTP errors)
         raise ModelLoadError(
             f"could not load the tokenizer of {name!r}: {type(exc).__name__}: {str(exc)[:300]}. "
             "Pass a local model folder or a Hub id reachable from here (or pre-fill the HF cache)."
@@ -184,7 +184,7 @@ def load_policy(
         raise ModelLoadError(f"dtype must be auto, float32, bfloat16 or float16, got {dtype!r}")
     try:
         model = AutoModelForCausalLM.from_pretrained(path if os.path.isdir(path) else name, dtype=torch_dtype)
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - a Hugging Face load raises many types (OSError, ValueError, Hub HTTP errors)
         raise ModelLoadError(
             f"could not load model {name!r}: {type(exc).__name__}: {str(exc)[:300]}. "
             "Pass a local model folder or a Hub id reachable from here."
@@ -200,7 +200,7 @@ def require_cuda(feature: str = "--unsloth") -> None:
         import torch
 
         has_cuda = torch.cuda.is_available()
-    except Exception:
+    except (ImportError, RuntimeError):  # no torch, or a broken CUDA install
         has_cuda = False
     if not has_cuda:
         raise ModelLoadError(f"{feature} {GPU_REQUIRED} (torch.cuda.is_available() is False)")

@@ -353,7 +353,7 @@ class _LiveEpisode:
         self.done = True
         try:
             self.session.close()
-        except Exception:  # a dropped remote session must not lose the episode
+        except Exception:  # noqa: BLE001 - a dropped remote session must not lose the episode
             pass
 
 
@@ -430,7 +430,7 @@ class EpisodeRunner:
             gens = self.backend.generate(contexts, caps, call_max_tokens=call_max)
             latency = time.perf_counter() - t0
             pairs = list(zip(live, gens[: len(live)]))
-            self._map(lambda p: p[0].apply(p[1], latency), pairs)
+            self._map(lambda p, latency=latency: p[0].apply(p[1], latency), pairs)
         return [e.trace for e in eps]
 
     def play_sequential(self, specs: list[EpisodeSpec]) -> list[EpisodeTrace]:

@@ -65,11 +65,11 @@ import sys
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Iterable, Optional, Union
+from typing import Iterable, Optional, Union
 
 import pandas as pd
 
-from reasoning_env.config import EnvConfig
+from reasoning_env.config import ConfigError, EnvConfig
 from reasoning_env.records import EPISODE_COLUMNS, STEP_COLUMNS, EpisodeRow, StepRow
 from reasoning_env.errors import ReasoningEconomicsError
 
@@ -253,7 +253,7 @@ def load_run(path: Union[str, Path]) -> Run:
     if (p / "config.yaml").is_file():
         try:
             config = EnvConfig.from_yaml(p / "config.yaml")
-        except Exception as exc:  # a config written by a newer version
+        except ConfigError as exc:  # a config written by a newer version
             notes.append(f"config.yaml not loaded: {exc}")
     steps = pd.read_parquet(p / "trajectories.parquet") if (p / "trajectories.parquet").is_file() else pd.DataFrame(columns=list(STEP_COLUMNS))
     episodes = pd.read_parquet(p / "episodes.parquet") if (p / "episodes.parquet").is_file() else pd.DataFrame(columns=list(EPISODE_COLUMNS))

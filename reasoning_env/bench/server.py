@@ -216,7 +216,7 @@ async def run_load(url: str, questions: dict[str, Any], sessions: int, phases: S
                       "start": snapshot()}
             queue = iter(range(first_episode, first_episode + episodes))
 
-            async def worker(k: int) -> None:
+            async def worker(k: int, rate: float = rate, queue=queue, record: dict = record) -> None:
                 pacer = None
                 if rate > 0:  # start the sessions spread over one interval
                     interval = sessions / rate

@@ -362,7 +362,7 @@ class SolverCurves:
                     continue
                 types[t] = cur
                 fits[rep.group] = rep.to_dict()
-        src = f"fit: {n} rows, families {groups}" + (f", per type" if per == "type" else "") + f", length {x}" + (f"; {'; '.join(notes)}" if notes else "")
+        src = f"fit: {n} rows, families {groups}" + (", per type" if per == "type" else "") + f", length {x}" + (f"; {'; '.join(notes)}" if notes else "")
         return cls(families=fams, types=types, default_difficulty=dict(base.default_difficulty), source=src, fits=fits)
 
 

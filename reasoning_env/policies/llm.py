@@ -51,7 +51,7 @@ from reasoning_env.conversation import (
     check_format,
 )
 from reasoning_env.policies.base import BasePolicy, EpisodeInfo, PolicyError, PolicyOutput, obs_get
-from reasoning_env.prompting import SYSTEM_PROMPT, build_messages
+from reasoning_env.prompting import SYSTEM_PROMPT
 
 #: File a training run writes next to its weights: the episode format the model was trained in.
 EPISODE_FORMAT_FILE = "episode_format.json"
@@ -510,7 +510,7 @@ class TransformersPolicy(_ConversationPolicy):
                 raise PolicyError("TransformersPolicy: pass a tokenizer when model is an object")
             try:
                 self._tok = AutoTokenizer.from_pretrained(self._tok_ref)
-            except Exception as exc:
+            except Exception as exc:  # noqa: BLE001 - a Hugging Face load raises many types (OSError, ValueError, Hub HTTP errors)
                 raise PolicyError(f"could not load tokenizer {self._tok_ref!r}: {type(exc).__name__}: {exc}") from None
         if self._model is None:
             try:
@@ -518,7 +518,7 @@ class TransformersPolicy(_ConversationPolicy):
                 if self.dtype and self.dtype != "auto":
                     kwargs["dtype"] = getattr(torch, self.dtype)
                 self._model = AutoModelForCausalLM.from_pretrained(self._model_ref, **kwargs)
-            except Exception as exc:
+            except Exception as exc:  # noqa: BLE001 - a Hugging Face load raises many types (OSError, ValueError, Hub HTTP errors)
                 raise PolicyError(f"could not load model {self._model_ref!r}: {type(exc).__name__}: {exc}") from None
         device = self.device or ("cuda" if torch.cuda.is_available() else "cpu")
         self.device = device

@@ -55,7 +55,7 @@ MIN_RESPONSE_TOKENS = 1
 
 def question_uniform(seed: int, question_id: str) -> float:
     """The seeded uniform draw of a question in an episode: ``sha256("seed|id")`` -> [0, 1)."""
-    h = hashlib.sha256(f"{int(seed)}|{question_id}".encode("utf-8")).hexdigest()
+    h = hashlib.sha256(f"{int(seed)}|{question_id}".encode()).hexdigest()
     return int(h[:15], 16) / float(16**15)
 
 

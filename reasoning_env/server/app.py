@@ -159,7 +159,7 @@ def create_server_app(
     fallback = FairFallback(WorkerPool(settings.grading_workers, nice=FALLBACK_NICE), settings.fallback_cap_per_client)
     grader = Grader(timeout_s=config.grading_timeout_s, pool=fallback)
     factory = functools.partial(ServedReasoningEconomicsEnv, config, pools=pools, grader=grader, settings=settings)
-    factory().pools  # prepares the golds and starts the fallback's workers in the background
+    _ = factory().pools  # prepares the golds and starts the fallback's workers in the background
 
     app = FastAPI(
         title="Reasoning Economics Workbench: OpenEnv server",

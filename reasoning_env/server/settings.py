@@ -268,10 +268,10 @@ ENV_VARS = ("REE_CONFIG", *CONFIG_VARS, *SETTINGS_VARS, "REE_CACHE_DIR")
 def _read(environ: Mapping[str, str], table: dict[str, tuple[str, Callable[[str, str], Any]]]) -> dict[str, tuple[str, Any]]:
     """``{field: (variable, parsed value)}`` for the variables of ``table`` that are set (non-blank)."""
     out = {}
-    for var, (field, parse) in table.items():
+    for var, (name, parse) in table.items():
         raw = (environ.get(var) or "").strip()
         if raw:
-            out[field] = (var, parse(raw, var))
+            out[name] = (var, parse(raw, var))
     return out
 
 
@@ -310,9 +310,9 @@ def settings_from_env(environ: Optional[Mapping[str, str]] = None) -> ServerSett
     """
     environ = os.environ if environ is None else environ
     values = _read(environ, SETTINGS_VARS)
-    for field, (var, value) in values.items():
+    for name, (var, value) in values.items():
         try:  # check each value alone, so that the error names its variable
-            ServerSettings(**{field: value})
+            ServerSettings(**{name: value})
         except ServerConfigError as exc:
             raise ServerConfigError(f"{var}: {exc}") from None
-    return ServerSettings(**{field: value for field, (_, value) in values.items()})
+    return ServerSettings(**{name: value for name, (_, value) in values.items()})

@@ -97,7 +97,7 @@ class _Trimmer:
         self._fn = None
         name = ctypes.util.find_library("c")
         try:
-            self._fn = getattr(ctypes.CDLL(name), "malloc_trim") if name else None
+            self._fn = ctypes.CDLL(name).malloc_trim if name else None
         except (OSError, AttributeError):
             self._fn = None
         self._last = 0.0

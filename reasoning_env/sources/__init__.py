@@ -33,14 +33,17 @@ from reasoning_env.sources.base import (
     validate_spec,
 )
 
-# Import the source modules so they register themselves.
-from reasoning_env.sources import metamathqa as _metamathqa  # noqa: E402,F401
-from reasoning_env.sources import numina_tir as _numina_tir  # noqa: E402,F401
-from reasoning_env.sources import gsm8k as _gsm8k  # noqa: E402,F401
-from reasoning_env.sources import math500 as _math500  # noqa: E402,F401
-from reasoning_env.sources import hf_dataset as _hf_dataset  # noqa: E402,F401
-from reasoning_env.sources import reasoning_gym_source as _reasoning_gym  # noqa: E402,F401
-from reasoning_env.sources import builtin as _builtin  # noqa: E402,F401
+# Import the source modules so they register themselves. The order is the registry's order (what
+# available() lists and the app shows), so the import sorter leaves it as written.
+# isort: off
+from reasoning_env.sources import metamathqa as _metamathqa  # noqa: F401
+from reasoning_env.sources import numina_tir as _numina_tir  # noqa: F401
+from reasoning_env.sources import gsm8k as _gsm8k  # noqa: F401
+from reasoning_env.sources import math500 as _math500  # noqa: F401
+from reasoning_env.sources import hf_dataset as _hf_dataset  # noqa: F401
+from reasoning_env.sources import reasoning_gym_source as _reasoning_gym  # noqa: F401
+from reasoning_env.sources import builtin as _builtin  # noqa: F401
+# isort: on
 
 logger = logging.getLogger(__name__)
 

@@ -223,7 +223,7 @@ def load_hf_rows(
             datasets.disable_progress_bars()
             ds = datasets.load_dataset(hf_id, hf_config, split=split, revision=revision)
             return _cap(ds.to_list(), options), f"hub:{hf_id}"
-        except Exception as exc:  # network errors, gated datasets...
+        except Exception as exc:  # noqa: BLE001 - network errors, gated datasets...: recorded in the message
             tried.append(f"Hub load of {hf_id!r} failed: {type(exc).__name__}: {exc}")
     else:
         tried.append("the Hugging Face Hub is unreachable (or HF_HUB_OFFLINE is set)")
@@ -232,7 +232,7 @@ def load_hf_rows(
         from huggingface_hub import snapshot_download
 
         local = snapshot_download(hf_id, repo_type="dataset", revision=revision, local_files_only=True)
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - not cached, in whatever form huggingface_hub says it: the next fallback
         local = None
         tried.append(f"no copy of {hf_id!r} in the local HF cache ({type(exc).__name__})")
     if local is not None:
@@ -242,7 +242,7 @@ def load_hf_rows(
             datasets.disable_progress_bars()
             ds = datasets.load_dataset(local, hf_config, split=split)
             return _cap(ds.to_list(), options), f"cache:{hf_id}"
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - a Hugging Face load raises many types (OSError, ValueError, Hub HTTP errors): recorded in the message
             tried.append(f"the cached copy of {hf_id!r} could not be loaded ({type(exc).__name__}: {exc})")
 
     raise SourceUnavailable(

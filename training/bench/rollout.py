@@ -182,7 +182,7 @@ def measure(args: argparse.Namespace) -> dict:
     def case_result(case: str) -> dict:
         lock_rows, seq_rows = results[(case, "lockstep")], results[(case, "sequential")]
         lock, seq = summarise(lock_rows), summarise(seq_rows)
-        ratios = [s["seconds"] / l["seconds"] for s, l in zip(seq_rows, lock_rows)]
+        ratios = [s["seconds"] / lk["seconds"] for s, lk in zip(seq_rows, lock_rows)]
         same = questions[(case, "lockstep")] == questions[(case, "sequential")]
         return {
             "lockstep": lock,

@@ -106,7 +106,7 @@ def warn(message: str) -> None:
     """Show a warning toast in the page (a no-op outside a Gradio request)."""
     try:
         gr.Warning(message)
-    except Exception:  # outside a request context
+    except Exception:  # noqa: BLE001 - outside a request context Gradio raises; the log keeps the message
         logger.warning(message)
 
 

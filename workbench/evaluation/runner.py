@@ -336,11 +336,11 @@ def evaluate(
         return lambda: ReasoningEconomicsEnv(cond.config, pools=env_pools, grader=grader)
 
     # Warm up what every policy needs (tokenizer, grader imports) so per-policy wall_s is comparable.
-    try:
-        from reasoning_env.tokenization import get_tokenizer
+    from reasoning_env.tokenization import TokenizerLoadError, get_tokenizer
 
+    try:
         get_tokenizer(config.tokenizer_name)
-    except Exception:  # reported by the env on reset
+    except TokenizerLoadError:  # reported by the env on reset
         pass
     grader.grade("\\boxed{1}", "2")
     # one oracle cache per condition, shared by every policy's regret and the oracle policy

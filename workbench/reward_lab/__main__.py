@@ -56,9 +56,9 @@ def bench(steps: int = 10_000, repeat: int = 5, text: bool = True, out=sys.stdou
     if text:
         specs.update(TEXT_SPECS)
     for label, spec in specs.items():
-        rows.append(dict(what=f"rescore {label}", ms=_best_ms(lambda: rs.rescore(spec), repeat)))
+        rows.append(dict(what=f"rescore {label}", ms=_best_ms(lambda spec=spec: rs.rescore(spec), repeat)))
         if label in TEXT_SPECS:
-            rows.append(dict(what=f"rescore {label}, first call (texts scanned)", ms=_best_ms(lambda: Rescorer(frame).rescore(spec), 1) - rows[0]["ms"]))
+            rows.append(dict(what=f"rescore {label}, first call (texts scanned)", ms=_best_ms(lambda spec=spec: Rescorer(frame).rescore(spec), 1) - rows[0]["ms"]))
     rows.append(dict(what="prepare + rescore seed, end to end", ms=_best_ms(lambda: Rescorer(frame).rescore("economics"), repeat)))
     table = pd.DataFrame(rows)
     print(f"re-scoring benchmark: {len(frame):,} steps, {frame['episode'].nunique():,} episodes "
