@@ -70,14 +70,14 @@ class EnvConfig(BaseModel):
     # Episode shape and budget
     num_questions: int = Field(10, ge=1, le=10_000, description="Questions per episode.")
     budget_ratio: float = Field(4.0, gt=0, le=1000, description="Budget = ratio x question tokens (tokenizer_native) or x config formula.")
-    total_budget: Optional[int] = Field(None, gt=0, le=MAX_TOTAL_BUDGET, description="Fixed 'config' budget in tokens, used when a reset passes neither total_budget nor tokenizer_name (the contract's priority: client > tokenizer_native > config); None = the formula.")
+    total_budget: Optional[int] = Field(None, gt=0, le=MAX_TOTAL_BUDGET, description="Fixed 'config' budget in tokens, used when a reset passes neither " "total_budget nor tokenizer_name (the contract's priority: client > " "tokenizer_native > config); None = the formula.")
     min_tokens: int = Field(10, ge=0, description="Hard-cap mode ends the episode when the remaining budget drops below this.")
     max_tokens: int = Field(800, ge=1, description="Upper end of the config budget formula (abstract units).")
     max_tokens_per_step: int = Field(2048, ge=1, description="Generation cap per step that policies and trainers should apply (tokens).")
 
     # Budget modes
-    hard_cap_mode: bool = Field(True, description="True: clip each step's spend to the remaining budget and stop when it runs dry. False: soft budget, overspend penalised.")
-    grade_beyond_budget: bool = Field(False, description="Hard-cap mode: also grade the tokens that did not fit in the remaining budget (the seed's behaviour). False: only the paid prefix is graded.")
+    hard_cap_mode: bool = Field(True, description="True: clip each step's spend to the remaining budget and stop when it runs " "dry. False: soft budget, overspend penalised.")
+    grade_beyond_budget: bool = Field(False, description="Hard-cap mode: also grade the tokens that did not fit in the remaining budget " "(the seed's behaviour). False: only the paid prefix is graded.")
     soft_allow_negative_budget: bool = Field(True, description="Soft mode: let the remaining budget go negative (else floor at 0).")
     soft_overspend_penalty: float = Field(0.25, ge=0, description="Soft mode: penalty per fair share of cumulative overspend.")
 
@@ -87,18 +87,18 @@ class EnvConfig(BaseModel):
     beta: float = Field(0.05, ge=0, description="Cost penalty weight: beta * max(0, tokens/fair_share - 1).")
     gamma: float = Field(0.1, ge=0, description="Efficiency bonus weight (correct answers): gamma * (1 - tokens/fair_share).")
     lambda_ep: float = Field(0.5, ge=0, description="Episode bonus weight on the final step.")
-    target_utilisation: float = Field(0.9, gt=0, le=2.0, description="Budget utilisation (spent/budget) the episode bonus peaks at (old spelling target_utilization still read, with a warning).")
-    reward: Optional[dict[str, Any]] = Field(None, description="Reward spec for reasoning_env.rewards.build(): {type, weight, params} or {type: combined, rewards: [...]}, types from reasoning_env.rewards.available(); the weights above fill unset economics/budget_aware params. None = the seed economics reward with the weights above. Group rewards (kimi_length, shorter_better, arora_zanette) are rejected: they need a GRPO group.")
+    target_utilisation: float = Field(0.9, gt=0, le=2.0, description="Budget utilisation (spent/budget) the episode bonus peaks at (old spelling " "target_utilization still read, with a warning).")
+    reward: Optional[dict[str, Any]] = Field(None, description="Reward spec for reasoning_env.rewards.build(): {type, weight, params} or " "{type: combined, rewards: [...]}, types from " "reasoning_env.rewards.available(); the weights above fill unset " "economics/budget_aware params. None = the seed economics reward with the " "weights above. Group rewards (kimi_length, shorter_better, arora_zanette) are " "rejected: they need a GRPO group.")
 
     # Data
     sources: list[SourceSpec] = Field(default_factory=_default_sources, min_length=1)
     mix: dict[str, float] = Field(default_factory=dict, description="problem_type -> sampling weight; unlisted types weigh 1.0 (an even mix).")
-    data_dir: Optional[str] = Field(None, description="Folder searched for local data files of every source (e.g. a folder holding gsm8k_test.jsonl and math500_test.jsonl).")
+    data_dir: Optional[str] = Field(None, description="Folder searched for local data files of every source (e.g. a folder holding " "gsm8k_test.jsonl and math500_test.jsonl).")
     offline_fallback: bool = Field(True, description="When the Hub is unreachable, serve the builtin stand-ins for metamathqa / numina_tir.")
 
     # Tokenizer and grading
     tokenizer_name: str = Field(DEFAULT_TOKENIZER_NAME, min_length=1, description="Policy tokenizer (Hub id or local folder) used to count tokens.")
-    allow_config_budget_fallback: bool = Field(False, description="If a reset's tokenizer fails to load, fall back to the config budget (with a warning) instead of raising.")
+    allow_config_budget_fallback: bool = Field(False, description="If a reset's tokenizer fails to load, fall back to the config budget (with a " "warning) instead of raising.")
     grading_timeout_s: float = Field(2.0, gt=0, le=600, description="Wall-clock limit of one grade (seconds).")
 
     seed: Optional[int] = Field(None, ge=0, description="Default episode seed when reset() gets none; None = a fresh seed per reset.")
@@ -134,7 +134,7 @@ class EnvConfig(BaseModel):
             raise ValueError(f"min_tokens ({self.min_tokens}) must not exceed max_tokens ({self.max_tokens})")
         if self.config_budget() > MAX_TOTAL_BUDGET:
             raise ValueError(
-                f"the config budget formula gives {self.config_budget():,} tokens, above the maximum of {MAX_TOTAL_BUDGET:,}; "
+                f"the config budget formula gives {self.config_budget():,} tokens, above the " f"maximum of {MAX_TOTAL_BUDGET:,}; "
                 "lower budget_ratio, num_questions or max_tokens, or set total_budget"
             )
         from reasoning_env.sources import validate_spec  # local import: sources never import config

@@ -264,8 +264,8 @@ class ReasoningEconomicsEnv(Environment[ReasoningEconomicsAction, ReasoningEcono
             budget, source = max(1, int(self.config.budget_ratio * question_tokens)), "tokenizer_native"
             if budget > MAX_TOTAL_BUDGET:
                 raise EpisodeError(
-                    f"the tokenizer-native budget is {budget:,} tokens ({self.config.budget_ratio:g} x {question_tokens:,} "
-                    f"question tokens), above the maximum of {MAX_TOTAL_BUDGET:,}; lower budget_ratio or num_questions, "
+                    f"the tokenizer-native budget is {budget:,} tokens " f"({self.config.budget_ratio:g} x {question_tokens:,} "
+                    f"question tokens), above the maximum of {MAX_TOTAL_BUDGET:,}; lower " "budget_ratio or num_questions, "
                     "or pass total_budget"
                 )
         else:
@@ -347,7 +347,7 @@ class ReasoningEconomicsEnv(Environment[ReasoningEconomicsAction, ReasoningEcono
                 raise EpisodeError(f"{name} is not valid Unicode text (it holds a lone surrogate code point); send UTF-8 text")
         generated = md.get("num_generated_tokens")
         if generated is not None and (isinstance(generated, bool) or not isinstance(generated, int) or generated < 0):
-            raise EpisodeError(f"metadata.num_generated_tokens must be a non-negative integer (token ids the policy generated), got {generated!r}")
+            raise EpisodeError("metadata.num_generated_tokens must be a non-negative integer (token ids the " f"policy generated), got {generated!r}")
 
         if self._done:
             reason = self._done_reason or "episode_already_done"

@@ -68,9 +68,9 @@ class StepRecord(HistoryEntry):
 
     gold_answer: str = Field(..., description="The question's gold answer (revealed only after it was answered).")
     question: str = Field("", description="The question text that was answered.")
-    graded_text: str = Field("response", description="Which text was graded: 'response', 'grading_response', or 'paid_prefix' (hard cap: only the tokens that fit in the remaining budget).")
+    graded_text: str = Field("response", description="Which text was graded: 'response', 'grading_response', or 'paid_prefix' (hard " "cap: only the tokens that fit in the remaining budget).")
     grade_time_s: float = Field(0.0, description="Wall-clock seconds spent grading.")
-    paid_chars: Optional[int] = Field(None, description="Hard cap: characters of the response that fit in the remaining budget and were graded ('paid_prefix'); null when the whole text was graded.")
+    paid_chars: Optional[int] = Field(None, description="Hard cap: characters of the response that fit in the remaining budget and " "were graded ('paid_prefix'); null when the whole text was graded.")
     spent_before: int = Field(0, description="Tokens charged before this step (tokens).")
     remaining_budget_after: int = Field(0, description="Remaining budget after this step (tokens; may be negative in soft mode).")
 
@@ -93,7 +93,7 @@ class ReasoningEconomicsObservation(Observation):
     questions_remaining: int = 0
     budget_per_remaining_question: float = Field(0.0, description="remaining_budget / questions_remaining.")
     accuracy_so_far: float = Field(0.0, description="Correct / answered so far (0 before the first answer).")
-    step_token_cap: int = Field(0, description="Generation cap for the next response (tokens): min(max_tokens_per_step, remaining) in hard-cap mode, else max_tokens_per_step. Policies and trainers apply it; the environment itself clips only at the remaining budget (hard-cap mode).")
+    step_token_cap: int = Field(0, description="Generation cap for the next response (tokens): min(max_tokens_per_step, " "remaining) in hard-cap mode, else max_tokens_per_step. Policies and trainers " "apply it; the environment itself clips only at the remaining budget (hard-cap " "mode).")
     history: list[HistoryEntry] = Field(default_factory=list)
     last_step: Optional[StepRecord] = Field(None, description="What the step that produced this observation did (null after reset).")
     done_reason: Optional[str] = Field(None, description="'all_answered', 'budget_exhausted', 'episode_already_done' or 'no_episode' when done.")

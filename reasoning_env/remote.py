@@ -292,7 +292,7 @@ class RemoteEnv:
                 if self._first is None or not _same(first, self._first) or \
                         first.metadata.get("question_ids") != self._first.metadata.get("question_ids"):
                     raise EpisodeLostError(
-                        f"the episode with seed {seed} could not be replayed on {self.url}: its reset differs from the "
+                        f"the episode with seed {seed} could not be replayed on {self.url}: its reset " "differs from the "
                         "first server's (the replicas serve different configurations)")
                 for past, seen in self._log:
                     again = as_observation(self._client.step(past))

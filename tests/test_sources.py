@@ -159,7 +159,7 @@ def test_rows_without_a_gold_are_skipped_with_one_warning(tmp_path, caplog):
         qs = load_source("jsonl", {"data_files": files, "answer_extraction": "gsm8k"}, OFFLINE)
     assert [q.gold_answer for q in qs] == ["2", "4"]
     assert [r.getMessage() for r in caplog.records if "skipped" in r.getMessage()] == [
-        f"source 'jsonl': answer_extraction 'gsm8k' found no gold answer in 1 of 3 rows of files:{files} (field 'answer'); they are skipped"]
+        "source 'jsonl': answer_extraction 'gsm8k' found no gold answer in 1 of 3 rows " f"of files:{files} (field 'answer'); they are skipped"]
 
 
 def test_detect_gold_format_takes_the_most_common_and_the_last_marker():

@@ -1,4 +1,5 @@
-"""Pytest plugin for the GPU-pins CPU venv (``tests/test_gpu_pins.py`` loads it with ``-p trl_cpu_kernel``): TRL 1.15 on CPU.
+"""Pytest plugin for the GPU-pins CPU venv: TRL 1.15 on CPU (``tests/test_gpu_pins.py`` loads it
+with ``-p trl_cpu_kernel``).
 
 TRL 1.15 (the GPU pin) computes the GRPO loss's per-token log-probs with a Triton kernel
 (``trl.kernels.ChunkedLogProbFunction``) and has no CPU path: ``trl.trainer.utils`` imports it

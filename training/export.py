@@ -69,7 +69,7 @@ def export_checkpoint(checkpoint: str, output: str, *, base_model: Optional[str]
         base = base_model or json.loads(adapter_cfg.read_text()).get("base_model_name_or_path")
         if not base:
             raise ExportError(
-                f"{checkpoint!r} is a LoRA adapter without base_model_name_or_path; pass --base_model (Hub id or folder)"
+                f"{checkpoint!r} is a LoRA adapter without base_model_name_or_path; pass " "--base_model (Hub id or folder)"
             )
         try:
             model = AutoModelForCausalLM.from_pretrained(base, dtype=torch_dtype)

@@ -105,8 +105,8 @@ def episode_trainer_class():
                 metrics["sampling/is_masked_fraction"].append(value)
                 if value > IS_WARN_FRACTION and math.isfinite(value):
                     logger.warning(
-                        "step %d: %.1f%% of the %s were masked or clipped by vLLM importance sampling (mode %s, cap %s); "
-                        "the policy learns from the rest only. Check sampling/importance_sampling_ratio/* and consider "
+                        "step %d: %.1f%% of the %s were masked or clipped by vLLM importance sampling " "(mode %s, cap %s); "
+                        "the policy learns from the rest only. Check " "sampling/importance_sampling_ratio/* and consider "
                         "--vllm_importance_sampling_mode token_truncate",
                         self.state.global_step, 100 * value,
                         "episodes" if args.vllm_importance_sampling_mode.startswith("sequence") else "model tokens",

@@ -567,5 +567,5 @@ def format_comparisons(comparisons: pd.DataFrame, summary: pd.DataFrame, *, metr
                 other = r["policy_b"] if sign > 0 else r["policy_a"]
                 lo, hi = sorted((sign * r["ci_low"], sign * r["ci_high"]))
                 lines.append(f"  {item['best']} - {other}: {sign * r['difference']:+.3f} [{lo:+.3f}, {hi:+.3f}], "
-                             f"p = {r['p_value']:.3g} (Holm {r['p_holm']:.3g}){'' if r['distinguishable'] else '  <- not distinguishable'}")
+                             f"p = {r['p_value']:.3g} (Holm " f"{r['p_holm']:.3g}){'' if r['distinguishable'] else '  <- not distinguishable'}")
     return "\n".join(lines)

@@ -82,7 +82,7 @@ def calibrate(run: Union[str, Path], *, policies: Optional[Sequence[str]] = None
     r = load_run(run)
     steps = r.steps
     if "token_cap" not in steps.columns or steps["token_cap"].isna().all():
-        raise ValueError(f"{str(run)!r} is not a cap sweep (no token_cap column): run python -m workbench.evaluate --caps 64,128,... first")
+        raise ValueError(f"{str(run)!r} is not a cap sweep (no token_cap column): run python -m " "workbench.evaluate --caps 64,128,... first")
     pols = list(policies) if policies else default_fit_policies(r.episodes)
     rows = steps[steps["policy"].isin(pols)]
     if rows.empty:

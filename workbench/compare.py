@@ -298,7 +298,7 @@ def utilisation_figure(runs: RunSet) -> go.Figure:
         text=[f"{u:.2f} · ran dry {d:.0%}" for u, d in zip(g["util"].astype(float), g["dry"].astype(float))], textposition="inside",
         insidetextanchor="start", textfont=dict(color="white"),
         customdata=np.stack([g["dry"].astype(float), g["n"]], axis=1),
-        hovertemplate="%{x}<br>utilisation %{y:.2f}<br>ran dry in %{customdata[0]:.0%} of %{customdata[1]} episodes<extra></extra>",
+        hovertemplate="%{x}<br>utilisation %{y:.2f}<br>ran dry in %{customdata[0]:.0%} of " "%{customdata[1]} episodes<extra></extra>",
     ))
     fig.add_hline(y=1.0, line=dict(color="#333", width=1), annotation_text="budget", annotation_position="top left")
     fig.update_layout(title=title, template="plotly_white", yaxis_title="spent / budget", yaxis=dict(rangemode="tozero"), showlegend=False)
@@ -482,7 +482,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     figs = [intervals(runs), frontier(runs), accuracy_vs_budget(runs), accuracy_vs_tokens(runs), utilisation_figure(runs),
             budget_spend(runs), tokens_by_type(runs), training_curves_figure(runs), held_out_figure(runs)]
     with open(out / "figures.html", "w", encoding="utf-8") as f:
-        f.write("<!DOCTYPE html><html><head><meta charset='utf-8'><title>Run comparison</title></head><body style='max-width:1240px;margin:auto'>")
+        f.write("<!DOCTYPE html><html><head><meta charset='utf-8'><title>Run " "comparison</title></head><body style='max-width:1240px;margin:auto'>")
         for i, fig in enumerate(figs):
             f.write(fig.to_html(full_html=False, include_plotlyjs=i == 0, default_width="100%"))
         f.write("</body></html>")

@@ -129,7 +129,7 @@ def spend_figure(steps: pd.DataFrame, total_budget: int, num_questions: int) -> 
         traces.append(go.Scatter(
             x=x[1:], y=y[1:], mode="markers", name="answer", showlegend=False,
             marker=dict(size=10, color=["#54a24b" if c else "#e45756" for c in ok], line=dict(width=1, color="white")), customdata=custom,
-            hovertemplate="Q%{x} %{customdata[0]}: %{customdata[1]:,} tokens, %{customdata[2]}<br>spent %{y:,} tokens<extra></extra>",
+            hovertemplate="Q%{x} %{customdata[0]}: %{customdata[1]:,} tokens, %{customdata[2]}<br>spent " "%{y:,} tokens<extra></extra>",
         ))
         ymax = max([budget] + y)
     layout = _layout("Cumulative spend vs budget",
@@ -176,7 +176,7 @@ def tokens_per_question_figure(steps: pd.DataFrame, fair_share: Optional[float] 
             traces.append(go.Bar(
                 x=[labels[i] for i in idx], y=[int(r["tokens"][i]) for i in idx], name=ptype, marker_color=type_color(ptype),
                 customdata=custom,
-                hovertemplate=f"%{{x}} {ptype} (difficulty %{{customdata[1]}})<br>%{{y:,}} tokens charged, %{{customdata[0]}}<extra></extra>",
+                hovertemplate=f"%{{x}} {ptype} (difficulty %{{customdata[1]}})<br>%{{y:,}} tokens charged, " f"%{{customdata[0]}}<extra></extra>",
             ))
         clipped = [max(0, int(raw) - int(t)) for raw, t in zip(r["raw_tokens"], r["tokens"])]
         if any(clipped):

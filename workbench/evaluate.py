@@ -65,7 +65,7 @@ class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter, argparse.RawDescrip
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="python -m workbench.evaluate",
-        description="Evaluate policies on seeded episodes of the Reasoning Economics environment and write a run folder.",
+        description="Evaluate policies on seeded episodes of the Reasoning Economics environment " "and write a run folder.",
         formatter_class=_HelpFormatter,
         epilog="policies:\n" + "\n".join(f"  {n:18s} {d['kind']}: {d['summary']}" for n, d in describe_policies().items()),
     )
@@ -88,15 +88,15 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--total-budget", dest="total_budget", type=int, help="fixed budget per episode in tokens (overrides --budget)")
     p.add_argument("--budget-ratio", dest="budget_ratio", type=float, help="the budget formulas' ratio (overrides the config's budget_ratio, default 4)")
     p.add_argument("--budget-ratios", dest="budget_ratios", help="comma list of budget ratios: a budget sweep on the same episodes (accuracy vs budget, frontier)")
-    p.add_argument("--caps", help="comma list of per-question caps (tokens): a calibration sweep (budget = cap x questions); the solver curves "
+    p.add_argument("--caps", help="comma list of per-question caps (tokens): a calibration sweep (budget = cap x " "questions); the solver curves "
                                  "are then fitted to the run and saved as fitted_curves.json (see docs/evaluation.md, Calibration)")
     p.add_argument("--fit-by", dest="fit_by", choices=("type", "family"), default="type", help="with --caps: one curve per problem type (families as fallback) or per family")
     p.add_argument("--baseline-answer", dest="baseline_answer", choices=("solver", "placeholder"), default=None,
-                   help="budget baselines answer like the simulated solver at the length they spend (solver; the default in-process) "
-                        "or with \\boxed{0} (placeholder: the seed's smoke test; the default with --server-url, where gold answers are not known)")
+                   help="budget baselines answer like the simulated solver at the length they spend " "(solver; the default in-process) "
+                        "or with \\boxed{0} (placeholder: the seed's smoke test; the default with " "--server-url, where gold answers are not known)")
     p.add_argument("--curves", help="solver curves JSON (a run folder's curves.json or SolverCurves.save output)")
     p.add_argument("--fit-curves", dest="fit_curves", help="fit the solver curves from this run folder's trajectories first")
-    p.add_argument("--fit-policies", dest="fit_policies", help="comma list of policies whose rows --fit-curves (or --caps) fits (default: all; with --caps the LLM policies when any)")
+    p.add_argument("--fit-policies", dest="fit_policies", help="comma list of policies whose rows --fit-curves (or --caps) fits (default: " "all; with --caps the LLM policies when any)")
     p.add_argument("--resamples", type=int, default=2000, help="bootstrap resamples of the 95%% intervals")
     p.add_argument("--max-response-chars", dest="max_response_chars", type=int, help="truncate stored responses to this many characters")
     p.add_argument("--no-progress", dest="progress", action="store_false", help="no progress bars")
@@ -243,10 +243,10 @@ def main(argv: Optional[list[str]] = None) -> int:
     print()
     print(result.meta["budget_note"])
     print(
-        "acc: correct / questions (unanswered = wrong), 95% CI: bootstrap over episodes; exp_acc: expected under the solver curves "
+        "acc: correct / questions (unanswered = wrong), 95% CI: bootstrap over " "episodes; exp_acc: expected under the solver curves "
         f"({result.meta['curves']}); tok/q: tokens per answered question; util: spent / budget; dry: share of "
         "episodes that ran out of budget; reward columns: mean per episode; regret: oracle allocation's expected "
-        "correct answers minus the policy's, per episode. Paired comparisons: same episodes, sign-flip permutation p-values "
+        "correct answers minus the policy's, per episode. Paired comparisons: same " "episodes, sign-flip permutation p-values "
         "(Holm-adjusted over the pairs); all in comparisons.csv."
     )
     if caps:

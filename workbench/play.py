@@ -751,7 +751,7 @@ class PlaySession:
                     "sources_used": _jsonable(md.get("sources_used")),
                     "curves": self.curves.source,
                     "provenance": {"curves": self.curves.provenance},
-                    "notes": [] if ep.obs.done else [f"saved before the end: {len(ep.results)} of {ep.reset_obs.num_questions} questions answered"],
+                    "notes": [] if ep.obs.done else [f"saved before the end: {len(ep.results)} of {ep.reset_obs.num_questions} " "questions answered"],
                 })
                 writer.add_steps(rows, extras)
                 writer.add_episode(episode, ep_extras)

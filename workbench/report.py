@@ -39,14 +39,18 @@ def report_figures(steps: pd.DataFrame, episodes: pd.DataFrame, summary: Optiona
 
 
 _CSS = """
-body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:1.5rem auto;max-width:1240px;padding:0 12px;color:#222}
-table{border-collapse:collapse;font-size:12.5px;max-width:100%}td,th{border:1px solid #ddd;padding:3px 6px;text-align:right;vertical-align:top}
+body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:1.5rem auto;max-width:1240px;
+  padding:0 12px;color:#222}
+table{border-collapse:collapse;font-size:12.5px;max-width:100%}
+td,th{border:1px solid #ddd;padding:3px 6px;text-align:right;vertical-align:top}
 th{background:#f4f4f4;font-weight:600}td:first-child,th:first-child{text-align:left}
 .ci{display:block;color:#777;font-size:11px;white-space:nowrap}
-.meta{font-size:13px;color:#555;overflow-wrap:anywhere}.note{background:#fffbe6;border:1px solid #f0e0a0;padding:6px 10px;font-size:13px;overflow-wrap:anywhere}
+.meta{font-size:13px;color:#555;overflow-wrap:anywhere}
+.note{background:#fffbe6;border:1px solid #f0e0a0;padding:6px 10px;font-size:13px;overflow-wrap:anywhere}
 .prov{background:#fdecea;border:1px solid #e6a4a0;padding:8px 12px;font-size:14px;overflow-wrap:anywhere}
 .prov b{color:#8a1f17}.ok{background:#eaf6ec;border:1px solid #9fd3a8;padding:8px 12px;font-size:14px}
-pre.json{white-space:pre-wrap;overflow-wrap:anywhere;word-break:break-word;max-width:100%;background:#fafafa;border:1px solid #eee;padding:8px}
+pre.json{white-space:pre-wrap;overflow-wrap:anywhere;word-break:break-word;max-width:100%;background:#fafafa;
+  border:1px solid #eee;padding:8px}
 .plot{max-width:100%;overflow:hidden}
 """
 
@@ -117,7 +121,7 @@ def _provenance(meta: dict[str, Any]) -> str:
     prov = meta.get("provenance") or {}
     warnings = prov.get("warnings") or []
     if not warnings:
-        return "<p class='ok'>Answers come from the evaluated models and the questions from the configured data sources.</p>"
+        return "<p class='ok'>Answers come from the evaluated models and the questions from " "the configured data sources.</p>"
     items = "".join(f"<li>{html.escape(w)}</li>" for w in warnings)
     return f"<div class='prov'><b>Read this first: where these numbers come from.</b><ul>{items}</ul></div>"
 
@@ -126,7 +130,7 @@ def _comparisons(comparisons: Optional[pd.DataFrame], summary: pd.DataFrame) -> 
     if comparisons is None or comparisons.empty:
         return "<p class='meta'>Fewer than two policies with common episodes: nothing to compare.</p>"
     parts = ["<p class='meta'>Policies played the same seeded episodes, so they are compared episode by episode: the mean "
-             "difference, its 95% paired bootstrap interval, and a two-sided sign-flip permutation p-value (Holm-adjusted over "
+             "difference, its 95% paired bootstrap interval, and a two-sided sign-flip " "permutation p-value (Holm-adjusted over "
              "the pairs of each metric). Every pair is in <code>comparisons.csv</code>.</p>"]
     for metric in ("accuracy", "reward", "regret"):
         for item in analysis.indistinguishable(comparisons, summary, metric=metric):
@@ -142,7 +146,7 @@ def _comparisons(comparisons: Optional[pd.DataFrame], summary: pd.DataFrame) -> 
                 sign = 1.0 if r["policy_a"] == item["best"] else -1.0
                 other = r["policy_b"] if sign > 0 else r["policy_a"]
                 lo, hi = sorted((sign * r["ci_low"], sign * r["ci_high"]))
-                rows.append(f"<tr><td>{html.escape(item['best'])} − {html.escape(other)}</td><td>{sign * r['difference']:+.3f}</td>"
+                rows.append(f"<tr><td>{html.escape(item['best'])} − " f"{html.escape(other)}</td><td>{sign * r['difference']:+.3f}</td>"
                             f"<td>[{lo:+.3f}, {hi:+.3f}]</td><td>{r['p_value']:.3g}</td><td>{r['p_holm']:.3g}</td>"
                             f"<td>{'yes' if r['distinguishable'] else 'no'}</td><td>{int(r['episodes'])}</td></tr>")
             parts.append("<table><thead><tr><th>difference</th><th>mean</th><th>95% interval</th><th>p</th><th>p (Holm)</th>"
@@ -166,7 +170,7 @@ def build_report(steps: pd.DataFrame, episodes: pd.DataFrame, summary: pd.DataFr
     if seeds is None:
         seeds = analysis.seed_table(episodes)
     title = f"Evaluation {meta.get('run_id', '')}".strip()
-    parts = [f"<!DOCTYPE html><html><head><meta charset='utf-8'><meta name='viewport' content='width=device-width'><title>{html.escape(title)}</title><style>{_CSS}</style></head><body>"]
+    parts = ["<!DOCTYPE html><html><head><meta charset='utf-8'><meta name='viewport' " f"content='width=device-width'><title>{html.escape(title)}</title><style>{_CSS}</style></head><body>"]
     parts.append(f"<h1>{html.escape(title)}</h1>")
     parts.append(_provenance(meta))
     facts = {k: meta.get(k) for k in ("created_at", "command", "n_episodes", "seeds", "budget_mode", "budget_ratios", "caps", "tokenizer_name", "curves", "server_url")
@@ -181,10 +185,10 @@ def build_report(steps: pd.DataFrame, episodes: pd.DataFrame, summary: pd.DataFr
         parts.append("<h2>Summary</h2>")
         parts.append(_table(summary, _MAIN))
         parts.append(
-            "<p class='meta'>Under each value: its 95% bootstrap interval over episodes (ratios such as accuracy resample each "
-            "episode's counts together). accuracy: correct / questions served (unanswered = wrong); exp. accuracy: under the "
-            "solver curves at the charged tokens; tokens / q: per answered question; regret: the oracle allocation's expected "
-            "correct answers minus the policy's, per episode; frontier: no other row has at least its accuracy with at most "
+            "<p class='meta'>Under each value: its 95% bootstrap interval over episodes " "(ratios such as accuracy resample each "
+            "episode's counts together). accuracy: correct / questions served (unanswered " "= wrong); exp. accuracy: under the "
+            "solver curves at the charged tokens; tokens / q: per answered question; " "regret: the oracle allocation's expected "
+            "correct answers minus the policy's, per episode; frontier: no other row has " "at least its accuracy with at most "
             "its tokens per question.</p>"
         )
         parts.append("<h3>Reward components (mean per episode)</h3>" + _table(summary, _COMPONENTS, intervals=False))
@@ -203,7 +207,7 @@ def build_report(steps: pd.DataFrame, episodes: pd.DataFrame, summary: pd.DataFr
         parts.append("<div class='plot'>" + fig.to_html(full_html=False, include_plotlyjs=first, default_height="440px", default_width="100%") + "</div>")
         first = False
     if seeds is not None and not seeds.empty:
-        parts.append("<h2>Per evaluation seed</h2><p class='meta'>How much one seed's result would have moved (reward_rank: 1 = best "
+        parts.append("<h2>Per evaluation seed</h2><p class='meta'>How much one seed's result would " "have moved (reward_rank: 1 = best "
                      "by mean episode reward among that seed's policies).</p>")
         parts.append(_table(seeds.rename(columns={"reward_rank": "rank"}), [c if c != "reward_rank" else "rank" for c in seeds.columns], intervals=False))
     parts.append("<h2>Figures</h2>")

@@ -9,19 +9,20 @@ Layout of ``<run_dir>/`` (schema version 1):
   ``notes`` (warnings such as a tokenizer fallback); ``policies`` is a list of
   ``{"name", "kind", "class", ...settings}``.
 - ``config.yaml``: the :class:`~reasoning_env.config.EnvConfig` the episodes ran with.
-- ``trajectories.parquet`` and ``trajectories.jsonl``: one row per step,
-  columns :data:`reasoning_env.records.STEP_COLUMNS` (``reward_<component>`` flattened), then
-  any extra columns a writer adds (:meth:`RunWriter.add_steps` ``extras``). Evaluation adds
-  (:data:`EVAL_STEP_EXTRAS`): ``kind`` (policy kind), ``graded_text`` (``response``, ``grading_response`` or ``paid_prefix``), ``expected_correct`` (the solver curve's probability of a correct answer at the charged tokens:
-  the basis of the regret; 0 for no tokens), and ``policy_<key>`` columns from the policy's
-  diagnostics (``policy_target_tokens``: length aimed for; ``policy_tokens``: tokens the
-  generator/endpoint reported; ``policy_prompt_tokens``; ``policy_max_tokens``: the generation
-  cap sent; ``policy_finish_reason``; ``policy_p_correct`` / ``policy_u`` /
-  ``policy_intended_correct``: the simulated solver's probability, seeded draw and decision;
-  ``policy_attempts``: HTTP attempts), present only for policies that report them; and the
-  condition of the episode (:data:`EVAL_CONDITION_EXTRAS`): ``base_seed`` (the evaluation seed),
-  ``budget_ratio`` (the budget formula's ratio; NaN for a fixed budget) and, in a calibration
-  sweep, ``token_cap`` (the per-question cap).
+- ``trajectories.parquet`` and ``trajectories.jsonl``: one row per step, columns
+  :data:`reasoning_env.records.STEP_COLUMNS` (``reward_<component>`` flattened), then any extra
+  columns a writer adds (:meth:`RunWriter.add_steps` ``extras``). Evaluation adds
+  (:data:`EVAL_STEP_EXTRAS`): ``kind`` (policy kind), ``graded_text`` (``response``,
+  ``grading_response`` or ``paid_prefix``), ``expected_correct`` (the solver curve's probability
+  of a correct answer at the charged tokens: the basis of the regret; 0 for no tokens), and
+  ``policy_<key>`` columns from the policy's diagnostics (``policy_target_tokens``: length aimed
+  for; ``policy_tokens``: tokens the generator/endpoint reported; ``policy_prompt_tokens``;
+  ``policy_max_tokens``: the generation cap sent; ``policy_finish_reason``; ``policy_p_correct`` /
+  ``policy_u`` / ``policy_intended_correct``: the simulated solver's probability, seeded draw and
+  decision; ``policy_attempts``: HTTP attempts), present only for policies that report them; and
+  the condition of the episode (:data:`EVAL_CONDITION_EXTRAS`): ``base_seed`` (the evaluation
+  seed), ``budget_ratio`` (the budget formula's ratio; NaN for a fixed budget) and, in a
+  calibration sweep, ``token_cap`` (the per-question cap).
 - ``episodes.parquet``: one row per episode, columns :data:`reasoning_env.records.EPISODE_COLUMNS`,
   then extras; evaluation adds (:data:`EVAL_EPISODE_EXTRAS`) ``kind``, ``unanswered``,
   ``expected_correct`` (sum of the steps'), ``oracle_expected_correct`` (the oracle allocation's

@@ -21,7 +21,6 @@ import argparse
 import importlib
 import sys
 from collections.abc import Mapping, Sequence
-from typing import Optional
 
 __all__ = ["SUBCOMMANDS", "main"]
 
@@ -34,11 +33,11 @@ SUBCOMMANDS = {
 
 
 def main(
-    argv: Optional[Sequence[str]] = None,
+    argv: Sequence[str] | None = None,
     *,
     prog: str = "python -m reasoning_env.bench",
     subcommands: Mapping[str, tuple[str, str]] = SUBCOMMANDS,
-    description: Optional[str] = None,
+    description: str | None = None,
 ) -> int:
     """Run one benchmark of ``subcommands`` (default: the environment's) and return its exit status.
 

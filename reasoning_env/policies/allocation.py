@@ -367,7 +367,7 @@ def solve(tab: Tables, *, tol: float = EXACT_TOL) -> tuple[list[int], int, float
         k = int(np.argmax(lb))
         best, top = float(lb[k]), float(np.max(ub))
         if not math.isfinite(best):
-            raise ValueError("no plan satisfies the lower bounds and the budget (raise the budget or lower the per-question minimum)")
+            raise ValueError("no plan satisfies the lower bounds and the budget (raise the budget or lower " "the per-question minimum)")
         if top - best <= tol * max(1.0, abs(best)) or len(passes) >= _MAX_PASSES:
             break
         open_ = np.flatnonzero(ub > best + tol * max(1.0, abs(best)))
@@ -486,7 +486,7 @@ def optimal_allocation(
         raise ValueError(f"min_tokens must be >= 0 tokens, got {min_tokens}")
     if max_units is not None:
         if reward is not None or not hard_cap_mode or min_tokens > 0:
-            raise ValueError("max_units (a coarse grid) applies to the accuracy objective under a hard cap without an early end; leave it unset for an exact plan")
+            raise ValueError("max_units (a coarse grid) applies to the accuracy objective under a hard cap " "without an early end; leave it unset for an exact plan")
         return _coarse_accuracy(curves, budget, lows, cap, int(max_units))
     roomy = n * cap <= budget and budget - (n - 1) * cap >= min_tokens if hard_cap_mode else n * cap <= math.floor(soft_headroom * budget)
     if reward is None and roomy:

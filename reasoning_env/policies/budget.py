@@ -64,7 +64,7 @@ class BudgetBaseline(BasePolicy):
         """Start an episode. Raises :class:`PolicyError` when the tokenizer is missing."""
         super().reset(info)
         if info.tokenizer is None:
-            raise PolicyError(f"policy {self.name!r} needs the environment's tokenizer {info.tokenizer_name!r} to write exact-length text")
+            raise PolicyError(f"policy {self.name!r} needs the environment's tokenizer " f"{info.tokenizer_name!r} to write exact-length text")
 
     def length(self, obs: Any) -> int:  # pragma: no cover - abstract
         """Tokens to spend on the current question (before clipping to ``step_token_cap``)."""

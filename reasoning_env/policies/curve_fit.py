@@ -129,7 +129,7 @@ def format_fit(fit: dict[str, Any]) -> str:
         e = e if isinstance(e, Estimate) else Estimate(**e)
         lines.append(f"  {name:<8s} {e}")
     hl = fit["hosmer_lemeshow"]
-    lines.append(f"  fit: deviance {fit['deviance']:.1f}, pseudo-R2 {fit['pseudo_r2']:.3f}, Hosmer-Lemeshow chi2 {hl['statistic']:.2f} "
+    lines.append(f"  fit: deviance {fit['deviance']:.1f}, pseudo-R2 {fit['pseudo_r2']:.3f}, " f"Hosmer-Lemeshow chi2 {hl['statistic']:.2f} "
                  f"(df {hl['df']:.0f}, p = {hl['p_value']:.3g})")
     lines.extend(f"  not identified: {u}" for u in fit.get("unidentified") or [])
     return "\n".join(lines)
@@ -269,12 +269,12 @@ def fit_group(
         raise CurveFitError("all rows are " + ("correct" if y[0] == 1 else "wrong") + ": accuracy vs tokens is not identifiable")
     lx = np.log(x)
     if float(np.ptp(lx)) == 0:
-        raise CurveFitError(f"every row has the same {x_name} ({x[0]:g}): accuracy vs length is not identifiable; sweep the per-question cap")
+        raise CurveFitError(f"every row has the same {x_name} ({x[0]:g}): accuracy vs length is not " "identifiable; sweep the per-question cap")
     unidentified: list[str] = []
     vary_d = float(np.ptp(d)) > 0
     X = np.stack([lx, np.ones(n)] + ([d - 1.0] if vary_d else []), axis=1)
     if not vary_d:
-        unidentified.append(f"growth: every row has difficulty {d[0]:g} (no difficulty labels, or one level): kept at the prior's {prior.growth:g}")
+        unidentified.append(f"growth: every row has difficulty {d[0]:g} (no difficulty labels, or one " f"level): kept at the prior's {prior.growth:g}")
     fixed_c: Optional[float]
     if ceiling == "fit":
         fixed_c = None
@@ -291,7 +291,7 @@ def fit_group(
         at_bound = C >= 1.0 - 1e-6 or C <= floor + 2e-3
         if at_bound or not se_c <= CEILING_SE_LIMIT:
             why = "at its bound 1" if C >= 1.0 - 1e-6 else (f"at its bound {floor:g}" if C <= floor + 2e-3 else f"standard error {se_c:.2g} > {CEILING_SE_LIMIT}")
-            unidentified.append(f"ceiling: the rows do not reach the plateau (estimate {C:.3g}, {why}): kept at the prior's {prior.ceiling:g}")
+            unidentified.append(f"ceiling: the rows do not reach the plateau (estimate {C:.3g}, {why}): kept at " f"the prior's {prior.ceiling:g}")
             fixed_c = float(prior.ceiling)
             beta, C, info = _scoring(X, y, floor=floor, ceiling=fixed_c, c0=fixed_c)
             cov = None

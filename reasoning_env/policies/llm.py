@@ -134,7 +134,7 @@ class _ConversationPolicy(BasePolicy):
             self._drop_open_question()
         if self.format == "multi_turn" and conv.answered != idx:
             raise PolicyError(
-                f"{self.name}: the conversation holds {conv.answered} answers but the observation is question {idx + 1}; "
+                f"{self.name}: the conversation holds {conv.answered} answers but the " f"observation is question {idx + 1}; "
                 "answers given by someone else must be passed to record_answer(obs, response)"
             )
         conv.ask(obs)

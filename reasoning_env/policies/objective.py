@@ -21,8 +21,8 @@ two ends (its start and the next cell's start) and, separately, at the worse. Wh
 monotone in the spent budget within a cell, which holds for every registered shape (shares,
 limits and overspend are monotone in it), the first envelope bounds the optimum from above and
 the plan optimal on the second is safe; both plans are re-valued exactly, the better is
-returned, and its distance to the upper bound is the reported ``bound``. Whether a reward reads the spent budget is detected by
-evaluating it at several spends.
+returned, and its distance to the upper bound is the reported ``bound``. Whether a reward reads
+the spent budget is detected by evaluating it at several spends.
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ def _build(reward: Any):
 
     rw = build_reward(reward, context="rescore")
     if getattr(rw, "is_group", False):
-        raise ValueError("group rewards compare the rollouts of a GRPO group; a single policy's optimal allocation is not defined for them (use re-scoring)")
+        raise ValueError("group rewards compare the rollouts of a GRPO group; a single policy's optimal " "allocation is not defined for them (use re-scoring)")
     return rw
 
 

@@ -130,7 +130,7 @@ class SimulatedSolverPolicy(BasePolicy):
         """Start an episode. Raises :class:`PolicyError` without trusted context or tokenizer."""
         super().reset(info)
         if info.tokenizer is None:
-            raise PolicyError(f"policy {self.name!r} needs the environment's tokenizer {info.tokenizer_name!r} to write exact-length text")
+            raise PolicyError(f"policy {self.name!r} needs the environment's tokenizer " f"{info.tokenizer_name!r} to write exact-length text")
         self._plan = None
 
     def _floor_tokens(self) -> int:

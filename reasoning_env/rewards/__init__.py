@@ -171,8 +171,9 @@ def build(config: Any = None) -> Any:
 
 
 def validate_reward_spec(spec: Any, *, context: str = "env") -> None:
-    """Check a reward spec (``None`` is fine). Raises :class:`RewardSpecError` (a ``ValueError``) saying what is wrong; in the
-    ``"env"`` context group rewards are errors that say to use them in training or re-scoring."""
+    """Check a reward spec (``None`` is fine). Raises :class:`RewardSpecError` (a ``ValueError``)
+    saying what is wrong; in the ``"env"`` context group rewards are errors that say to use them in
+    training or re-scoring."""
     if spec is None:
         return
     if not isinstance(spec, (Mapping, str)):

@@ -162,7 +162,7 @@ class CombinedReward:
         }
 
 
-AnyReward = Union[RewardShape, CombinedReward]
+AnyReward = RewardShape | CombinedReward
 
 
 # ---------------------------------------------------------------------- specs
@@ -240,7 +240,7 @@ def normalise_spec(spec: Any, *, _nested: bool = False, _where: str = "reward") 
             raise RewardSpecError(f"{_where}: params must be a mapping, got {type(params).__name__}")
         extra = set(spec) - {"type", "weight", "label", "params", "rewards"} | (set(params) - {"rewards"})
         if extra:
-            raise RewardSpecError(f"{_where}: unknown key(s) {sorted(extra)} for 'combined'; it takes 'rewards' (a list of specs) and 'weight'")
+            raise RewardSpecError(f"{_where}: unknown key(s) {sorted(extra)} for 'combined'; it takes 'rewards' " "(a list of specs) and 'weight'")
         members = spec.get("rewards", params.get("rewards"))
         if not isinstance(members, (list, tuple)) or not members:
             raise RewardSpecError(f"{_where}: 'combined' needs a non-empty 'rewards' list of reward specs")
@@ -278,7 +278,7 @@ def normalise_spec(spec: Any, *, _nested: bool = False, _where: str = "reward") 
         raise RewardSpecError(f"{_where}: 'rewards' belongs to type 'combined', not {rtype!r}")
     unknown = set(params) - names
     if unknown:
-        raise RewardSpecError(f"{_where}: unknown parameter(s) {sorted(unknown)} for reward {rtype!r}; its parameters: {sorted(names) or 'none'}")
+        raise RewardSpecError(f"{_where}: unknown parameter(s) {sorted(unknown)} for reward {rtype!r}; its " f"parameters: {sorted(names) or 'none'}")
     full = {p.name: p.check(params.get(p.name, p.default), rtype) for p in info.params}
     out = {"type": rtype, "weight": weight, "params": full}
     if label is not None:

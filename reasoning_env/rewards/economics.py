@@ -76,7 +76,7 @@ def _economics_episode(rw, e: EpisodeBatch) -> dict[str, np.ndarray]:
 
 @register(
     "economics",
-    summary="The seed reward (default): correctness, efficiency vs the fair share, cost and soft-mode overspend penalties, episode bonus.",
+    summary="The seed reward (default): correctness, efficiency vs the fair share, cost " "and soft-mode overspend penalties, episode bonus.",
     formula=(
         "step: (correct ? correct_reward : wrong_reward) + [correct] gamma (1 - t/F) - beta max(0, t/F - 1) "
         "- [soft] soft_overspend_penalty * max(0, spent_after - B)/F,  F = B/N, t = charged tokens; "
@@ -151,7 +151,7 @@ def difficulty_weight(difficulty: np.ndarray, growth: float) -> np.ndarray:
 
 @register(
     "budget_aware",
-    summary="The seed reward measured against each question's own share (remaining budget per remaining question and/or difficulty-weighted), so harder questions may spend more.",
+    summary="The seed reward measured against each question's own share (remaining budget " "per remaining question and/or difficulty-weighted), so harder questions may " "spend more.",
     formula=(
         "as economics with F replaced by the step's share s in the efficiency and cost terms: "
         "share='remaining': s = max(min_share*F, (B - spent_before)/(N - i)); "
@@ -159,11 +159,11 @@ def difficulty_weight(difficulty: np.ndarray, growth: float) -> np.ndarray:
         "share='both': s = max(min_share*F, (B - spent_before)/(N - i)) * w(d). "
         "Overspend penalty and episode bonus as economics."
     ),
-    source=SEED_SOURCE + "; difficulty-weighted share: this project (a level-d question is given growth^(d-3) fair shares, 2 by default: the tokens a logistic solver needs for even odds double per MATH level, as the default curves of reasoning_env.policies.curves assume)",
+    source=SEED_SOURCE + "; difficulty-weighted share: this project (a level-d question is given " "growth^(d-3) fair shares, 2 by default: the tokens a logistic solver needs " "for even odds double per MATH level, as the default curves of " "reasoning_env.policies.curves assume)",
     scope="step+episode",
     components=COMPONENTS,
     params=ECONOMICS_PARAMS + (
-        Param("share", "remaining", "What each step is measured against: the remaining budget per remaining question, a difficulty-weighted fair share, or both.", kind="choice", choices=("remaining", "difficulty", "both")),
+        Param("share", "remaining", "What each step is measured against: the remaining budget per remaining " "question, a difficulty-weighted fair share, or both.", kind="choice", choices=("remaining", "difficulty", "both")),
         Param("growth", 2.0, "Share ratio between consecutive difficulty levels (2 = doubling per level).", min=1.0, max=4.0, step=0.1, hard_min=1e-6),
         Param("min_share", 0.1, "Floor of the remaining-budget share, in fair shares (when the budget is nearly gone).", min=0.01, max=1.0, step=0.01, unit="fair shares", hard_min=1e-6),
     ),

@@ -75,8 +75,8 @@ def group_mean_std(codes: np.ndarray, n_groups: int, values: np.ndarray, mask: n
 
 @register(
     "kimi_length",
-    summary="Kimi k1.5 group length penalty: within a group, shorter than average earns up to +0.5, longer down to -0.5; wrong answers only get the negative part.",
-    formula="lam = 0.5 - (n - min_n)/(max_n - min_n) over the group (0 if max_n = min_n); correct: lam; wrong: min(0, lam)",
+    summary="Kimi k1.5 group length penalty: within a group, shorter than average earns up " "to +0.5, longer down to -0.5; wrong answers only get the negative part.",
+    formula="lam = 0.5 - (n - min_n)/(max_n - min_n) over the group (0 if max_n = min_n); " "correct: lam; wrong: min(0, lam)",
     source="Kimi Team 2025, 'Kimi k1.5: Scaling Reinforcement Learning with LLMs' (length penalty, section 2.3.3)",
     scope="group",
     components=("kimi_length",),
@@ -88,7 +88,8 @@ class KimiLengthReward(RewardShape):
     """Kimi k1.5 length penalty (component ``kimi_length``); add it to an accuracy reward."""
 
     def step_batch(self, batch: StepBatch) -> dict[str, np.ndarray]:
-        """``{"kimi_length": lam}`` per row (shape ``(len(batch),)``): +0.5 for the group's shortest, -0.5 for its longest; wrong answers keep only the negative part.
+        """``{"kimi_length": lam}`` per row (shape ``(len(batch),)``): +0.5 for the group's shortest,
+        -0.5 for its longest; wrong answers keep only the negative part.
 
         Raises:
             GroupRewardError: the batch has no GRPO groups.
@@ -107,8 +108,8 @@ class KimiLengthReward(RewardShape):
 @register(
     "shorter_better",
     summary="ShorterBetter: correctness plus a penalty on the distance to the group's shortest correct length (SOL).",
-    formula="correctness = alpha 1[correct]; length_penalty = -beta |n - SOL|, SOL = min length of the group's correct rollouts, or the group's mean length if none is correct",
-    source="Yi, Wang & Li 2025, 'ShorterBetter: Guiding Reasoning Models to Find Optimal Inference Length for Efficient Reasoning' (alpha 2.0, beta 0.001)",
+    formula="correctness = alpha 1[correct]; length_penalty = -beta |n - SOL|, SOL = min " "length of the group's correct rollouts, or the group's mean length if none is " "correct",
+    source="Yi, Wang & Li 2025, 'ShorterBetter: Guiding Reasoning Models to Find Optimal " "Inference Length for Efficient Reasoning' (alpha 2.0, beta 0.001)",
     scope="group",
     components=("correctness", "length_penalty"),
     params=(
@@ -147,8 +148,8 @@ class ShorterBetterReward(RewardShape):
 
 @register(
     "arora_zanette",
-    summary="Efficiency-penalised correctness: a correct answer loses up to alpha as its length z-score among the group's correct answers grows.",
-    formula="1[correct] * (1 - alpha * sigmoid((n - mean_c)/std_c)), mean_c/std_c over the group's correct rollouts (z = 0 if std_c = 0)",
+    summary="Efficiency-penalised correctness: a correct answer loses up to alpha as its " "length z-score among the group's correct answers grows.",
+    formula="1[correct] * (1 - alpha * sigmoid((n - mean_c)/std_c)), mean_c/std_c over the " "group's correct rollouts (z = 0 if std_c = 0)",
     source="Arora & Zanette 2025, 'Training Language Models to Reason Efficiently'",
     scope="group",
     components=("arora_zanette",),
@@ -164,7 +165,8 @@ class AroraZanetteReward(RewardShape):
     alpha: float = 0.1
 
     def step_batch(self, batch: StepBatch) -> dict[str, np.ndarray]:
-        """``{"arora_zanette": 1[correct] (1 - alpha sigmoid(z))}`` per row, ``z`` the length z-score among the group's correct rows.
+        """``{"arora_zanette": 1[correct] (1 - alpha sigmoid(z))}`` per row, ``z`` the length
+        z-score among the group's correct rows.
 
         Raises:
             GroupRewardError: the batch has no GRPO groups.

@@ -186,7 +186,7 @@ def register(
             raise ValueError(f"reward {name!r}: fields {sorted(fields)} != declared params {sorted(declared)}")
         for pname, f in fields.items():
             if f.default is dataclasses.MISSING or f.default != declared[pname].default:
-                raise ValueError(f"reward {name!r}: default of {pname!r} is {f.default!r}, metadata says {declared[pname].default!r}")
+                raise ValueError(f"reward {name!r}: default of {pname!r} is {f.default!r}, metadata says " f"{declared[pname].default!r}")
         cls.info = RewardInfo(
             name=name, summary=summary, formula=formula, source=source, scope=scope,
             components=tuple(components), params=tuple(params), needs_text=needs_text, length=length,

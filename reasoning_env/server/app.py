@@ -219,7 +219,7 @@ def create_server_app(
     @app.api_route("/mcp", methods=["GET", "POST"], include_in_schema=False)
     async def mcp_off() -> JSONResponse:
         return JSONResponse(status_code=404, content={"detail": (
-            "this environment exposes no MCP tools, so OpenEnv's /mcp routes are not served; play episodes over "
+            "this environment exposes no MCP tools, so OpenEnv's /mcp routes are not " "served; play episodes over "
             "the WebSocket /ws (reasoning_env.client.ReasoningEconomicsClient)")})
 
     _add_docs(app)

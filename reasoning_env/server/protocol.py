@@ -133,7 +133,7 @@ def parse_message(text: Optional[str], *, max_message_bytes: int, max_response_b
     if len(text) * 4 > max_message_bytes and utf8_len(text) > max_message_bytes:
         raise FrameError(
             f"message of {utf8_len(text):,} bytes exceeds this server's limit of {max_message_bytes:,} bytes per "
-            f"message; a step's response may be at most {max_response_bytes:,} bytes of UTF-8 (REE_MAX_RESPONSE_BYTES)",
+            f"message; a step's response may be at most {max_response_bytes:,} bytes of " "UTF-8 (REE_MAX_RESPONSE_BYTES)",
             "VALIDATION_ERROR", max_response_bytes=max_response_bytes, max_message_bytes=max_message_bytes,
         )
     try:
@@ -183,7 +183,7 @@ def parse_message(text: Optional[str], *, max_message_bytes: int, max_response_b
     for field, value in (("response", action.response), ("metadata.grading_response", grading)):
         if isinstance(value, str) and len(value) > max_response_bytes // 4 and utf8_len(value) > max_response_bytes:
             raise FrameError(
-                f"{field} is {utf8_len(value):,} bytes of UTF-8; this server accepts at most {max_response_bytes:,} bytes "
+                f"{field} is {utf8_len(value):,} bytes of UTF-8; this server accepts at most " f"{max_response_bytes:,} bytes "
                 "(REE_MAX_RESPONSE_BYTES): cut the response or raise the server's cap",
                 "VALIDATION_ERROR", max_response_bytes=max_response_bytes,
             )

@@ -164,11 +164,11 @@ class SessionRegistry:
         for session in list(self._sessions.values()):
             if s.unused_session_timeout_s is not None and not session.used and now - session.opened > s.unused_session_timeout_s:
                 out.append((session, (
-                    f"session closed by the server: no reset or step within {s.unused_session_timeout_s:g} s of opening "
+                    "session closed by the server: no reset or step within " f"{s.unused_session_timeout_s:g} s of opening "
                     "(REE_UNUSED_SESSION_TIMEOUT_S); reconnect and reset when you are ready to play")))
             elif s.session_timeout_s is not None and now - session.last_activity > s.session_timeout_s:
                 out.append((session, (
-                    f"session closed by the server after more than {s.session_timeout_s:g} s without a message "
+                    f"session closed by the server after more than {s.session_timeout_s:g} s " "without a message "
                     "(REE_SESSION_TIMEOUT_S); reconnect and reset to start again (any message, e.g. a state "
                     "request, keeps a session alive)")))
         return out

@@ -176,7 +176,7 @@ class ServerSettings:
         if not name or name == config_tokenizer:
             return None
         if not name.isprintable() or any(0xD800 <= ord(c) <= 0xDFFF for c in name):
-            return "tokenizer_name holds control or surrogate characters; send a Hugging Face model id such as 'Qwen/Qwen3-4B'"
+            return "tokenizer_name holds control or surrogate characters; send a Hugging Face " "model id such as 'Qwen/Qwen3-4B'"
         if len(name) > MAX_TOKENIZER_NAME_CHARS:
             return f"tokenizer_name is {len(name)} characters long; names are at most {MAX_TOKENIZER_NAME_CHARS}"
         if not self.allow_local_tokenizers and not _HUB_ID.match(name):

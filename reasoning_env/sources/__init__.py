@@ -16,7 +16,7 @@ import json
 import logging
 import threading
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Optional
+from typing import Any, Iterable
 
 from reasoning_env.questions import Question
 from reasoning_env.sources.base import (
@@ -101,7 +101,7 @@ def _origin_of(questions: list[Question], name: str) -> str:
     return name
 
 
-def load_source(name: str, options: Optional[dict[str, Any]] = None, ctx: Optional[LoadContext] = None) -> list[Question]:
+def load_source(name: str, options: dict[str, Any] | None = None, ctx: LoadContext | None = None) -> list[Question]:
     """Load one source's questions, cached for the process (same name/options/context, same list).
 
     Raises:
@@ -132,9 +132,9 @@ def load_source(name: str, options: Optional[dict[str, Any]] = None, ctx: Option
 def load_pools(
     specs: Iterable[Any],
     *,
-    data_dir: Optional[str] = None,
+    data_dir: str | None = None,
     offline_fallback: bool = True,
-    hub: Optional[bool] = None,
+    hub: bool | None = None,
 ) -> PoolSet:
     """Load every configured source into per-problem-type pools.
 

@@ -198,7 +198,7 @@ class _MappedSource(QuestionSource):
             )
         if missing:
             logger.warning(
-                "source %r: answer_extraction %r found no gold answer in %d of %d rows of %s (field %r); they are skipped",
+                "source %r: answer_extraction %r found no gold answer in %d of %d rows of %s " "(field %r); they are skipped",
                 self.name, how, missing, len(values), origin, field,
             )
         return golds

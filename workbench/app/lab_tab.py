@@ -122,7 +122,7 @@ class LabTab:
                                       hard_cap_mode=lab.hard_cap_mode, cols=2)
         curves.update_layout(height=340, margin=dict(l=60, r=20, t=80, b=45),
                              title=dict(text=f"Step reward vs tokens: solid correct, dashed wrong (budget {lab.total_budget:,} for "
-                                             f"{lab.num_questions} questions; dotted: fair share {lab.total_budget / max(1, lab.num_questions):,.0f})",
+                                             f"{lab.num_questions} questions; dotted: fair share " f"{lab.total_budget / max(1, lab.num_questions):,.0f})",
                                         font=dict(size=14)))
         download = self._yaml_file(spec, lab, notes)
         yaml_text = spec_to_yaml(spec)
@@ -208,9 +208,9 @@ class LabTab:
         """
         c: dict[str, Any] = {}
         c["lab"] = gr.State(None, time_to_live=6 * 3600)
-        gr.Markdown("Tune a reward with the sliders: the loaded run is **re-scored** at once (counterfactual rewards from its stored tokens "
-                    "and verdicts, no re-grading), the step reward is drawn against tokens, and the **induced allocation** shows how a policy "
-                    "maximising the reward would split a budget over difficulty levels 1-5, next to the accuracy-maximising oracle.")
+        gr.Markdown("Tune a reward with the sliders: the loaded run is **re-scored** at once " "(counterfactual rewards from its stored tokens "
+                    "and verdicts, no re-grading), the step reward is drawn against tokens, and " "the **induced allocation** shows how a policy "
+                    "maximising the reward would split a budget over difficulty levels 1-5, next " "to the accuracy-maximising oracle.")
         with gr.Row(equal_height=False):
             with gr.Column(scale=1, min_width=330, elem_classes=["ree-sidebar"]):
                 with gr.Row(equal_height=True):
@@ -227,7 +227,7 @@ class LabTab:
                 for name in self.names:
                     info = self.meta[name]
                     with gr.Accordion(f"{name} ({info['scope']})", open=True, visible=name == "economics") as acc:
-                        gr.Markdown(f"{esc(info['summary'])}  \n<small>`{esc(info['formula'])}` · {esc(info['source'])}</small>")
+                        gr.Markdown(f"{esc(info['summary'])}  \n<small>`{esc(info['formula'])}` · " f"{esc(info['source'])}</small>")
                         for ctrl in [x for x in self.controls if x.reward == name]:
                             if ctrl.kind == "choice":
                                 comp = gr.Dropdown(list(ctrl.choices or ()), value=ctrl.default, label=ctrl.label, info=ctrl.info)
@@ -246,7 +246,7 @@ class LabTab:
                     c["pareto"] = gr.Plot(show_label=False, elem_id="ree-lab-pareto")
                 c["induced_tokens"] = gr.Plot(show_label=False, elem_id="ree-lab-induced")
                 c["induced_table"] = gr.Dataframe(interactive=False, label="Induced allocation per budget: expected accuracy, regret vs the oracle "
-                                                   "(expected correct answers lost per episode), Spearman(tokens, difficulty), questions skipped / never asked")
+                                                   "(expected correct answers lost per episode), Spearman(tokens, difficulty), " "questions skipped / never asked")
                 c["induced_notes"] = gr.Markdown("")
                 with gr.Accordion("Tuned reward spec (YAML) and saving", open=True):
                     c["spec"] = gr.Code("", language="yaml", label="reward spec", lines=8, interactive=False)

@@ -102,14 +102,14 @@ def data_folder_hint(config: Any) -> Optional[str]:
 # ------------------------------------------------------------------------------- renderers
 def _bar(fraction: float, color: str) -> str:
     pct = max(0.0, min(1.0, fraction)) * 100
-    return (f"<div style='height:8px;border-radius:4px;background:var(--border-color-primary);margin-top:8px;overflow:hidden'>"
+    return ("<div " "style='height:8px;border-radius:4px;background:var(--border-color-primary);margin-top:8px;overflow:hidden'>"
             f"<div style='height:8px;width:{pct:.1f}%;background:{color};border-radius:4px'></div></div>")
 
 
 def _card(title: str, value: str, sub: str, bar: str = "", elem: str = "") -> str:
-    return (f"<div class='ree-gauge' data-gauge='{elem}' style='flex:1 1 150px;min-width:140px;padding:10px 14px;border:1px solid var(--border-color-primary);"
+    return (f"<div class='ree-gauge' data-gauge='{elem}' style='flex:1 1 " "150px;min-width:140px;padding:10px 14px;border:1px solid " "var(--border-color-primary);"
             f"border-radius:10px;background:var(--block-background-fill)'>"
-            f"<div style='font-size:12px;color:var(--body-text-color-subdued);text-transform:uppercase;letter-spacing:.04em'>{title}</div>"
+            "<div " f"style='font-size:12px;color:var(--body-text-color-subdued);text-transform:uppercase;letter-spacing:.04em'>{title}</div>"
             f"<div style='font-size:26px;font-weight:650;font-variant-numeric:tabular-nums;line-height:1.25'>{value}</div>"
             f"<div style='font-size:12.5px;color:var(--body-text-color-subdued)'>{sub}</div>{bar}</div>")
 
@@ -144,9 +144,9 @@ def render_gauges(session: Optional[PlaySession]) -> str:
     html = "<div style='display:flex;gap:10px;flex-wrap:wrap'>" + "".join(cards) + "</div>"
     if obs.done:
         why = {"all_answered": "every question answered", "budget_exhausted": "the budget ran dry"}.get(obs.done_reason or "", obs.done_reason or "")
-        html += (f"<div class='ree-done' style='margin-top:10px;padding:8px 12px;border-radius:8px;background:#ecfdf5;color:#065f46;border:1px solid #a7f3d0'>"
-                 f"<b>Episode over</b>: {esc(why)}. {correct} of {n} correct, {fmt_int(s['spent'])} of {fmt_int(total)} tokens spent, "
-                 f"reward {fmt_float(s['reward'], 3, signed=True)}. Download it or save it as a run below; Reset for a new one.</div>")
+        html += ("<div class='ree-done' style='margin-top:10px;padding:8px " "12px;border-radius:8px;background:#ecfdf5;color:#065f46;border:1px solid " "#a7f3d0'>"
+                 f"<b>Episode over</b>: {esc(why)}. {correct} of {n} correct, " f"{fmt_int(s['spent'])} of {fmt_int(total)} tokens spent, "
+                 f"reward {fmt_float(s['reward'], 3, signed=True)}. Download it or save it as a " "run below; Reset for a new one.</div>")
     return html
 
 
@@ -154,13 +154,13 @@ def render_question(session: Optional[PlaySession]) -> str:
     """Markdown of the current question with its position, type and difficulty."""
     obs = session.observation if session is not None else None
     if obs is None:
-        return "### No episode yet\nChoose the settings on the left and press **Reset** to draw 10 questions and a token budget."
+        return "### No episode yet\nChoose the settings on the left and press **Reset** to " "draw 10 questions and a token budget."
     if obs.done:
-        return f"### Episode over\n{len(session.results)} of {obs.num_questions} questions answered. Press **Reset** for a new episode."
+        return f"### Episode over\n{len(session.results)} of {obs.num_questions} questions " "answered. Press **Reset** for a new episode."
     diff = f"difficulty {obs.difficulty}" if obs.difficulty is not None else "difficulty n/a"
-    return (f"### Question {obs.question_index + 1} of {obs.num_questions} &nbsp;·&nbsp; `{obs.problem_type}` &nbsp;·&nbsp; {diff}\n\n"
+    return (f"### Question {obs.question_index + 1} of {obs.num_questions} &nbsp;·&nbsp; " f"`{obs.problem_type}` &nbsp;·&nbsp; {diff}\n\n"
             f"{_quote(obs.question)}\n\n"
-            f"<small>This answer may use up to **{obs.step_token_cap:,} tokens** before the cap clips it. End it with `\\boxed{{...}}`.</small>")
+            f"<small>This answer may use up to **{obs.step_token_cap:,} tokens** before the " f"cap clips it. End it with `\\boxed{{...}}`.</small>")
 
 
 #: KaTeX delimiters of the question display. ``$...$`` is math only for competition-style types:
@@ -191,7 +191,7 @@ def render_verdict(result: Optional[StepResult]) -> str:
     who = "you" if result.actor == HUMAN else f"`{result.actor}`"
     clipped = ""
     if ls.raw_tokens > ls.tokens:
-        clipped = (f"\n\n<small>The hard cap clipped this answer: {ls.raw_tokens - ls.tokens:,} tokens past the remaining budget "
+        clipped = (f"\n\n<small>The hard cap clipped this answer: {ls.raw_tokens - ls.tokens:,} " "tokens past the remaining budget "
                    "were neither charged nor graded.</small>")
     graded = {"response": "the response", "grading_response": "the visible answer (after </think>)", "paid_prefix": "only the paid prefix"}.get(ls.graded_text, ls.graded_text)
     extracted = f"`{ls.extracted_answer}`" if ls.extracted_answer is not None else "*none found*"
@@ -225,7 +225,7 @@ def render_info(session: Optional[PlaySession]) -> str:
     cfg = session.config
     used = ", ".join(f"{u.get('source')} → {u.get('used')} ({u.get('questions')} questions)" for u in (md.get("sources_used") or []))
     mode = "hard cap" if cfg.hard_cap_mode else "soft budget"
-    return (f"**Budget** {md.get('total_budget'):,} tokens (`{md.get('budget_source')}`, {mode}) · **seed** `{md.get('seed')}` · "
+    return (f"**Budget** {md.get('total_budget'):,} tokens (`{md.get('budget_source')}`, " f"{mode}) · **seed** `{md.get('seed')}` · "
             f"**tokenizer** `{md.get('tokenizer_name')}` ({md.get('tokenizer_origin')})  \n**questions from** {esc(used)}")
 
 
@@ -304,7 +304,7 @@ class PlayTab:
         if last is not None and session.tokenizer is not None:
             ls = last.observation.last_step
             spans = token_spans(session.tokenizer, last.response, charged=ls.tokens if ls.raw_tokens > ls.tokens else None)
-            label = f"Response tokens, as {obs.metadata.get('tokenizer_name')} splits them ({ls.raw_tokens:,} tokens; shades alternate per token" + (", red: past the budget" if ls.raw_tokens > ls.tokens else "") + ")"
+            label = f"Response tokens, as {obs.metadata.get('tokenizer_name')} splits them " f"({ls.raw_tokens:,} tokens; shades alternate per token" + (", red: past the budget" if ls.raw_tokens > ls.tokens else "") + ")"
         path = self._download_path(session)
         return (
             gr.HighlightedText(value=spans, label=label),
@@ -425,7 +425,7 @@ class PlayTab:
             with gr.Column(scale=1, min_width=280, elem_classes=["ree-sidebar"]):
                 gr.Markdown("#### Episode settings")
                 c["sources"] = gr.CheckboxGroup(src_choices, value=base_sources, label="Question sources",
-                                                info="Offline, metamathqa / numina_tir serve builtin stand-ins; gsm8k / math500 need a data folder.")
+                                                info="Offline, metamathqa / numina_tir serve builtin stand-ins; gsm8k / math500 " "need a data folder.")
                 c["budget_mode"] = gr.Radio([(BUDGET_MODE_LABELS[m], m) for m in BUDGET_MODES], value="tokenizer_native", label="Budget")
                 with gr.Row():
                     c["budget_ratio"] = gr.Number(cfg.budget_ratio, label="Budget ratio", minimum=0.01, step=0.5, min_width=100)

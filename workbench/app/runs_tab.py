@@ -78,7 +78,7 @@ class RunsTab:
         if not keep and found:
             keep = [str(e.path) for e in found[:DEFAULT_SELECTION]]
         status = f"{len(found)} run folder(s) under `{root}`." if found else (
-            f"No run folders under `{root}` yet: run `python -m workbench.evaluate --n_episodes 5`, or save an episode from the Play tab.")
+            f"No run folders under `{root}` yet: run `python -m workbench.evaluate " "--n_episodes 5`, or save an episode from the Play tab.")
         return gr.Dropdown(choices=choices, value=keep, multiselect=True), status
 
     @user_errors

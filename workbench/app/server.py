@@ -125,12 +125,12 @@ def create_app(
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="python app.py",
-        description="Reasoning Economics Workbench: the Gradio workbench at / and the OpenEnv API (/reset, /step, /ws, /health) in one process.",
+        description="Reasoning Economics Workbench: the Gradio workbench at / and the OpenEnv API " "(/reset, /step, /ws, /health) in one process.",
     )
     p.add_argument("--host", default=None, help="interface to bind (default $GRADIO_SERVER_NAME; 0.0.0.0 on a Space, else 127.0.0.1)")
     p.add_argument("--port", type=int, default=None, help=f"TCP port (default $PORT, else $GRADIO_SERVER_PORT, else {DEFAULT_PORT})")
     p.add_argument("--runs-root", "--runs_root", dest="runs_root", default=None, help="folder of run folders (default $WORKBENCH_RUNS_ROOT or runs)")
-    p.add_argument("--curves", default=None, help="solver curves JSON of Play and the Reward lab (default $WORKBENCH_CURVES, else the hand-chosen defaults)")
+    p.add_argument("--curves", default=None, help="solver curves JSON of Play and the Reward lab (default $WORKBENCH_CURVES, " "else the hand-chosen defaults)")
     p.add_argument("--log-level", default="warning", choices=["critical", "error", "warning", "info", "debug"])
     return p
 
@@ -153,7 +153,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     import uvicorn
 
     shown = "localhost" if host in ("0.0.0.0", "127.0.0.1") else host
-    print(f"Reasoning Economics Workbench on http://{shown}:{port}/  (OpenEnv API: /reset /step /ws /health, docs /docs)", flush=True)
+    print(f"Reasoning Economics Workbench on http://{shown}:{port}/  (OpenEnv API: /reset " "/step /ws /health, docs /docs)", flush=True)
     settings = getattr(app.state.reasoning_env, "settings", None)
     max_msg = int(getattr(settings, "max_message_bytes", 0) or 0)
     uvicorn.run(app, host=host, port=port, log_level=args.log_level, ws_max_size=max(16 * 1024 * 1024, 2 * max_msg))

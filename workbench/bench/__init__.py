@@ -10,7 +10,6 @@ Same protocol as :mod:`reasoning_env.bench` (one module per benchmark with ``add
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Optional
 
 from reasoning_env.bench import main as _main
 
@@ -22,6 +21,6 @@ SUBCOMMANDS = {
 }
 
 
-def main(argv: Optional[Sequence[str]] = None) -> int:
+def main(argv: Sequence[str] | None = None) -> int:
     """Run one workbench benchmark (``[command, options...]``); returns its exit status."""
     return _main(argv, prog="python -m workbench.bench", subcommands=SUBCOMMANDS, description=__doc__.splitlines()[0])

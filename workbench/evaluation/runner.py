@@ -156,7 +156,7 @@ def connect_remote(url: Union[str, Sequence[str], Replicas]) -> RemoteEnv:
         env._ensure()
     except ConnectionError as exc:
         raise RuntimeError(
-            f"cannot connect to the environment server at {', '.join(url.urls if isinstance(url, Replicas) else parse_urls(url))} ({exc}); is it running? "
+            "cannot connect to the environment server at " f"{', '.join(url.urls if isinstance(url, Replicas) else parse_urls(url))} " f"({exc}); is it running? "
             "(start one with: python -m reasoning_env.server --port 8000)"
         ) from None
     return env
@@ -172,7 +172,7 @@ def _check_arguments(policies: Sequence[BasePolicy], *, n_episodes: int, budget_
     if n_episodes < 1:
         raise ValueError(f"n_episodes must be >= 1, got {n_episodes}")
     if budget_mode not in BUDGET_MODES or budget_mode == "explicit":
-        raise ValueError(f"budget_mode must be one of ['tokenizer_native', 'config'] (a fixed budget: total_budget), got {budget_mode!r}")
+        raise ValueError("budget_mode must be one of ['tokenizer_native', 'config'] (a fixed budget: " f"total_budget), got {budget_mode!r}")
     names = [p.name for p in policies]
     if not names:
         raise ValueError("no policies to evaluate; pass --policies with at least one of: " + ", ".join(POLICY_NAMES))
@@ -193,7 +193,7 @@ def _check_arguments(policies: Sequence[BasePolicy], *, n_episodes: int, budget_
                 "sends; run them in-process (without --server-url)"
             )
         if sweep:
-            raise ValueError("budget and cap sweeps change the environment's config, which a remote server owns: run them in-process")
+            raise ValueError("budget and cap sweeps change the environment's config, which a remote server " "owns: run them in-process")
     return base_seeds
 
 

@@ -30,7 +30,7 @@ def budget_note(mode: str, total_budget: Optional[int], config: EnvConfig, token
     mean_text = f"mean budget {mean_b:.0f} tokens" if math.isfinite(mean_b) else "no episode finished, so no mean budget"
     toks = ", ".join(tokenizers)
     if caps:
-        return (f"Calibration sweep: per-question caps {', '.join(map(str, caps))} tokens, budget cap x {config.num_questions} questions "
+        return (f"Calibration sweep: per-question caps {', '.join(map(str, caps))} tokens, " f"budget cap x {config.num_questions} questions "
                 f"(the cap is what limits each answer), counted with {toks}.")
     if total_budget is not None:
         return f"Budget: fixed at {total_budget} tokens per episode (--total-budget), counted with {toks}."
@@ -46,8 +46,8 @@ def budget_note(mode: str, total_budget: Optional[int], config: EnvConfig, token
             f"(min_tokens + max_tokens) / 2, or total_budget), counted with {toks}.{sweep}"
         )
     return (
-        f"Budgets are tokenizer-native: int({'budget_ratio' if ratios else f'{config.budget_ratio:g}'} x tokens of the episode's "
-        f"question texts) in the policy tokenizer's units ({toks}); {mean_text} for {config.num_questions} questions.{sweep}"
+        "Budgets are tokenizer-native: " f"int({'budget_ratio' if ratios else f'{config.budget_ratio:g}'} x tokens of " "the episode's "
+        f"question texts) in the policy tokenizer's units ({toks}); {mean_text} for " f"{config.num_questions} questions.{sweep}"
     )
 
 
@@ -71,7 +71,7 @@ def provenance(policies: Sequence[dict], sources_used: Optional[Sequence[dict]],
     warnings = []
     if simulated:
         warnings.append(
-            f"Simulated solver: {', '.join(simulated)} answer with the simulated solver, not a model: their accuracy follows the "
+            f"Simulated solver: {', '.join(simulated)} answer with the simulated solver, " "not a model: their accuracy follows the "
             f"solver curves ({curves.provenance}). Expected accuracy and regret of every policy use those curves too."
         )
     elif models:
@@ -80,7 +80,7 @@ def provenance(policies: Sequence[dict], sources_used: Optional[Sequence[dict]],
         warnings.append(f"Placeholder answers: {', '.join(placeholder)} answer \\boxed{{0}} (a budget smoke test, not a solver).")
     if builtin:
         warnings.append(
-            f"Builtin stand-in questions: {', '.join(map(str, builtin))} could not be loaded and were replaced by the small builtin "
+            f"Builtin stand-in questions: {', '.join(map(str, builtin))} could not be " "loaded and were replaced by the small builtin "
             "stand-in sets shipped with the package (not the real datasets); see sources_used."
         )
     return {"simulated_policies": simulated, "model_policies": models, "placeholder_policies": placeholder,

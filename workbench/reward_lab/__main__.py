@@ -82,7 +82,7 @@ def main(argv: Optional[list[str]] = None) -> int:
                      help="registry names, or YAML/JSON spec files")
     ind.add_argument("--orders", type=int, default=4)
     ind.add_argument("--soft", action="store_true", help="soft budget mode")
-    ind.add_argument("--curves", help="solver curves JSON (a run folder's curves.json or fitted_curves.json; default: the hand-chosen defaults)")
+    ind.add_argument("--curves", help="solver curves JSON (a run folder's curves.json or fitted_curves.json; " "default: the hand-chosen defaults)")
     ind.add_argument("--resolution", type=int, default=64, help="cells of the spent budget for rewards that read it (the reported bound covers them)")
     ind.add_argument("--html", help="write the figures to this HTML file")
     r = sub.add_parser("rescore", help="re-score a run folder under a reward")
@@ -130,7 +130,7 @@ def _run(args: argparse.Namespace) -> int:
             print("mean tokens by difficulty:")
             print(piv.round(0).to_string())
         worst = float(res.summary["bound"].max())
-        print(f"\noptimiser: exact in tokens (bound 0); rewards that read the spent budget are solved on cells of it with a certified "
+        print("\noptimiser: exact in tokens (bound 0); rewards that read the spent budget " "are solved on cells of it with a certified "
               f"bound (largest above: {worst:.2g} reward units)")
         for label, ns in res.notes.items():
             for n in ns:

@@ -127,7 +127,7 @@ def reward_curves_figure(
     fig.update_xaxes(title_text="tokens")
     fig.update_yaxes(title_text="step reward", col=1)
     fig.update_layout(
-        title=f"Step reward vs tokens (budget {total_budget:,} for {num_questions} questions; dotted: fair share {fair:.0f})",
+        title=f"Step reward vs tokens (budget {total_budget:,} for {num_questions} questions; " f"dotted: fair share {fair:.0f})",
         height=max(320, 280 * rows), template="plotly_white",
     )
     return fig
@@ -149,7 +149,7 @@ def induced_tokens_figure(result: InducedResult, *, budgets: Optional[Sequence[i
             fig.add_trace(go.Bar(
                 x=d["difficulty"].astype(str), y=d["tokens"], name=label, legendgroup=label, showlegend=j == 0,
                 marker_color=color, customdata=np.stack([d["accuracy"], d["give_up_rate"]], axis=1),
-                hovertemplate=f"{label}<br>difficulty %{{x}}<br>%{{y:.0f}} tokens<br>accuracy %{{customdata[0]:.2f}}<br>gives up %{{customdata[1]:.0%}}<extra></extra>",
+                hovertemplate=f"{label}<br>difficulty %{{x}}<br>%{{y:.0f}} tokens<br>accuracy " f"%{{customdata[0]:.2f}}<br>gives up %{{customdata[1]:.0%}}<extra></extra>",
             ), row=1, col=j + 1)
     fig.update_xaxes(title_text="difficulty level")
     fig.update_yaxes(title_text="tokens per question", col=1)
@@ -176,7 +176,7 @@ def pareto_figure(result: InducedResult, frontier: Optional[pd.DataFrame] = None
             x=d["tokens"] / n_q, y=d["expected_accuracy"], mode="markers+lines", name=label,
             marker=dict(size=10, color=PALETTE[k % len(PALETTE)]), line=dict(width=1, dash="dot"),
             customdata=np.stack([d["budget"], d["regret"], d["spearman"]], axis=1),
-            hovertemplate=f"{label}<br>budget %{{customdata[0]:,}}<br>%{{x:.0f}} tokens/question<br>accuracy %{{y:.3f}}<br>regret %{{customdata[1]:.3f}} correct/episode<br>Spearman %{{customdata[2]:.2f}}<extra></extra>",
+            hovertemplate=f"{label}<br>budget %{{customdata[0]:,}}<br>%{{x:.0f}} " f"tokens/question<br>accuracy %{{y:.3f}}<br>regret %{{customdata[1]:.3f}} " f"correct/episode<br>Spearman %{{customdata[2]:.2f}}<extra></extra>",
         ))
     fig.update_layout(template="plotly_white", height=450, title="Accuracy vs tokens of each reward's optimum",
                       xaxis_title="tokens per question", yaxis_title="expected accuracy")
@@ -192,7 +192,7 @@ def rescore_comparison_figure(base: Rescored, other: Rescored, *, labels: tuple[
         x=a["reward"], y=b["reward"], mode="markers",
         marker=dict(color=acc, colorscale="Viridis", colorbar=dict(title="accuracy"), size=7, opacity=0.8),
         customdata=np.stack([acc, a["total_spent"]], axis=1),
-        hovertemplate=f"{labels[0]} %{{x:.3f}}<br>{labels[1]} %{{y:.3f}}<br>accuracy %{{customdata[0]:.2f}}<br>%{{customdata[1]:,}} tokens<extra></extra>",
+        hovertemplate=f"{labels[0]} %{{x:.3f}}<br>{labels[1]} %{{y:.3f}}<br>accuracy " f"%{{customdata[0]:.2f}}<br>%{{customdata[1]:,}} tokens<extra></extra>",
     ))
     lo = float(min(a["reward"].min(), b["reward"].min())) if len(a) else 0.0
     hi = float(max(a["reward"].max(), b["reward"].max())) if len(a) else 1.0

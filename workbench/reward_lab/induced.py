@@ -209,7 +209,7 @@ def induced_behaviour(
             results[label] = allocs
             caveats = [n for al in allocs for n in al.notes]
             if not signal[label]:
-                caveats.insert(0, "no correctness signal: the reward pays right and wrong answers alike, so any allocation in a wide set "
+                caveats.insert(0, "no correctness signal: the reward pays right and wrong answers alike, so any " "allocation in a wide set "
                                   "is optimal and the accuracy it induces is undefined (not 0)")
             for note in caveats:
                 notes.setdefault(label, [])

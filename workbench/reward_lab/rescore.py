@@ -73,7 +73,7 @@ class Rescored:
         """
         ep = self.episodes
         if by is not None and by not in ep.columns:
-            raise RescoreError(f"cannot group the summary by {by!r}: not an episode column; choose one of {sorted(map(str, ep.columns))}")
+            raise RescoreError(f"cannot group the summary by {by!r}: not an episode column; choose one of " f"{sorted(map(str, ep.columns))}")
         key = by
         cols = ["reward", "accuracy"] + [f"reward_{c}" for c in self.components]
         g = ep.groupby(key, dropna=False) if key else ep.assign(_all="all").groupby("_all")
@@ -126,7 +126,7 @@ class Rescorer:
                 if "response_chars" in df.columns:
                     cut = int((df["response_chars"].fillna(0).to_numpy() > lengths).sum())
                     if cut:
-                        self.notes.append(f"{cut} stored responses are truncated: text rewards (format, repetition) read the stored prefix only")
+                        self.notes.append(f"{cut} stored responses are truncated: text rewards (format, repetition) read " "the stored prefix only")
         self._text_note = None if response is not None else "no stored response texts: 'format' falls back to the has_answer verdict and 'repetition' is 0"
         self.batch = StepBatch(
             correct=col("correct", False, bool),

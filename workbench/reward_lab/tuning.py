@@ -242,7 +242,7 @@ def parse_budgets(text: Union[str, Sequence[Any], None], *, lo: int = 10, hi: in
             raise ValueError(f"each budget must be a whole number of tokens between {lo:,} and {hi:,}, got {str(item)!r}")
         out.append(int(v))
     if not out:
-        raise ValueError("no budgets given: type whole numbers of tokens separated by commas, e.g. 1000, 2500, 5000 (or leave blank for the defaults)")
+        raise ValueError("no budgets given: type whole numbers of tokens separated by commas, e.g. " "1000, 2500, 5000 (or leave blank for the defaults)")
     if len(out) > most:
         raise ValueError(f"at most {most} budgets at a time, got {len(out)}")
     return sorted(dict.fromkeys(out))
@@ -430,7 +430,7 @@ class LabRun:
         mode = "hard cap" if self.hard_cap_mode else "soft budget"
         groups = ", GRPO groups" if self.has_groups else ""
         return (f"**{self.label}**: {len(frame):,} steps, {self.rescorer.n_episodes:,} episodes, {pols} "
-                f"polic{'y' if pols == 1 else 'ies'}, budget ~{self.total_budget:,} tokens for {self.num_questions} questions ({mode}{groups}); "
+                f"polic{'y' if pols == 1 else 'ies'}, budget ~{self.total_budget:,} tokens for " f"{self.num_questions} questions ({mode}{groups}); "
                 f"recorded with `{spec_label(self.recorded)}`.")
 
     def rescore(self, spec: Any) -> tuple[pd.DataFrame, Any, Any, list]:
