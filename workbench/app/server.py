@@ -21,6 +21,7 @@ from typing import Optional, Sequence
 from fastapi import FastAPI
 
 from reasoning_env.config import EnvConfig
+from reasoning_env.errors import ReasoningEconomicsError
 
 logger = logging.getLogger("workbench.app")
 
@@ -147,7 +148,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     host = args.host or default_host()
     try:
         app = create_app(runs_root=args.runs_root, announce=True, curves=args.curves)
-    except (ValueError, RuntimeError, OSError) as exc:
+    except (ReasoningEconomicsError, ValueError, OSError) as exc:  # a bad setting, data or curves file
         print(f"app.py: cannot start: {exc}", file=sys.stderr)
         return 2
     import uvicorn
