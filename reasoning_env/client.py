@@ -32,24 +32,24 @@ With ``$REE_API_TOKEN`` set (or ``api_token=``), the client sends ``Authorizatio
 from __future__ import annotations
 
 import os
-from typing import Any, Dict, Optional, Union
+from typing import Any
 
 from openenv.core.client_types import StepResult
 from openenv.core.env_client import EnvClient
 from websockets.exceptions import ConnectionClosed
 
-from reasoning_env.models import ReasoningEconomicsAction, ReasoningEconomicsObservation, ReasoningEconomicsState
 from reasoning_env.errors import ServerError, ServerGoneError
+from reasoning_env.models import ReasoningEconomicsAction, ReasoningEconomicsObservation, ReasoningEconomicsState
 
 #: Environment variable holding the server's shared token (read by clients and trainers).
 API_TOKEN_VAR = "REE_API_TOKEN"
 
 
 def make_action(
-    response: Union[str, ReasoningEconomicsAction],
-    grading_response: Optional[str] = None,
-    tokenizer_name: Optional[str] = None,
-    num_generated_tokens: Optional[int] = None,
+    response: str | ReasoningEconomicsAction,
+    grading_response: str | None = None,
+    tokenizer_name: str | None = None,
+    num_generated_tokens: int | None = None,
 ) -> ReasoningEconomicsAction:
     """The one way to build a step's action: a :class:`ReasoningEconomicsAction` from a response string
     (or an action) plus the optional metadata keys of the contract; given keys override the
@@ -73,13 +73,17 @@ def make_action(
         action = ReasoningEconomicsAction(response=response)
     else:
         raise TypeError(f"step() takes a response string or a ReasoningEconomicsAction, got {type(response).__name__}")
-    extra: Dict[str, Any] = {}
+    extra: dict[str, Any] = {}
     if grading_response is not None and grading_response.strip():
         extra["grading_response"] = grading_response
     if tokenizer_name:
         extra["tokenizer_name"] = tokenizer_name
     if num_generated_tokens is not None:
-        if isinstance(num_generated_tokens, bool) or int(num_generated_tokens) != num_generated_tokens or num_generated_tokens < 0:
+        if (
+            isinstance(num_generated_tokens, bool)
+            or int(num_generated_tokens) != num_generated_tokens
+            or num_generated_tokens < 0
+        ):
             raise ValueError(f"num_generated_tokens must be a non-negative integer, got {num_generated_tokens!r}")
         extra["num_generated_tokens"] = int(num_generated_tokens)
     if extra:
@@ -87,7 +91,9 @@ def make_action(
     return action
 
 
-class ReasoningEconomicsClient(EnvClient[ReasoningEconomicsAction, ReasoningEconomicsObservation, ReasoningEconomicsState]):
+class ReasoningEconomicsClient(
+    EnvClient[ReasoningEconomicsAction, ReasoningEconomicsObservation, ReasoningEconomicsState]
+):
     """OpenEnv client with typed results (``StepResult[ReasoningEconomicsObservation]``).
 
     Args:
@@ -103,27 +109,27 @@ class ReasoningEconomicsClient(EnvClient[ReasoningEconomicsAction, ReasoningEcon
     and :class:`ServerGoneError` when the connection ends under it.
     """
 
-    def __init__(self, base_url: Optional[str] = None, *, api_token: Optional[str] = None, **kwargs: Any) -> None:
+    def __init__(self, base_url: str | None = None, *, api_token: str | None = None, **kwargs: Any) -> None:
         token = api_token if api_token is not None else os.environ.get(API_TOKEN_VAR, "").strip()
         if token:
             kwargs["headers"] = {**(kwargs.get("headers") or {}), "Authorization": f"Bearer {token}"}
         super().__init__(base_url, **kwargs)
 
     # ------------------------------------------------------------------ OpenEnv hooks
-    def _step_payload(self, action: ReasoningEconomicsAction) -> Dict[str, Any]:
+    def _step_payload(self, action: ReasoningEconomicsAction) -> dict[str, Any]:
         return action.model_dump(mode="json")
 
-    def _parse_result(self, payload: Dict[str, Any]) -> StepResult[ReasoningEconomicsObservation]:
+    def _parse_result(self, payload: dict[str, Any]) -> StepResult[ReasoningEconomicsObservation]:
         fields = dict(payload.get("observation") or {})
         fields["reward"] = payload.get("reward")
         fields["done"] = bool(payload.get("done", False))
         obs = ReasoningEconomicsObservation.model_validate(fields)
         return StepResult(observation=obs, reward=obs.reward, done=obs.done, metadata=obs.metadata)
 
-    def _parse_state(self, payload: Dict[str, Any]) -> ReasoningEconomicsState:
+    def _parse_state(self, payload: dict[str, Any]) -> ReasoningEconomicsState:
         return ReasoningEconomicsState.model_validate(payload)
 
-    async def _receive(self) -> Dict[str, Any]:
+    async def _receive(self) -> dict[str, Any]:
         try:
             response = await super()._receive()
         except ConnectionClosed as exc:
@@ -137,10 +143,10 @@ class ReasoningEconomicsClient(EnvClient[ReasoningEconomicsAction, ReasoningEcon
     # ------------------------------------------------------------------ typed signatures
     async def _reset_async(
         self,
-        seed: Optional[int] = None,
-        episode_id: Optional[str] = None,
-        tokenizer_name: Optional[str] = None,
-        total_budget: Optional[int] = None,
+        seed: int | None = None,
+        episode_id: str | None = None,
+        tokenizer_name: str | None = None,
+        total_budget: int | None = None,
         **kwargs: Any,
     ) -> StepResult[ReasoningEconomicsObservation]:
         """Start an episode (see :meth:`ReasoningEconomicsEnv.reset`; unset arguments are not sent,
@@ -156,15 +162,23 @@ class ReasoningEconomicsClient(EnvClient[ReasoningEconomicsAction, ReasoningEcon
         Raises:
             ServerError: the server refused (bad argument, unknown tokenizer, ...).
         """
-        data = {k: v for k, v in (("seed", seed), ("episode_id", episode_id), ("tokenizer_name", tokenizer_name),
-                                  ("total_budget", total_budget)) if v is not None}
+        data = {
+            k: v
+            for k, v in (
+                ("seed", seed),
+                ("episode_id", episode_id),
+                ("tokenizer_name", tokenizer_name),
+                ("total_budget", total_budget),
+            )
+            if v is not None
+        }
         return await super()._reset_async(**data, **kwargs)
 
     async def _step_async(
         self,
-        action: Union[str, ReasoningEconomicsAction],
-        grading_response: Optional[str] = None,
-        tokenizer_name: Optional[str] = None,
+        action: str | ReasoningEconomicsAction,
+        grading_response: str | None = None,
+        tokenizer_name: str | None = None,
         **kwargs: Any,
     ) -> StepResult[ReasoningEconomicsObservation]:
         """Answer the current question.
@@ -182,6 +196,8 @@ class ReasoningEconomicsClient(EnvClient[ReasoningEconomicsAction, ReasoningEcon
         """
         num_generated_tokens = kwargs.pop("num_generated_tokens", None)
         if kwargs:
-            raise TypeError(f"step() got unexpected keyword argument(s) {sorted(kwargs)}; "
-                            "it takes grading_response, tokenizer_name and num_generated_tokens")
+            raise TypeError(
+                f"step() got unexpected keyword argument(s) {sorted(kwargs)}; "
+                "it takes grading_response, tokenizer_name and num_generated_tokens"
+            )
         return await super()._step_async(make_action(action, grading_response, tokenizer_name, num_generated_tokens))

@@ -50,7 +50,8 @@ reach a caller. The grading package raises no error of its own to callers (bad a
 
 from __future__ import annotations
 
-from typing import Any, Optional, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 __all__ = [
     "ChatFormatError",
@@ -146,7 +147,9 @@ class SourceUnavailable(ReasoningEconomicsError, RuntimeError):
         local_patterns: File names (globs) the source looks for in a data folder.
     """
 
-    def __init__(self, message: str, *, source: str = "", tried: Sequence[str] = (), local_patterns: Sequence[str] = ()) -> None:
+    def __init__(
+        self, message: str, *, source: str = "", tried: Sequence[str] = (), local_patterns: Sequence[str] = ()
+    ) -> None:
         super().__init__(message)
         self.source = source
         self.tried = tuple(tried)
@@ -224,7 +227,7 @@ class ServerGoneError(ReasoningEconomicsError, ConnectionError):
         reason: The close reason the server gave, if any.
     """
 
-    def __init__(self, url: Optional[str], close_code: Optional[int], reason: str = "") -> None:
+    def __init__(self, url: str | None, close_code: int | None, reason: str = "") -> None:
         self.url = url
         self.close_code = close_code
         self.reason = reason

@@ -29,9 +29,9 @@ return a list of names, and the three ``describe()`` all return dicts.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Callable, Generic, Optional, TypeVar, Union
+from typing import Any, Generic, TypeVar
 
 from reasoning_env.errors import UnknownNameError
 
@@ -47,7 +47,7 @@ NAME_RE = re.compile(r"^[a-z][a-z0-9_]*$")
 class _Entry(Generic[T]):
     value: T
     summary: str
-    meta: Union[Mapping[str, Any], Callable[[], Mapping[str, Any]]] = field(default_factory=dict)
+    meta: Mapping[str, Any] | Callable[[], Mapping[str, Any]] = field(default_factory=dict)
 
 
 class Registry(Generic[T]):
@@ -70,7 +70,7 @@ class Registry(Generic[T]):
         value: T,
         *,
         summary: str,
-        meta: Union[Mapping[str, Any], Callable[[], Mapping[str, Any]], None] = None,
+        meta: Mapping[str, Any] | Callable[[], Mapping[str, Any]] | None = None,
         aliases: tuple[str, ...] = (),
     ) -> T:
         """Register ``value`` under ``name`` and return it.
@@ -100,7 +100,7 @@ class Registry(Generic[T]):
         return value
 
     def register(
-        self, name: str, *, summary: str, meta: Optional[Mapping[str, Any]] = None, aliases: tuple[str, ...] = ()
+        self, name: str, *, summary: str, meta: Mapping[str, Any] | None = None, aliases: tuple[str, ...] = ()
     ) -> Callable[[T], T]:
         """Decorator form of :meth:`add`: ``@REGISTRY.register("name", summary="...")``."""
 
@@ -121,7 +121,10 @@ class Registry(Generic[T]):
             return self._aliases[name]
         names = self.names()
         raise self.error(
-            f"unknown {self.kind} {name!r}; available: {', '.join(names)}", kind=self.kind, name=str(name), available=names
+            f"unknown {self.kind} {name!r}; available: {', '.join(names)}",
+            kind=self.kind,
+            name=str(name),
+            available=names,
         )
 
     def get(self, name: str) -> T:
@@ -140,7 +143,7 @@ class Registry(Generic[T]):
         """The one-line summary of ``name``. Raises :class:`UnknownNameError`."""
         return self._entries[self.canonical(name)].summary
 
-    def describe(self, name: Optional[str] = None) -> dict[str, Any]:
+    def describe(self, name: str | None = None) -> dict[str, Any]:
         """JSON-ready metadata: of one entry (``{"name", "summary", ...}``), or, without a name,
         ``{name: metadata}`` of every entry in registration order.
 
@@ -152,7 +155,11 @@ class Registry(Generic[T]):
         canonical = self.canonical(name)
         entry = self._entries[canonical]
         meta = entry.meta() if callable(entry.meta) else entry.meta
-        return {"name": canonical, "summary": entry.summary, **{k: v for k, v in meta.items() if k not in ("name", "summary")}}
+        return {
+            "name": canonical,
+            "summary": entry.summary,
+            **{k: v for k, v in meta.items() if k not in ("name", "summary")},
+        }
 
     def __contains__(self, name: object) -> bool:
         return name in self._entries or name in self._aliases

@@ -29,10 +29,11 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from typing import Any, Optional, Sequence, Union
+from collections.abc import Sequence
+from typing import Any
 
-from reasoning_env.models import ReasoningEconomicsAction, ReasoningEconomicsObservation
 from reasoning_env.errors import EpisodeLostError
+from reasoning_env.models import ReasoningEconomicsAction, ReasoningEconomicsObservation
 
 logger = logging.getLogger(__name__)
 
@@ -70,7 +71,7 @@ def as_observation(result: Any) -> ReasoningEconomicsObservation:
     raise TypeError(f"cannot read an observation from {type(result).__name__}")
 
 
-def parse_urls(urls: Union[str, Sequence[str], None]) -> list[str]:
+def parse_urls(urls: str | Sequence[str] | None) -> list[str]:
     """Server URLs from a string (comma- or space-separated) or a list of such strings.
 
     Raises:
@@ -100,8 +101,14 @@ class Replicas:
     Thread-safe: evaluation and training open sessions from several threads.
     """
 
-    def __init__(self, urls: Union[str, Sequence[str]], *, api_token: Optional[str] = None,
-                 cooldown_s: float = 30.0, message_timeout_s: float = 120.0) -> None:
+    def __init__(
+        self,
+        urls: str | Sequence[str],
+        *,
+        api_token: str | None = None,
+        cooldown_s: float = 30.0,
+        message_timeout_s: float = 120.0,
+    ) -> None:
         self.urls = parse_urls(urls)
         self.api_token = api_token
         self.cooldown_s = float(cooldown_s)
@@ -130,8 +137,9 @@ class Replicas:
         """
         from reasoning_env.client import ReasoningEconomicsClient
 
-        client = ReasoningEconomicsClient(base_url=url, api_token=self.api_token,
-                                          message_timeout_s=self.message_timeout_s).sync()
+        client = ReasoningEconomicsClient(
+            base_url=url, api_token=self.api_token, message_timeout_s=self.message_timeout_s
+        ).sync()
         try:
             client.connect()
         except Exception:
@@ -169,7 +177,12 @@ def _same(a: ReasoningEconomicsObservation, b: ReasoningEconomicsObservation) ->
         return False
     if sa is None:
         return a.total_budget == b.total_budget
-    return (sa.question_id, sa.tokens, sa.correct, round(sa.reward, 9)) == (sb.question_id, sb.tokens, sb.correct, round(sb.reward, 9))
+    return (sa.question_id, sa.tokens, sa.correct, round(sa.reward, 9)) == (
+        sb.question_id,
+        sb.tokens,
+        sb.correct,
+        round(sb.reward, 9),
+    )
 
 
 class RemoteEnv:
@@ -188,19 +201,19 @@ class RemoteEnv:
 
     questions = None
 
-    def __init__(self, target: Any, *, api_token: Optional[str] = None, replays: int = 2) -> None:
+    def __init__(self, target: Any, *, api_token: str | None = None, replays: int = 2) -> None:
         if isinstance(target, Replicas):
-            self.replicas: Optional[Replicas] = target
+            self.replicas: Replicas | None = target
         elif isinstance(target, (str, list, tuple)):
             self.replicas = Replicas(target, api_token=api_token)
         else:
             self.replicas = None
         self.replays = int(replays)
         self._client = None if self.replicas is not None else target
-        self.url: Optional[str] = None
-        self._reset_args: Optional[dict[str, Any]] = None
+        self.url: str | None = None
+        self._reset_args: dict[str, Any] | None = None
         self._log: list[tuple[ReasoningEconomicsAction, ReasoningEconomicsObservation]] = []
-        self._first: Optional[ReasoningEconomicsObservation] = None
+        self._first: ReasoningEconomicsObservation | None = None
         self.replayed = 0  # episodes replayed on another replica (for logs and tests)
 
     # ------------------------------------------------------------------ connection
@@ -215,8 +228,11 @@ class RemoteEnv:
             except Exception as exc:  # noqa: BLE001 - any failure to connect (OSError, ServerError, timeouts): try the next replica
                 errors.append(f"{url}: {exc}")
                 self.replicas.mark_down(url)
-        raise EpisodeLostError("no environment server could be reached: " + "; ".join(errors)
-                               + " (start one with: python -m reasoning_env.server --port 8000)")
+        raise EpisodeLostError(
+            "no environment server could be reached: "
+            + "; ".join(errors)
+            + " (start one with: python -m reasoning_env.server --port 8000)"
+        )
 
     def _drop(self, failed: bool) -> None:
         client, url = self._client, self.url
@@ -238,11 +254,25 @@ class RemoteEnv:
         return self._client
 
     # ------------------------------------------------------------------ episode
-    def reset(self, seed: Optional[int] = None, episode_id: Optional[str] = None,
-              tokenizer_name: Optional[str] = None, total_budget: Optional[int] = None, **kwargs: Any) -> ReasoningEconomicsObservation:
+    def reset(
+        self,
+        seed: int | None = None,
+        episode_id: str | None = None,
+        tokenizer_name: str | None = None,
+        total_budget: int | None = None,
+        **kwargs: Any,
+    ) -> ReasoningEconomicsObservation:
         """Start an episode (``None`` arguments are not sent); see :meth:`ReasoningEconomicsEnv.reset`."""
-        args = {k: v for k, v in (("seed", seed), ("episode_id", episode_id), ("tokenizer_name", tokenizer_name),
-                                  ("total_budget", total_budget)) if v is not None}
+        args = {
+            k: v
+            for k, v in (
+                ("seed", seed),
+                ("episode_id", episode_id),
+                ("tokenizer_name", tokenizer_name),
+                ("total_budget", total_budget),
+            )
+            if v is not None
+        }
         args.update({k: v for k, v in kwargs.items() if v is not None})
         tried: list[str] = []
         while True:
@@ -261,7 +291,7 @@ class RemoteEnv:
         self._log = []
         return obs
 
-    def step(self, action: Union[ReasoningEconomicsAction, str]) -> ReasoningEconomicsObservation:
+    def step(self, action: ReasoningEconomicsAction | str) -> ReasoningEconomicsObservation:
         """Answer the current question (an action, or a bare response string)."""
         from reasoning_env.client import make_action
 
@@ -285,22 +315,29 @@ class RemoteEnv:
             try:
                 self._open(exclude=failed)
             except EpisodeLostError as exc:
-                raise EpisodeLostError(f"the episode with seed {seed} lost its server ({cause}) and could not be "
-                                       f"replayed: {exc}") from None
+                raise EpisodeLostError(
+                    f"the episode with seed {seed} lost its server ({cause}) and could not be replayed: {exc}"
+                ) from None
             try:
                 first = as_observation(self._client.reset(**self._reset_args))
-                if self._first is None or not _same(first, self._first) or \
-                        first.metadata.get("question_ids") != self._first.metadata.get("question_ids"):
+                if (
+                    self._first is None
+                    or not _same(first, self._first)
+                    or first.metadata.get("question_ids") != self._first.metadata.get("question_ids")
+                ):
                     raise EpisodeLostError(
-                        f"the episode with seed {seed} could not be replayed on {self.url}: its reset " "differs from the "
-                        "first server's (the replicas serve different configurations)")
+                        f"the episode with seed {seed} could not be replayed on {self.url}: its reset "
+                        "differs from the "
+                        "first server's (the replicas serve different configurations)"
+                    )
                 for past, seen in self._log:
                     again = as_observation(self._client.step(past))
                     if not _same(again, seen):
                         raise EpisodeLostError(
                             f"the episode with seed {seed} could not be replayed on {self.url}: step "
                             f"{seen.question_index} answered differently (the replicas serve different configurations "
-                            "or a grade timed out on one of them)")
+                            "or a grade timed out on one of them)"
+                        )
                 obs = as_observation(self._client.step(action))
             except ConnectionError as exc:
                 if isinstance(exc, EpisodeLostError):

@@ -22,8 +22,8 @@ from __future__ import annotations
 
 import functools
 import warnings
-from collections.abc import Mapping
-from typing import Any, Callable, TypeVar
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar
 
 __all__ = ["RENAMED_KEYS", "accept_renamed_keywords", "rename_keys", "rename_spec_keys"]
 
@@ -37,8 +37,9 @@ def _message(old: str, new: str, where: str) -> str:
     return f"{where}: {old!r} is the old spelling of {new!r}; it still works for now, but write {new!r} instead"
 
 
-def rename_keys(values: Mapping[str, Any], *, where: str, error: Callable[[str], Exception] = ValueError,
-                stacklevel: int = 3) -> dict[str, Any]:
+def rename_keys(
+    values: Mapping[str, Any], *, where: str, error: Callable[[str], Exception] = ValueError, stacklevel: int = 3
+) -> dict[str, Any]:
     """A copy of ``values`` with every old key of :data:`RENAMED_KEYS` under its new name.
 
     Args:
@@ -87,7 +88,10 @@ def rename_spec_keys(spec: Any, *, where: str = "reward", stacklevel: int = 4) -
     for holder, key in ((out, "rewards"), (params if isinstance(params, dict) else {}, "rewards")):
         members = holder.get(key)
         if isinstance(members, (list, tuple)):
-            holder[key] = [rename_spec_keys(m, where=f"{where}.rewards[{i}]", stacklevel=stacklevel + 1) for i, m in enumerate(members)]
+            holder[key] = [
+                rename_spec_keys(m, where=f"{where}.rewards[{i}]", stacklevel=stacklevel + 1)
+                for i, m in enumerate(members)
+            ]
     return out
 
 

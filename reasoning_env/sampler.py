@@ -8,10 +8,10 @@ sorted order.
 from __future__ import annotations
 
 import random
-from typing import Mapping, Optional, Sequence
+from collections.abc import Mapping, Sequence
 
-from reasoning_env.questions import Question
 from reasoning_env.errors import SamplingError
+from reasoning_env.questions import Question
 
 
 def allocate_counts(
@@ -59,7 +59,7 @@ def sample_episode(
     pools: Mapping[str, Sequence[Question]],
     num_questions: int,
     seed: int,
-    weights: Optional[Mapping[str, float]] = None,
+    weights: Mapping[str, float] | None = None,
 ) -> list[Question]:
     """Draw one episode's questions.
 

@@ -38,7 +38,9 @@ def test_each_benchmark_module_follows_the_protocol(group, name):
 
 @pytest.mark.parametrize(("group", "name"), COMMANDS)
 def test_python_dash_m_reaches_each_benchmark(group, name):
-    out = subprocess.run([sys.executable, "-m", group, name, "--help"], cwd=REPO, capture_output=True, text=True, timeout=300)
+    out = subprocess.run(
+        [sys.executable, "-m", group, name, "--help"], cwd=REPO, capture_output=True, text=True, timeout=300
+    )
     assert out.returncode == 0, out.stderr
     assert out.stdout.startswith(f"usage: python -m {group} {name}")
 

@@ -10,8 +10,20 @@ from reasoning_env import ConfigError, EnvConfig
 
 def test_defaults_follow_the_v2_contract():
     c = EnvConfig()
-    assert (c.num_questions, c.budget_ratio, c.min_tokens, c.max_tokens, c.max_tokens_per_step) == (10, 4.0, 10, 800, 2048)
-    assert (c.beta, c.gamma, c.lambda_ep, c.target_utilisation, c.soft_overspend_penalty) == (0.05, 0.1, 0.5, 0.9, 0.25)
+    assert (c.num_questions, c.budget_ratio, c.min_tokens, c.max_tokens, c.max_tokens_per_step) == (
+        10,
+        4.0,
+        10,
+        800,
+        2048,
+    )
+    assert (c.beta, c.gamma, c.lambda_ep, c.target_utilisation, c.soft_overspend_penalty) == (
+        0.05,
+        0.1,
+        0.5,
+        0.9,
+        0.25,
+    )
     assert (c.correct_reward, c.wrong_reward) == (1.0, -0.1)
     assert c.hard_cap_mode is True
     assert c.tokenizer_name == "Qwen/Qwen2.5-0.5B-Instruct"
@@ -26,9 +38,13 @@ def test_config_budget_formula():
 
 def test_yaml_round_trip(tmp_path):
     c = EnvConfig.build(
-        num_questions=4, budget_ratio=2.5, hard_cap_mode=False, beta=0.2,
+        num_questions=4,
+        budget_ratio=2.5,
+        hard_cap_mode=False,
+        beta=0.2,
         sources=["gsm8k", {"name": "reasoning_gym", "options": {"datasets": ["gcd"], "size": 5}}],
-        mix={"GSM8K": 2.0}, seed=7,
+        mix={"GSM8K": 2.0},
+        seed=7,
     )
     path = tmp_path / "env.yaml"
     c.to_yaml(path)

@@ -61,7 +61,12 @@ def test_workbench_training_and_server_errors_derive_from_the_base(module, name,
 def test_every_error_in_the_module_is_listed_and_documented():
     classes = {n for n, v in vars(errors).items() if isinstance(v, type) and issubclass(v, BaseException)}
     assert classes == set(errors.__all__)
-    assert {n for n, _, _ in CORE} | {"ReasoningEconomicsError", "UnknownNameError", "UnknownRewardError", "UnknownSourceError"} == classes
+    assert {n for n, _, _ in CORE} | {
+        "ReasoningEconomicsError",
+        "UnknownNameError",
+        "UnknownRewardError",
+        "UnknownSourceError",
+    } == classes
     for name in classes - {"ReasoningEconomicsError"}:
         assert name in errors.__doc__, f"{name} missing from the hierarchy in the module docstring"
 
@@ -75,7 +80,9 @@ def test_the_root_package_exports_the_base():
 @pytest.mark.parametrize(
     "exc",
     [
-        errors.SourceUnavailable("no data", source="gsm8k", tried=("the Hub is unreachable",), local_patterns=("gsm8k_test.jsonl",)),
+        errors.SourceUnavailable(
+            "no data", source="gsm8k", tried=("the Hub is unreachable",), local_patterns=("gsm8k_test.jsonl",)
+        ),
         errors.UnknownSourceError("unknown source 'x'", kind="source", name="x", available=("gsm8k",)),
         errors.ServerError({"code": "CAPACITY_REACHED", "message": "full"}),
         errors.ServerGoneError("ws://127.0.0.1:1/ws", 1006, "gone"),

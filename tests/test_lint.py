@@ -37,10 +37,13 @@ def _ruff() -> list[str]:
 
 def test_ruff_check_finds_nothing():
     out = subprocess.run([*_ruff(), "check", "--no-cache", "."], cwd=REPO, capture_output=True, text=True, timeout=300)
-    assert out.returncode == 0, f"ruff check found problems (fix them, or run `ruff check --fix`):\n{out.stdout}{out.stderr}"
+    assert out.returncode == 0, (
+        f"ruff check found problems (fix them, or run `ruff check --fix`):\n{out.stdout}{out.stderr}"
+    )
 
 
 def test_ruff_format_leaves_every_file_as_it_is():
-    out = subprocess.run([*_ruff(), "format", "--check", "--no-cache", "."], cwd=REPO, capture_output=True, text=True,
-                         timeout=300)
+    out = subprocess.run(
+        [*_ruff(), "format", "--check", "--no-cache", "."], cwd=REPO, capture_output=True, text=True, timeout=300
+    )
     assert out.returncode == 0, f"files not formatted (run `ruff format .`):\n{out.stdout}{out.stderr}"

@@ -18,7 +18,10 @@ def test_the_reference_model_names_are_the_same_classes(kind):
     new = getattr(models, f"ReasoningEconomics{kind}")
     assert new.__name__ == f"ReasoningEconomics{kind}"
     assert getattr(models, f"ReasonBudget{kind}") is new
-    assert getattr(reasoning_env, f"ReasonBudget{kind}") is new and getattr(reasoning_env, f"ReasoningEconomics{kind}") is new
+    assert (
+        getattr(reasoning_env, f"ReasonBudget{kind}") is new
+        and getattr(reasoning_env, f"ReasoningEconomics{kind}") is new
+    )
 
 
 def test_the_family_prefix_is_the_root_packages_public_classes():
@@ -26,8 +29,12 @@ def test_the_family_prefix_is_the_root_packages_public_classes():
 
     family = {n for n in reasoning_env.__all__ if n.startswith("ReasoningEconomics")}
     assert family == {
-        "ReasoningEconomicsAction", "ReasoningEconomicsClient", "ReasoningEconomicsEnv", "ReasoningEconomicsError",
-        "ReasoningEconomicsObservation", "ReasoningEconomicsState",
+        "ReasoningEconomicsAction",
+        "ReasoningEconomicsClient",
+        "ReasoningEconomicsEnv",
+        "ReasoningEconomicsError",
+        "ReasoningEconomicsObservation",
+        "ReasoningEconomicsState",
     }
     assert reasoning_env.ReasoningEconomicsClient.__module__ == "reasoning_env.client"
 

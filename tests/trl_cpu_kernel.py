@@ -23,8 +23,17 @@ class ReferenceChunkedLogProb:
     """The log-prob head of TRL 1.15's ``ChunkedLogProbFunction`` in plain PyTorch (autograd)."""
 
     @staticmethod
-    def apply(hidden, weight, bias, targets, temperature, chunk_size, final_logit_softcapping=None, logit_scale=1.0,
-              outputs=("entropy",)):
+    def apply(
+        hidden,
+        weight,
+        bias,
+        targets,
+        temperature,
+        chunk_size,
+        final_logit_softcapping=None,
+        logit_scale=1.0,
+        outputs=("entropy",),
+    ):
         import torch
 
         z = hidden.float() @ weight.float().t()

@@ -14,7 +14,8 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
+
 from reasoning_env.errors import ReasoningEconomicsError
 
 TINY_NAMES = ("tiny", "tiny-qwen2")
@@ -116,12 +117,16 @@ def load_tokenizer(name: str) -> Any:
     return tok
 
 
-def lora_config(rank: int, alpha: Optional[int] = None, dropout: float = 0.0) -> Any:
+def lora_config(rank: int, alpha: int | None = None, dropout: float = 0.0) -> Any:
     """A ``peft.LoraConfig`` on :data:`LORA_TARGETS` (alpha defaults to ``2 * rank``)."""
     from peft import LoraConfig
 
     return LoraConfig(
-        r=rank, lora_alpha=alpha or 2 * rank, lora_dropout=dropout, target_modules=list(LORA_TARGETS), task_type="CAUSAL_LM"
+        r=rank,
+        lora_alpha=alpha or 2 * rank,
+        lora_dropout=dropout,
+        target_modules=list(LORA_TARGETS),
+        task_type="CAUSAL_LM",
     )
 
 
@@ -179,7 +184,9 @@ def load_policy(
     from transformers import AutoModelForCausalLM
 
     tok = load_tokenizer(path if os.path.isdir(path) else name)
-    torch_dtype = {"auto": "auto", "float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}.get(dtype)
+    torch_dtype = {"auto": "auto", "float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}.get(
+        dtype
+    )
     if torch_dtype is None:
         raise ModelLoadError(f"dtype must be auto, float32, bfloat16 or float16, got {dtype!r}")
     try:
@@ -190,7 +197,11 @@ def load_policy(
             "Pass a local model folder or a Hub id reachable from here."
         ) from None
     return LoadedPolicy(
-        model, tok, name, path if os.path.isdir(path) else name, peft_config=lora_config(lora_rank) if lora_rank else None
+        model,
+        tok,
+        name,
+        path if os.path.isdir(path) else name,
+        peft_config=lora_config(lora_rank) if lora_rank else None,
     )
 
 

@@ -63,16 +63,16 @@ import json
 import os
 import platform
 import sys
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Iterable, Optional, Union
 
 import pandas as pd
 
 from reasoning_env.config import ConfigError, EnvConfig
-from reasoning_env.records import EPISODE_COLUMNS, STEP_COLUMNS, EpisodeRow, StepRow
 from reasoning_env.errors import ReasoningEconomicsError
+from reasoning_env.records import EPISODE_COLUMNS, STEP_COLUMNS, EpisodeRow, StepRow
 
 SCHEMA_VERSION = 1
 
@@ -92,7 +92,15 @@ def _versions() -> dict[str, str]:
     from importlib import metadata
 
     out = {"python": platform.python_version()}
-    for pkg in ("reasoning-economics-workbench", "transformers", "tokenizers", "math-verify", "openenv", "trl", "torch"):
+    for pkg in (
+        "reasoning-economics-workbench",
+        "transformers",
+        "tokenizers",
+        "math-verify",
+        "openenv",
+        "trl",
+        "torch",
+    ):
         try:
             out[pkg] = metadata.version(pkg)
         except metadata.PackageNotFoundError:
@@ -113,16 +121,20 @@ class RunWriter:
         RunFolderError: the folder cannot be created (a file is in the way, no permission).
     """
 
-    def __init__(self, run_dir: Union[str, Path], *, kind: str, config: EnvConfig, meta: Optional[dict] = None) -> None:
+    def __init__(self, run_dir: str | Path, *, kind: str, config: EnvConfig, meta: dict | None = None) -> None:
         if kind not in ("evaluation", "training"):
             raise ValueError(f"kind must be 'evaluation' or 'training', got {kind!r}")
         self.run_dir = Path(run_dir)
         try:
             self.run_dir.mkdir(parents=True, exist_ok=True)
         except (FileExistsError, NotADirectoryError):
-            raise RunFolderError(f"cannot create run folder {str(self.run_dir)!r}: a file is in the way; choose another folder") from None
+            raise RunFolderError(
+                f"cannot create run folder {str(self.run_dir)!r}: a file is in the way; choose another folder"
+            ) from None
         except PermissionError as exc:
-            raise RunFolderError(f"cannot create run folder {str(self.run_dir)!r}: {exc.strerror}; choose another folder") from None
+            raise RunFolderError(
+                f"cannot create run folder {str(self.run_dir)!r}: {exc.strerror}; choose another folder"
+            ) from None
         self.kind = kind
         self.config = config
         self.meta = dict(meta or {})
@@ -132,7 +144,7 @@ class RunWriter:
         self.step_extras: list[dict] = []
         self.episode_extras: list[dict] = []
 
-    def add_steps(self, rows: Iterable[StepRow], extras: Optional[Iterable[dict]] = None) -> None:
+    def add_steps(self, rows: Iterable[StepRow], extras: Iterable[dict] | None = None) -> None:
         """Append step rows; ``extras`` (one dict per row) become extra columns.
 
         Raises:
@@ -149,7 +161,7 @@ class RunWriter:
         self.steps.extend(rows)
         self.step_extras.extend(ex)
 
-    def add_episode(self, row: EpisodeRow, extras: Optional[dict] = None) -> None:
+    def add_episode(self, row: EpisodeRow, extras: dict | None = None) -> None:
         """Append one episode row; ``extras`` become extra columns.
 
         Raises:
@@ -222,11 +234,11 @@ class Run:
 
     path: Path
     meta: dict
-    config: Optional[EnvConfig]
+    config: EnvConfig | None
     steps: pd.DataFrame
     episodes: pd.DataFrame
-    summary: Optional[pd.DataFrame] = None
-    metrics: Optional[pd.DataFrame] = None
+    summary: pd.DataFrame | None = None
+    metrics: pd.DataFrame | None = None
     notes: list[str] = field(default_factory=list)
 
     @property
@@ -235,7 +247,7 @@ class Run:
         return str(self.meta.get("run_id") or self.path.name)
 
 
-def load_run(path: Union[str, Path]) -> Run:
+def load_run(path: str | Path) -> Run:
     """Read a run folder.
 
     Raises:
@@ -247,7 +259,9 @@ def load_run(path: Union[str, Path]) -> Run:
         raise RunFolderError(f"{str(p)!r} is not a folder")
     meta_path = p / "run.json"
     if not meta_path.is_file():
-        raise RunFolderError(f"{str(p)!r} has no run.json: not a run folder (written by workbench.evaluate or training.grpo_train)")
+        raise RunFolderError(
+            f"{str(p)!r} has no run.json: not a run folder (written by workbench.evaluate or training.grpo_train)"
+        )
     meta = json.loads(meta_path.read_text(encoding="utf-8"))
     notes: list[str] = []
     config = None
@@ -256,10 +270,24 @@ def load_run(path: Union[str, Path]) -> Run:
             config = EnvConfig.from_yaml(p / "config.yaml")
         except ConfigError as exc:  # a config written by a newer version
             notes.append(f"config.yaml not loaded: {exc}")
-    steps = pd.read_parquet(p / "trajectories.parquet") if (p / "trajectories.parquet").is_file() else pd.DataFrame(columns=list(STEP_COLUMNS))
-    episodes = pd.read_parquet(p / "episodes.parquet") if (p / "episodes.parquet").is_file() else pd.DataFrame(columns=list(EPISODE_COLUMNS))
+    steps = (
+        pd.read_parquet(p / "trajectories.parquet")
+        if (p / "trajectories.parquet").is_file()
+        else pd.DataFrame(columns=list(STEP_COLUMNS))
+    )
+    episodes = (
+        pd.read_parquet(p / "episodes.parquet")
+        if (p / "episodes.parquet").is_file()
+        else pd.DataFrame(columns=list(EPISODE_COLUMNS))
+    )
     summary = pd.read_csv(p / "summary.csv") if (p / "summary.csv").is_file() else None
-    metrics = pd.read_json(p / "metrics.jsonl", lines=True) if (p / "metrics.jsonl").is_file() and (p / "metrics.jsonl").stat().st_size else None
+    metrics = (
+        pd.read_json(p / "metrics.jsonl", lines=True)
+        if (p / "metrics.jsonl").is_file() and (p / "metrics.jsonl").stat().st_size
+        else None
+    )
     if steps.empty and metrics is None:
         raise RunFolderError(f"{str(p)!r} holds neither trajectories.parquet nor metrics.jsonl")
-    return Run(path=p, meta=meta, config=config, steps=steps, episodes=episodes, summary=summary, metrics=metrics, notes=notes)
+    return Run(
+        path=p, meta=meta, config=config, steps=steps, episodes=episodes, summary=summary, metrics=metrics, notes=notes
+    )

@@ -28,7 +28,10 @@ __all__ = ["SUBCOMMANDS", "main"]
 SUBCOMMANDS = {
     "steps": ("reasoning_env.bench.steps", "time env.step() (token count + grading + reward) on worked solutions"),
     "cases": ("reasoning_env.bench.cases", "accuracy on the labelled grading cases: ours vs math-verify directly"),
-    "server": ("reasoning_env.bench.server", "load test of the OpenEnv server: many WebSocket sessions, steps/s, latency, RSS"),
+    "server": (
+        "reasoning_env.bench.server",
+        "load test of the OpenEnv server: many WebSocket sessions, steps/s, latency, RSS",
+    ),
 }
 
 
@@ -54,16 +57,22 @@ def main(
     argv = list(sys.argv[1:] if argv is None else argv)
     commands = "\n".join(f"  {name:8s} {help_text}" for name, (_, help_text) in subcommands.items())
     parser = argparse.ArgumentParser(
-        prog=prog, description=(description or __doc__).splitlines()[0].split(": ``")[0] + ".", epilog=f"commands:\n{commands}",
+        prog=prog,
+        description=(description or __doc__).splitlines()[0].split(": ``")[0] + ".",
+        epilog=f"commands:\n{commands}",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("command", choices=list(subcommands), metavar="COMMAND", help=f"one of: {', '.join(subcommands)}")
+    parser.add_argument(
+        "command", choices=list(subcommands), metavar="COMMAND", help=f"one of: {', '.join(subcommands)}"
+    )
     if not argv or argv[0].startswith("-") or argv[0] not in subcommands:
         parser.parse_args(argv[:1])  # --help, or the usage error naming the commands (exits)
         return 2
     name, rest = argv[0], argv[1:]
     module_path, help_text = subcommands[name]
     module = importlib.import_module(module_path)
-    sub = argparse.ArgumentParser(prog=f"{prog} {name}", description=(module.__doc__ or help_text).strip().splitlines()[0])
+    sub = argparse.ArgumentParser(
+        prog=f"{prog} {name}", description=(module.__doc__ or help_text).strip().splitlines()[0]
+    )
     module.add_arguments(sub)
     return int(module.run(sub.parse_args(rest)) or 0)

@@ -17,7 +17,15 @@ from reasoning_env.policies.curve_fit import CurveFit
 from reasoning_env.policies.curves import Curve, CurveFitError, SolverCurves, fit_run
 from reasoning_env.policies.llm import OpenAIChatPolicy, TransformersPolicy, openai_policy_from_env, split_thinking
 from reasoning_env.policies.oracle import EpisodeRegret, OracleCache, episode_regret, oracle_plan
-from reasoning_env.policies.registry import POLICIES, PolicyArgs, available, describe, make_policy, names_of_kind, register_policy
+from reasoning_env.policies.registry import (
+    POLICIES,
+    PolicyArgs,
+    available,
+    describe,
+    make_policy,
+    names_of_kind,
+    register_policy,
+)
 from reasoning_env.policies.simulated import OracleAllocationPolicy, SimulatedSolverPolicy
 
 __all__ = [

@@ -24,7 +24,8 @@ from __future__ import annotations
 
 import copy
 from dataclasses import dataclass, field
-from typing import Any, Optional, Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
+
 from reasoning_env.errors import PolicyError
 
 __all__ = ["BasePolicy", "EpisodeInfo", "Policy", "PolicyError", "PolicyOutput", "obs_get"]
@@ -49,9 +50,9 @@ class PolicyOutput:
     """
 
     response: str
-    grading_response: Optional[str] = None
+    grading_response: str | None = None
     meta: dict[str, Any] = field(default_factory=dict)
-    num_generated_tokens: Optional[int] = None
+    num_generated_tokens: int | None = None
 
 
 @dataclass
@@ -89,7 +90,7 @@ class EpisodeInfo:
     max_tokens_per_step: int = 2048
     hard_cap_mode: bool = True
     reset_metadata: dict[str, Any] = field(default_factory=dict)
-    questions: Optional[list] = None
+    questions: list | None = None
 
 
 @runtime_checkable
@@ -108,7 +109,7 @@ class Policy(Protocol):
     name: str
     kind: str
     needs_trusted_context: bool
-    tokenizer_name: Optional[str]
+    tokenizer_name: str | None
 
     def reset(self, info: EpisodeInfo) -> None:
         """Start an episode."""
@@ -123,10 +124,10 @@ class BasePolicy:
     name: str = "policy"
     kind: str = "budget_baseline"
     needs_trusted_context: bool = False
-    tokenizer_name: Optional[str] = None
+    tokenizer_name: str | None = None
 
     def __init__(self) -> None:
-        self.info: Optional[EpisodeInfo] = None
+        self.info: EpisodeInfo | None = None
 
     def reset(self, info: EpisodeInfo) -> None:
         """Remember ``info`` for the episode. Raises :class:`PolicyError` when trusted context
@@ -141,7 +142,7 @@ class BasePolicy:
     def act(self, obs: Any) -> PolicyOutput:  # pragma: no cover - abstract
         raise NotImplementedError
 
-    def clone(self) -> "BasePolicy":
+    def clone(self) -> BasePolicy:
         """An independent copy for a parallel worker (heavy resources such as a loaded model are
         shared, not copied)."""
         twin = copy.copy(self)

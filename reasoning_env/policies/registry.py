@@ -11,8 +11,9 @@ the core (:mod:`reasoning_env.registry`).
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable, Optional
+from typing import Any
 
 from reasoning_env.policies.base import BasePolicy
 from reasoning_env.policies.budget import DifficultyOraclePolicy, GreedyMaxPolicy, UniformPolicy
@@ -43,7 +44,7 @@ class PolicyArgs:
 
     name: str
     curves: SolverCurves = field(default_factory=SolverCurves)
-    oracle_cache: Optional[OracleCache] = None
+    oracle_cache: OracleCache | None = None
     llm: dict[str, Any] = field(default_factory=dict)
     hf: dict[str, Any] = field(default_factory=dict)
     baseline_answer: str = "solver"
@@ -55,7 +56,9 @@ Factory = Callable[[PolicyArgs], BasePolicy]
 POLICIES: Registry[Factory] = Registry("policy")
 
 
-def register_policy(name: str, *, kind: str, summary: str, aliases: tuple[str, ...] = ()) -> Callable[[Factory], Factory]:
+def register_policy(
+    name: str, *, kind: str, summary: str, aliases: tuple[str, ...] = ()
+) -> Callable[[Factory], Factory]:
     """Decorator: register a factory ``(PolicyArgs) -> BasePolicy`` under ``name``.
 
     Args:
@@ -72,17 +75,23 @@ def register_policy(name: str, *, kind: str, summary: str, aliases: tuple[str, .
     return POLICIES.register(name, summary=summary, meta={"kind": kind}, aliases=aliases)
 
 
-@register_policy("uniform", kind="budget_baseline", summary="fair share (total_budget // num_questions) on every question")
+@register_policy(
+    "uniform", kind="budget_baseline", summary="fair share (total_budget // num_questions) on every question"
+)
 def _uniform(a: PolicyArgs) -> BasePolicy:
     return UniformPolicy(curves=a.curves, answer=a.baseline_answer)
 
 
-@register_policy("greedy_max", kind="budget_baseline", summary="max_tokens on every question until the budget runs dry")
+@register_policy(
+    "greedy_max", kind="budget_baseline", summary="max_tokens on every question until the budget runs dry"
+)
 def _greedy_max(a: PolicyArgs) -> BasePolicy:
     return GreedyMaxPolicy(curves=a.curves, answer=a.baseline_answer)
 
 
-@register_policy("difficulty_oracle", kind="budget_baseline", summary="fixed length by difficulty level (64 * 2**(d-1) tokens)")
+@register_policy(
+    "difficulty_oracle", kind="budget_baseline", summary="fixed length by difficulty level (64 * 2**(d-1) tokens)"
+)
 def _difficulty_oracle(a: PolicyArgs) -> BasePolicy:
     return DifficultyOraclePolicy(curves=a.curves, answer=a.baseline_answer)
 
@@ -102,8 +111,12 @@ def _sim_greedy(a: PolicyArgs) -> BasePolicy:
     return SimulatedSolverPolicy("greedy", a.curves)
 
 
-@register_policy("oracle_allocation", kind="oracle", aliases=("oracle",),
-                 summary="simulated solver, the optimal split knowing every question's curve")
+@register_policy(
+    "oracle_allocation",
+    kind="oracle",
+    aliases=("oracle",),
+    summary="simulated solver, the optimal split knowing every question's curve",
+)
 def _oracle_allocation(a: PolicyArgs) -> BasePolicy:
     return OracleAllocationPolicy(a.curves, oracle_cache=a.oracle_cache)
 
@@ -118,13 +131,17 @@ def _llm_local(a: PolicyArgs) -> BasePolicy:
     return openai_policy_from_env("local", **a.llm)
 
 
-@register_policy("hf_local", kind="llm", summary="local transformers model with generate (BASELINE_LOCAL_MODEL or --hf-model)")
+@register_policy(
+    "hf_local", kind="llm", summary="local transformers model with generate (BASELINE_LOCAL_MODEL or --hf-model)"
+)
 def _hf_local(a: PolicyArgs) -> BasePolicy:
     args = dict(a.hf)
     if not args.get("model"):
         args["model"] = os.environ.get("BASELINE_LOCAL_MODEL")
     if not args.get("model"):
-        raise ValueError("hf_local needs a model: pass --hf-model (a local folder or Hub id) or set BASELINE_LOCAL_MODEL")
+        raise ValueError(
+            "hf_local needs a model: pass --hf-model (a local folder or Hub id) or set BASELINE_LOCAL_MODEL"
+        )
     return TransformersPolicy(**{k: v for k, v in args.items() if v is not None})
 
 
@@ -133,7 +150,7 @@ def available() -> list[str]:
     return POLICIES.names()
 
 
-def describe(name: Optional[str] = None) -> dict[str, Any]:
+def describe(name: str | None = None) -> dict[str, Any]:
     """JSON-ready ``{"name", "summary", "kind"}`` of one policy, or ``{name: that}`` of all.
 
     Raises:
@@ -150,10 +167,10 @@ def names_of_kind(*kinds: str) -> tuple[str, ...]:
 def make_policy(
     name: str,
     *,
-    curves: Optional[SolverCurves] = None,
-    oracle_cache: Optional[OracleCache] = None,
-    llm: Optional[dict[str, Any]] = None,
-    hf: Optional[dict[str, Any]] = None,
+    curves: SolverCurves | None = None,
+    oracle_cache: OracleCache | None = None,
+    llm: dict[str, Any] | None = None,
+    hf: dict[str, Any] | None = None,
     baseline_answer: str = "solver",
 ) -> BasePolicy:
     """Build a registered policy by name (:func:`available`, :func:`describe`).
@@ -177,6 +194,12 @@ def make_policy(
         ValueError: missing LLM settings.
     """
     factory = POLICIES.get(name)
-    args = PolicyArgs(name=POLICIES.canonical(name), curves=curves or SolverCurves(), oracle_cache=oracle_cache,
-                      llm=dict(llm or {}), hf=dict(hf or {}), baseline_answer=baseline_answer)
+    args = PolicyArgs(
+        name=POLICIES.canonical(name),
+        curves=curves or SolverCurves(),
+        oracle_cache=oracle_cache,
+        llm=dict(llm or {}),
+        hf=dict(hf or {}),
+        baseline_answer=baseline_answer,
+    )
     return factory(args)

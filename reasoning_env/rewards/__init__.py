@@ -17,8 +17,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from reasoning_env.errors import RewardSpecError
 from reasoning_env.rewards.base import EnvReward, EpisodeContext, StepContext
@@ -79,7 +80,15 @@ __all__ = [
 ]
 
 #: EnvConfig fields that are the economics family's parameters (flat seed weights).
-FLAT_WEIGHTS = ("correct_reward", "wrong_reward", "beta", "gamma", "soft_overspend_penalty", "lambda_ep", "target_utilisation")
+FLAT_WEIGHTS = (
+    "correct_reward",
+    "wrong_reward",
+    "beta",
+    "gamma",
+    "soft_overspend_penalty",
+    "lambda_ep",
+    "target_utilisation",
+)
 
 #: The composition is a registered type too, after every shape (the last name of :func:`available`).
 REWARDS.add("combined", CombinedReward, summary=COMBINED_INFO.summary, meta=COMBINED_INFO.to_dict)
@@ -152,9 +161,15 @@ def build_reward(source: Any = None, *, context: str = "env") -> Any:
     elif hasattr(source, "step_components") and hasattr(source, "episode_components"):
         return source  # a custom EnvReward: trusted as is
     else:
-        raise RewardSpecError(f"cannot build a reward from {type(source).__name__}; pass an EnvConfig, a spec or a reward")
+        raise RewardSpecError(
+            f"cannot build a reward from {type(source).__name__}; pass an EnvConfig, a spec or a reward"
+        )
     if context == "env" and getattr(reward, "is_group", False):
-        names = [e.reward.info.name for e in reward.entries if e.reward.is_group] if isinstance(reward, CombinedReward) else [reward.info.name]
+        names = (
+            [e.reward.info.name for e in reward.entries if e.reward.is_group]
+            if isinstance(reward, CombinedReward)
+            else [reward.info.name]
+        )
         raise GroupRewardError(group_error_message(names[0]))
     return reward
 

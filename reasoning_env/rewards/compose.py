@@ -27,9 +27,10 @@ unique.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping, Optional, Union
+from typing import Any
 
 import numpy as np
 import yaml
@@ -77,7 +78,9 @@ class CombinedReward:
         labels = [e.label for e in self.entries]
         if len(set(labels)) != len(labels):
             dup = sorted({x for x in labels if labels.count(x) > 1})
-            raise RewardSpecError(f"combined reward labels must be unique, {dup} repeat: give each entry a distinct 'label'")
+            raise RewardSpecError(
+                f"combined reward labels must be unique, {dup} repeat: give each entry a distinct 'label'"
+            )
 
     # ------------------------------------------------------------------ naming
     def _keys(self, e: Entry, names: tuple[str, ...]) -> dict[str, str]:
@@ -100,8 +103,12 @@ class CombinedReward:
         """Metadata of this composition."""
         scope = "group" if self.is_group else "step+episode"
         return RewardInfo(
-            name="combined", summary=COMBINED_INFO.summary, formula=COMBINED_INFO.formula,
-            source=COMBINED_INFO.source, scope=scope, components=self.component_names,
+            name="combined",
+            summary=COMBINED_INFO.summary,
+            formula=COMBINED_INFO.formula,
+            source=COMBINED_INFO.source,
+            scope=scope,
+            components=self.component_names,
             needs_text=self.needs_text,
         )
 
@@ -166,7 +173,7 @@ AnyReward = RewardShape | CombinedReward
 
 
 # ---------------------------------------------------------------------- specs
-def load_spec(source: Union[str, Path, Mapping[str, Any]]) -> dict[str, Any]:
+def load_spec(source: str | Path | Mapping[str, Any]) -> dict[str, Any]:
     """Read a spec: a mapping (copied), a registry name, a path to a YAML file, or YAML text.
 
     A YAML document with a top-level ``reward:`` key (e.g. an EnvConfig file) yields that value.
@@ -176,7 +183,9 @@ def load_spec(source: Union[str, Path, Mapping[str, Any]]) -> dict[str, Any]:
     """
     if isinstance(source, Mapping):
         return dict(source)
-    if isinstance(source, Path) or (isinstance(source, str) and "\n" not in source and source.strip().endswith((".yaml", ".yml"))):
+    if isinstance(source, Path) or (
+        isinstance(source, str) and "\n" not in source and source.strip().endswith((".yaml", ".yml"))
+    ):
         p = Path(source)
         if not p.is_file():
             raise RewardSpecError(f"reward spec file {str(p)!r} does not exist")
@@ -187,7 +196,9 @@ def load_spec(source: Union[str, Path, Mapping[str, Any]]) -> dict[str, Any]:
             return {"type": name}
         text = source
     else:
-        raise RewardSpecError(f"a reward spec must be a mapping, a registry name, a YAML file or YAML text, got {type(source).__name__}")
+        raise RewardSpecError(
+            f"a reward spec must be a mapping, a registry name, a YAML file or YAML text, got {type(source).__name__}"
+        )
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
@@ -218,7 +229,9 @@ def normalise_spec(spec: Any, *, _nested: bool = False, _where: str = "reward") 
     if isinstance(spec, str):
         spec = {"type": spec}
     if not isinstance(spec, Mapping):
-        raise RewardSpecError(f"{_where} must be a mapping with a 'type' (or a registry name), got {type(spec).__name__}")
+        raise RewardSpecError(
+            f"{_where} must be a mapping with a 'type' (or a registry name), got {type(spec).__name__}"
+        )
     spec = rename_keys(spec, where=_where, error=RewardSpecError)  # inline parameters under an old name
     if "type" not in spec and "name" in spec:  # legacy {name: economics, params: ...}
         spec["type"] = spec.pop("name")
@@ -226,7 +239,9 @@ def normalise_spec(spec: Any, *, _nested: bool = False, _where: str = "reward") 
         spec["type"] = "economics"  # legacy: a bare {params: ...} configured the seed reward
     rtype = spec.get("type")
     if not isinstance(rtype, str) or not rtype:
-        raise RewardSpecError(f"{_where} needs a 'type' naming a registered reward; available: {', '.join(REWARDS.names())}")
+        raise RewardSpecError(
+            f"{_where} needs a 'type' naming a registered reward; available: {', '.join(REWARDS.names())}"
+        )
     weight = _weight(spec.get("weight", 1.0), _where)
     label = spec.get("label")
     if label is not None and (not isinstance(label, str) or not label.strip() or "." in label):
@@ -234,13 +249,18 @@ def normalise_spec(spec: Any, *, _nested: bool = False, _where: str = "reward") 
 
     if rtype == "combined":
         if _nested:
-            raise RewardSpecError(f"{_where}: combined rewards cannot be nested; list every reward in one 'rewards' list")
+            raise RewardSpecError(
+                f"{_where}: combined rewards cannot be nested; list every reward in one 'rewards' list"
+            )
         params = spec.get("params") or {}
         if not isinstance(params, Mapping):
             raise RewardSpecError(f"{_where}: params must be a mapping, got {type(params).__name__}")
         extra = set(spec) - {"type", "weight", "label", "params", "rewards"} | (set(params) - {"rewards"})
         if extra:
-            raise RewardSpecError(f"{_where}: unknown key(s) {sorted(extra)} for 'combined'; it takes 'rewards' " "(a list of specs) and 'weight'")
+            raise RewardSpecError(
+                f"{_where}: unknown key(s) {sorted(extra)} for 'combined'; it takes 'rewards' "
+                "(a list of specs) and 'weight'"
+            )
         members = spec.get("rewards", params.get("rewards"))
         if not isinstance(members, (list, tuple)) or not members:
             raise RewardSpecError(f"{_where}: 'combined' needs a non-empty 'rewards' list of reward specs")
@@ -273,12 +293,17 @@ def normalise_spec(spec: Any, *, _nested: bool = False, _where: str = "reward") 
                 raise RewardSpecError(f"{_where}: parameter {key!r} given both inline and in params")
             params[key] = spec[key]
         else:
-            raise RewardSpecError(f"{_where}: unknown key {key!r} for reward {rtype!r}; keys: {list(SPEC_KEYS)}, params: {sorted(names)}")
+            raise RewardSpecError(
+                f"{_where}: unknown key {key!r} for reward {rtype!r}; keys: {list(SPEC_KEYS)}, params: {sorted(names)}"
+            )
     if "rewards" in spec:
         raise RewardSpecError(f"{_where}: 'rewards' belongs to type 'combined', not {rtype!r}")
     unknown = set(params) - names
     if unknown:
-        raise RewardSpecError(f"{_where}: unknown parameter(s) {sorted(unknown)} for reward {rtype!r}; its " f"parameters: {sorted(names) or 'none'}")
+        raise RewardSpecError(
+            f"{_where}: unknown parameter(s) {sorted(unknown)} for reward {rtype!r}; its "
+            f"parameters: {sorted(names) or 'none'}"
+        )
     full = {p.name: p.check(params.get(p.name, p.default), rtype) for p in info.params}
     out = {"type": rtype, "weight": weight, "params": full}
     if label is not None:
@@ -290,7 +315,7 @@ def normalise_spec(spec: Any, *, _nested: bool = False, _where: str = "reward") 
 normalize_spec = normalise_spec
 
 
-def from_spec(spec: Any, *, defaults: Optional[Mapping[str, Mapping[str, Any]]] = None) -> AnyReward:
+def from_spec(spec: Any, *, defaults: Mapping[str, Mapping[str, Any]] | None = None) -> AnyReward:
     """Build the reward a spec describes (see :func:`normalise_spec`).
 
     Args:
@@ -327,7 +352,12 @@ def _inject_defaults(spec: dict, defaults: Mapping[str, Mapping[str, Any]]) -> d
     if rtype == "combined":
         members = spec.get("rewards", (spec.get("params") or {}).get("rewards"))
         if isinstance(members, (list, tuple)):
-            new = [_inject_defaults(load_spec(m) if isinstance(m, str) else dict(m), defaults) if isinstance(m, (str, Mapping)) else m for m in members]
+            new = [
+                _inject_defaults(load_spec(m) if isinstance(m, str) else dict(m), defaults)
+                if isinstance(m, (str, Mapping))
+                else m
+                for m in members
+            ]
             if "rewards" in spec:
                 spec["rewards"] = new
             else:
@@ -337,7 +367,11 @@ def _inject_defaults(spec: dict, defaults: Mapping[str, Mapping[str, Any]]) -> d
         # Old parameter names first, so a user's old key is not merged beside its default's new one.
         spec = rename_keys(spec, where="reward", error=RewardSpecError, stacklevel=4)
         params = spec.get("params") or {}
-        params = rename_keys(params, where="reward.params", error=RewardSpecError, stacklevel=4) if isinstance(params, Mapping) else params
+        params = (
+            rename_keys(params, where="reward.params", error=RewardSpecError, stacklevel=4)
+            if isinstance(params, Mapping)
+            else params
+        )
         inline = {k: spec.pop(k) for k in list(spec) if k not in SPEC_KEYS and k in defaults[rtype]}
         merged = dict(defaults[rtype])
         merged.update(inline)

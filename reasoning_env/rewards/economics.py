@@ -26,9 +26,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from reasoning_env.renamed import accept_renamed_keywords
 from reasoning_env.rewards.base import EpisodeContext, StepContext
 from reasoning_env.rewards.batch import EpisodeBatch, RewardShape, StepBatch
-from reasoning_env.renamed import accept_renamed_keywords
 from reasoning_env.rewards.registry import Param, register
 
 STEP_COMPONENTS = ("correctness", "efficiency_bonus", "cost_penalty", "overspend_penalty")
@@ -39,12 +39,54 @@ SEED_SOURCE = "ReasoningEconomicsEnv v2 contract (seed reward; README 'Environme
 
 ECONOMICS_PARAMS = (
     Param("correct_reward", 1.0, "Correctness term for a correct answer.", min=0.0, max=2.0, step=0.05, unit="reward"),
-    Param("wrong_reward", -0.1, "Correctness term for a wrong or missing answer.", min=-1.0, max=0.5, step=0.05, unit="reward"),
-    Param("beta", 0.05, "Cost penalty weight: -beta * max(0, tokens/share - 1).", min=0.0, max=1.0, step=0.01, hard_min=0.0),
-    Param("gamma", 0.1, "Efficiency bonus weight for correct answers: gamma * (1 - tokens/share).", min=0.0, max=1.0, step=0.01, hard_min=0.0),
-    Param("soft_overspend_penalty", 0.25, "Soft mode: penalty per fair share of cumulative overspend.", min=0.0, max=2.0, step=0.05, hard_min=0.0),
+    Param(
+        "wrong_reward",
+        -0.1,
+        "Correctness term for a wrong or missing answer.",
+        min=-1.0,
+        max=0.5,
+        step=0.05,
+        unit="reward",
+    ),
+    Param(
+        "beta",
+        0.05,
+        "Cost penalty weight: -beta * max(0, tokens/share - 1).",
+        min=0.0,
+        max=1.0,
+        step=0.01,
+        hard_min=0.0,
+    ),
+    Param(
+        "gamma",
+        0.1,
+        "Efficiency bonus weight for correct answers: gamma * (1 - tokens/share).",
+        min=0.0,
+        max=1.0,
+        step=0.01,
+        hard_min=0.0,
+    ),
+    Param(
+        "soft_overspend_penalty",
+        0.25,
+        "Soft mode: penalty per fair share of cumulative overspend.",
+        min=0.0,
+        max=2.0,
+        step=0.05,
+        hard_min=0.0,
+    ),
     Param("lambda_ep", 0.5, "Episode bonus weight (final step).", min=0.0, max=2.0, step=0.05, hard_min=0.0),
-    Param("target_utilisation", 0.9, "Budget utilisation (spent/budget) the episode bonus peaks at.", min=0.1, max=1.5, step=0.05, unit="fraction", hard_min=1e-9, hard_max=2.0),
+    Param(
+        "target_utilisation",
+        0.9,
+        "Budget utilisation (spent/budget) the episode bonus peaks at.",
+        min=0.1,
+        max=1.5,
+        step=0.05,
+        unit="fraction",
+        hard_min=1e-9,
+        hard_max=2.0,
+    ),
 )
 
 
@@ -54,9 +96,7 @@ def _economics_step(rw, b: StepBatch, share: np.ndarray) -> dict[str, np.ndarray
     with np.errstate(divide="ignore", invalid="ignore"):
         ratio = np.where(share > 0, b.tokens / share, 0.0)
         ov = b.overspend_tokens
-        overspend = np.where(
-            (~b.hard_cap_mode) & (fair > 0) & (ov > 0), -rw.soft_overspend_penalty * ov / fair, 0.0
-        )
+        overspend = np.where((~b.hard_cap_mode) & (fair > 0) & (ov > 0), -rw.soft_overspend_penalty * ov / fair, 0.0)
     return {
         "correctness": np.where(b.correct, rw.correct_reward, rw.wrong_reward).astype(np.float64),
         "efficiency_bonus": np.where(b.correct & (share > 0), rw.gamma * (1.0 - ratio), 0.0),
@@ -76,7 +116,8 @@ def _economics_episode(rw, e: EpisodeBatch) -> dict[str, np.ndarray]:
 
 @register(
     "economics",
-    summary="The seed reward (default): correctness, efficiency vs the fair share, cost " "and soft-mode overspend penalties, episode bonus.",
+    summary="The seed reward (default): correctness, efficiency vs the fair share, cost "
+    "and soft-mode overspend penalties, episode bonus.",
     formula=(
         "step: (correct ? correct_reward : wrong_reward) + [correct] gamma (1 - t/F) - beta max(0, t/F - 1) "
         "- [soft] soft_overspend_penalty * max(0, spent_after - B)/F,  F = B/N, t = charged tokens; "
@@ -151,7 +192,9 @@ def difficulty_weight(difficulty: np.ndarray, growth: float) -> np.ndarray:
 
 @register(
     "budget_aware",
-    summary="The seed reward measured against each question's own share (remaining budget " "per remaining question and/or difficulty-weighted), so harder questions may " "spend more.",
+    summary="The seed reward measured against each question's own share (remaining budget "
+    "per remaining question and/or difficulty-weighted), so harder questions may "
+    "spend more.",
     formula=(
         "as economics with F replaced by the step's share s in the efficiency and cost terms: "
         "share='remaining': s = max(min_share*F, (B - spent_before)/(N - i)); "
@@ -159,13 +202,41 @@ def difficulty_weight(difficulty: np.ndarray, growth: float) -> np.ndarray:
         "share='both': s = max(min_share*F, (B - spent_before)/(N - i)) * w(d). "
         "Overspend penalty and episode bonus as economics."
     ),
-    source=SEED_SOURCE + "; difficulty-weighted share: this project (a level-d question is given " "growth^(d-3) fair shares, 2 by default: the tokens a logistic solver needs " "for even odds double per MATH level, as the default curves of " "reasoning_env.policies.curves assume)",
+    source=SEED_SOURCE + "; difficulty-weighted share: this project (a level-d question is given "
+    "growth^(d-3) fair shares, 2 by default: the tokens a logistic solver needs "
+    "for even odds double per MATH level, as the default curves of "
+    "reasoning_env.policies.curves assume)",
     scope="step+episode",
     components=COMPONENTS,
-    params=ECONOMICS_PARAMS + (
-        Param("share", "remaining", "What each step is measured against: the remaining budget per remaining " "question, a difficulty-weighted fair share, or both.", kind="choice", choices=("remaining", "difficulty", "both")),
-        Param("growth", 2.0, "Share ratio between consecutive difficulty levels (2 = doubling per level).", min=1.0, max=4.0, step=0.1, hard_min=1e-6),
-        Param("min_share", 0.1, "Floor of the remaining-budget share, in fair shares (when the budget is nearly gone).", min=0.01, max=1.0, step=0.01, unit="fair shares", hard_min=1e-6),
+    params=ECONOMICS_PARAMS
+    + (
+        Param(
+            "share",
+            "remaining",
+            "What each step is measured against: the remaining budget per remaining "
+            "question, a difficulty-weighted fair share, or both.",
+            kind="choice",
+            choices=("remaining", "difficulty", "both"),
+        ),
+        Param(
+            "growth",
+            2.0,
+            "Share ratio between consecutive difficulty levels (2 = doubling per level).",
+            min=1.0,
+            max=4.0,
+            step=0.1,
+            hard_min=1e-6,
+        ),
+        Param(
+            "min_share",
+            0.1,
+            "Floor of the remaining-budget share, in fair shares (when the budget is nearly gone).",
+            min=0.01,
+            max=1.0,
+            step=0.01,
+            unit="fair shares",
+            hard_min=1e-6,
+        ),
     ),
     length="tokens",
 )

@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable, Optional, Union
+from typing import Any
 
 from reasoning_env.errors import RewardSpecError, UnknownRewardError
 from reasoning_env.registry import Registry
@@ -42,18 +43,18 @@ class Param:
     """
 
     name: str
-    default: Union[float, int, str]
+    default: float | int | str
     description: str
     kind: str = "float"
-    min: Optional[float] = None
-    max: Optional[float] = None
-    step: Optional[float] = None
+    min: float | None = None
+    max: float | None = None
+    step: float | None = None
     unit: str = ""
-    choices: Optional[tuple[str, ...]] = None
-    hard_min: Optional[float] = None
-    hard_max: Optional[float] = None
+    choices: tuple[str, ...] | None = None
+    hard_min: float | None = None
+    hard_max: float | None = None
 
-    def check(self, value: Any, reward: str) -> Union[float, int, str]:
+    def check(self, value: Any, reward: str) -> float | int | str:
         """Validate ``value`` for this parameter and return it normalised (int/float/str).
 
         Raises:
@@ -186,10 +187,20 @@ def register(
             raise ValueError(f"reward {name!r}: fields {sorted(fields)} != declared params {sorted(declared)}")
         for pname, f in fields.items():
             if f.default is dataclasses.MISSING or f.default != declared[pname].default:
-                raise ValueError(f"reward {name!r}: default of {pname!r} is {f.default!r}, metadata says " f"{declared[pname].default!r}")
+                raise ValueError(
+                    f"reward {name!r}: default of {pname!r} is {f.default!r}, metadata says "
+                    f"{declared[pname].default!r}"
+                )
         cls.info = RewardInfo(
-            name=name, summary=summary, formula=formula, source=source, scope=scope,
-            components=tuple(components), params=tuple(params), needs_text=needs_text, length=length,
+            name=name,
+            summary=summary,
+            formula=formula,
+            source=source,
+            scope=scope,
+            components=tuple(components),
+            params=tuple(params),
+            needs_text=needs_text,
+            length=length,
         )
         return REWARDS.add(name, cls, summary=summary, meta=cls.info.to_dict)
 
@@ -209,4 +220,3 @@ def reward_class(name: str) -> type:
             lists the available ones).
     """
     return REWARDS.get(name)
-

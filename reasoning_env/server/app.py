@@ -32,8 +32,9 @@ import json
 import os
 import sys
 import tempfile
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Optional, Sequence, Union
+from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -101,25 +102,31 @@ class ServerRuntime:
     def capacity(self) -> dict[str, Any]:
         """The ``/capacity`` answer: totals over the workers at the top, then each worker."""
         workers = self.board.entries()
-        out = {**total(workers), "max_response_bytes": self.settings.max_response_bytes,
-               "max_message_bytes": self.settings.max_message_bytes,
-               "max_sessions_per_client": self.settings.session_cap_per_client,
-               "session_timeout_s": self.settings.session_timeout_s,
-               "unused_session_timeout_s": self.settings.unused_session_timeout_s,
-               "auth": bool(self.settings.api_token)}
+        out = {
+            **total(workers),
+            "max_response_bytes": self.settings.max_response_bytes,
+            "max_message_bytes": self.settings.max_message_bytes,
+            "max_sessions_per_client": self.settings.session_cap_per_client,
+            "session_timeout_s": self.settings.session_timeout_s,
+            "unused_session_timeout_s": self.settings.unused_session_timeout_s,
+            "auth": bool(self.settings.api_token),
+        }
         out["worker"] = self.board.worker_id
         out["per_worker"] = workers
         out["threads"] = self.executor.stats()
-        out["grading_fallback"] = {"workers": self.fallback.size, "per_client": self.fallback.per_client,
-                                   "in_flight": sum(self.fallback.in_flight().values())}
+        out["grading_fallback"] = {
+            "workers": self.fallback.size,
+            "per_client": self.fallback.per_client,
+            "in_flight": sum(self.fallback.in_flight().values()),
+        }
         return out
 
 
 def create_server_app(
-    config: Union[EnvConfig, dict, None] = None,
+    config: EnvConfig | dict | None = None,
     *,
-    settings: Optional[ServerSettings] = None,
-    mode: Union[ServerMode, str, None] = None,
+    settings: ServerSettings | None = None,
+    mode: ServerMode | str | None = None,
     **limits: Any,
 ) -> FastAPI:
     """Build a server app for ``config``.
@@ -172,15 +179,19 @@ def create_server_app(
         redoc_url=None,
     )
     openenv_server = HTTPEnvServer(
-        factory, ReasoningEconomicsAction, ReasoningEconomicsObservation,
+        factory,
+        ReasoningEconomicsAction,
+        ReasoningEconomicsObservation,
         concurrency_config=ConcurrencyConfig(max_concurrent_envs=settings.max_sessions, session_timeout=None),
-        env_name=ENV_NAME, state_cls=ReasoningEconomicsState,
+        env_name=ENV_NAME,
+        state_cls=ReasoningEconomicsState,
     )
     before = set(map(id, app.router.routes))
     openenv_server.register_routes(app, mode=mode)
     # OpenEnv's /ws and /mcp go; ours takes /ws (see the module docstring).
-    app.router.routes[:] = [r for r in app.router.routes
-                            if id(r) in before or getattr(r, "path", None) not in ("/ws", "/mcp")]
+    app.router.routes[:] = [
+        r for r in app.router.routes if id(r) in before or getattr(r, "path", None) not in ("/ws", "/mcp")
+    ]
     openenv_routes = [r for r in app.router.routes if id(r) not in before]
 
     executor = ElasticExecutor(settings.worker_threads, settings.worker_threads + settings.max_sessions + 8)
@@ -189,14 +200,23 @@ def create_server_app(
     board = WorkerBoard(os.environ.get(BOARD_VAR), registry.capacity)
     board_holder.append(board)
     registry.name = board.worker_id
-    ws_route = WebSocketRoute(settings, registry, executor, factory,
-                              auth=lambda scope: token_problem(scope, settings.api_token))
+    ws_route = WebSocketRoute(
+        settings, registry, executor, factory, auth=lambda scope: token_problem(scope, settings.api_token)
+    )
     app.router.routes.insert(0, StarletteWebSocketRoute("/ws", ws_route, name="ws"))
     app.add_middleware(MessageGuard, settings=settings, http_routes=openenv_routes)
     _add_error_handlers(app)
 
-    runtime = ServerRuntime(config=config, settings=settings, registry=registry, pools=pools, grader=grader,
-                            fallback=fallback, executor=executor, board=board)
+    runtime = ServerRuntime(
+        config=config,
+        settings=settings,
+        registry=registry,
+        pools=pools,
+        grader=grader,
+        fallback=fallback,
+        executor=executor,
+        board=board,
+    )
     app.state.reasoning_env = runtime
 
     async def start() -> None:
@@ -218,9 +238,16 @@ def create_server_app(
 
     @app.api_route("/mcp", methods=["GET", "POST"], include_in_schema=False)
     async def mcp_off() -> JSONResponse:
-        return JSONResponse(status_code=404, content={"detail": (
-            "this environment exposes no MCP tools, so OpenEnv's /mcp routes are not " "served; play episodes over "
-            "the WebSocket /ws (reasoning_env.client.ReasoningEconomicsClient)")})
+        return JSONResponse(
+            status_code=404,
+            content={
+                "detail": (
+                    "this environment exposes no MCP tools, so OpenEnv's /mcp routes are not "
+                    "served; play episodes over "
+                    "the WebSocket /ws (reasoning_env.client.ReasoningEconomicsClient)"
+                )
+            },
+        )
 
     _add_docs(app)
     return app
@@ -243,19 +270,28 @@ def _add_docs(app: FastAPI) -> None:
 
         @app.get("/docs", include_in_schema=False)
         async def docs() -> HTMLResponse:
-            return get_swagger_ui_html(openapi_url=app.openapi_url, title=title,
-                                       swagger_js_url="/docs-assets/swagger-ui-bundle.js",
-                                       swagger_css_url="/docs-assets/swagger-ui.css",
-                                       swagger_favicon_url="/docs-assets/favicon-32x32.png")
+            return get_swagger_ui_html(
+                openapi_url=app.openapi_url,
+                title=title,
+                swagger_js_url="/docs-assets/swagger-ui-bundle.js",
+                swagger_css_url="/docs-assets/swagger-ui.css",
+                swagger_favicon_url="/docs-assets/favicon-32x32.png",
+            )
+
         return
 
     @app.get("/docs", include_in_schema=False)
     async def docs_plain() -> HTMLResponse:
-        rows = "".join(f"<li><code>{', '.join(sorted(getattr(r, 'methods', None) or ['WS']))} {r.path}</code></li>"
-                       for r in app.router.routes if getattr(r, "include_in_schema", True) and hasattr(r, "path"))
-        return HTMLResponse(f"<!doctype html><title>{title}</title><h1>{title}</h1><ul>{rows}</ul>"
-                            f"<p>Schema: <a href='{app.openapi_url}'>{app.openapi_url}</a>. "
-                            "Install <code>swagger-ui-bundle</code> for the interactive page.</p>")
+        rows = "".join(
+            f"<li><code>{', '.join(sorted(getattr(r, 'methods', None) or ['WS']))} {r.path}</code></li>"
+            for r in app.router.routes
+            if getattr(r, "include_in_schema", True) and hasattr(r, "path")
+        )
+        return HTMLResponse(
+            f"<!doctype html><title>{title}</title><h1>{title}</h1><ul>{rows}</ul>"
+            f"<p>Schema: <a href='{app.openapi_url}'>{app.openapi_url}</a>. "
+            "Install <code>swagger-ui-bundle</code> for the interactive page.</p>"
+        )
 
 
 def _add_error_handlers(app: FastAPI) -> None:
@@ -264,13 +300,16 @@ def _add_error_handlers(app: FastAPI) -> None:
     def answer(status: int):
         async def handler(request: Request, exc: Exception) -> JSONResponse:
             return JSONResponse(status_code=status, content={"detail": str(exc), "error": type(exc).__name__})
+
         return handler
 
     async def invalid_request(request: Request, exc: Exception) -> Response:
         # FastAPI's own answer echoes the input back and fails (500) when it holds a lone
         # surrogate; this one names each problem, without the input, in ASCII-safe JSON.
-        detail = [{"loc": list(e.get("loc", ())), "msg": str(e.get("msg", "")), "type": str(e.get("type", ""))}
-                  for e in exc.errors()]
+        detail = [
+            {"loc": list(e.get("loc", ())), "msg": str(e.get("msg", "")), "type": str(e.get("type", ""))}
+            for e in exc.errors()
+        ]
         return Response(json.dumps({"detail": detail}), status_code=422, media_type="application/json")
 
     app.add_exception_handler(RequestValidationError, invalid_request)
@@ -281,7 +320,7 @@ def _add_error_handlers(app: FastAPI) -> None:
 
 
 # ------------------------------------------------------------------------------ from the environment
-def build_app_from_env(environ: Optional[dict[str, str]] = None, *, announce: Optional[bool] = None) -> FastAPI:
+def build_app_from_env(environ: dict[str, str] | None = None, *, announce: bool | None = None) -> FastAPI:
     """The app the ``REE_*`` variables describe; prints the effective configuration (one JSON line).
 
     Args:
@@ -332,7 +371,7 @@ def is_loopback(host: str) -> bool:
         return False
 
 
-def main(argv: Optional[Sequence[str]] = None) -> int:
+def main(argv: Sequence[str] | None = None) -> int:
     """``python -m reasoning_env.server [--host H] [--port P] [--workers N] [--log-level L]``: serve until stopped.
 
     Configuration comes from the ``REE_*`` environment variables. Returns the exit status
@@ -340,14 +379,22 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     """
     parser = argparse.ArgumentParser(prog="python -m reasoning_env.server", description=main.__doc__.splitlines()[0])
     parser.add_argument("--host", default="0.0.0.0", help="interface to bind (default 0.0.0.0: all)")
-    parser.add_argument("--port", type=int, default=int(os.environ.get("PORT", "8000")),
-                        help="TCP port (default $PORT or 8000)")
-    parser.add_argument("--workers", type=int, default=int(os.environ.get("REE_WORKERS", "1") or 1),
-                        help="server processes on this port (default $REE_WORKERS or 1); each WebSocket session stays on "
-                             "the process that accepted it, and each process has its own limits")
+    parser.add_argument(
+        "--port", type=int, default=int(os.environ.get("PORT", "8000")), help="TCP port (default $PORT or 8000)"
+    )
+    parser.add_argument(
+        "--workers",
+        type=int,
+        default=int(os.environ.get("REE_WORKERS", "1") or 1),
+        help="server processes on this port (default $REE_WORKERS or 1); each WebSocket session stays on "
+        "the process that accepted it, and each process has its own limits",
+    )
     parser.add_argument("--log-level", default="info", choices=["critical", "error", "warning", "info", "debug"])
-    parser.add_argument("--ws-compression", action="store_true",
-                        help="offer permessage-deflate on WebSockets: less bandwidth, ~20%% more server CPU per step")
+    parser.add_argument(
+        "--ws-compression",
+        action="store_true",
+        help="offer permessage-deflate on WebSockets: less bandwidth, ~20%% more server CPU per step",
+    )
     args = parser.parse_args(argv)
     if args.workers < 1:
         print(f"reasoning_env.server: --workers must be >= 1, got {args.workers}", file=sys.stderr)
@@ -362,9 +409,13 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return 2
     settings: ServerSettings = app.state.reasoning_env.settings
     if not settings.api_token and not is_loopback(args.host):
-        print(f"reasoning_env.server: WARNING: serving {args.host}:{args.port} to the network without authentication; "
-              "anyone who can reach it can play (and fill its slots). Set REE_API_TOKEN to require a token, or bind "
-              "--host 127.0.0.1.", file=sys.stderr, flush=True)
+        print(
+            f"reasoning_env.server: WARNING: serving {args.host}:{args.port} to the network without authentication; "
+            "anyone who can reach it can play (and fill its slots). Set REE_API_TOKEN to require a token, or bind "
+            "--host 127.0.0.1.",
+            file=sys.stderr,
+            flush=True,
+        )
     options = dict(
         host=args.host,
         port=args.port,

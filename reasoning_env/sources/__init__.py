@@ -15,15 +15,16 @@ from __future__ import annotations
 import json
 import logging
 import threading
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any
 
 from reasoning_env.questions import Question
 from reasoning_env.sources.base import (
+    SOURCES,
     LoadContext,
     QuestionSource,
     SourceError,
-    SOURCES,
     SourceUnavailable,
     UnknownSourceError,
     available,

@@ -11,12 +11,13 @@ import glob
 import logging
 import os
 from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, ClassVar, Iterable, Optional, Sequence
+from typing import Any, ClassVar
 
-from reasoning_env.questions import Question
 from reasoning_env.errors import SourceError, SourceUnavailable, UnknownSourceError
+from reasoning_env.questions import Question
 from reasoning_env.registry import Registry
 
 logger = logging.getLogger(__name__)
@@ -31,7 +32,7 @@ class LoadContext:
         hub: Whether the Hugging Face Hub is reachable (see :func:`reasoning_env.hub.hub_reachable`).
     """
 
-    data_dir: Optional[str] = None
+    data_dir: str | None = None
     hub: bool = False
 
 
@@ -48,7 +49,7 @@ class QuestionSource(ABC):
     name: ClassVar[str]
     options: ClassVar[dict[str, str]] = {}
     description: ClassVar[str] = ""
-    standin: ClassVar[Optional[str]] = None
+    standin: ClassVar[str | None] = None
 
     def validate(self, options: dict[str, Any]) -> None:
         """Raise :class:`SourceError` for unknown options (override to check values too)."""
@@ -103,7 +104,7 @@ def available() -> list[str]:
     return SOURCES.names()
 
 
-def describe(name: Optional[str] = None) -> dict[str, Any]:
+def describe(name: str | None = None) -> dict[str, Any]:
     """JSON-ready metadata of one source (``name``, ``summary``, ``options``: option -> one line,
     ``standin``: the builtin subset used offline or ``None``), or ``{name: metadata}`` of all.
 
@@ -136,13 +137,11 @@ def _builder_for(files: Sequence[str]) -> str:
     exts = {Path(f).suffix.lower() for f in files}
     builders = {_BUILDERS.get(e) for e in exts}
     if None in builders or len(builders) != 1:
-        raise SourceError(
-            f"cannot load files {list(files)[:3]}: use one format among {sorted(_BUILDERS)}"
-        )
+        raise SourceError(f"cannot load files {list(files)[:3]}: use one format among {sorted(_BUILDERS)}")
     return builders.pop()
 
 
-def _expand(patterns: Iterable[str], base: Optional[str] = None) -> list[str]:
+def _expand(patterns: Iterable[str], base: str | None = None) -> list[str]:
     out: list[str] = []
     for pat in patterns:
         p = os.path.expanduser(pat)
@@ -168,7 +167,7 @@ def load_hf_rows(
     options: dict[str, Any],
     ctx: LoadContext,
     hf_id: str,
-    hf_config: Optional[str] = None,
+    hf_config: str | None = None,
     split: str = "train",
     local_patterns: Sequence[str] = (),
 ) -> tuple[list[dict], str]:
@@ -246,10 +245,13 @@ def load_hf_rows(
             tried.append(f"the cached copy of {hf_id!r} could not be loaded ({type(exc).__name__}: {exc})")
 
     raise SourceUnavailable(
-        f"source {source!r} could not load {hf_id!r}: " + "; ".join(tried)
+        f"source {source!r} could not load {hf_id!r}: "
+        + "; ".join(tried)
         + ". Fix: pass the files with options.data_files / options.data_dir (or the config's "
         "data_dir), or run once with Hub access to fill the cache.",
-        source=source, tried=tried, local_patterns=local_patterns,
+        source=source,
+        tried=tried,
+        local_patterns=local_patterns,
     )
 
 

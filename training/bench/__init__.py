@@ -17,7 +17,10 @@ __all__ = ["SUBCOMMANDS", "main"]
 
 #: Command -> (module path, one-line help).
 SUBCOMMANDS = {
-    "rollout": ("training.bench.rollout", "lockstep vs one-episode-at-a-time GRPO rollouts (with stop-token stragglers)"),
+    "rollout": (
+        "training.bench.rollout",
+        "lockstep vs one-episode-at-a-time GRPO rollouts (with stop-token stragglers)",
+    ),
 }
 
 

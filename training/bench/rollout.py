@@ -34,7 +34,6 @@ import os
 import statistics
 import sys
 import time
-from typing import Optional
 
 BENCH_ENV = {"sources": ["reasoning_gym"], "num_questions": 3, "max_tokens_per_step": 16}
 CASES = ("fixed", "stop_token")
@@ -44,14 +43,20 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     """Add this benchmark's options to ``p`` (the :mod:`training.bench` protocol)."""
     p.formatter_class = argparse.ArgumentDefaultsHelpFormatter
     p.add_argument("--model", default="tiny", help="'tiny' (random 2-layer Qwen2) or a Hub id / local folder.")
-    p.add_argument("--config", default=None, help="Environment YAML; default: 3 reasoning-gym questions, 16 tokens per turn.")
+    p.add_argument(
+        "--config", default=None, help="Environment YAML; default: 3 reasoning-gym questions, 16 tokens per turn."
+    )
     p.add_argument("--episodes", type=int, default=8, help="Episodes per mode.")
     p.add_argument("--group_size", type=int, default=2, help="Members per seed (GRPO group).")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--repeats", type=int, default=3, help="Runs per mode and case (median reported, spread too).")
     p.add_argument("--max_episode_tokens", type=int, default=4096)
-    p.add_argument("--threads", type=int, default=1,
-                   help="torch CPU threads (1: on a shared machine more threads spin against other jobs; 0 = torch's default).")
+    p.add_argument(
+        "--threads",
+        type=int,
+        default=1,
+        help="torch CPU threads (1: on a shared machine more threads spin against other jobs; 0 = torch's default).",
+    )
     p.add_argument("--device", default=None, help="cpu / cuda (default: cuda when available).")
     p.add_argument("--check", action="store_true", help="Exit 1 unless call_ratio >= 5 and speedup >= 3.")
 
@@ -91,7 +96,7 @@ def stop_token_processors(eos_id: int, turn_mark: int, longest: int):
     return make
 
 
-def _load_average() -> Optional[float]:
+def _load_average() -> float | None:
     try:
         return round(os.getloadavg()[0], 2)
     except OSError:
@@ -122,19 +127,39 @@ def measure(args: argparse.Namespace) -> dict:
     stop_id = vocab.get("<|im_end|>", eos[0])
     turn_mark = vocab.get("<|im_start|>", stop_id)
     backends = {
-        "fixed": TransformersBackend(model=model, pad_token_id=policy.tokenizer.pad_token_id, eos_ids=eos, device=device),
-        "stop_token": TransformersBackend(model=model, pad_token_id=policy.tokenizer.pad_token_id, eos_ids=eos, device=device,
-                                          extra_processors=stop_token_processors(stop_id, turn_mark, cfg.max_tokens_per_step)),
+        "fixed": TransformersBackend(
+            model=model, pad_token_id=policy.tokenizer.pad_token_id, eos_ids=eos, device=device
+        ),
+        "stop_token": TransformersBackend(
+            model=model,
+            pad_token_id=policy.tokenizer.pad_token_id,
+            eos_ids=eos,
+            device=device,
+            extra_processors=stop_token_processors(stop_id, turn_mark, cfg.max_tokens_per_step),
+        ),
     }
-    runners = {case: EpisodeRunner(b, InProcessEnvFactory(cfg), ChatFormat(policy.tokenizer),
-                                   limits=RolloutLimits(max_episode_tokens=args.max_episode_tokens,
-                                                        tokenizer_name=policy.tokenizer_name),
-                                   run_id="bench", policy="bench") for case, b in backends.items()}
+    runners = {
+        case: EpisodeRunner(
+            b,
+            InProcessEnvFactory(cfg),
+            ChatFormat(policy.tokenizer),
+            limits=RolloutLimits(max_episode_tokens=args.max_episode_tokens, tokenizer_name=policy.tokenizer_name),
+            run_id="bench",
+            policy="bench",
+        )
+        for case, b in backends.items()
+    }
     n_groups = max(1, args.episodes // args.group_size)
     seeds = episode_seeds(n_groups, args.seed)
-    specs = [EpisodeSpec(seed=seeds[i // args.group_size], group=i // args.group_size,
-                         member=i % args.group_size, episode=i // args.group_size)
-             for i in range(n_groups * args.group_size)]
+    specs = [
+        EpisodeSpec(
+            seed=seeds[i // args.group_size],
+            group=i // args.group_size,
+            member=i % args.group_size,
+            episode=i // args.group_size,
+        )
+        for i in range(n_groups * args.group_size)
+    ]
 
     for runner in runners.values():  # warm-up: pools, tokenizer, first forward pass
         runner.play_lockstep(specs[:1])
@@ -152,16 +177,18 @@ def measure(args: argparse.Namespace) -> dict:
                 seconds = time.perf_counter() - t0
                 after = backend.stats.as_dict()
                 questions[(case, mode)] = [[s.question_id for s in tr.steps] for tr in traces]
-                results[(case, mode)].append({
-                    "seconds": seconds,
-                    "generate_calls": after["calls"] - before["calls"],
-                    "generate_seconds": after["seconds"] - before["seconds"],
-                    "tokens": after["tokens"] - before["tokens"],
-                    "decode_slots": after["decode_slots"] - before["decode_slots"],
-                    "model_tokens": sum(tr.model_tokens for tr in traces),
-                    "env_steps": sum(tr.num_steps for tr in traces),
-                    "turn_lengths": [t.end - t.start for tr in traces for t in tr.turns],
-                })
+                results[(case, mode)].append(
+                    {
+                        "seconds": seconds,
+                        "generate_calls": after["calls"] - before["calls"],
+                        "generate_seconds": after["seconds"] - before["seconds"],
+                        "tokens": after["tokens"] - before["tokens"],
+                        "decode_slots": after["decode_slots"] - before["decode_slots"],
+                        "model_tokens": sum(tr.model_tokens for tr in traces),
+                        "env_steps": sum(tr.num_steps for tr in traces),
+                        "turn_lengths": [t.end - t.start for tr in traces for t in tr.turns],
+                    }
+                )
 
     def summarise(rows: list[dict]) -> dict:
         secs = statistics.median(r["seconds"] for r in rows)
@@ -226,14 +253,15 @@ def run(args: argparse.Namespace) -> int:
     result = measure(args)
     print(json.dumps(result, indent=2))
     if args.check and (result["call_ratio"] < 5 or result["speedup"] < 3):
-        print(f"check failed: call_ratio {result['call_ratio']} (need >= 5), speedup {result['speedup']} (need >= 3)",
-              file=sys.stderr)
+        print(
+            f"check failed: call_ratio {result['call_ratio']} (need >= 5), speedup {result['speedup']} (need >= 3)",
+            file=sys.stderr,
+        )
         return 1
     return 0
 
 
-
-def main(argv: Optional[list[str]] = None) -> int:
+def main(argv: list[str] | None = None) -> int:
     """``python -m training.bench rollout [options]`` with ``argv`` as the options; returns the exit status."""
     from training.bench import main as bench_main
 

@@ -56,9 +56,11 @@ def build_workbench(ctx: Any = None, *, title: str = "Reasoning Economics Workbe
     with gr.Blocks(title=title, analytics_enabled=False, delete_cache=(3600, 6 * 3600)) as demo:
         gr.Markdown(
             "# Reasoning Economics Workbench\n"
-            "Mixed math questions under **one shared token budget**: every token of a " "reasoning trace is counted with the "
+            "Mixed math questions under **one shared token budget**: every token of a "
+            "reasoning trace is counted with the "
             "policy's tokenizer and charged. Play an episode, tune a reward, compare runs. "
-            "The OpenEnv API of the same environment is served beside this page (`/reset`, " "`/step`, `/ws`, `/health`; docs at `/docs`).",
+            "The OpenEnv API of the same environment is served beside this page (`/reset`, "
+            "`/step`, `/ws`, `/health`; docs at `/docs`).",
             elem_id="ree-title",
         )
         with gr.Tabs():
@@ -71,8 +73,11 @@ def build_workbench(ctx: Any = None, *, title: str = "Reasoning Economics Workbe
         lab.wire_tab(lab_tab, lab_c)
         runs.wire_tab(runs_tab, runs_c)
         # a saved Play episode appears (selected) in the Runs tab and in the reward lab's run picker
-        play_c["save_event"].success(runs.include_saved, [play_c["state"], runs_c["root"], runs_c["runs"]],
-                                  [runs_c["runs"], runs_c["status"]], api_visibility="private").then(
-            lab.refresh, [lab_c["runs_root"]], [lab_c["run"]], api_visibility="private")
+        play_c["save_event"].success(
+            runs.include_saved,
+            [play_c["state"], runs_c["root"], runs_c["runs"]],
+            [runs_c["runs"], runs_c["status"]],
+            api_visibility="private",
+        ).then(lab.refresh, [lab_c["runs_root"]], [lab_c["run"]], api_visibility="private")
     demo.workbench = {"ctx": ctx, "play": (play, play_c), "lab": (lab, lab_c), "runs": (runs, runs_c)}
     return demo

@@ -14,9 +14,10 @@ import inspect
 import logging
 import os
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any
 
 import gradio as gr
 
@@ -53,7 +54,7 @@ class AppContext:
     pools: Any = None
     download_dir: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(prefix="workbench-downloads-")))
     environ: dict = field(default_factory=lambda: dict(os.environ))
-    tokenizer_policy: Optional[Callable[[str], Optional[str]]] = None
+    tokenizer_policy: Callable[[str], str | None] | None = None
     curves: Any = None
 
     def __post_init__(self) -> None:
@@ -77,7 +78,11 @@ def _to_gr_error(exc: BaseException, where: str) -> gr.Error:
     if isinstance(exc, USER_ERRORS):
         return gr.Error(str(exc), title="Cannot do that", print_exception=False)
     logger.exception("unexpected error in %s", where)
-    return gr.Error(f"unexpected error in {where}: {type(exc).__name__}: {exc}. The server log has the details.", title="Error", print_exception=False)
+    return gr.Error(
+        f"unexpected error in {where}: {type(exc).__name__}: {exc}. The server log has the details.",
+        title="Error",
+        print_exception=False,
+    )
 
 
 def user_errors(fn: Callable) -> Callable:
@@ -85,12 +90,14 @@ def user_errors(fn: Callable) -> Callable:
     :class:`gradio.Error` with the library's message; anything else a short message (logged)."""
     where = fn.__name__.replace("_", " ")
     if inspect.isgeneratorfunction(fn):
+
         @functools.wraps(fn)
         def gen_wrapper(*args: Any, **kwargs: Any):
             try:
                 yield from fn(*args, **kwargs)
             except Exception as exc:  # noqa: BLE001 - translated for the page
                 raise _to_gr_error(exc, where) from None
+
         return gen_wrapper
 
     @functools.wraps(fn)
@@ -99,6 +106,7 @@ def user_errors(fn: Callable) -> Callable:
             return fn(*args, **kwargs)
         except Exception as exc:  # noqa: BLE001 - translated for the page
             raise _to_gr_error(exc, where) from None
+
     return wrapper
 
 
@@ -110,12 +118,12 @@ def warn(message: str) -> None:
         logger.warning(message)
 
 
-def fmt_int(value: Optional[float]) -> str:
+def fmt_int(value: float | None) -> str:
     """``1,234`` (``–`` for ``None``)."""
     return "–" if value is None else f"{int(round(value)):,}"
 
 
-def fmt_float(value: Optional[float], digits: int = 3, signed: bool = False) -> str:
+def fmt_float(value: float | None, digits: int = 3, signed: bool = False) -> str:
     """A float with ``digits`` decimals (``+`` sign when ``signed``; ``–`` for ``None``)."""
     if value is None:
         return "–"
