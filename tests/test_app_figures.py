@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
-
 from test_app_support import fixture_settings, make_eval_run, make_training_run, play_session
+
 from workbench import compare, episode_plots
 
 
@@ -94,7 +94,11 @@ def test_repeated_folders_get_unique_labels(runs_root):
 def test_summary_has_one_row_per_run_and_policy(runs_root):
     rs = compare.load_runs([runs_root / "eval-tiny", runs_root / "train-tiny"])
     table = rs.summary()
-    assert set(zip(table["run"], table["policy"])) == {("eval-tiny", "uniform"), ("eval-tiny", "sim_greedy"), ("train-tiny", "grpo")}
+    assert set(zip(table["run"], table["policy"])) == {
+        ("eval-tiny", "uniform"),
+        ("eval-tiny", "sim_greedy"),
+        ("train-tiny", "grpo"),
+    }
     assert list(table.columns[:2]) == ["run", "policy"]
 
 
@@ -146,11 +150,30 @@ def _held_out_run(root, name: str = "train-eval"):
     folder = make_training_run(root, name)
 
     def record(ep: int, step: int) -> dict:
-        steps = [{"step": i, "difficulty": d, "problem_type": "t", "tokens": 40 * d + 10 * ep + 5 * step * (d - 2),
-                  "correct": (ep + i) % 2 == 0, "forfeit": False} for i, d in enumerate((1, 2, 3))]
-        return {"episode": ep, "num_correct": sum(s["correct"] for s in steps), "num_questions": 3, "num_answered": 3,
-                "answered_tokens": sum(s["tokens"] for s in steps), "cap_hits": 0, "num_turns": 3, "ran_dry": 0,
-                "forfeited": 0, "regret": 0.5 - 0.1 * step + 0.02 * ep, "steps": steps}
+        steps = [
+            {
+                "step": i,
+                "difficulty": d,
+                "problem_type": "t",
+                "tokens": 40 * d + 10 * ep + 5 * step * (d - 2),
+                "correct": (ep + i) % 2 == 0,
+                "forfeit": False,
+            }
+            for i, d in enumerate((1, 2, 3))
+        ]
+        return {
+            "episode": ep,
+            "num_correct": sum(s["correct"] for s in steps),
+            "num_questions": 3,
+            "num_answered": 3,
+            "answered_tokens": sum(s["tokens"] for s in steps),
+            "cap_hits": 0,
+            "num_turns": 3,
+            "ran_dry": 0,
+            "forfeited": 0,
+            "regret": 0.5 - 0.1 * step + 0.02 * ep,
+            "steps": steps,
+        }
 
     with open(folder / "evaluations.jsonl", "w", encoding="utf-8") as fh:
         for step in (0, 2, 4):

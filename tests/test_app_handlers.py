@@ -4,21 +4,30 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import evalpol_fixtures as fx
 import gradio as gr
 import pandas as pd
 import plotly.graph_objects as go
 import pytest
-
-import evalpol_fixtures as fx
 from test_app_support import TOKENIZER, make_eval_run, make_training_run, play_config
-from workbench.reward_lab import tuning as rt
+
 from workbench.app.common import AppContext
 from workbench.app.lab_tab import SYNTHETIC, LabTab
 from workbench.app.play_tab import VIEW, VIEW_FIRST, VIEW_REST, PlayTab, render_gauges
 from workbench.app.runs_tab import RunsTab
+from workbench.reward_lab import tuning as rt
 
-FORM = dict(sources=["gsm8k"], budget_mode="tokenizer_native", budget_ratio=4, total_budget="", tokenizer_name=TOKENIZER,
-            seed="5", hard_cap_mode=True, num_questions=10, data_dir="")
+FORM = dict(
+    sources=["gsm8k"],
+    budget_mode="tokenizer_native",
+    budget_ratio=4,
+    total_budget="",
+    tokenizer_name=TOKENIZER,
+    seed="5",
+    hard_cap_mode=True,
+    num_questions=10,
+    data_dir="",
+)
 
 
 @pytest.fixture(scope="module")
@@ -26,8 +35,13 @@ def ctx(tmp_path_factory):
     root = tmp_path_factory.mktemp("runs")
     make_eval_run(root)
     make_training_run(root)
-    return AppContext(base_config=play_config(), runs_root=str(root), pools=fx.pools(),
-                      download_dir=tmp_path_factory.mktemp("downloads"), environ={})
+    return AppContext(
+        base_config=play_config(),
+        runs_root=str(root),
+        pools=fx.pools(),
+        download_dir=tmp_path_factory.mktemp("downloads"),
+        environ={},
+    )
 
 
 @pytest.fixture
@@ -127,7 +141,11 @@ def test_the_api_step_endpoints_return_the_whole_view(ctx):
     from workbench.app import build_workbench
 
     demo = build_workbench(ctx)
-    deps = {d["api_name"]: d for d in demo.get_config_file()["dependencies"] if d.get("api_visibility", "public") == "public"}
+    deps = {
+        d["api_name"]: d
+        for d in demo.get_config_file()["dependencies"]
+        if d.get("api_visibility", "public") == "public"
+    }
     c = demo.workbench["play"][1]
     view_ids = [c[name]._id for name in VIEW]
     assert deps["answer"]["outputs"] == [c["state"]._id, *view_ids, c["response"]._id]

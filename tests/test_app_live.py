@@ -14,14 +14,22 @@ from pathlib import Path
 
 import httpx
 import pytest
-
 from test_app_support import REPO_ROOT, start_app
+
 from workbench.app.server import DEFAULT_PORT, default_host, default_port
 
 CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--no-first-run"]
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
 FORM = (["metamathqa", "numina_tir"], "tokenizer_native", 4, "", "Qwen/Qwen2.5-0.5B-Instruct", "7", True, 10, "")
+
 
 @pytest.fixture(scope="module")
 def runs_root(tmp_path_factory):
@@ -77,13 +85,17 @@ def test_host_is_loopback_locally_and_public_on_a_space():
 
 
 def test_app_py_help_lists_the_flags():
-    out = subprocess.run([sys.executable, "app.py", "--help"], cwd=REPO_ROOT, capture_output=True, text=True, timeout=120)
+    out = subprocess.run(
+        [sys.executable, "app.py", "--help"], cwd=REPO_ROOT, capture_output=True, text=True, timeout=120
+    )
     assert out.returncode == 0 and "--host" in out.stdout and "--port" in out.stdout and "--runs-root" in out.stdout
 
 
 def test_app_py_rejects_a_bad_port_variable():
     env = dict(os.environ, PORT="not-a-port")
-    out = subprocess.run([sys.executable, "app.py"], cwd=REPO_ROOT, capture_output=True, text=True, timeout=120, env=env)
+    out = subprocess.run(
+        [sys.executable, "app.py"], cwd=REPO_ROOT, capture_output=True, text=True, timeout=120, env=env
+    )
     assert out.returncode == 2 and "PORT" in out.stderr
 
 
@@ -104,12 +116,12 @@ def test_openenv_routes_answer_beside_the_page(live):
 
 def test_an_episode_over_the_websocket_beside_the_page(live):
     from reasoning_env.client import ReasoningEconomicsClient
-    from reasoning_env.models import ReasonBudgetAction
+    from reasoning_env.models import ReasoningEconomicsAction
 
     with ReasoningEconomicsClient(base_url=live.url.rstrip("/")).sync() as env:
         first = env.reset(seed=5, total_budget=300)
         assert first.observation.total_budget == 300 and first.observation.question
-        nxt = env.step(ReasonBudgetAction(response="Quick guess: \\boxed{1}"))
+        nxt = env.step(ReasoningEconomicsAction(response="Quick guess: \\boxed{1}"))
         assert nxt.observation.last_step is not None and nxt.observation.remaining_budget < 300
 
 
@@ -130,7 +142,9 @@ def test_whole_episode_through_gradio_client(client, runs_root):
     assert "Saved to" in msg and list(runs_root.glob("play-*/trajectories.parquet"))
     picker, status = client.predict(str(runs_root), [], api_name="/runs_refresh")
     assert "1 run folder(s)" in status
-    describe, table, *figs = client.predict([str(p.parent) for p in runs_root.glob("play-*/run.json")], "", 1, api_name="/runs_compare")
+    describe, table, *figs = client.predict(
+        [str(p.parent) for p in runs_root.glob("play-*/run.json")], "", 1, api_name="/runs_compare"
+    )
     assert "play-" in describe and table["data"][0][1] == "human+sim_uniform+sim_greedy"
 
 
@@ -173,7 +187,10 @@ def test_reward_lab_through_gradio_client(client):
 
 
 # ------------------------------------------------------------------------------- real browser
-@pytest.mark.skipif(not os.path.exists(CHROMIUM), reason=f"no Chromium at {CHROMIUM} (install Debian's chromium: apt-get install chromium)")
+@pytest.mark.skipif(
+    not os.path.exists(CHROMIUM),
+    reason=f"no Chromium at {CHROMIUM} (install Debian's chromium: apt-get install chromium)",
+)
 def test_browser_plays_an_episode_and_draws_the_charts(live, tmp_path):
     sync_api = pytest.importorskip("playwright.sync_api", reason="playwright (Python) is not installed")
     with sync_api.sync_playwright() as p:
@@ -183,7 +200,9 @@ def test_browser_plays_an_episode_and_draws_the_charts(live, tmp_path):
             page.goto(live.url, timeout=60_000)
             page.wait_for_selector("#ree-reset", timeout=60_000)
             page.click("#ree-reset")
-            page.wait_for_function("document.querySelector('#ree-question')?.innerText.includes('Question 1 of')", timeout=90_000)
+            page.wait_for_function(
+                "document.querySelector('#ree-question')?.innerText.includes('Question 1 of')", timeout=90_000
+            )
             page.click("#ree-run")
             page.wait_for_selector(".ree-done", timeout=120_000)
             for plot in ("#ree-spend-plot", "#ree-type-plot", "#ree-reward-plot"):
@@ -200,14 +219,19 @@ def test_browser_plays_an_episode_and_draws_the_charts(live, tmp_path):
 ERROR_MARKS = "[data-testid=status-tracker] span.error"
 
 
-@pytest.mark.skipif(not os.path.exists(CHROMIUM), reason=f"no Chromium at {CHROMIUM} (install Debian's chromium: apt-get install chromium)")
+@pytest.mark.skipif(
+    not os.path.exists(CHROMIUM),
+    reason=f"no Chromium at {CHROMIUM} (install Debian's chromium: apt-get install chromium)",
+)
 def test_browser_a_refused_action_shows_its_message_once_and_keeps_the_panels(live, tmp_path):
     """A refused Reset (gsm8k offline, no data folder) and a refused answer (episode over): one
     toast with the message, one mark on the status line, every panel as it was."""
     sync_api = pytest.importorskip("playwright.sync_api", reason="playwright (Python) is not installed")
 
     def panels(page):
-        return {sel: page.inner_text(sel) for sel in ("#ree-gauges", "#ree-question", "#ree-verdict", "#ree-components")}
+        return {
+            sel: page.inner_text(sel) for sel in ("#ree-gauges", "#ree-question", "#ree-verdict", "#ree-components")
+        }
 
     def refused(page, before, text):
         page.wait_for_selector(f".toast-body:has-text('{text}')", timeout=60_000)
@@ -230,7 +254,9 @@ def test_browser_a_refused_action_shows_its_message_once_and_keeps_the_panels(li
 
             page.get_by_label("gsm8k", exact=True).uncheck()
             page.click("#ree-reset")
-            page.wait_for_function("document.querySelector('#ree-question')?.innerText.includes('Question 1 of')", timeout=90_000)
+            page.wait_for_function(
+                "document.querySelector('#ree-question')?.innerText.includes('Question 1 of')", timeout=90_000
+            )
             page.click("#ree-run")
             page.wait_for_selector(".ree-done", timeout=120_000)
             page.wait_for_function("!document.querySelector('#ree-status .generating')", timeout=30_000)

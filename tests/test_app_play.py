@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 
 import pytest
-
 from test_app_support import TOKENIZER, fixture_settings, play_session
+
 from workbench.play import HUMAN, PlayError, PlaySettings, available_policies, parse_play_settings, token_spans
 
 
@@ -96,7 +96,10 @@ def test_reset_reports_budget_and_seed():
 
 def test_same_seed_same_questions():
     a, b = play_session(), play_session()
-    assert a.reset(fixture_settings(seed=5)).metadata["question_ids"] == b.reset(fixture_settings(seed=5)).metadata["question_ids"]
+    assert (
+        a.reset(fixture_settings(seed=5)).metadata["question_ids"]
+        == b.reset(fixture_settings(seed=5)).metadata["question_ids"]
+    )
 
 
 def test_explicit_budget_is_used():
@@ -248,7 +251,9 @@ def test_saved_run_loads_with_the_standard_reader(tmp_path):
     assert len(run.steps) == len(s.results) and set(run.steps["policy"]) == {"human+sim_greedy"}
     assert list(run.steps["actor"])[:2] == [HUMAN, "sim_greedy"]
     assert run.summary.iloc[0]["episodes"] == 1
-    assert run.episodes.iloc[0]["oracle_expected_correct"] >= run.episodes.iloc[0]["expected_correct"] - 0.05  # regret >= 0 up to the grid
+    assert (
+        run.episodes.iloc[0]["oracle_expected_correct"] >= run.episodes.iloc[0]["expected_correct"] - 0.05
+    )  # regret >= 0 up to the grid
     assert run.config.sources == s.config.sources
 
 
@@ -261,7 +266,7 @@ def test_saves_in_the_same_second_do_not_overwrite_each_other(tmp_path):
 
 
 def test_a_home_relative_folder_is_expanded(tmp_path, monkeypatch):
-    """"~/runs" used to create a literal "~" folder, then fail writing under the real home."""
+    """ "~/runs" used to create a literal "~" folder, then fail writing under the real home."""
     monkeypatch.setenv("HOME", str(tmp_path))
     monkeypatch.chdir(tmp_path)
     s = play_session()
@@ -277,7 +282,13 @@ def test_llm_settings_read_the_baseline_variables():
     from workbench.play import llm_settings
 
     env = {"BASELINE_API_BASE_URL": "https://x/v1", "BASELINE_API_MODEL": "m", "BASELINE_API_KEY": "k"}
-    assert llm_settings("llm_api", env) == {"base_url": "https://x/v1", "model": "m", "api_key": "k", "timeout_s": 120.0, "retries": 1}
+    assert llm_settings("llm_api", env) == {
+        "base_url": "https://x/v1",
+        "model": "m",
+        "api_key": "k",
+        "timeout_s": 120.0,
+        "retries": 1,
+    }
     assert "api_key" not in llm_settings("llm_local", {"BASELINE_LOCAL_BASE_URL": "http://h/v1"})
     with pytest.raises(ValueError):
         llm_settings("sim_greedy", env)
@@ -286,6 +297,7 @@ def test_llm_settings_read_the_baseline_variables():
 def test_an_openai_compatible_endpoint_answers_in_the_play_tab():
     import evalpol_fixtures as fx
     from test_app_support import fake_openai_app, serve_in_thread
+
     from workbench.play import llm_settings
 
     url, server = serve_in_thread(fake_openai_app({q.text: q.gold_answer for q in fx.questions()}))
@@ -303,6 +315,7 @@ def test_an_openai_compatible_endpoint_answers_in_the_play_tab():
 
 def test_an_unreachable_endpoint_is_a_play_error():
     from test_app_support import free_port
+
     from workbench.play import llm_settings
 
     env = {"BASELINE_LOCAL_BASE_URL": f"http://127.0.0.1:{free_port()}/v1", "BASELINE_LOCAL_MODEL": "fake"}
@@ -314,11 +327,16 @@ def test_an_unreachable_endpoint_is_a_play_error():
 
 
 def test_a_tokenizer_policy_can_refuse_names():
-    from workbench.play import PlaySession
     import evalpol_fixtures as fx
     from test_app_support import play_config
 
-    s = PlaySession(play_config(), pools=fx.pools(), tokenizer_policy=lambda n: None if n.startswith("Qwen/") else f"{n!r} is not allowed here")
+    from workbench.play import PlaySession
+
+    s = PlaySession(
+        play_config(),
+        pools=fx.pools(),
+        tokenizer_policy=lambda n: None if n.startswith("Qwen/") else f"{n!r} is not allowed here",
+    )
     with pytest.raises(PlayError, match="not allowed"):
         s.reset(fixture_settings(tokenizer_name="/etc"))
     assert s.reset(fixture_settings()).total_budget > 0

@@ -17,8 +17,20 @@ import pytest
 from ci_venvs import ci_venv_python
 
 REPO = Path(__file__).resolve().parents[1]
-TRAINING_STACK = {"torch", "trl", "accelerate", "peft", "trackio", "vllm", "unsloth", "unsloth_zoo", "xformers",
-                  "bitsandbytes", "pytest", "playwright"}
+TRAINING_STACK = {
+    "torch",
+    "trl",
+    "accelerate",
+    "peft",
+    "trackio",
+    "vllm",
+    "unsloth",
+    "unsloth_zoo",
+    "xformers",
+    "bitsandbytes",
+    "pytest",
+    "playwright",
+}
 
 
 def _names(path: Path) -> set[str]:
@@ -26,7 +38,7 @@ def _names(path: Path) -> set[str]:
     for line in path.read_text().splitlines():
         line = line.split("#", 1)[0].strip()
         if line and not line.startswith("-"):
-            names.add(re.split(r"[=<>!~\[ ]", line, 1)[0].lower().replace("-", "_"))
+            names.add(re.split(r"[=<>!~\[ ]", line, maxsplit=1)[0].lower().replace("-", "_"))
     return names
 
 
@@ -48,11 +60,19 @@ def app_python() -> Path:
 def test_the_app_venv_has_no_torch(app_python):
     code = "import importlib.util, sys; sys.exit(1 if importlib.util.find_spec('torch') else 0)"
     assert subprocess.run([str(app_python), "-c", code]).returncode == 0, "torch is installed in the app-only venv"
-    code = ("import sys; import app; from workbench.app.server import create_app; create_app(); "
-            "bad = sorted(m for m in ('torch', 'trl', 'peft', 'accelerate') if m in sys.modules); "
-            "print(bad); sys.exit(1 if bad else 0)")
-    out = subprocess.run([str(app_python), "-c", code], cwd=REPO, capture_output=True, text=True, timeout=300,
-                         env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    code = (
+        "import sys; import app; from workbench.app.server import create_app; create_app(); "
+        "bad = sorted(m for m in ('torch', 'trl', 'peft', 'accelerate') if m in sys.modules); "
+        "print(bad); sys.exit(1 if bad else 0)"
+    )
+    out = subprocess.run(
+        [str(app_python), "-c", code],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "HF_HUB_OFFLINE": "1"},
+    )
     assert out.returncode == 0, out.stdout + out.stderr[-2000:]
 
 
@@ -62,8 +82,14 @@ def test_app_py_serves_from_the_app_venv(app_python):
         port = s.getsockname()[1]
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
     env.update(HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1", PATH=f"{app_python.parent}:{env.get('PATH', '')}")
-    proc = subprocess.Popen([str(app_python), "app.py", "--host", "127.0.0.1", "--port", str(port)], cwd=REPO, env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    proc = subprocess.Popen(
+        [str(app_python), "app.py", "--host", "127.0.0.1", "--port", str(port)],
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     try:
         deadline = time.time() + 180
         status = None

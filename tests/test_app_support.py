@@ -14,7 +14,6 @@ import socket
 import threading
 import time
 from pathlib import Path
-from typing import Optional
 
 import evalpol_fixtures as fx
 
@@ -42,13 +41,23 @@ def fixture_settings(**changes):
     return PlaySettings(**base)
 
 
-def make_eval_run(root: Path, name: str = "eval-tiny", policies=("uniform", "sim_greedy"), n_episodes: int = 2) -> Path:
+def make_eval_run(
+    root: Path, name: str = "eval-tiny", policies=("uniform", "sim_greedy"), n_episodes: int = 2
+) -> Path:
     """A tiny evaluation run folder (fixture pool, no report)."""
     from reasoning_env.policies import make_policy
     from workbench.evaluate import evaluate
 
-    res = evaluate([make_policy(p) for p in policies], config=play_config(), n_episodes=n_episodes, seed=1,
-                   out=Path(root) / name, progress=False, report=False, pools=fx.pools())
+    res = evaluate(
+        [make_policy(p) for p in policies],
+        config=play_config(),
+        n_episodes=n_episodes,
+        seed=1,
+        out=Path(root) / name,
+        progress=False,
+        report=False,
+        pools=fx.pools(),
+    )
     return res.run_dir
 
 
@@ -66,8 +75,19 @@ def make_training_run(root: Path, name: str = "train-tiny", steps: int = 12) -> 
     synthetic_episodes(frame).to_parquet(folder / "episodes.parquet", index=False)
     with open(folder / "metrics.jsonl", "w", encoding="utf-8") as fh:
         for s in range(1, steps + 1):
-            fh.write(json.dumps({"step": s, "reward": 0.2 + 0.05 * s, "reward_std": 0.3, "accuracy": 0.3 + 0.02 * s,
-                                 "tokens_per_question": 300 - 5 * s, "episode_length": 9 + (s % 2)}) + "\n")
+            fh.write(
+                json.dumps(
+                    {
+                        "step": s,
+                        "reward": 0.2 + 0.05 * s,
+                        "reward_std": 0.3,
+                        "accuracy": 0.3 + 0.02 * s,
+                        "tokens_per_question": 300 - 5 * s,
+                        "episode_length": 9 + (s % 2),
+                    }
+                )
+                + "\n"
+            )
     return folder
 
 
@@ -87,10 +107,12 @@ class LiveApp:
         self.app = app
         self.port = port
         self.url = f"http://127.0.0.1:{port}/"
-        self.server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on"))
+        self.server = uvicorn.Server(
+            uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on")
+        )
         self.thread = threading.Thread(target=self.server.run, daemon=True)
 
-    def start(self, timeout_s: float = 60.0) -> "LiveApp":
+    def start(self, timeout_s: float = 60.0) -> LiveApp:
         import httpx
 
         self.thread.start()
@@ -109,7 +131,7 @@ class LiveApp:
         self.thread.join(timeout=10)
 
 
-def start_app(runs_root: Path, config=None, environ: Optional[dict] = None) -> LiveApp:
+def start_app(runs_root: Path, config=None, environ: dict | None = None) -> LiveApp:
     """Build the whole app (API + workbench) and serve it on a free loopback port."""
     from workbench.app.server import create_app
 
@@ -133,14 +155,20 @@ def fake_openai_app(golds: dict):
         user = body["messages"][-1]["content"]
         gold = next((g for q, g in golds.items() if q in user), "0")
         text = "Working it out step by step. The result is \\boxed{" + gold + "}."
-        return JSONResponse({"id": "x", "object": "chat.completion", "model": body["model"],
-                             "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
-                             "usage": {"prompt_tokens": 10, "completion_tokens": 12, "total_tokens": 22}})
+        return JSONResponse(
+            {
+                "id": "x",
+                "object": "chat.completion",
+                "model": body["model"],
+                "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+                "usage": {"prompt_tokens": 10, "completion_tokens": 12, "total_tokens": 22},
+            }
+        )
 
     return Starlette(routes=[Route("/v1/chat/completions", chat, methods=["POST"])])
 
 
-def serve_in_thread(app) -> tuple[str, "LiveApp"]:
+def serve_in_thread(app) -> tuple[str, LiveApp]:
     """Serve a plain ASGI app on a free loopback port (no /health needed); returns ``(base url, server)``."""
     import uvicorn
 

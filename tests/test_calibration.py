@@ -5,14 +5,15 @@ from __future__ import annotations
 
 import json
 
+import evalpol_fixtures as fx
 import numpy as np
 import pytest
 
-import evalpol_fixtures as fx
 from reasoning_env.config import EnvConfig
 from reasoning_env.policies import Curve, SimulatedSolverPolicy, SolverCurves
 from reasoning_env.policies.curve_fit import format_fit
-from workbench.calibration import CALIBRATION_FILE, calibrate, main as calibration_main
+from workbench.calibration import CALIBRATION_FILE, calibrate
+from workbench.calibration import main as calibration_main
 
 TRUE_MATH = Curve(k=1.5, t50=30.0, growth=1.8, ceiling=0.8)
 
@@ -24,8 +25,16 @@ def _rows(curve: Curve, n: int, seed: int, *, ptype="MATH-500", difficulty=True,
     t = np.exp(rng.uniform(np.log(lo), np.log(hi), n))
     d = rng.integers(1, 6, n)
     y = rng.random(n) < np.array([curve.p(a, b) for a, b in zip(t, d)])
-    one = [dict(tokens=float(a), problem_type=ptype, difficulty=int(b) if difficulty else None, correct=bool(c), question_id=f"q{i}")
-           for i, (a, b, c) in enumerate(zip(t, d, y))]
+    one = [
+        dict(
+            tokens=float(a),
+            problem_type=ptype,
+            difficulty=int(b) if difficulty else None,
+            correct=bool(c),
+            question_id=f"q{i}",
+        )
+        for i, (a, b, c) in enumerate(zip(t, d, y))
+    ]
     return one * repeats
 
 
@@ -72,8 +81,15 @@ def test_a_fit_survives_the_curves_file():
 
 # ----------------------------------------------------------------------------- the protocol
 #: The curves the scripted policy's correctness follows (GSM8K-like and MATH-like families).
-TRUE = SolverCurves(families={"GSM": Curve(k=1.6, t50=40.0, growth=1.7, ceiling=0.85), "MATH": Curve(k=1.3, t50=60.0, growth=1.8, ceiling=0.8),
-                              "NuminaMath-TIR": Curve(k=1.3, t50=60.0, growth=1.8, ceiling=0.8), "other": Curve()}, source="true curves")
+TRUE = SolverCurves(
+    families={
+        "GSM": Curve(k=1.6, t50=40.0, growth=1.7, ceiling=0.85),
+        "MATH": Curve(k=1.3, t50=60.0, growth=1.8, ceiling=0.8),
+        "NuminaMath-TIR": Curve(k=1.3, t50=60.0, growth=1.8, ceiling=0.8),
+        "other": Curve(),
+    },
+    source="true curves",
+)
 CAPS = [16, 32, 64, 128, 256, 512, 1024, 2048]
 #: Stated tolerance of the protocol at 30 episodes x 8 caps (about 1,100 rows per family).
 TOLERANCE = {"k": 0.30, "t50": 0.40, "growth": 0.30}
@@ -83,9 +99,21 @@ TOLERANCE = {"k": 0.30, "t50": 0.40, "growth": 0.30}
 def calibration_run(tmp_path_factory):
     from workbench.evaluate import evaluate
 
-    scripted = SimulatedSolverPolicy("uniform", TRUE, name="scripted")  # spends the whole cap: budget = cap x questions
+    scripted = SimulatedSolverPolicy(
+        "uniform", TRUE, name="scripted"
+    )  # spends the whole cap: budget = cap x questions
     out = tmp_path_factory.mktemp("calib") / "run"
-    res = evaluate([scripted], config=EnvConfig(), n_episodes=15, seeds=[1, 2], caps=CAPS, out=out, progress=False, report=False, curves=TRUE)
+    res = evaluate(
+        [scripted],
+        config=EnvConfig(),
+        n_episodes=15,
+        seeds=[1, 2],
+        caps=CAPS,
+        out=out,
+        progress=False,
+        report=False,
+        curves=TRUE,
+    )
     return res
 
 
@@ -123,8 +151,20 @@ def test_the_curves_file_plugs_into_evaluation(calibration_run, tmp_path, capsys
     path = calibration_run.run_dir / CALIBRATION_FILE
     if not path.is_file():
         calibrate(calibration_run.run_dir, per="family")
-    code = main(["--n_episodes", "1", "--policies", "sim_greedy,oracle_allocation", "--curves", str(path), "--out", str(tmp_path / "r"),
-                 "--no-progress", "--no-report"])
+    code = main(
+        [
+            "--n_episodes",
+            "1",
+            "--policies",
+            "sim_greedy,oracle_allocation",
+            "--curves",
+            str(path),
+            "--out",
+            str(tmp_path / "r"),
+            "--no-progress",
+            "--no-report",
+        ]
+    )
     assert code == 0
     used = json.loads((tmp_path / "r" / "curves.json").read_text())
     assert used["source"].startswith("fit:") and "fits" in used
@@ -140,7 +180,15 @@ def test_the_calibration_command_line(calibration_run, capsys):
 def test_calibration_refuses_a_run_that_is_not_a_cap_sweep(tmp_path, capsys):
     from workbench.evaluate import evaluate
 
-    res = evaluate([SimulatedSolverPolicy("uniform")], config=fx.config(), pools=fx.pools(), n_episodes=1, out=tmp_path / "r", progress=False, report=False)
+    res = evaluate(
+        [SimulatedSolverPolicy("uniform")],
+        config=fx.config(),
+        pools=fx.pools(),
+        n_episodes=1,
+        out=tmp_path / "r",
+        progress=False,
+        report=False,
+    )
     with pytest.raises(ValueError, match="not a cap sweep"):
         calibrate(res.run_dir)
     assert calibration_main([str(res.run_dir)]) == 2 and "not a cap sweep" in capsys.readouterr().err

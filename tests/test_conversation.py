@@ -3,16 +3,30 @@
 from __future__ import annotations
 
 import pytest
-
-from reasoning_env.models import ReasonBudgetObservation
-from reasoning_env.conversation import NO_VISIBLE_ANSWER, ChatFormat, ChatFormatError, template_supports_thinking, visible_answer
 from training_helpers import SHARED_DATA, tiny_tokenizer
 
+from reasoning_env.conversation import (
+    NO_VISIBLE_ANSWER,
+    ChatFormat,
+    ChatFormatError,
+    template_supports_thinking,
+    visible_answer,
+)
+from reasoning_env.models import ReasoningEconomicsObservation
 
-def _obs(index: int = 0, question: str = "What is 2+2?") -> ReasonBudgetObservation:
-    return ReasonBudgetObservation(question=question, question_index=index, num_questions=3, total_budget=300,
-                                   remaining_budget=200, questions_remaining=3 - index, step_token_cap=64,
-                                   budget_per_remaining_question=66.0, problem_type="t")
+
+def _obs(index: int = 0, question: str = "What is 2+2?") -> ReasoningEconomicsObservation:
+    return ReasoningEconomicsObservation(
+        question=question,
+        question_index=index,
+        num_questions=3,
+        total_budget=300,
+        remaining_budget=200,
+        questions_remaining=3 - index,
+        step_token_cap=64,
+        budget_per_remaining_question=66.0,
+        problem_type="t",
+    )
 
 
 @pytest.fixture(scope="module")
@@ -134,8 +148,13 @@ def test_qwen3_kept_history_is_trls_prefix_preserving_training_render(qwen3_tok)
         else:
             tokens.add_env_turn(tokens.next_question_ids(obs))
         conv.ask(obs)
-        rendered = qwen3_tok.apply_chat_template(conv.messages(), tokenize=False, add_generation_prompt=True,
-                                                 chat_template=training_template, enable_thinking=True)
+        rendered = qwen3_tok.apply_chat_template(
+            conv.messages(),
+            tokenize=False,
+            add_generation_prompt=True,
+            chat_template=training_template,
+            enable_thinking=True,
+        )
         assert qwen3_tok.decode(tokens.context()) == rendered
         if ans is not None:
             tokens.add_model_turn(chat.encode(ans) + [im_end])

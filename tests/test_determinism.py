@@ -33,7 +33,9 @@ def _episodes_here():
 
 def test_same_seed_same_episode_across_processes():
     env = dict(os.environ, PYTHONHASHSEED="12345", PYTHONPATH=str(REPO))
-    proc = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True, env=env, cwd=REPO, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "-c", SCRIPT], capture_output=True, text=True, env=env, cwd=REPO, timeout=300
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     other = json.loads(proc.stdout.strip().splitlines()[-1])
     here = _episodes_here()

@@ -7,13 +7,20 @@ import json
 import subprocess
 import sys
 
+import evalpol_fixtures as fx
 import pandas as pd
 import plotly.graph_objects as go
 import pytest
 
-import evalpol_fixtures as fx
 from reasoning_env.config import EnvConfig
-from reasoning_env.policies import DEFAULT_POLICIES, GreedyMaxPolicy, SimulatedSolverPolicy, SolverCurves, UniformPolicy, make_policy
+from reasoning_env.policies import (
+    DEFAULT_POLICIES,
+    GreedyMaxPolicy,
+    SimulatedSolverPolicy,
+    SolverCurves,
+    UniformPolicy,
+    make_policy,
+)
 from reasoning_env.records import EPISODE_COLUMNS, STEP_COLUMNS
 from workbench import analysis, plots
 from workbench.evaluate import RemoteEnv, episode_seed, evaluate, main
@@ -22,7 +29,16 @@ from workbench.runs import EVAL_EPISODE_EXTRAS, EVAL_STEP_EXTRAS, load_run
 
 def _run(tmp_path, name="run", n=3, seed=7, policies=DEFAULT_POLICIES, **kw):
     pols = [make_policy(p) for p in policies]
-    return evaluate(pols, config=kw.pop("config", fx.config()), pools=fx.pools(), n_episodes=n, seed=seed, out=tmp_path / name, progress=False, **kw)
+    return evaluate(
+        pols,
+        config=kw.pop("config", fx.config()),
+        pools=fx.pools(),
+        n_episodes=n,
+        seed=seed,
+        out=tmp_path / name,
+        progress=False,
+        **kw,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -32,7 +48,16 @@ def default_run(tmp_path_factory):
 
 def test_run_folder_files_and_schema(default_run):
     d = default_run.run_dir
-    for f in ("run.json", "config.yaml", "trajectories.parquet", "trajectories.jsonl", "episodes.parquet", "summary.csv", "curves.json", "report.html"):
+    for f in (
+        "run.json",
+        "config.yaml",
+        "trajectories.parquet",
+        "trajectories.jsonl",
+        "episodes.parquet",
+        "summary.csv",
+        "curves.json",
+        "report.html",
+    ):
         assert (d / f).is_file(), f
     run = load_run(d)
     assert run.meta["kind"] == "evaluation" and run.meta["schema_version"] == 1
@@ -88,12 +113,18 @@ def test_reruns_are_identical(tmp_path, default_run):
     sb = again.steps.drop(columns=[c for c in drop if c in again.steps])
     pd.testing.assert_frame_equal(sa, sb)
     other = _run(tmp_path, name="other", seed=8, policies=("sim_uniform",), report=False)
-    assert set(other.steps["question_id"]) != set(default_run.steps.loc[default_run.steps["policy"] == "sim_uniform", "question_id"])
+    assert set(other.steps["question_id"]) != set(
+        default_run.steps.loc[default_run.steps["policy"] == "sim_uniform", "question_id"]
+    )
 
 
 def test_workers_give_the_same_results(tmp_path, default_run):
     par = _run(tmp_path, name="par", policies=("sim_greedy", "uniform"), workers=3, report=False)
-    a = default_run.summary.set_index("policy").loc[["sim_greedy", "uniform"]].drop(columns=list(analysis.TIMING_COLUMNS))
+    a = (
+        default_run.summary.set_index("policy")
+        .loc[["sim_greedy", "uniform"]]
+        .drop(columns=list(analysis.TIMING_COLUMNS))
+    )
     b = par.summary.set_index("policy").drop(columns=list(analysis.TIMING_COLUMNS))
     pd.testing.assert_frame_equal(a, b)
 
@@ -114,7 +145,14 @@ def test_budget_modes(tmp_path):
     with pytest.raises(ValueError, match="budget_mode"):
         _run(tmp_path, name="bad", n=1, policies=("uniform",), budget_mode="nope")
     with pytest.raises(ValueError, match="unique"):
-        evaluate([UniformPolicy(), UniformPolicy()], config=cfg, pools=fx.pools(), n_episodes=1, out=tmp_path / "dup", progress=False)
+        evaluate(
+            [UniformPolicy(), UniformPolicy()],
+            config=cfg,
+            pools=fx.pools(),
+            n_episodes=1,
+            out=tmp_path / "dup",
+            progress=False,
+        )
 
 
 # ----------------------------------------------------------------------------- remote server
@@ -151,24 +189,54 @@ def test_remote_server_path_with_a_fake_client(tmp_path):
         clients.append(_FakeClient())
         return RemoteEnv(clients[-1])
 
-    res = evaluate([UniformPolicy()], config=fx.config(), n_episodes=2, seed=1, out=tmp_path / "remote", server_url="http://fake:8000", remote_factory=factory, progress=False, report=False)
+    res = evaluate(
+        [UniformPolicy()],
+        config=fx.config(),
+        n_episodes=2,
+        seed=1,
+        out=tmp_path / "remote",
+        server_url="http://fake:8000",
+        remote_factory=factory,
+        progress=False,
+        report=False,
+    )
     assert len(res.steps) == 20 and all(c.closed for c in clients)
     assert res.meta["server_url"] == "http://fake:8000"
     assert res.episodes["regret"].notna().all()  # every question answered: its curve is known
     with pytest.raises(ValueError, match="trusted context"):
-        evaluate([SimulatedSolverPolicy("uniform")], config=fx.config(), n_episodes=1, out=tmp_path / "r2", server_url="http://fake:8000", remote_factory=factory, progress=False)
+        evaluate(
+            [SimulatedSolverPolicy("uniform")],
+            config=fx.config(),
+            n_episodes=1,
+            out=tmp_path / "r2",
+            server_url="http://fake:8000",
+            remote_factory=factory,
+            progress=False,
+        )
 
 
 def test_remote_server_on_loopback_gives_the_in_process_results(tmp_path):
     """--server-url against a real OpenEnv server: same questions, tokens and rewards as in-process."""
-    from reasoning_env.server.app import create_server_app
     from test_server import LiveServer
+
+    from reasoning_env.server.app import create_server_app
 
     cfg = EnvConfig(sources=[{"name": "reasoning_gym", "options": {"size": 30}}])
     policies = lambda: [UniformPolicy(), GreedyMaxPolicy()]  # noqa: E731  (no trusted context needed)
-    local = evaluate(policies(), config=cfg, n_episodes=2, seed=5, out=tmp_path / "local", progress=False, report=False)
+    local = evaluate(
+        policies(), config=cfg, n_episodes=2, seed=5, out=tmp_path / "local", progress=False, report=False
+    )
     with LiveServer(create_server_app(cfg, max_sessions=4)) as srv:
-        remote = evaluate(policies(), config=cfg, n_episodes=2, seed=5, out=tmp_path / "remote", server_url=srv.url, progress=False, report=False)
+        remote = evaluate(
+            policies(),
+            config=cfg,
+            n_episodes=2,
+            seed=5,
+            out=tmp_path / "remote",
+            server_url=srv.url,
+            progress=False,
+            report=False,
+        )
     cols = ["policy", "episode", "step", "question_id", "raw_tokens", "tokens", "correct", "reward", "done_reason"]
     pd.testing.assert_frame_equal(local.steps[cols].reset_index(drop=True), remote.steps[cols].reset_index(drop=True))
     assert remote.meta["server_url"] == srv.url
@@ -177,14 +245,38 @@ def test_remote_server_on_loopback_gives_the_in_process_results(tmp_path):
 # ----------------------------------------------------------------------------- command line
 def test_cli_on_a_config_file(tmp_path, capsys):
     rows = tmp_path / "rows.jsonl"
-    rows.write_text("\n".join(json.dumps({"question": q.text, "answer": q.gold_answer, "type": q.problem_type, "level": q.difficulty or 2}) for q in fx.questions()), encoding="utf-8")
+    rows.write_text(
+        "\n".join(
+            json.dumps(
+                {"question": q.text, "answer": q.gold_answer, "type": q.problem_type, "level": q.difficulty or 2}
+            )
+            for q in fx.questions()
+        ),
+        encoding="utf-8",
+    )
     cfg = tmp_path / "env.yaml"
     cfg.write_text(
-        "env:\n  sources:\n    - name: jsonl\n      options: {data_files: '" + str(rows) + "', type_field: type, difficulty_field: level}\n",
+        "env:\n  sources:\n    - name: jsonl\n      options: {data_files: '"
+        + str(rows)
+        + "', type_field: type, difficulty_field: level}\n",
         encoding="utf-8",
     )
     out = tmp_path / "cli-run"
-    code = main(["--n_episodes", "2", "--seed", "3", "--config", str(cfg), "--policies", "uniform,sim_greedy,oracle_allocation", "--out", str(out), "--no-progress"])
+    code = main(
+        [
+            "--n_episodes",
+            "2",
+            "--seed",
+            "3",
+            "--config",
+            str(cfg),
+            "--policies",
+            "uniform,sim_greedy,oracle_allocation",
+            "--out",
+            str(out),
+            "--no-progress",
+        ]
+    )
     printed = capsys.readouterr().out
     assert code == 0
     assert "sim_greedy" in printed and "regret" in printed and "tokenizer-native" in printed
@@ -194,7 +286,24 @@ def test_cli_on_a_config_file(tmp_path, capsys):
 
 def test_cli_fit_curves_from_a_run(tmp_path, default_run, capsys):
     out = tmp_path / "fitted"
-    code = main(["--n_episodes", "1", "--policies", "uniform", "--fit-curves", str(default_run.run_dir), "--fit-policies", "sim_uniform,sim_greedy,sim_proportional,oracle_allocation", "--out", str(out), "--no-progress", "--no-report", "--config", str(_cfg_file(tmp_path))])
+    code = main(
+        [
+            "--n_episodes",
+            "1",
+            "--policies",
+            "uniform",
+            "--fit-curves",
+            str(default_run.run_dir),
+            "--fit-policies",
+            "sim_uniform,sim_greedy,sim_proportional,oracle_allocation",
+            "--out",
+            str(out),
+            "--no-progress",
+            "--no-report",
+            "--config",
+            str(_cfg_file(tmp_path)),
+        ]
+    )
     capsys.readouterr()
     assert code == 0
     assert json.loads((out / "curves.json").read_text())["source"].startswith("fit:")
@@ -202,22 +311,41 @@ def test_cli_fit_curves_from_a_run(tmp_path, default_run, capsys):
 
 def _cfg_file(tmp_path):
     rows = tmp_path / "rows2.jsonl"
-    rows.write_text("\n".join(json.dumps({"question": q.text, "answer": q.gold_answer}) for q in fx.questions()), encoding="utf-8")
+    rows.write_text(
+        "\n".join(json.dumps({"question": q.text, "answer": q.gold_answer}) for q in fx.questions()), encoding="utf-8"
+    )
     p = tmp_path / "env2.yaml"
-    p.write_text("sources:\n  - name: jsonl\n    options: {data_files: '" + str(rows) + "', problem_type: GSM8K}\n", encoding="utf-8")
+    p.write_text(
+        "sources:\n  - name: jsonl\n    options: {data_files: '" + str(rows) + "', problem_type: GSM8K}\n",
+        encoding="utf-8",
+    )
     return p
 
 
 @pytest.mark.skipif(not (fx.SHARED_DATA / "gsm8k_test.jsonl").is_file(), reason="../shared/data is not present")
 def test_real_gsm8k_and_math500(tmp_path):
     cfg = fx.EnvConfig(sources=["gsm8k", "math500"], data_dir=str(fx.SHARED_DATA))
-    res = evaluate([make_policy("sim_greedy"), make_policy("oracle_allocation")], config=cfg, n_episodes=2, seed=42, out=tmp_path / "real", progress=False, report=False)
+    res = evaluate(
+        [make_policy("sim_greedy"), make_policy("oracle_allocation")],
+        config=cfg,
+        n_episodes=2,
+        seed=42,
+        out=tmp_path / "real",
+        progress=False,
+        report=False,
+    )
     assert set(res.steps["problem_type"]) <= {"GSM8K", "MATH-500"} and len(res.steps) == 40
     assert (res.steps["correct"] == res.steps["policy_intended_correct"]).all()
 
 
 def test_module_entry_point_help():
-    r = subprocess.run([sys.executable, "-m", "workbench.evaluate", "--help"], capture_output=True, text=True, cwd=fx.REPO, timeout=120)
+    r = subprocess.run(
+        [sys.executable, "-m", "workbench.evaluate", "--help"],
+        capture_output=True,
+        text=True,
+        cwd=fx.REPO,
+        timeout=120,
+    )
     assert r.returncode == 0 and "--n_episodes" in r.stdout and "--server-url" in r.stdout
 
 
@@ -235,9 +363,17 @@ def test_figures_build_on_data_and_on_empty_frames(default_run):
         plots.length_histogram_figure(s),
     ):
         assert isinstance(fig, go.Figure) and len(fig.data) > 0
-    for builder in (plots.budget_spend_figure, plots.tokens_by_type_figure, plots.tokens_by_difficulty_figure, plots.accuracy_vs_tokens_figure, plots.length_histogram_figure):
+    for builder in (
+        plots.budget_spend_figure,
+        plots.tokens_by_type_figure,
+        plots.tokens_by_difficulty_figure,
+        plots.accuracy_vs_tokens_figure,
+        plots.length_histogram_figure,
+    ):
         assert isinstance(builder(empty), go.Figure)
-    assert isinstance(plots.reward_components_figure(empty), go.Figure) and isinstance(plots.regret_figure(empty), go.Figure)
+    assert isinstance(plots.reward_components_figure(empty), go.Figure) and isinstance(
+        plots.regret_figure(empty), go.Figure
+    )
 
 
 def test_analysis_helpers(default_run):
@@ -256,20 +392,47 @@ def test_analysis_helpers(default_run):
 def test_cli_remote_defaults_the_baselines_to_placeholder_answers(tmp_path, capsys):
     """Against a server the gold answers are unknown, so the budget baselines cannot answer like
     the solver: the CLI defaults them to the placeholder there, and to the solver in-process."""
-    from reasoning_env.server.app import create_server_app
     from test_server import LiveServer
+
+    from reasoning_env.server.app import create_server_app
 
     cfg = EnvConfig(sources=[{"name": "reasoning_gym", "options": {"size": 30}}])
     cfg_file = tmp_path / "env.yaml"
     cfg.to_yaml(cfg_file)
     with LiveServer(create_server_app(cfg, max_sessions=4)) as srv:
-        code = main(["--n_episodes", "1", "--policies", "uniform", "--config", str(cfg_file), "--server-url", srv.url,
-                     "--out", str(tmp_path / "remote"), "--no-progress", "--no-report"])
+        code = main(
+            [
+                "--n_episodes",
+                "1",
+                "--policies",
+                "uniform",
+                "--config",
+                str(cfg_file),
+                "--server-url",
+                srv.url,
+                "--out",
+                str(tmp_path / "remote"),
+                "--no-progress",
+                "--no-report",
+            ]
+        )
     capsys.readouterr()
     assert code == 0
     assert load_run(tmp_path / "remote").meta["policies"][0]["answer"] == "placeholder"
-    code = main(["--n_episodes", "1", "--policies", "uniform", "--config", str(cfg_file),
-                 "--out", str(tmp_path / "local"), "--no-progress", "--no-report"])
+    code = main(
+        [
+            "--n_episodes",
+            "1",
+            "--policies",
+            "uniform",
+            "--config",
+            str(cfg_file),
+            "--out",
+            str(tmp_path / "local"),
+            "--no-progress",
+            "--no-report",
+        ]
+    )
     capsys.readouterr()
     assert code == 0 and load_run(tmp_path / "local").meta["policies"][0]["answer"] == "solver"
 
@@ -293,13 +456,18 @@ def test_budget_note_without_finished_episodes_says_so():
     assert "nan" not in note and "no episode finished" in note
 
 
-@pytest.mark.parametrize("kwargs, says", [
-    (dict(policies=[]), "no policies to evaluate"),
-    (dict(workers=0), "workers must be an integer >= 1"),
-    (dict(max_response_chars=-1), "max_response_chars must be >= 0"),
-])
+@pytest.mark.parametrize(
+    "kwargs, says",
+    [
+        (dict(policies=[]), "no policies to evaluate"),
+        (dict(workers=0), "workers must be an integer >= 1"),
+        (dict(max_response_chars=-1), "max_response_chars must be >= 0"),
+    ],
+)
 def test_bad_evaluate_arguments_are_clear_errors(kwargs, says, tmp_path):
-    args = dict(policies=[UniformPolicy()], config=fx.config(), n_episodes=1, out=tmp_path / "r", progress=False, report=False)
+    args = dict(
+        policies=[UniformPolicy()], config=fx.config(), n_episodes=1, out=tmp_path / "r", progress=False, report=False
+    )
     args.update(kwargs)
     with pytest.raises(ValueError, match=says):
         evaluate(**args)
@@ -308,7 +476,10 @@ def test_bad_evaluate_arguments_are_clear_errors(kwargs, says, tmp_path):
 def test_cli_out_on_an_existing_file_is_one_error_line(tmp_path, capsys):
     blocker = tmp_path / "afile"
     blocker.write_text("x")
-    assert main(["--n_episodes", "1", "--policies", "uniform", "--out", str(blocker), "--no-progress", "--no-report"]) == 2
+    assert (
+        main(["--n_episodes", "1", "--policies", "uniform", "--out", str(blocker), "--no-progress", "--no-report"])
+        == 2
+    )
     err = capsys.readouterr().err
     assert err.startswith("error: cannot create run folder") and "a file is in the way" in err
 
@@ -319,6 +490,22 @@ def test_cli_unreachable_server_is_one_error_line(tmp_path, capsys):
     with socket.socket() as s:  # a port nothing listens on
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    assert main(["--n_episodes", "1", "--server-url", f"http://127.0.0.1:{port}", "--out", str(tmp_path / "r"), "--no-progress", "--no-report"]) == 2
+    assert (
+        main(
+            [
+                "--n_episodes",
+                "1",
+                "--server-url",
+                f"http://127.0.0.1:{port}",
+                "--out",
+                str(tmp_path / "r"),
+                "--no-progress",
+                "--no-report",
+            ]
+        )
+        == 2
+    )
     err = capsys.readouterr().err
-    assert err.startswith("error: cannot connect to the environment server") and "python -m reasoning_env.server" in err
+    assert (
+        err.startswith("error: cannot connect to the environment server") and "python -m reasoning_env.server" in err
+    )

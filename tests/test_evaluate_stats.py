@@ -7,10 +7,10 @@ from __future__ import annotations
 import math
 import os
 
+import evalpol_fixtures as fx
 import pandas as pd
 import pytest
 
-import evalpol_fixtures as fx
 from reasoning_env.config import EnvConfig
 from reasoning_env.policies import SolverCurves, episode_regret, make_policy
 from workbench import analysis, stats
@@ -20,8 +20,17 @@ POLICIES = ("uniform", "sim_greedy", "oracle_allocation")
 
 
 def _run(tmp_path, name="run", n=6, **kw):
-    return evaluate([make_policy(p) for p in kw.pop("policies", POLICIES)], config=kw.pop("config", fx.config()), pools=fx.pools(),
-                    n_episodes=n, seed=kw.pop("seed", 5), out=tmp_path / name, progress=False, n_resamples=500, **kw)
+    return evaluate(
+        [make_policy(p) for p in kw.pop("policies", POLICIES)],
+        config=kw.pop("config", fx.config()),
+        pools=fx.pools(),
+        n_episodes=n,
+        seed=kw.pop("seed", 5),
+        out=tmp_path / name,
+        progress=False,
+        n_resamples=500,
+        **kw,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -36,20 +45,26 @@ def test_every_rate_and_mean_of_the_summary_has_a_bootstrap_interval(run):
         lo, hi = stats.ci_columns(metric)
         assert lo in summ.columns and hi in summ.columns
         ok = summ[metric].notna()
-        assert (summ.loc[ok, lo] <= summ.loc[ok, metric] + 1e-9).all() and (summ.loc[ok, metric] <= summ.loc[ok, hi] + 1e-9).all(), metric
+        assert (summ.loc[ok, lo] <= summ.loc[ok, metric] + 1e-9).all() and (
+            summ.loc[ok, metric] <= summ.loc[ok, hi] + 1e-9
+        ).all(), metric
     uni = ep[ep["policy"] == "uniform"]
     expect = stats.ratio_interval(uni["num_correct"], uni["num_questions"], n_resamples=500)
     assert summ.loc["uniform", "accuracy_ci_low"] == pytest.approx(expect.low, abs=1e-6)
     assert summ.loc["uniform", "accuracy_ci_high"] == pytest.approx(expect.high, abs=1e-6)
     # the oracle loses (almost) nothing to its own plan: a wrong answer's minimal response can be a token longer
-    assert 0 <= summ.loc["oracle_allocation", "regret_ci_low"] and summ.loc["oracle_allocation", "regret_ci_high"] < 0.01
+    assert (
+        0 <= summ.loc["oracle_allocation", "regret_ci_low"] and summ.loc["oracle_allocation", "regret_ci_high"] < 0.01
+    )
 
 
 def test_policies_on_the_same_seeds_are_compared_in_pairs(run):
     cmp = pd.read_csv(run.run_dir / "comparisons.csv")
     assert list(cmp.columns) == list(analysis.COMPARISON_COLUMNS)
     assert set(cmp["metric"]) == {"accuracy", "reward", "regret"} and len(cmp) == 3 * 3  # 3 pairs x 3 metrics
-    row = cmp[(cmp["metric"] == "accuracy") & (cmp["policy_a"] == "uniform") & (cmp["policy_b"] == "oracle_allocation")].iloc[0]
+    row = cmp[
+        (cmp["metric"] == "accuracy") & (cmp["policy_a"] == "uniform") & (cmp["policy_b"] == "oracle_allocation")
+    ].iloc[0]
     ep = run.episodes
     a = ep[ep["policy"] == "uniform"].sort_values("episode")
     b = ep[ep["policy"] == "oracle_allocation"].sort_values("episode")
@@ -63,7 +78,9 @@ def test_the_report_says_where_the_numbers_come_from_first(run):
     html = (run.run_dir / "report.html").read_text(encoding="utf-8")
     head = html[: html.index("<h2>")]
     assert "Simulated solver" in head and "hand-chosen defaults" in head
-    assert "Can the policies be told apart?" in html and ("cannot be told apart" in html or "separated from every other" in html)
+    assert "Can the policies be told apart?" in html and (
+        "cannot be told apart" in html or "separated from every other" in html
+    )
     assert "Pareto frontier" in html and "class='ci'" in html
     prov = run.meta["provenance"]
     assert set(prov["simulated_policies"]) == set(POLICIES) and prov["curves"] == SolverCurves().provenance
@@ -88,7 +105,9 @@ def test_several_seeds_are_pooled_with_a_per_seed_table(tmp_path):
 def test_a_budget_sweep_has_one_row_per_policy_and_ratio_and_a_frontier(tmp_path):
     res = _run(tmp_path, n=3, budget_ratios=[1, 2, 4], report=True, policies=("uniform", "sim_greedy"))
     summ = res.summary
-    assert list(zip(summ["policy"], summ["budget_ratio"])) == [(p, r) for p in ("uniform", "sim_greedy") for r in (1.0, 2.0, 4.0)]
+    assert list(zip(summ["policy"], summ["budget_ratio"])) == [
+        (p, r) for p in ("uniform", "sim_greedy") for r in (1.0, 2.0, 4.0)
+    ]
     for pol in ("uniform", "sim_greedy"):
         acc = summ[summ["policy"] == pol].set_index("budget_ratio")["mean_total_budget"]
         assert acc.is_monotonic_increasing  # the same episodes, budgets scaled
@@ -96,8 +115,11 @@ def test_a_budget_sweep_has_one_row_per_policy_and_ratio_and_a_frontier(tmp_path
     front = summ[summ["on_frontier"]]
     for _, r in summ.iterrows():  # nothing on the frontier is beaten on both accuracy and tokens
         if r["on_frontier"]:
-            beaten = summ[(summ["accuracy"] >= r["accuracy"]) & (summ["tokens_per_question"] <= r["tokens_per_question"])
-                          & ((summ["accuracy"] > r["accuracy"]) | (summ["tokens_per_question"] < r["tokens_per_question"]))]
+            beaten = summ[
+                (summ["accuracy"] >= r["accuracy"])
+                & (summ["tokens_per_question"] <= r["tokens_per_question"])
+                & ((summ["accuracy"] > r["accuracy"]) | (summ["tokens_per_question"] < r["tokens_per_question"]))
+            ]
             assert beaten.empty
     assert len(front) >= 1
     html = (res.run_dir / "report.html").read_text(encoding="utf-8")
@@ -113,14 +135,46 @@ def test_a_budget_sweep_has_one_row_per_policy_and_ratio_and_a_frontier(tmp_path
 def test_the_command_line_takes_seeds_ratios_and_a_budget_ratio(tmp_path, capsys):
     cfg = tmp_path / "c.yaml"
     cfg.write_text("sources: [metamathqa]\n", encoding="utf-8")
-    code = main(["--n_episodes", "1", "--policies", "uniform,sim_greedy", "--budget-ratios", "2,4", "--seeds", "1,2", "--out", str(tmp_path / "r"),
-                 "--no-progress", "--no-report", "--resamples", "200", "--config", str(cfg)])
+    code = main(
+        [
+            "--n_episodes",
+            "1",
+            "--policies",
+            "uniform,sim_greedy",
+            "--budget-ratios",
+            "2,4",
+            "--seeds",
+            "1,2",
+            "--out",
+            str(tmp_path / "r"),
+            "--no-progress",
+            "--no-report",
+            "--resamples",
+            "200",
+            "--config",
+            str(cfg),
+        ]
+    )
     out = capsys.readouterr().out
     assert code == 0 and "95% CI" in out and "PROVENANCE" in out and "cannot be told apart" in out
     summ = pd.read_csv(tmp_path / "r" / "summary.csv")
     assert sorted(set(summ["budget_ratio"])) == [2.0, 4.0]
-    code = main(["--n_episodes", "1", "--policies", "uniform", "--budget-ratio", "2", "--out", str(tmp_path / "r2"), "--no-progress", "--no-report",
-                 "--config", str(cfg)])
+    code = main(
+        [
+            "--n_episodes",
+            "1",
+            "--policies",
+            "uniform",
+            "--budget-ratio",
+            "2",
+            "--out",
+            str(tmp_path / "r2"),
+            "--no-progress",
+            "--no-report",
+            "--config",
+            str(cfg),
+        ]
+    )
     assert code == 0 and set(pd.read_csv(tmp_path / "r2" / "summary.csv")["budget_ratio"]) == {2.0}
     capsys.readouterr()
     assert main(["--budget-ratios", "2,x", "--out", str(tmp_path / "r3")]) == 2
@@ -157,7 +211,11 @@ def test_compare_prints_intervals_and_the_paired_comparison_and_writes_figures(r
     assert "95% CI" in text and "cannot be told apart from it" in text
     assert (out / "figures.html").stat().st_size > 100_000
     cmp = pd.read_csv(out / "comparisons.csv")
-    same = cmp[(cmp["metric"] == "accuracy") & (cmp["policy_a"].str.endswith(":uniform")) & (cmp["policy_b"].str.endswith(":uniform"))]
+    same = cmp[
+        (cmp["metric"] == "accuracy")
+        & (cmp["policy_a"].str.endswith(":uniform"))
+        & (cmp["policy_b"].str.endswith(":uniform"))
+    ]
     assert len(same) == 1 and same.iloc[0]["difference"] == pytest.approx(0.0)  # the same seeds, the same policy
     assert compare_main([str(tmp_path / "missing")]) == 2
 
@@ -165,19 +223,29 @@ def test_compare_prints_intervals_and_the_paired_comparison_and_writes_figures(r
 CHROMIUM = "/usr/bin/chromium"
 
 
-@pytest.mark.skipif(not os.path.exists(CHROMIUM), reason=f"no Chromium at {CHROMIUM} (install Debian's chromium: apt-get install chromium)")
+@pytest.mark.skipif(
+    not os.path.exists(CHROMIUM),
+    reason=f"no Chromium at {CHROMIUM} (install Debian's chromium: apt-get install chromium)",
+)
 def test_the_report_fits_1400_pixels_without_horizontal_scrolling(run):
     """Issue: the raw JSON block and the summary table scrolled sideways."""
     sync_api = pytest.importorskip("playwright.sync_api", reason="playwright (Python) is not installed")
     with sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"])
+        browser = p.chromium.launch(
+            executable_path=CHROMIUM,
+            args=["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"],
+        )
         try:
             page = browser.new_page(viewport={"width": 1400, "height": 900})
             page.goto((run.run_dir / "report.html").as_uri(), timeout=120_000)
             page.wait_for_selector("svg.main-svg", timeout=120_000)
-            widths = page.evaluate("""() => ({doc: document.documentElement.scrollWidth, view: document.documentElement.clientWidth,
-                over: [...document.querySelectorAll('table, pre, .plot')].filter(e => e.scrollWidth > e.clientWidth + 1
-                      || e.getBoundingClientRect().right > document.documentElement.clientWidth + 1).map(e => e.tagName + '.' + e.className)})""")
+            widths = page.evaluate("""() => ({
+                doc: document.documentElement.scrollWidth,
+                view: document.documentElement.clientWidth,
+                over: [...document.querySelectorAll('table, pre, .plot')]
+                    .filter(e => e.scrollWidth > e.clientWidth + 1
+                        || e.getBoundingClientRect().right > document.documentElement.clientWidth + 1)
+                    .map(e => e.tagName + '.' + e.className)})""")
         finally:
             browser.close()
     assert widths["doc"] <= widths["view"], widths

@@ -11,7 +11,6 @@ math-verify's verdict too. docs/grading.md states each rule with an example.
 from __future__ import annotations
 
 import pytest
-
 from test_grading_families import llama, minerva, qwen
 
 from reasoning_env.grading import Grader
@@ -60,8 +59,11 @@ CASES = {
         ("Checking both candidates: $\\boxed{19, \\boxed{9}}$.", "9", False),
         ("So the answer is $\\boxed{\\boxed{9}, 19}$.", "9", False),
         ("So the answer is $\\boxed{\\boxed{12}}$, $\\boxed{2}$.", "2", False),
-        ("It is one of " + ", ".join("$\\boxed{%d}$" % i for i in range(1, 18)) + ".",
-         ",".join(str(i) for i in range(2, 18)), False),
+        (
+            "It is one of " + ", ".join(f"$\\boxed{{{i}}}$" for i in range(1, 18)) + ".",
+            ",".join(str(i) for i in range(2, 18)),
+            False,
+        ),
         ("So the answer is $\\boxed{\\boxed{9}}$.", "9", True),
         ("So the answer is $\\boxed{\\boxed{12}}$, $\\boxed{2}$.", "12, 2", True),
         ("So $\\boxed{\\boxed{1}, \\boxed{2}}$.", "1, 2", True),
@@ -83,9 +85,16 @@ CASES = {
         # conventional orders still stand for the tuple; roots still match a list of roots
         (qwen("Solving the system,", "x = 3, y = 2"), "(3,2)", True),
         (qwen("So", "(a, b) = (4, 1)"), "(4,1)", True),
-        (qwen("In spherical coordinates,", "(\\rho,\\theta,\\phi) = (2, \\pi, \\frac{\\pi}{4})"),
-         "\\left(2, \\pi, \\frac{\\pi}{4}\\right)", True),
-        (qwen("In polar coordinates,", "r = 3, \\theta = \\frac{\\pi}{2}"), "\\left( 3, \\frac{\\pi}{2} \\right)", True),
+        (
+            qwen("In spherical coordinates,", "(\\rho,\\theta,\\phi) = (2, \\pi, \\frac{\\pi}{4})"),
+            "\\left(2, \\pi, \\frac{\\pi}{4}\\right)",
+            True,
+        ),
+        (
+            qwen("In polar coordinates,", "r = 3, \\theta = \\frac{\\pi}{2}"),
+            "\\left( 3, \\frac{\\pi}{2} \\right)",
+            True,
+        ),
         (qwen("So", "\\alpha = 1, \\beta = 2, \\gamma = 3, \\delta = 4"), "(1,2,3,4)", True),
         (qwen("The terms are", "a_1 = 1, a_2 = 2, a_{10} = 3"), "(1,2,3)", True),
         (qwen("The roots are", "x=2, x=3"), "2, 3", True),
@@ -152,9 +161,7 @@ def grader() -> Grader:
     return g
 
 
-@pytest.mark.parametrize(
-    "family,response,gold,expected", ROWS, ids=[f"{r[0]}:{i}:{r[3]}" for i, r in enumerate(ROWS)]
-)
+@pytest.mark.parametrize("family,response,gold,expected", ROWS, ids=[f"{r[0]}:{i}:{r[3]}" for i, r in enumerate(ROWS)])
 def test_redteam_case(grader: Grader, family: str, response: str, gold: str, expected: bool) -> None:
     result = grader.grade(response, gold)
     assert result.correct is expected, f"{family}: {response[-80:]!r} vs {gold!r}: {result}"
@@ -191,7 +198,7 @@ def test_a_series_nested_in_a_sum_returns_within_the_limit() -> None:
 
 def test_several_boxes_whose_sums_together_are_too_long_are_not_graded_one_by_one() -> None:
     """Each box fits the sum budget, all of them do not: grading each would cost their sum."""
-    boxes = [r"\boxed{\sum_{%s=1}^{1000} (\sin^2 %s + \cos^2 %s)}" % (k, k, k) for k in "jkmn"]
+    boxes = [rf"\boxed{{\sum_{{{k}=1}}^{{1000}} (\sin^2 {k} + \cos^2 {k})}}" for k in "jkmn"]
     result = Grader(timeout_s=2.0, use_worker=False).grade("So " + ", ".join(boxes) + ".", "1000")
     assert result.correct is False and "too long to grade each" in result.detail, result
 
@@ -270,7 +277,9 @@ RESTATE = [
 
 
 @pytest.mark.parametrize("question,answer,gold,expected", RESTATE)
-def test_a_copy_of_the_questions_expression_is_not_an_answer(question: str, answer: str, gold: str, expected: bool) -> None:
+def test_a_copy_of_the_questions_expression_is_not_an_answer(
+    question: str, answer: str, gold: str, expected: bool
+) -> None:
     grader = Grader(use_worker=False)
     response = qwen("Working it out,", answer)
     result = grader.grade(response, gold, question=question)
@@ -284,7 +293,9 @@ def test_the_environment_grades_with_the_question() -> None:
     from reasoning_env.sources import PoolSet
 
     q = Question("copy-0", "Compute $513^2 - 487^2$.", "26000", "T0", "test", difficulty=1)
-    pools = PoolSet(pools={"T0": (q,)}, sources_used=({"source": "test", "used": "test", "questions": 1, "reason": None},))
+    pools = PoolSet(
+        pools={"T0": (q,)}, sources_used=({"source": "test", "used": "test", "questions": 1, "reason": None},)
+    )
     env = ReasoningEconomicsEnv(EnvConfig.build(sources=["builtin"], num_questions=1), pools=pools)
     for answer, right in (("513^2 - 487^2", False), ("26000", True)):
         env.reset(seed=1, total_budget=5000)
@@ -298,6 +309,7 @@ def test_trl_rewards_grade_with_the_prompt() -> None:
     batch = steps_from_completions(
         ["So \\boxed{513^2 - 487^2}.", "So \\boxed{26000}."],
         prompts=[[{"role": "user", "content": "Compute $513^2 - 487^2$."}]] * 2,
-        tokens=[10, 10], answer=["26000", "26000"],
+        tokens=[10, 10],
+        answer=["26000", "26000"],
     )
     assert list(batch.correct) == [False, True]

@@ -9,10 +9,10 @@ import socket
 import threading
 import time
 
+import evalpol_fixtures as fx
 import pandas as pd
 import pytest
 
-import evalpol_fixtures as fx
 from reasoning_env.policies import OpenAIChatPolicy, PolicyError, TransformersPolicy, make_policy, split_thinking
 from reasoning_env.tokenization import get_tokenizer
 
@@ -53,7 +53,11 @@ def _make_app(state: dict):
         if model == "thinker":
             text = "<think>\nMaybe \\boxed{999}? No, recompute.\n</think>\n\nThe result is \\boxed{" + gold + "}."
         else:
-            text = "Let me solve it step by step. The quantities combine directly. So the result is \\boxed{" + gold + "}."
+            text = (
+                "Let me solve it step by step. The quantities combine directly. So the result is \\boxed{"
+                + gold
+                + "}."
+            )
         text = _truncate(tok, text, cap)
         if model == "reasoner":  # vLLM-style separate reasoning field
             msg["reasoning_content"] = "I will add the numbers."
@@ -68,7 +72,11 @@ def _make_app(state: dict):
             "object": "chat.completion",
             "model": model,
             "choices": [{"index": 0, "message": msg, "finish_reason": "length" if full else "stop"}],
-            "usage": {"prompt_tokens": sum(tok.count(m["content"]) for m in body["messages"]), "completion_tokens": completion, "total_tokens": 0},
+            "usage": {
+                "prompt_tokens": sum(tok.count(m["content"]) for m in body["messages"]),
+                "completion_tokens": completion,
+                "total_tokens": 0,
+            },
         }
 
     return app
@@ -196,7 +204,17 @@ def test_evaluate_llm_local_end_to_end(monkeypatch, server, tmp_path):
     monkeypatch.setenv("BASELINE_LOCAL_BASE_URL", url)
     monkeypatch.setenv("BASELINE_LOCAL_MODEL", fx.TOKENIZER)
     pol = make_policy("llm_local")
-    res = evaluate([pol], config=fx.config(), pools=fx.pools(), n_episodes=3, seed=1, out=tmp_path / "run", workers=2, progress=False, report=False)
+    res = evaluate(
+        [pol],
+        config=fx.config(),
+        pools=fx.pools(),
+        n_episodes=3,
+        seed=1,
+        out=tmp_path / "run",
+        workers=2,
+        progress=False,
+        report=False,
+    )
     assert not res.failed
     s = pd.read_parquet(tmp_path / "run" / "trajectories.parquet")
     assert (s["policy_tokens"] == s["raw_tokens"]).all()
@@ -211,7 +229,16 @@ def test_unknown_model_tokenizer_falls_back_with_a_note(server, tmp_path):
 
     url, _state = server
     pol = OpenAIChatPolicy(url, "my-hosted-model", name="llm_api")
-    res = evaluate([pol], config=fx.config(), pools=fx.pools(), n_episodes=1, seed=1, out=tmp_path / "run", progress=False, report=False)
+    res = evaluate(
+        [pol],
+        config=fx.config(),
+        pools=fx.pools(),
+        n_episodes=1,
+        seed=1,
+        out=tmp_path / "run",
+        progress=False,
+        report=False,
+    )
     assert any("my-hosted-model" in n for n in res.meta["notes"])
     assert res.episodes["tokenizer_name"].iloc[0] == fx.config().tokenizer_name
 
@@ -225,7 +252,15 @@ def tiny_model_dir(tmp_path_factory):
     from reasoning_env.tokenization import QWEN25, embedded_tokenizer_dir
 
     d = tmp_path_factory.mktemp("tiny-qwen")
-    cfg = Qwen2Config(hidden_size=64, num_hidden_layers=2, num_attention_heads=2, num_key_value_heads=1, intermediate_size=128, vocab_size=151936, max_position_embeddings=4096)
+    cfg = Qwen2Config(
+        hidden_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        num_key_value_heads=1,
+        intermediate_size=128,
+        vocab_size=151936,
+        max_position_embeddings=4096,
+    )
     torch.manual_seed(0)
     Qwen2ForCausalLM(cfg).save_pretrained(d)
     AutoTokenizer.from_pretrained(str(embedded_tokenizer_dir(QWEN25))).save_pretrained(d)
@@ -238,7 +273,9 @@ def test_transformers_policy_runs_and_respects_the_cap(tiny_model_dir, tmp_path)
     cfg = fx.config(max_tokens_per_step=12)
     pol = TransformersPolicy(str(tiny_model_dir), device="cpu")
     assert pol.tokenizer_name == str(tiny_model_dir)
-    res = evaluate([pol], config=cfg, pools=fx.pools(), n_episodes=1, seed=4, out=tmp_path / "run", progress=False, report=False)
+    res = evaluate(
+        [pol], config=cfg, pools=fx.pools(), n_episodes=1, seed=4, out=tmp_path / "run", progress=False, report=False
+    )
     assert not res.failed, res.failed
     s = res.steps
     assert len(s) == 10
@@ -269,15 +306,17 @@ def test_multi_turn_messages_render_to_the_training_rollouts_ids(server):
     env2 = fx.make_env(cfg)
     obs = env2.reset(seed=3, tokenizer_name=fx.TOKENIZER)
     tokens.start(obs)
-    from reasoning_env.models import ReasonBudgetAction
+    from reasoning_env.models import ReasoningEconomicsAction
 
     for k, (call, out) in enumerate(zip(state["calls"], outs)):
         msgs = call["body"]["messages"]
         assert [m["role"] for m in msgs] == ["system"] + ["user", "assistant"] * k + ["user"]
-        rendered = tok(tok.apply_chat_template(msgs, tokenize=False, add_generation_prompt=True), add_special_tokens=False)["input_ids"]
+        rendered = tok(
+            tok.apply_chat_template(msgs, tokenize=False, add_generation_prompt=True), add_special_tokens=False
+        )["input_ids"]
         assert rendered == tokens.context()
         tokens.add_model_turn(chat.encode(out.response) + [im_end])  # the answer as the server generated it
-        obs = env2.step(ReasonBudgetAction(response=out.response))
+        obs = env2.step(ReasoningEconomicsAction(response=out.response))
         if not obs.done:
             tokens.add_env_turn(tokens.next_question_ids(obs))
     assert len(state["calls"]) == len(steps) >= 2
@@ -290,21 +329,28 @@ def test_multi_turn_messages_render_to_the_training_rollouts_ids(server):
 def test_transformers_policy_is_prompted_with_the_training_rollouts_ids():
     """Same seed, same (greedy) answers: the ids the evaluated hf_local policy is prompted with at
     every question equal the training rollout's context at that turn."""
+    from training_helpers import tiny_env_config, tiny_policy
+
     from reasoning_env.conversation import ChatFormat
-    from reasoning_env.models import ReasonBudgetAction
+    from reasoning_env.models import ReasoningEconomicsAction
     from training.envs import InProcessEnvFactory
     from training.generation import SamplingConfig, TransformersBackend
     from training.models import eos_token_ids
     from training.rollout import EpisodeRunner, EpisodeSpec, RolloutLimits
-    from training_helpers import tiny_env_config, tiny_policy
     from workbench.evaluate import make_episode_info
 
     tiny = tiny_policy()
     cfg = tiny_env_config()
     factory = InProcessEnvFactory(cfg)
-    backend = TransformersBackend(model=tiny.model, pad_token_id=tiny.tokenizer.pad_token_id,
-                                  eos_ids=eos_token_ids(tiny.tokenizer, tiny.model), sampling=SamplingConfig(temperature=0.0))
-    runner = EpisodeRunner(backend, factory, ChatFormat(tiny.tokenizer), limits=RolloutLimits(tokenizer_name=tiny.tokenizer_name))
+    backend = TransformersBackend(
+        model=tiny.model,
+        pad_token_id=tiny.tokenizer.pad_token_id,
+        eos_ids=eos_token_ids(tiny.tokenizer, tiny.model),
+        sampling=SamplingConfig(temperature=0.0),
+    )
+    runner = EpisodeRunner(
+        backend, factory, ChatFormat(tiny.tokenizer), limits=RolloutLimits(tokenizer_name=tiny.tokenizer_name)
+    )
     trace = runner.play_sequential([EpisodeSpec(seed=7)])[0]
     sequence = trace.prompt_ids + trace.completion_ids
 
@@ -316,7 +362,11 @@ def test_transformers_policy_is_prompted_with_the_training_rollouts_ids():
         assert policy.prompt_ids(obs) == sequence[: len(trace.prompt_ids) + turn.start]
         out = policy.act(obs)  # asks the same question again (the retry path), then generates
         assert out.response == step.response
-        obs = env.step(ReasonBudgetAction(response=out.response, metadata={"num_generated_tokens": out.num_generated_tokens}))
+        obs = env.step(
+            ReasoningEconomicsAction(
+                response=out.response, metadata={"num_generated_tokens": out.num_generated_tokens}
+            )
+        )
     assert obs.done and len(trace.turns) >= 2
 
 
@@ -330,7 +380,9 @@ def test_play_answers_by_someone_else_enter_the_conversation():
         pol._ask(q2)  # question 2 without the answer to question 1
     pol.record_answer(q1, "typed \\boxed{1}")
     msgs = pol._ask(q2).messages()
-    assert [m["role"] for m in msgs] == ["system", "user", "assistant", "user"] and msgs[2]["content"] == "typed \\boxed{1}"
+    assert [m["role"] for m in msgs] == ["system", "user", "assistant", "user"] and msgs[2][
+        "content"
+    ] == "typed \\boxed{1}"
     strip = EpisodeConversation(history_thinking="strip")
     strip.ask(q1)
     strip.answer("<think>\nlong\n</think>\n\n\\boxed{1}")

@@ -17,14 +17,14 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 import httpx
 import pytest
 import uvicorn
 import websockets.sync.client as ws_sync
 
-from reasoning_env import EnvConfig, ReasonBudgetAction, ReasoningEconomicsEnv
+from reasoning_env import EnvConfig, ReasoningEconomicsAction, ReasoningEconomicsEnv
 from reasoning_env.client import ReasoningEconomicsClient, ServerError
 from reasoning_env.server import create_server_app
 
@@ -60,7 +60,7 @@ class LiveServer:
         self.server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning"))
         self.thread = threading.Thread(target=self.server.run, daemon=True)
 
-    def __enter__(self) -> "LiveServer":
+    def __enter__(self) -> LiveServer:
         self.thread.start()
         deadline = time.monotonic() + 60
         while not self.server.started:
@@ -87,7 +87,9 @@ class LiveServer:
 
 @pytest.fixture(scope="module")
 def live():
-    with LiveServer(create_server_app(CONFIG, max_sessions=80, max_sessions_per_client=80, session_timeout_s=None)) as srv:
+    with LiveServer(
+        create_server_app(CONFIG, max_sessions=80, max_sessions_per_client=80, session_timeout_s=None)
+    ) as srv:
         yield srv
 
 
@@ -133,11 +135,13 @@ def test_step_takes_grading_response_and_tokenizer(live, gold):
     with ReasoningEconomicsClient(base_url=live.url).sync() as env:
         r = env.reset(seed=3)
         qid = r.observation.question_id
-        r = env.step("<think>maybe \\boxed{0}</think> hmm", grading_response=f"\\boxed{{{gold[qid]}}}", tokenizer_name=QWEN3)
+        r = env.step(
+            "<think>maybe \\boxed{0}</think> hmm", grading_response=f"\\boxed{{{gold[qid]}}}", tokenizer_name=QWEN3
+        )
         assert r.observation.last_step.graded_text == "grading_response" and r.observation.last_step.correct
         assert r.observation.metadata["tokenizer_name"] == QWEN3
         qid = r.observation.question_id
-        action = ReasonBudgetAction(response="hmm", metadata={"grading_response": f"\\boxed{{{gold[qid]}}}"})
+        action = ReasoningEconomicsAction(response="hmm", metadata={"grading_response": f"\\boxed{{{gold[qid]}}}"})
         r = env.step(action, tokenizer_name=QWEN25)  # an action works too; the keyword adds to its metadata
         assert r.observation.last_step.correct and r.observation.metadata["tokenizer_name"] == QWEN25
         with pytest.raises(TypeError, match="it takes grading_response"):
@@ -188,7 +192,7 @@ def _outcome(reset_obs: Any, final_obs: Any, rewards: list[float]) -> dict[str, 
     }
 
 
-def _play_in_process(seed: int, tokenizer: Optional[str], budget: Optional[int], gold: dict[str, str]) -> dict:
+def _play_in_process(seed: int, tokenizer: str | None, budget: int | None, gold: dict[str, str]) -> dict:
     env = ReasoningEconomicsEnv(CONFIG)
     first = obs = env.reset(seed=seed, tokenizer_name=tokenizer, total_budget=budget)
     rewards = []
@@ -200,7 +204,7 @@ def _play_in_process(seed: int, tokenizer: Optional[str], budget: Optional[int],
     return _outcome(first, obs, rewards)
 
 
-async def _play_remote(url: str, seed: int, tokenizer: Optional[str], budget: Optional[int], gold: dict[str, str]) -> dict:
+async def _play_remote(url: str, seed: int, tokenizer: str | None, budget: int | None, gold: dict[str, str]) -> dict:
     async with ReasoningEconomicsClient(base_url=url) as env:
         first = result = await env.reset(seed=seed, tokenizer_name=tokenizer, total_budget=budget)
         rewards = []
@@ -227,7 +231,9 @@ def test_64_concurrent_episodes_match_in_process_runs(live, gold):
 
 
 def test_capacity_cap_answers_clearly_and_frees_on_close():
-    with LiveServer(create_server_app(CONFIG, max_sessions=2, max_sessions_per_client=2, session_timeout_s=None)) as srv:
+    with LiveServer(
+        create_server_app(CONFIG, max_sessions=2, max_sessions_per_client=2, session_timeout_s=None)
+    ) as srv:
         a = ReasoningEconomicsClient(base_url=srv.url).sync()
         b = ReasoningEconomicsClient(base_url=srv.url).sync()
         a.connect(), b.connect()
@@ -257,15 +263,39 @@ WS_BAD = [
     ({"type": "step", "data": {"response": "x", "colour": "red"}}, "VALIDATION_ERROR", "unknown field 'colour'"),
     ({"type": "step", "data": {"response": "x"}, "extra": 1}, "VALIDATION_ERROR", "unknown field 'extra'"),
     ({"type": "step", "data": {"response": "x" * 10_000_000}}, "VALIDATION_ERROR", "limit of 4,065,536 bytes"),
-    ({"type": "step", "data": {"response": "é" * 600_000}}, "VALIDATION_ERROR", "1,200,000 bytes of UTF-8; this server accepts at most 1,000,000"),
-    ({"type": "step", "data": {"response": "x", "metadata": {"grading_response": "y" * 1_000_001}}}, "VALIDATION_ERROR", "metadata.grading_response is 1,000,001 bytes"),
-    ({"type": "step", "data": {"response": "x", "metadata": {"grading_response": 7}}}, "EXECUTION_ERROR", "grading_response must be a string"),
-    ({"type": "reset", "data": {"total_budget": -5}}, "EXECUTION_ERROR", "total_budget must be between 1 and 100,000,000"),
-    ({"type": "reset", "data": {"total_budget": 10**12}}, "EXECUTION_ERROR", "total_budget must be between 1 and 100,000,000"),
+    (
+        {"type": "step", "data": {"response": "é" * 600_000}},
+        "VALIDATION_ERROR",
+        "1,200,000 bytes of UTF-8; this server accepts at most 1,000,000",
+    ),
+    (
+        {"type": "step", "data": {"response": "x", "metadata": {"grading_response": "y" * 1_000_001}}},
+        "VALIDATION_ERROR",
+        "metadata.grading_response is 1,000,001 bytes",
+    ),
+    (
+        {"type": "step", "data": {"response": "x", "metadata": {"grading_response": 7}}},
+        "EXECUTION_ERROR",
+        "grading_response must be a string",
+    ),
+    (
+        {"type": "reset", "data": {"total_budget": -5}},
+        "EXECUTION_ERROR",
+        "total_budget must be between 1 and 100,000,000",
+    ),
+    (
+        {"type": "reset", "data": {"total_budget": 10**12}},
+        "EXECUTION_ERROR",
+        "total_budget must be between 1 and 100,000,000",
+    ),
     ({"type": "reset", "data": {"total_budget": "lots"}}, "EXECUTION_ERROR", "total_budget must be an integer"),
     ({"type": "reset", "data": {"seed": -1}}, "EXECUTION_ERROR", "seed must be a non-negative integer"),
     ({"type": "reset", "data": {"colour": "red"}}, "EXECUTION_ERROR", "unknown reset option(s) ['colour']"),
-    ({"type": "reset", "data": {"tokenizer_name": "no-such-org/no-such-model"}}, "EXECUTION_ERROR", "could not load tokenizer 'no-such-org/no-such-model'"),
+    (
+        {"type": "reset", "data": {"tokenizer_name": "no-such-org/no-such-model"}},
+        "EXECUTION_ERROR",
+        "could not load tokenizer 'no-such-org/no-such-model'",
+    ),
     ({"type": "reset", "data": {"tokenizer_name": "/etc"}}, "EXECUTION_ERROR", "does not load tokenizer folders"),
     ({"type": "reset", "data": "seed=1"}, "VALIDATION_ERROR", "invalid reset message"),
 ]
@@ -289,10 +319,15 @@ def test_bad_websocket_input_gets_a_clear_error_and_the_session_survives(live, g
 def test_step_without_episode_and_missing_session(live):
     with ws_sync.connect(live.ws_url) as ws:
         err = _rpc(ws, {"type": "step", "data": {"response": "\\boxed{1}"}})
-        assert err["data"]["code"] == "EXECUTION_ERROR" and "no episode to step: send a reset first" in err["data"]["message"]
+        assert (
+            err["data"]["code"] == "EXECUTION_ERROR"
+            and "no episode to step: send a reset first" in err["data"]["message"]
+        )
     with ws_sync.connect(live.ws_url + "?session_id=does-not-exist") as ws:
         err = json.loads(ws.recv(timeout=30))
-        assert err["data"]["code"] == "SESSION_ERROR" and "Unknown session_id: does-not-exist" in err["data"]["message"]
+        assert (
+            err["data"]["code"] == "SESSION_ERROR" and "Unknown session_id: does-not-exist" in err["data"]["message"]
+        )
 
 
 HTTP_BAD = [
@@ -305,7 +340,12 @@ HTTP_BAD = [
     ("/step", {"json": {"action": {"response": 5}}}, 422, "valid string"),
     ("/step", {"json": {"action": {"response": "x", "colour": "red"}}}, 422, "Extra inputs are not permitted"),
     ("/step", {"json": {"action": {"response": "\\boxed{1}"}}}, 409, "HTTP POST /step builds a fresh environment"),
-    ("/step", {"content": b'{"action": {"response": "' + b"x" * 10_000_000 + b'"}}'}, 413, "exceeds this server's limit"),
+    (
+        "/step",
+        {"content": b'{"action": {"response": "' + b"x" * 10_000_000 + b'"}}'},
+        413,
+        "exceeds this server's limit",
+    ),
 ]
 
 
@@ -324,7 +364,10 @@ def test_a_huge_response_does_not_stall_other_sessions(live):
     big = ("Let us add the numbers one at a time: 12 + 35 = 47, then 47 + 8 = 55. " * 14_000)[:999_000] + "\\boxed{55}"
 
     async def main():
-        async with ReasoningEconomicsClient(base_url=live.url) as slow, ReasoningEconomicsClient(base_url=live.url) as fast:
+        async with (
+            ReasoningEconomicsClient(base_url=live.url) as slow,
+            ReasoningEconomicsClient(base_url=live.url) as fast,
+        ):
             await slow.reset(seed=1, total_budget=10_000_000)
             await fast.reset(seed=2, total_budget=10_000_000)
             t0 = time.perf_counter()
@@ -405,10 +448,32 @@ def _free_port() -> int:
 
 def test_python_m_server_reads_ree_variables_and_prints_its_config():
     port = _free_port()
-    env = {**os.environ, **_sources_env(), "REE_HARD_CAP_MODE": "false", "REE_MAX_SESSIONS": "1",
-           "REE_MAX_RESPONSE_BYTES": "1000", "REE_DEFAULT_TOKENIZER_NAME": QWEN3, "PYTHONPATH": str(REPO)}
-    proc = subprocess.Popen([sys.executable, "-m", "reasoning_env.server", "--host", "127.0.0.1", "--port", str(port),
-                             "--log-level", "warning"], cwd=REPO, env=env, stdout=subprocess.PIPE, text=True)
+    env = {
+        **os.environ,
+        **_sources_env(),
+        "REE_HARD_CAP_MODE": "false",
+        "REE_MAX_SESSIONS": "1",
+        "REE_MAX_RESPONSE_BYTES": "1000",
+        "REE_DEFAULT_TOKENIZER_NAME": QWEN3,
+        "PYTHONPATH": str(REPO),
+    }
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "reasoning_env.server",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--log-level",
+            "warning",
+        ],
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         line = proc.stdout.readline()
         summary = json.loads(line)
@@ -453,7 +518,13 @@ def test_token_count_is_exact_and_releases_the_gil():
 
     tok = get_tokenizer(QWEN25)
     backend = tok.tokenizer.backend_tokenizer
-    for text in ["", "héllo wörld 😀", "Let x = \\frac{1}{2}.\n\n\\boxed{42}", "<|im_start|>user\nhi<|im_end|>", "a" * 5000]:
+    for text in [
+        "",
+        "héllo wörld 😀",
+        "Let x = \\frac{1}{2}.\n\n\\boxed{42}",
+        "<|im_start|>user\nhi<|im_end|>",
+        "a" * 5000,
+    ]:
         assert tok.count(text) == len(backend.encode(text, add_special_tokens=False).ids)
     big = "12 + 35 = 47, so the total is 47. " * 30_000
     gaps: list[float] = []

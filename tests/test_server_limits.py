@@ -19,10 +19,10 @@ from typing import Any
 import httpx
 import pytest
 import websockets.sync.client as ws_sync
+from test_server import CONFIG, LiveServer, _rpc
 
 from reasoning_env.client import ReasoningEconomicsClient, ServerError, ServerGoneError
 from reasoning_env.server import create_server_app
-from test_server import CONFIG, LiveServer, _rpc
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -132,7 +132,9 @@ def test_the_fallback_share_is_per_client_and_work_conserving():
 
 # ------------------------------------------------------------------------------ slots
 def test_one_client_address_cannot_take_every_slot():
-    with LiveServer(create_server_app(CONFIG, max_sessions=4, max_sessions_per_client=2, session_timeout_s=None)) as srv:
+    with LiveServer(
+        create_server_app(CONFIG, max_sessions=4, max_sessions_per_client=2, session_timeout_s=None)
+    ) as srv:
         a1, a2 = _connect(srv.ws_url, "127.0.0.2"), _connect(srv.ws_url, "127.0.0.2")
         try:
             for ws in (a1, a2):
@@ -146,7 +148,11 @@ def test_one_client_address_cannot_take_every_slot():
                 assert _rpc(ws, {"type": "reset", "data": {"seed": 2}})["type"] == "observation"
             with _connect(srv.ws_url, "127.0.0.4") as c:
                 err = _error(c)
-                assert err["code"] == "CAPACITY_REACHED" and "4/4" in err["message"] and "REE_MAX_SESSIONS" in err["message"]
+                assert (
+                    err["code"] == "CAPACITY_REACHED"
+                    and "4/4" in err["message"]
+                    and "REE_MAX_SESSIONS" in err["message"]
+                )
             cap = srv.capacity()
             assert cap["per_worker"][0]["refused"] == {"max_sessions": 1, "per_client": 1}
             b1.close(), b2.close()
@@ -155,7 +161,9 @@ def test_one_client_address_cannot_take_every_slot():
 
 
 def test_sessions_opened_and_never_used_expire_quickly():
-    app = create_server_app(CONFIG, max_sessions=3, max_sessions_per_client=3, session_timeout_s=None, unused_session_timeout_s=1)
+    app = create_server_app(
+        CONFIG, max_sessions=3, max_sessions_per_client=3, session_timeout_s=None, unused_session_timeout_s=1
+    )
     with LiveServer(app) as srv:
         idle = [_connect(srv.ws_url) for _ in range(3)]
         try:
@@ -172,7 +180,9 @@ def test_sessions_opened_and_never_used_expire_quickly():
 
 
 def test_mcp_is_not_served_and_takes_no_slot(live_server):
-    r = httpx.post(live_server.url + "/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "openenv/session/create", "params": {}})
+    r = httpx.post(
+        live_server.url + "/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "openenv/session/create", "params": {}}
+    )
     assert r.status_code == 404 and "no MCP tools" in r.json()["detail"]
     assert live_server.capacity()["active_sessions"] == 0
 
@@ -199,14 +209,18 @@ def test_the_shared_token_is_required_everywhere_it_matters():
         with ReasoningEconomicsClient(base_url=srv.url, api_token=token).sync() as env:
             assert env.reset(seed=1).observation.question
         assert httpx.post(srv.url + "/reset", json={"seed": 1}).status_code == 401
-        assert httpx.post(srv.url + "/reset", json={"seed": 1}, headers={"Authorization": f"Bearer {token}"}).status_code == 200
+        assert (
+            httpx.post(srv.url + "/reset", json={"seed": 1}, headers={"Authorization": f"Bearer {token}"}).status_code
+            == 200
+        )
         assert httpx.get(srv.url + "/health").status_code == 200  # probes stay open
         assert srv.capacity()["auth"] is True
 
 
 def test_a_relative_tokenizer_folder_under_the_servers_cwd_is_not_loaded(live_server, tmp_path, monkeypatch):
-    from reasoning_env.tokenization import embedded_tokenizer_dir, QWEN25
     import shutil
+
+    from reasoning_env.tokenization import QWEN25, embedded_tokenizer_dir
 
     monkeypatch.chdir(tmp_path)
     shutil.copytree(embedded_tokenizer_dir(QWEN25), tmp_path / "evil" / "tok")
@@ -239,15 +253,23 @@ def test_a_lone_surrogate_episode_id_is_refused_and_the_session_goes_on(live_ser
         assert err["data"]["code"] == "EXECUTION_ERROR" and "episode_id" in err["data"]["message"]
         ok = _rpc(ws, {"type": "reset", "data": {"seed": 1, "episode_id": "fine"}})
         assert ok["type"] == "observation" and _rpc(ws, {"type": "state"})["data"]["episode_id"] == "fine"
-    r = httpx.post(live_server.url + "/reset", content=b'{"episode_id": "\\ud800"}', headers={"content-type": "application/json"})
+    r = httpx.post(
+        live_server.url + "/reset", content=b'{"episode_id": "\\ud800"}', headers={"content-type": "application/json"}
+    )
     assert r.status_code == 422 and "episode_id" in r.text and "unicode" in r.text  # refused, not a 500
 
 
-@pytest.mark.parametrize("field, frame", [
-    ("data.seed", '{"type": "reset", "data": {"seed": ' + "9" * 5000 + "}}"),
-    ("data.total_budget", '{"type": "reset", "data": {"total_budget": ' + "1" * 4400 + "}}"),
-    ("data.metadata.num_generated_tokens", '{"type": "step", "data": {"response": "x", "metadata": {"num_generated_tokens": ' + "7" * 6000 + "}}}"),
-])
+@pytest.mark.parametrize(
+    "field, frame",
+    [
+        ("data.seed", '{"type": "reset", "data": {"seed": ' + "9" * 5000 + "}}"),
+        ("data.total_budget", '{"type": "reset", "data": {"total_budget": ' + "1" * 4400 + "}}"),
+        (
+            "data.metadata.num_generated_tokens",
+            '{"type": "step", "data": {"response": "x", "metadata": {"num_generated_tokens": ' + "7" * 6000 + "}}}",
+        ),
+    ],
+)
 def test_an_integer_of_thousands_of_digits_is_a_validation_error_naming_the_field(live_server, field, frame):
     with ws_sync.connect(live_server.ws_url, max_size=None) as ws:
         err = _rpc(ws, frame)
@@ -338,8 +360,13 @@ except KeyboardInterrupt:
 
 def test_grading_workers_ignore_ctrl_c_and_shut_down_quietly():
     repo = str(Path(__file__).resolve().parents[1])
-    proc = subprocess.Popen([sys.executable, "-c", SIGINT_SCRIPT, repo], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, start_new_session=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", SIGINT_SCRIPT, repo],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
     try:
         pids = [int(p) for p in proc.stdout.readline().split()]
         assert len(pids) == 2
@@ -372,8 +399,24 @@ def test_serving_the_network_without_a_token_warns_at_start():
     repo = Path(__file__).resolve().parents[1]
     env = {**os.environ, **_sources_env(), "PYTHONPATH": str(repo)}
     env.pop("REE_API_TOKEN", None)
-    proc = subprocess.Popen([sys.executable, "-m", "reasoning_env.server", "--host", "0.0.0.0", "--port", str(port),
-                             "--log-level", "warning"], cwd=repo, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "reasoning_env.server",
+            "--host",
+            "0.0.0.0",
+            "--port",
+            str(port),
+            "--log-level",
+            "warning",
+        ],
+        cwd=repo,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         summary = json.loads(proc.stdout.readline())
         assert summary["settings"]["api_token"] is None
@@ -385,8 +428,9 @@ def test_serving_the_network_without_a_token_warns_at_start():
 
 
 def test_the_start_up_line_never_prints_the_token(monkeypatch, capsys):
-    from reasoning_env.server.app import build_app_from_env
     from test_server import _sources_env
+
+    from reasoning_env.server.app import build_app_from_env
 
     environ = {**_sources_env(), "REE_API_TOKEN": "very-secret-token"}
     build_app_from_env(environ, announce=True)

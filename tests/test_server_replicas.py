@@ -8,17 +8,17 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 import httpx
 import pytest
 from pydantic import BaseModel, ConfigDict, Field
+from test_server import CONFIG, LiveServer, _free_port, _sources_env
 
 from reasoning_env import ReasoningEconomicsEnv
 from reasoning_env.client import make_action
 from reasoning_env.remote import EpisodeLostError, RemoteEnv, Replicas
 from reasoning_env.server import create_server_app
-from test_server import CONFIG, LiveServer, _free_port, _sources_env
 
 REPO = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.timeout(300)
@@ -30,7 +30,9 @@ def _answers(env: Any, seed: int) -> list[tuple]:
     out = []
     k = 0
     while not obs.done:
-        obs = env.step(make_action(f"We add {k} and {k}: so the answer is \\boxed{{{2 * k}}}.", num_generated_tokens=20 + k))
+        obs = env.step(
+            make_action(f"We add {k} and {k}: so the answer is \\boxed{{{2 * k}}}.", num_generated_tokens=20 + k)
+        )
         s = obs.last_step
         out.append((s.question_id, s.tokens, s.correct, round(s.reward, 9)))
         k += 1
@@ -38,7 +40,9 @@ def _answers(env: Any, seed: int) -> list[tuple]:
 
 
 def test_sessions_spread_over_replicas_and_an_episode_survives_its_replica_dying():
-    servers = [LiveServer(create_server_app(CONFIG, max_sessions=8, session_timeout_s=None)).__enter__() for _ in range(3)]
+    servers = [
+        LiveServer(create_server_app(CONFIG, max_sessions=8, session_timeout_s=None)).__enter__() for _ in range(3)
+    ]
     try:
         replicas = Replicas([s.url for s in servers])
         envs = [RemoteEnv(replicas) for _ in range(3)]
@@ -63,7 +67,11 @@ def test_sessions_spread_over_replicas_and_an_episode_survives_its_replica_dying
         lo = local.step(make_action("first \\boxed{1}"))
         for got in rest:
             lo = local.step(make_action("then \\boxed{2}"))
-            assert (got.last_step.question_id, got.last_step.tokens, got.reward) == (lo.last_step.question_id, lo.last_step.tokens, lo.reward)
+            assert (got.last_step.question_id, got.last_step.tokens, got.reward) == (
+                lo.last_step.question_id,
+                lo.last_step.tokens,
+                lo.reward,
+            )
         assert [s for s in replicas.status() if s["url"] == dead.url][0]["down"]
         fresh = RemoteEnv(replicas)  # new sessions avoid the dead replica
         fresh.reset(seed=7)
@@ -103,21 +111,57 @@ def test_evaluate_spreads_episodes_over_replicas_with_server_url(tmp_path):
     from reasoning_env.policies import UniformPolicy
     from workbench.evaluate import evaluate
 
-    with LiveServer(create_server_app(CONFIG, max_sessions=8)) as a, LiveServer(create_server_app(CONFIG, max_sessions=8)) as b:
-        res = evaluate([UniformPolicy()], config=CONFIG, n_episodes=4, seed=1, out=tmp_path / "r", server_url=[a.url, b.url],
-                       workers=2, progress=False, report=False)
-        local = evaluate([UniformPolicy()], config=CONFIG, n_episodes=4, seed=1, out=tmp_path / "l", progress=False, report=False)
+    with (
+        LiveServer(create_server_app(CONFIG, max_sessions=8)) as a,
+        LiveServer(create_server_app(CONFIG, max_sessions=8)) as b,
+    ):
+        res = evaluate(
+            [UniformPolicy()],
+            config=CONFIG,
+            n_episodes=4,
+            seed=1,
+            out=tmp_path / "r",
+            server_url=[a.url, b.url],
+            workers=2,
+            progress=False,
+            report=False,
+        )
+        local = evaluate(
+            [UniformPolicy()], config=CONFIG, n_episodes=4, seed=1, out=tmp_path / "l", progress=False, report=False
+        )
     assert list(res.episodes["episode_reward"].round(9)) == list(local.episodes["episode_reward"].round(9))
 
 
 # ------------------------------------------------------------------------------ --workers N
 def test_workers_flag_serves_one_port_from_several_processes():
     port = _free_port()
-    env = {**os.environ, **_sources_env(), "PYTHONPATH": str(REPO), "REE_MAX_SESSIONS": "8",
-           "REE_MAX_SESSIONS_PER_CLIENT": "8"}
-    proc = subprocess.Popen([sys.executable, "-m", "reasoning_env.server", "--host", "127.0.0.1", "--port", str(port),
-                             "--workers", "2", "--log-level", "warning"], cwd=REPO, env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+    env = {
+        **os.environ,
+        **_sources_env(),
+        "PYTHONPATH": str(REPO),
+        "REE_MAX_SESSIONS": "8",
+        "REE_MAX_SESSIONS_PER_CLIENT": "8",
+    }
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "reasoning_env.server",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--workers",
+            "2",
+            "--log-level",
+            "warning",
+        ],
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     url = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 180
@@ -128,7 +172,9 @@ def test_workers_flag_serves_one_port_from_several_processes():
                     break
             except httpx.HTTPError:
                 pass
-            assert proc.poll() is None and time.monotonic() < deadline, proc.stderr.read() if proc.poll() is not None else "slow"
+            assert proc.poll() is None and time.monotonic() < deadline, (
+                proc.stderr.read() if proc.poll() is not None else "slow"
+            )
             time.sleep(0.5)
         assert cap["max_sessions"] == 16 and len(cap["per_worker"]) == 2  # limits are per worker
         envs = [RemoteEnv(url) for _ in range(6)]
@@ -158,14 +204,14 @@ class ReferenceObservation(BaseModel):
     question: str = ""
     history: list[dict[str, Any]] = []
     done: bool = False
-    reward: Optional[float] = None
+    reward: float | None = None
     metadata: dict[str, Any] = {}
 
 
 class ReferenceState(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
-    episode_id: Optional[str] = None
+    episode_id: str | None = None
     step_count: int = Field(0, ge=0)
     total_budget: int = Field(..., ge=0)
     spent_budget: int = Field(..., ge=0)
@@ -181,6 +227,7 @@ def test_the_reference_clients_read_real_values_from_this_server():
     import websockets.sync.client as ws_sync
 
     with LiveServer(create_server_app(CONFIG, max_sessions=4)) as srv, ws_sync.connect(srv.ws_url) as ws:
+
         def rpc(msg):
             ws.send(json.dumps(msg))
             return json.loads(ws.recv(timeout=60))["data"]
@@ -189,10 +236,15 @@ def test_the_reference_clients_read_real_values_from_this_server():
         data = first
         for k in range(4):
             data = rpc({"type": "step", "data": {"response": f"so \\boxed{{{k}}}"}})
-            ref = ReferenceObservation.model_validate({**data["observation"], "reward": data["reward"], "done": data["done"]})
+            ref = ReferenceObservation.model_validate(
+                {**data["observation"], "reward": data["reward"], "done": data["done"]}
+            )
             ours = data["observation"]
             assert ref.step_idx == ours["question_index"] == k + 1
-            assert ref.budget_per_remaining == pytest.approx(ours["budget_per_remaining_question"]) and ref.budget_per_remaining > 0
+            assert (
+                ref.budget_per_remaining == pytest.approx(ours["budget_per_remaining_question"])
+                and ref.budget_per_remaining > 0
+            )
             assert ref.remaining_budget == ours["remaining_budget"]
             last = ref.history[-1]
             assert last["tokens_used"] == last["tokens"] and last["was_correct"] == last["correct"]

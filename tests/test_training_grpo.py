@@ -11,7 +11,13 @@ import pytest
 
 from training.grpo_train import build_trainer, main, parse_args
 from training.run_folder import METRIC_KEYS, metrics_row
-from training.trl_rollout import assign_groups, build_episode_dataset, environment_reward, episode_prompt, parse_episode_prompt
+from training.trl_rollout import (
+    assign_groups,
+    build_episode_dataset,
+    environment_reward,
+    episode_prompt,
+    parse_episode_prompt,
+)
 
 
 # ----------------------------------------------------------------------------- units
@@ -37,17 +43,34 @@ def test_assign_groups_global_positions():
 
 
 def _stats(correct, questions, answered, forfeited, tokens, budget, ran_dry, turns, cap_hits, steps=()):
-    return {"num_correct": correct, "num_questions": questions, "num_answered": answered, "forfeited": forfeited,
-            "answered_tokens": tokens, "tokens_spent": tokens, "total_budget": budget, "ran_dry": ran_dry,
-            "num_turns": turns, "cap_hits": cap_hits, "steps": list(steps)}
+    return {
+        "num_correct": correct,
+        "num_questions": questions,
+        "num_answered": answered,
+        "forfeited": forfeited,
+        "answered_tokens": tokens,
+        "tokens_spent": tokens,
+        "total_budget": budget,
+        "ran_dry": ran_dry,
+        "num_turns": turns,
+        "cap_hits": cap_hits,
+        "steps": list(steps),
+    }
 
 
 def test_environment_reward_returns_episode_rewards_and_logs_batch_metrics():
     logged = {}
-    stats = [_stats(3, 3, 3, 0, 30, 60, 0, 3, 0), _stats(0, 3, 1, 1, 30, 30, 0, 1, 1),
-             _stats(1, 3, 2, 0, 40, 40, 1, 2, 2), _stats(1, 3, 2, 0, 20, 40, 1, 2, 0)]
+    stats = [
+        _stats(3, 3, 3, 0, 30, 60, 0, 3, 0),
+        _stats(0, 3, 1, 1, 30, 30, 0, 1, 1),
+        _stats(1, 3, 2, 0, 40, 40, 1, 2, 2),
+        _stats(1, 3, 2, 0, 20, 40, 1, 2, 0),
+    ]
     rewards = environment_reward(
-        prompts=["p"] * 4, completions=["a"] * 4, episode_reward=[1.5, -0.2, 0.3, 0.4], episode_stats=stats,
+        prompts=["p"] * 4,
+        completions=["a"] * 4,
+        episode_reward=[1.5, -0.2, 0.3, 0.4],
+        episode_stats=stats,
         episode_group=[0, 0, 1, 1],
         episode_components=[{"correctness": 1.0}, {"correctness": -0.2}, {"correctness": 0.3}, {"correctness": 0.4}],
         log_metric=lambda k, v: logged.__setitem__(k, v),
@@ -71,18 +94,30 @@ def test_group_reward_scores_each_question_over_its_group():
     from training.trl_rollout import group_reward_function
 
     def step(q, correct, n):
-        return {"question_index": q, "correct": correct, "has_answer": True, "raw_tokens": n, "tokens": n,
-                "spent_before": 0, "difficulty": None, "problem_type": "t", "hard_cap_mode": True}
+        return {
+            "question_index": q,
+            "correct": correct,
+            "has_answer": True,
+            "raw_tokens": n,
+            "tokens": n,
+            "spent_before": 0,
+            "difficulty": None,
+            "problem_type": "t",
+            "hard_cap_mode": True,
+        }
 
-    stats = [_stats(2, 2, 2, 0, 30, 99, 0, 2, 0, [step(0, True, 10), step(1, True, 20)]),
-             _stats(1, 2, 2, 0, 50, 99, 0, 2, 0, [step(0, True, 30), step(1, False, 20)]),
-             _stats(1, 2, 1, 0, 40, 99, 1, 1, 0, [step(0, True, 40)])]
+    stats = [
+        _stats(2, 2, 2, 0, 30, 99, 0, 2, 0, [step(0, True, 10), step(1, True, 20)]),
+        _stats(1, 2, 2, 0, 50, 99, 0, 2, 0, [step(0, True, 30), step(1, False, 20)]),
+        _stats(1, 2, 1, 0, 40, 99, 1, 1, 0, [step(0, True, 40)]),
+    ]
     f = group_reward_function("kimi_length")
     got = f(prompts=["p"] * 3, completions=["c"] * 3, episode_stats=stats, episode_group=[5, 5, 5])
     # question 0: lengths 10, 30, 40 in one group; question 1: 20, 20 (members 0 and 1 only)
     ref = build_reward("kimi_length", context="training")
-    q0 = ref.step_batch(StepBatch.build(3, correct=[True] * 3, tokens=[10, 30, 40], total_budget=99, num_questions=2,
-                                        group=[0, 0, 0]))["kimi_length"]
+    q0 = ref.step_batch(
+        StepBatch.build(3, correct=[True] * 3, tokens=[10, 30, 40], total_budget=99, num_questions=2, group=[0, 0, 0])
+    )["kimi_length"]
     assert got == pytest.approx([q0[0] + 0.0, q0[1] + 0.0, q0[2]])
     assert f.__name__ == "group_kimi_length"
 
@@ -114,9 +149,16 @@ def smoke_run(tmp_path_factory):
         before = setup.rollout.backend.stats.calls if setup.rollout.backend else 0
         output = setup.rollout(prompts, trainer)
         streamed = (out / "trajectories.jsonl").read_text().splitlines()
-        calls.append({"prompts": list(prompts), "output": output, "traces": list(setup.rollout.last_traces),
-                      "step": trainer.state.global_step, "generate_calls": setup.rollout.backend.stats.calls - before,
-                      "streamed_steps": len(streamed)})
+        calls.append(
+            {
+                "prompts": list(prompts),
+                "output": output,
+                "traces": list(setup.rollout.last_traces),
+                "step": trainer.state.global_step,
+                "generate_calls": setup.rollout.backend.stats.calls - before,
+                "streamed_steps": len(streamed),
+            }
+        )
         return output
 
     setup.trainer.rollout_func = recording_rollout
@@ -173,8 +215,8 @@ def test_smoke_masks_and_logprobs_line_up_with_the_ids(smoke_run):
             assert all(lp == 0.0 for lp, m in zip(lps, mask) if m == 0)
             assert all(lp < 0 and math.isfinite(lp) for lp, m in zip(lps, mask) if m == 1)
             for turn, step in zip(tr.turns, tr.steps):
-                assert all(mask[turn.start:turn.end])
-                assert tok.decode(ids[turn.start:turn.end], skip_special_tokens=True) == step.response
+                assert all(mask[turn.start : turn.end])
+                assert tok.decode(ids[turn.start : turn.end], skip_special_tokens=True) == step.response
                 assert turn.end - turn.start <= turn.cap <= 16
 
 
@@ -189,10 +231,13 @@ def test_smoke_logged_rewards_equal_the_environments(smoke_run, tmp_path):
         rewards = call["output"]["episode_reward"]
         assert m["reward"] == pytest.approx(sum(rewards) / len(rewards), abs=1e-6)
         traces = call["traces"]
-        assert m["accuracy"] == pytest.approx(sum(t.num_correct for t in traces) / sum(t.num_questions for t in traces), abs=1e-6)
+        assert m["accuracy"] == pytest.approx(
+            sum(t.num_correct for t in traces) / sum(t.num_questions for t in traces), abs=1e-6
+        )
         assert m["episode_length"] == pytest.approx(sum(t.num_answered for t in traces) / 4, abs=1e-6)
         assert m["tokens_per_question"] == pytest.approx(
-            sum(t.answered_tokens for t in traces) / sum(t.num_answered for t in traces), abs=1e-6)
+            sum(t.answered_tokens for t in traces) / sum(t.num_answered for t in traces), abs=1e-6
+        )
         assert m["cap_hit_rate"] == pytest.approx(sum(t.cap_hits for t in traces) / sum(len(t.turns) for t in traces))
         assert 0.0 <= m["groups_tied_on_correctness"] <= 1.0
         for key in METRIC_KEYS:
@@ -225,12 +270,13 @@ def test_smoke_run_folder_loads_in_the_workbench(smoke_run):
     assert {"group", "member", "train_step"} <= set(run.steps.columns)
     n_steps = sum(len(tr.steps) for call in calls for tr in call["traces"])
     assert len(run.steps) == n_steps
-    for (group, member), rows in run.steps.groupby(["group", "member"]):
+    for _key, rows in run.steps.groupby(["group", "member"]):
         assert rows["seed"].nunique() == 1
     per_group = run.steps.groupby("group")["seed"].nunique()
     assert (per_group == 1).all()
     assert run.episodes["episode_reward"].tolist() == pytest.approx(
-        [tr.reward for call in calls for tr in call["traces"]])
+        [tr.reward for call in calls for tr in call["traces"]]
+    )
 
 
 # ----------------------------------------------------------------------------- command-line errors
@@ -308,7 +354,11 @@ def test_smoke_final_folder_records_the_episode_format(smoke_run):
     assert fmt == setup.writer.meta["episode_format"]
     assert fmt["format"] == "multi_turn" and fmt["history_thinking"] == "keep"
     pol = TransformersPolicy(str(out / "final"), device="cpu")
-    assert (pol.format, pol.history_thinking, pol.episode_format_source) == ("multi_turn", "keep", "episode_format.json")
+    assert (pol.format, pol.history_thinking, pol.episode_format_source) == (
+        "multi_turn",
+        "keep",
+        "episode_format.json",
+    )
 
 
 def test_training_options_that_would_learn_nothing_are_refused(tmp_path, capsys):
@@ -347,7 +397,12 @@ def test_advantage_formulas():
     w = token_weights(np.ones(2), np.array([10, 30]), "grpo")
     assert w[0] == pytest.approx(3 * w[1])  # grpo: a long episode's tokens weigh less
     assert token_weights(np.ones(2), np.array([10, 30]), "dapo").tolist() == [1 / 40, 1 / 40]
-    data = {"rewards": r, "num_correct": np.array([1, 1, 0, 2]), "tokens": np.array([10, 20, 30, 40]), "group": np.array([0, 0, 1, 1])}
+    data = {
+        "rewards": r,
+        "num_correct": np.array([1, 1, 0, 2]),
+        "tokens": np.array([10, 20, 30, 40]),
+        "group": np.array([0, 0, 1, 1]),
+    }
     res = study(data, 2)
     assert res["tied_share"] == 0.5 and res["scale_rewards"]["group"]["tied_to_untied_adv"] > 0.9
     assert res["scale_rewards"]["batch"]["tied_to_untied_adv"] == pytest.approx(res["raw_tied_to_untied"], rel=1e-3)

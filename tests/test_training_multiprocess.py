@@ -18,9 +18,26 @@ REPO = Path(__file__).resolve().parents[1]
 @pytest.fixture(scope="module")
 def two_process_run(tmp_path_factory):
     out = tmp_path_factory.mktemp("mp") / "run"
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "-m", "training.grpo_train", "--smoke",
-           "--num_generations", "4", "--per_device_train_batch_size", "2", "--max_steps", "2",
-           "--group_reward", "kimi_length", "--output_dir", str(out)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--nproc_per_node",
+        "2",
+        "-m",
+        "training.grpo_train",
+        "--smoke",
+        "--num_generations",
+        "4",
+        "--per_device_train_batch_size",
+        "2",
+        "--max_steps",
+        "2",
+        "--group_reward",
+        "kimi_length",
+        "--output_dir",
+        str(out),
+    ]
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(REPO)}
     proc = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
@@ -48,9 +65,15 @@ def test_group_reward_sees_the_whole_group_across_two_processes(two_process_run)
         assert len({e["group"] for e in eps}) == 1 and len({e["seed"] for e in eps}) == 1
         # the group reward recomputed offline over all four members, question by question
         rows = [(e["member"], i, s) for e in eps for i, s in enumerate(e["steps"]) if not s["forfeit"]]
-        batch = StepBatch.build(len(rows), correct=[s["correct"] for _, _, s in rows], tokens=[s["tokens"] for _, _, s in rows],
-                                raw_tokens=[s["raw_tokens"] for _, _, s in rows], total_budget=40, num_questions=3,
-                                group=[i for _, i, _ in rows])
+        batch = StepBatch.build(
+            len(rows),
+            correct=[s["correct"] for _, _, s in rows],
+            tokens=[s["tokens"] for _, _, s in rows],
+            raw_tokens=[s["raw_tokens"] for _, _, s in rows],
+            total_budget=40,
+            num_questions=3,
+            group=[i for _, i, _ in rows],
+        )
         per_step = reward.step_batch(batch)["kimi_length"]
         expected = {m: 0.0 for m in range(4)}
         for (m, _, _), v in zip(rows, per_step):

@@ -6,14 +6,14 @@ import math
 
 import pytest
 import torch
+from training_helpers import SHARED_DATA, ScriptedBackend, gold_lookup, last_question, tiny_env_config, tiny_policy
 
-from reasoning_env.models import ReasonBudgetAction
 from reasoning_env.conversation import ChatFormat
+from reasoning_env.models import ReasoningEconomicsAction
 from training.envs import InProcessEnvFactory, RemoteEnvFactory, as_obs
-from training.generation import Generation, SamplingConfig, TransformersBackend, cut_generation, sampled_logprobs
+from training.generation import SamplingConfig, TransformersBackend, cut_generation, sampled_logprobs
 from training.models import eos_token_ids
 from training.rollout import EpisodeRunner, EpisodeSpec, RolloutLimits
-from training_helpers import SHARED_DATA, ScriptedBackend, gold_lookup, last_question, tiny_env_config, tiny_policy
 
 
 @pytest.fixture(scope="module")
@@ -31,10 +31,17 @@ def _specs(groups: int, members: int, seed0: int = 11) -> list[EpisodeSpec]:
 
 
 def _tiny_runner(policy, factory, **limits) -> EpisodeRunner:
-    backend = TransformersBackend(model=policy.model, pad_token_id=policy.tokenizer.pad_token_id,
-                                  eos_ids=eos_token_ids(policy.tokenizer, policy.model))
-    return EpisodeRunner(backend, factory, ChatFormat(policy.tokenizer),
-                         limits=RolloutLimits(tokenizer_name=policy.tokenizer_name, **limits))
+    backend = TransformersBackend(
+        model=policy.model,
+        pad_token_id=policy.tokenizer.pad_token_id,
+        eos_ids=eos_token_ids(policy.tokenizer, policy.model),
+    )
+    return EpisodeRunner(
+        backend,
+        factory,
+        ChatFormat(policy.tokenizer),
+        limits=RolloutLimits(tokenizer_name=policy.tokenizer_name, **limits),
+    )
 
 
 # ----------------------------------------------------------------------------- generation units
@@ -70,8 +77,12 @@ def test_sampler_draws_from_the_softmax():
 def test_transformers_backend_logprobs_match_a_teacher_forced_pass(policy):
     """The recorded log-probs are those of the sampling distribution (temperature 0.7) at each
     generated position, with left padding in the batch."""
-    backend = TransformersBackend(model=policy.model, pad_token_id=policy.tokenizer.pad_token_id,
-                                  eos_ids=eos_token_ids(policy.tokenizer), sampling=SamplingConfig(temperature=0.7))
+    backend = TransformersBackend(
+        model=policy.model,
+        pad_token_id=policy.tokenizer.pad_token_id,
+        eos_ids=eos_token_ids(policy.tokenizer),
+        sampling=SamplingConfig(temperature=0.7),
+    )
     contexts = [list(range(1000, 1040)), list(range(2000, 2013))]
     torch.manual_seed(1)
     gens = backend.generate(contexts, [9, 4])
@@ -136,7 +147,7 @@ def test_masks_logprobs_and_ids_line_up(tiny_traces, policy):
                 assert tr.logprobs[i] < 0.0 and math.isfinite(tr.logprobs[i])
         # every model span decodes to the response the environment received
         for turn, step in zip(tr.turns, tr.steps):
-            span = tr.completion_ids[turn.start:turn.end]
+            span = tr.completion_ids[turn.start : turn.end]
             assert tok.decode(span, skip_special_tokens=True) == step.response
             assert 1 <= turn.end - turn.start <= turn.cap <= 16
         # environment spans decode to the user messages of the following questions
@@ -178,7 +189,7 @@ def test_context_limit_forfeits_the_rest(policy, factory):
     assert tr.summary()["forfeited"] == tr.forfeited
     assert [st["forfeit"] for st in tr.summary()["steps"]] == [False] * tr.num_answered + [True] * tr.forfeited
     assert len(tr.prompt_ids) + len(tr.completion_ids) <= 260
-    for s in tr.steps[-tr.forfeited:]:
+    for s in tr.steps[-tr.forfeited :]:
         assert s.response == "" and s.tokens == 0 and not s.correct
     tr.check()
 
@@ -187,11 +198,17 @@ def test_cap_hits_count_turns_cut_by_their_cap(policy, factory):
     """A turn that ends at its cap without the stop token is a cap hit; one ended by the stop
     token is not, whatever its length."""
     backend = ScriptedBackend(policy.tokenizer, lambda ctx: "word " * 40)  # longer than the 16-token cap
-    runner = EpisodeRunner(backend, factory, ChatFormat(policy.tokenizer), limits=RolloutLimits(tokenizer_name=policy.tokenizer_name))
+    runner = EpisodeRunner(
+        backend, factory, ChatFormat(policy.tokenizer), limits=RolloutLimits(tokenizer_name=policy.tokenizer_name)
+    )
     tr = runner.play_lockstep(_specs(groups=1, members=1))[0]
     assert tr.cap_hits == len(tr.turns) >= 1
-    short = EpisodeRunner(ScriptedBackend(policy.tokenizer, lambda ctx: "\\boxed{1}"), factory, ChatFormat(policy.tokenizer),
-                          limits=RolloutLimits(tokenizer_name=policy.tokenizer_name)).play_lockstep(_specs(groups=1, members=1))[0]
+    short = EpisodeRunner(
+        ScriptedBackend(policy.tokenizer, lambda ctx: "\\boxed{1}"),
+        factory,
+        ChatFormat(policy.tokenizer),
+        limits=RolloutLimits(tokenizer_name=policy.tokenizer_name),
+    ).play_lockstep(_specs(groups=1, members=1))[0]
     assert short.cap_hits == 0 and all(t.finished for t in short.turns)
 
 
@@ -199,8 +216,9 @@ def test_cap_hits_count_turns_cut_by_their_cap(policy, factory):
 def test_correct_answers_earn_the_environments_reward(policy, factory):
     gold = gold_lookup(factory)
     backend = ScriptedBackend(policy.tokenizer, lambda ctx: f"The answer is \\boxed{{{gold(last_question(ctx))}}}")
-    runner = EpisodeRunner(backend, factory, ChatFormat(policy.tokenizer),
-                           limits=RolloutLimits(tokenizer_name=policy.tokenizer_name))
+    runner = EpisodeRunner(
+        backend, factory, ChatFormat(policy.tokenizer), limits=RolloutLimits(tokenizer_name=policy.tokenizer_name)
+    )
     traces = runner.play_lockstep(_specs(groups=2, members=3))
     assert backend.batch_sizes == [6, 6, 6]
     for tr in traces:
@@ -209,14 +227,15 @@ def test_correct_answers_earn_the_environments_reward(policy, factory):
         # replay the same actions on a fresh environment: same rewards
         env = factory.new_session().env
         env.reset(seed=tr.spec.seed, tokenizer_name=policy.tokenizer_name)
-        rewards = [env.step(ReasonBudgetAction(response=s.response)).reward for s in tr.steps]
+        rewards = [env.step(ReasoningEconomicsAction(response=s.response)).reward for s in tr.steps]
         assert rewards == pytest.approx([s.reward for s in tr.steps])
 
 
 def test_sequential_plays_the_same_episodes(policy, factory):
     backend = ScriptedBackend(policy.tokenizer, lambda ctx: "\\boxed{0}")
-    runner = EpisodeRunner(backend, factory, ChatFormat(policy.tokenizer),
-                           limits=RolloutLimits(tokenizer_name=policy.tokenizer_name))
+    runner = EpisodeRunner(
+        backend, factory, ChatFormat(policy.tokenizer), limits=RolloutLimits(tokenizer_name=policy.tokenizer_name)
+    )
     specs = _specs(groups=2, members=2)
     lock = runner.play_lockstep(specs)
     lock_calls = backend.stats.calls
@@ -243,8 +262,9 @@ def test_thinking_turns_are_graded_on_the_visible_answer():
         return reply % gold(last_question(ctx))
 
     backend = ScriptedBackend(tok, respond)
-    runner = EpisodeRunner(backend, factory, ChatFormat(tok, reasoning_mode="on"),
-                           limits=RolloutLimits(tokenizer_name=str(path)))
+    runner = EpisodeRunner(
+        backend, factory, ChatFormat(tok, reasoning_mode="on"), limits=RolloutLimits(tokenizer_name=str(path))
+    )
     tr = runner.play_sequential([EpisodeSpec(seed=5)])[0]
     assert [s.correct for s in tr.steps] == [True, False, True]
     assert tr.steps[1].grade_reason == "no_answer"
@@ -256,8 +276,12 @@ def test_gsm8k_and_math500_episodes_from_shared_data(policy):
     factory = InProcessEnvFactory(tiny_env_config(sources=["gsm8k", "math500"], data_dir=str(SHARED_DATA)))
     gold = gold_lookup(factory)
     backend = ScriptedBackend(policy.tokenizer, lambda ctx: f"\\boxed{{{gold(last_question(ctx))}}}")
-    runner = EpisodeRunner(backend, factory, ChatFormat(policy.tokenizer),
-                           limits=RolloutLimits(tokenizer_name=policy.tokenizer_name, max_episode_tokens=16384))
+    runner = EpisodeRunner(
+        backend,
+        factory,
+        ChatFormat(policy.tokenizer),
+        limits=RolloutLimits(tokenizer_name=policy.tokenizer_name, max_episode_tokens=16384),
+    )
     traces = runner.play_lockstep(_specs(groups=1, members=2))
     assert traces[0].prompt_ids == traces[1].prompt_ids
     for tr in traces:
@@ -266,9 +290,9 @@ def test_gsm8k_and_math500_episodes_from_shared_data(policy):
 
 # ----------------------------------------------------------------------------- remote sessions
 def test_observations_from_wire_formats():
-    from reasoning_env.models import ReasonBudgetObservation
+    from reasoning_env.models import ReasoningEconomicsObservation
 
-    obs = ReasonBudgetObservation(question="q", num_questions=1)
+    obs = ReasoningEconomicsObservation(question="q", num_questions=1)
 
     class StepResult:
         observation = obs.model_dump()
@@ -285,12 +309,12 @@ def test_remote_episodes_match_in_process(policy, factory):
     """Against a live OpenEnv server (started here in a thread) the episodes of a seed are the
     in-process ones."""
     import socket
+    import threading
+    import time
 
     import uvicorn
 
     from reasoning_env.server import app as server
-    import threading
-    import time
 
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -308,11 +332,16 @@ def test_remote_episodes_match_in_process(policy, factory):
     try:
         remote = RemoteEnvFactory(f"http://127.0.0.1:{port}")
         backend = ScriptedBackend(policy.tokenizer, lambda ctx: "\\boxed{0}")
-        runner = EpisodeRunner(backend, remote, ChatFormat(policy.tokenizer),
-                               limits=RolloutLimits(tokenizer_name=policy.tokenizer_name))
+        runner = EpisodeRunner(
+            backend, remote, ChatFormat(policy.tokenizer), limits=RolloutLimits(tokenizer_name=policy.tokenizer_name)
+        )
         traces = runner.play_lockstep(_specs(groups=1, members=2))
-        local = EpisodeRunner(ScriptedBackend(policy.tokenizer, lambda ctx: "\\boxed{0}"), factory, ChatFormat(policy.tokenizer),
-                              limits=RolloutLimits(tokenizer_name=policy.tokenizer_name)).play_lockstep(_specs(groups=1, members=1))
+        local = EpisodeRunner(
+            ScriptedBackend(policy.tokenizer, lambda ctx: "\\boxed{0}"),
+            factory,
+            ChatFormat(policy.tokenizer),
+            limits=RolloutLimits(tokenizer_name=policy.tokenizer_name),
+        ).play_lockstep(_specs(groups=1, members=1))
         assert traces[0].reset_metadata.get("question_ids") == traces[1].reset_metadata.get("question_ids")
         assert traces[0].reset_metadata.get("question_ids") == local[0].reset_metadata.get("question_ids")
         assert [s.reward for s in traces[0].steps] == pytest.approx([s.reward for s in local[0].steps])

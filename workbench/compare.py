@@ -20,18 +20,19 @@ as ``<run>:<policy>`` in the combined frames, so the figure builders of :mod:`wo
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Iterable, Optional, Sequence, Union
 
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from reasoning_env.errors import ReasoningEconomicsError
 from workbench import analysis, plots
-from workbench.runs import Run, RunFolderError, load_run
+from workbench.runs import Run, load_run
 
 __all__ = [
     "RunEntry",
@@ -56,9 +57,27 @@ __all__ = [
 
 #: Summary columns shown in the comparison table, in order (those present).
 SUMMARY_DISPLAY_COLUMNS = (
-    "run", "policy", "kind", "budget_ratio", "episodes", "accuracy", "accuracy_ci_low", "accuracy_ci_high", "expected_accuracy",
-    "tokens_per_question", "utilisation", "run_dry_rate", "reward", "reward_ci_low", "reward_ci_high", "acc_per_1k_tokens",
-    "regret", "regret_ci_low", "regret_ci_high", "on_frontier", "mean_total_budget",
+    "run",
+    "policy",
+    "kind",
+    "budget_ratio",
+    "episodes",
+    "accuracy",
+    "accuracy_ci_low",
+    "accuracy_ci_high",
+    "expected_accuracy",
+    "tokens_per_question",
+    "utilisation",
+    "run_dry_rate",
+    "reward",
+    "reward_ci_low",
+    "reward_ci_high",
+    "acc_per_1k_tokens",
+    "regret",
+    "regret_ci_low",
+    "regret_ci_high",
+    "on_frontier",
+    "mean_total_budget",
 )
 #: ``metrics.jsonl`` keys drawn as training curves, with their axis titles.
 TRAINING_METRICS = (
@@ -91,7 +110,7 @@ class RunEntry:
         return f"{self.label}  ({self.kind}, {when})"
 
 
-def discover_runs(root: Union[str, Path], *, max_depth: int = 3) -> list[RunEntry]:
+def discover_runs(root: str | Path, *, max_depth: int = 3) -> list[RunEntry]:
     """Run folders (holding a ``run.json``) under ``root``, newest first.
 
     Args:
@@ -165,7 +184,7 @@ class RunSet:
         """Every run's episode rows (labelled as :meth:`steps`)."""
         return self._frames("episodes")
 
-    def summary(self, columns: Optional[Sequence[str]] = SUMMARY_DISPLAY_COLUMNS) -> pd.DataFrame:
+    def summary(self, columns: Sequence[str] | None = SUMMARY_DISPLAY_COLUMNS) -> pd.DataFrame:
         """One row per (run, policy): the run's ``summary.csv`` when present, else computed from
         its episodes (:func:`workbench.analysis.summary_table`); training runs without episodes
         get one row from their last logged metrics.
@@ -181,11 +200,17 @@ class RunSet:
                 table = analysis.summary_table(run.episodes, run.steps)  # older runs: recompute with the intervals
             if (table is None or table.empty) and run.metrics is not None and not run.metrics.empty:
                 last = run.metrics.iloc[-1]
-                table = pd.DataFrame([{
-                    "policy": "(training, last logged step)", "kind": "training",
-                    "accuracy": last.get("accuracy"), "tokens_per_question": last.get("tokens_per_question"),
-                    "reward": last.get("reward"),
-                }])
+                table = pd.DataFrame(
+                    [
+                        {
+                            "policy": "(training, last logged step)",
+                            "kind": "training",
+                            "accuracy": last.get("accuracy"),
+                            "tokens_per_question": last.get("tokens_per_question"),
+                            "reward": last.get("reward"),
+                        }
+                    ]
+                )
             if table is None or table.empty:
                 continue
             table = table.copy()
@@ -224,8 +249,10 @@ class RunSet:
         for label, run in self.runs.items():
             pols = analysis.policy_order(run.episodes) if not run.episodes.empty else []
             extra = f", {len(run.metrics)} logged training steps" if run.metrics is not None else ""
-            lines.append(f"- **{label}** ({run.meta.get('kind', '?')}): {len(pols)} policies, {len(run.episodes)} episodes, "
-                         f"{len(run.steps)} steps{extra}")
+            lines.append(
+                f"- **{label}** ({run.meta.get('kind', '?')}): {len(pols)} policies, {len(run.episodes)} episodes, "
+                f"{len(run.steps)} steps{extra}"
+            )
             for note in list(run.notes) + list(run.meta.get("notes") or []):
                 lines.append(f"  - note: {note}")
         for path, err in self.errors.items():
@@ -233,7 +260,7 @@ class RunSet:
         return "\n".join(lines)
 
 
-def load_runs(paths: Iterable[Union[str, Path]]) -> RunSet:
+def load_runs(paths: Iterable[str | Path]) -> RunSet:
     """Load run folders; those that fail are reported in :attr:`RunSet.errors` (never raised).
 
     Labels are the folder names, with ``#2``, ``#3``... appended to repeats.
@@ -245,7 +272,7 @@ def load_runs(paths: Iterable[Union[str, Path]]) -> RunSet:
         path = Path(str(p).strip()).expanduser()
         try:
             run = load_run(path)
-        except (RunFolderError, OSError, ValueError) as exc:
+        except (ReasoningEconomicsError, ValueError, OSError) as exc:
             out.errors[str(path)] = str(exc)
             continue
         label = run.name
@@ -285,22 +312,44 @@ def utilisation_figure(runs: RunSet) -> go.Figure:
     eps = runs.episodes()
     if eps.empty:
         fig = go.Figure()
-        fig.update_layout(title=title, template="plotly_white",
-                          annotations=[dict(text="no episodes", showarrow=False, xref="paper", yref="paper", x=0.5, y=0.5)])
+        fig.update_layout(
+            title=title,
+            template="plotly_white",
+            annotations=[dict(text="no episodes", showarrow=False, xref="paper", yref="paper", x=0.5, y=0.5)],
+        )
         return fig
     order = analysis.policy_order(eps)
-    g = eps.groupby("policy").agg(util=("utilisation", "mean"), sd=("utilisation", "std"), dry=("ran_dry", "mean"), n=("utilisation", "size")).reindex(order)
+    g = (
+        eps.groupby("policy")
+        .agg(
+            util=("utilisation", "mean"), sd=("utilisation", "std"), dry=("ran_dry", "mean"), n=("utilisation", "size")
+        )
+        .reindex(order)
+    )
     colors = plots.policy_colors(order)
-    fig = go.Figure(go.Bar(
-        x=order, y=g["util"], marker_color=[colors[p] for p in order],
-        error_y=dict(type="data", array=g["sd"].fillna(0.0), visible=True, color="#888"),
-        text=[f"{u:.2f} · ran dry {d:.0%}" for u, d in zip(g["util"].astype(float), g["dry"].astype(float))], textposition="inside",
-        insidetextanchor="start", textfont=dict(color="white"),
-        customdata=np.stack([g["dry"].astype(float), g["n"]], axis=1),
-        hovertemplate="%{x}<br>utilisation %{y:.2f}<br>ran dry in %{customdata[0]:.0%} of %{customdata[1]} episodes<extra></extra>",
-    ))
+    fig = go.Figure(
+        go.Bar(
+            x=order,
+            y=g["util"],
+            marker_color=[colors[p] for p in order],
+            error_y=dict(type="data", array=g["sd"].fillna(0.0), visible=True, color="#888"),
+            text=[f"{u:.2f} · ran dry {d:.0%}" for u, d in zip(g["util"].astype(float), g["dry"].astype(float))],
+            textposition="inside",
+            insidetextanchor="start",
+            textfont=dict(color="white"),
+            customdata=np.stack([g["dry"].astype(float), g["n"]], axis=1),
+            hovertemplate="%{x}<br>utilisation %{y:.2f}<br>ran dry in %{customdata[0]:.0%} of "
+            "%{customdata[1]} episodes<extra></extra>",
+        )
+    )
     fig.add_hline(y=1.0, line=dict(color="#333", width=1), annotation_text="budget", annotation_position="top left")
-    fig.update_layout(title=title, template="plotly_white", yaxis_title="spent / budget", yaxis=dict(rangemode="tozero"), showlegend=False)
+    fig.update_layout(
+        title=title,
+        template="plotly_white",
+        yaxis_title="spent / budget",
+        yaxis=dict(rangemode="tozero"),
+        showlegend=False,
+    )
     return fig
 
 
@@ -316,10 +365,27 @@ def training_curves_figure(runs: RunSet, *, smooth: int = 1) -> go.Figure:
         smooth: Rolling-mean window (logged steps; 1 = raw).
     """
     metrics = runs.metrics()
-    fig = make_subplots(rows=2, cols=2, subplot_titles=[t for _k, t in TRAINING_METRICS], horizontal_spacing=0.1, vertical_spacing=0.16)
+    fig = make_subplots(
+        rows=2, cols=2, subplot_titles=[t for _k, t in TRAINING_METRICS], horizontal_spacing=0.1, vertical_spacing=0.16
+    )
     if metrics.empty:
-        fig.update_layout(title="Training curves", template="plotly_white", height=520,
-                          annotations=list(fig.layout.annotations) + [dict(text="no training runs (metrics.jsonl) selected", showarrow=False, xref="paper", yref="paper", x=0.5, y=0.5, font=dict(size=14, color="#888"))])
+        fig.update_layout(
+            title="Training curves",
+            template="plotly_white",
+            height=520,
+            annotations=list(fig.layout.annotations)
+            + [
+                dict(
+                    text="no training runs (metrics.jsonl) selected",
+                    showarrow=False,
+                    xref="paper",
+                    yref="paper",
+                    x=0.5,
+                    y=0.5,
+                    font=dict(size=14, color="#888"),
+                )
+            ],
+        )
         return fig
     labels = list(dict.fromkeys(metrics["run"]))
     colors = plots.policy_colors(labels)
@@ -330,22 +396,49 @@ def training_curves_figure(runs: RunSet, *, smooth: int = 1) -> go.Figure:
             if key not in m.columns or m[key].isna().all() or "step" not in m.columns:
                 continue
             y = _smooth(pd.to_numeric(m[key], errors="coerce"), smooth)
-            fig.add_trace(go.Scatter(x=m["step"], y=y, mode="lines+markers" if len(m) < 30 else "lines", name=label, legendgroup=label,
-                                     showlegend=k == 0, line=dict(color=colors[label]), marker=dict(size=5),
-                                     hovertemplate=f"{label}<br>step %{{x}}<br>{key} %{{y:.3f}}<extra></extra>"), row=r, col=c)
+            fig.add_trace(
+                go.Scatter(
+                    x=m["step"],
+                    y=y,
+                    mode="lines+markers" if len(m) < 30 else "lines",
+                    name=label,
+                    legendgroup=label,
+                    showlegend=k == 0,
+                    line=dict(color=colors[label]),
+                    marker=dict(size=5),
+                    hovertemplate=f"{label}<br>step %{{x}}<br>{key} %{{y:.3f}}<extra></extra>",
+                ),
+                row=r,
+                col=c,
+            )
         if key == "reward" and "reward_std" in metrics.columns:
             for label in labels:
                 m = metrics[metrics["run"] == label]
                 if m["reward_std"].notna().any() and m["reward"].notna().any():
                     lo = _smooth(m["reward"] - m["reward_std"], smooth)
                     hi = _smooth(m["reward"] + m["reward_std"], smooth)
-                    fig.add_trace(go.Scatter(x=pd.concat([m["step"], m["step"][::-1]]), y=pd.concat([hi, lo[::-1]]), fill="toself",
-                                             line=dict(width=0), fillcolor=colors[label], opacity=0.15, showlegend=False, hoverinfo="skip",
-                                             legendgroup=label), row=1, col=1)
+                    fig.add_trace(
+                        go.Scatter(
+                            x=pd.concat([m["step"], m["step"][::-1]]),
+                            y=pd.concat([hi, lo[::-1]]),
+                            fill="toself",
+                            line=dict(width=0),
+                            fillcolor=colors[label],
+                            opacity=0.15,
+                            showlegend=False,
+                            hoverinfo="skip",
+                            legendgroup=label,
+                        ),
+                        row=1,
+                        col=1,
+                    )
     fig.update_xaxes(title_text="trainer step", row=2)
-    fig.update_layout(title="Training curves" + (f" (rolling mean over {smooth} steps)" if smooth > 1 else ""), template="plotly_white", height=560)
+    fig.update_layout(
+        title="Training curves" + (f" (rolling mean over {smooth} steps)" if smooth > 1 else ""),
+        template="plotly_white",
+        height=560,
+    )
     return fig
-
 
 
 def held_out_evaluations(runs: RunSet) -> pd.DataFrame:
@@ -359,8 +452,11 @@ def held_out_evaluations(runs: RunSet) -> pd.DataFrame:
             df = pd.read_json(path, lines=True, dtype={"key": str})
             df.insert(0, "run", label)
             parts.append(df)
-    return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(
-        columns=["run", "step", "metric", "key", "estimate", "ci_low", "ci_high", "n"])
+    return (
+        pd.concat(parts, ignore_index=True)
+        if parts
+        else pd.DataFrame(columns=["run", "step", "metric", "key", "estimate", "ci_low", "ci_high", "n"])
+    )
 
 
 def held_out_figure(runs: RunSet) -> go.Figure:
@@ -369,13 +465,34 @@ def held_out_figure(runs: RunSet) -> go.Figure:
     (right, expected correct answers per episode under the run's accuracy curves) against the
     training step, with bootstrap 95% intervals over the held-out episodes as error bars."""
     ev = held_out_evaluations(runs)
-    fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.1, subplot_titles=[
-        "held-out tokens per answered question, by difficulty", "held-out regret vs the oracle (expected correct / episode)"])
+    fig = make_subplots(
+        rows=1,
+        cols=2,
+        horizontal_spacing=0.1,
+        subplot_titles=[
+            "held-out tokens per answered question, by difficulty",
+            "held-out regret vs the oracle (expected correct / episode)",
+        ],
+    )
     title = "Held-out evaluation during training (95% intervals over episodes)"
     if ev.empty:
-        fig.update_layout(title=title, template="plotly_white", height=420, annotations=list(fig.layout.annotations) + [dict(
-            text="no held-out evaluations: train with --eval_every N (evaluations.jsonl)", showarrow=False, xref="paper",
-            yref="paper", x=0.5, y=0.5, font=dict(size=14, color="#888"))])
+        fig.update_layout(
+            title=title,
+            template="plotly_white",
+            height=420,
+            annotations=list(fig.layout.annotations)
+            + [
+                dict(
+                    text="no held-out evaluations: train with --eval_every N (evaluations.jsonl)",
+                    showarrow=False,
+                    xref="paper",
+                    yref="paper",
+                    x=0.5,
+                    y=0.5,
+                    font=dict(size=14, color="#888"),
+                )
+            ],
+        )
         return fig
     labels = list(dict.fromkeys(ev["run"]))
     multi = len(labels) > 1
@@ -385,7 +502,9 @@ def held_out_figure(runs: RunSet) -> go.Figure:
         lo = (d["estimate"] - d["ci_low"]).fillna(0).clip(lower=0)
         return dict(type="data", array=hi.tolist(), arrayminus=lo.tolist(), thickness=1, width=3)
 
-    diffs = sorted(ev.loc[ev["metric"] == "tokens_by_difficulty", "key"].dropna().unique(), key=lambda k: (len(str(k)), str(k)))
+    diffs = sorted(
+        ev.loc[ev["metric"] == "tokens_by_difficulty", "key"].dropna().unique(), key=lambda k: (len(str(k)), str(k))
+    )
     dcolors = plots.policy_colors([f"difficulty {d}" for d in diffs])
     dashes = ["solid", "dash", "dot", "dashdot", "longdash"]
     for i, label in enumerate(labels):
@@ -395,19 +514,41 @@ def held_out_figure(runs: RunSet) -> go.Figure:
             if dd.empty:
                 continue
             name = f"{label} · difficulty {d}" if multi else f"difficulty {d}"
-            fig.add_trace(go.Scatter(x=dd["step"], y=dd["estimate"], error_y=err(dd), mode="lines+markers", name=name,
-                                     line=dict(color=dcolors[f"difficulty {d}"], dash=dashes[i % len(dashes)]),
-                                     hovertemplate=f"{name}<br>step %{{x}}<br>%{{y:.1f}} tokens<extra></extra>"), row=1, col=1)
+            fig.add_trace(
+                go.Scatter(
+                    x=dd["step"],
+                    y=dd["estimate"],
+                    error_y=err(dd),
+                    mode="lines+markers",
+                    name=name,
+                    line=dict(color=dcolors[f"difficulty {d}"], dash=dashes[i % len(dashes)]),
+                    hovertemplate=f"{name}<br>step %{{x}}<br>%{{y:.1f}} tokens<extra></extra>",
+                ),
+                row=1,
+                col=1,
+            )
         rg = e[e["metric"] == "regret"].sort_values("step")
         if not rg.empty:
-            fig.add_trace(go.Scatter(x=rg["step"], y=rg["estimate"], error_y=err(rg), mode="lines+markers",
-                                     name=f"{label} · regret" if multi else "regret", line=dict(color="#444", dash=dashes[i % len(dashes)]),
-                                     hovertemplate=f"{label}<br>step %{{x}}<br>regret %{{y:.3f}}<extra></extra>"), row=1, col=2)
+            fig.add_trace(
+                go.Scatter(
+                    x=rg["step"],
+                    y=rg["estimate"],
+                    error_y=err(rg),
+                    mode="lines+markers",
+                    name=f"{label} · regret" if multi else "regret",
+                    line=dict(color="#444", dash=dashes[i % len(dashes)]),
+                    hovertemplate=f"{label}<br>step %{{x}}<br>regret %{{y:.3f}}<extra></extra>",
+                ),
+                row=1,
+                col=2,
+            )
     fig.update_xaxes(title_text="training step")
     fig.update_yaxes(title_text="tokens", row=1, col=1)
     fig.update_yaxes(title_text="expected correct lost", row=1, col=2)
     fig.update_layout(title=title, template="plotly_white", height=440)
     return fig
+
+
 def labelled_summary(runs: RunSet) -> pd.DataFrame:
     """Every column of every run's summary (one row per run, policy and sweep condition), with
     ``policy = "<run>:<policy>"`` when several runs are loaded (the figures' labels)."""
@@ -442,7 +583,7 @@ def accuracy_vs_budget(runs: RunSet) -> go.Figure:
     return sweep_plots.accuracy_vs_budget_figure(labelled_summary(runs))
 
 
-def main(argv: Optional[Sequence[str]] = None) -> int:
+def main(argv: Sequence[str] | None = None) -> int:
     """``python -m workbench.compare RUN [RUN ...] [--out DIR]``: print the comparison (one row per
     run and policy with 95% intervals, then the paired comparison on common episode seeds) and
     write ``summary.csv``, ``comparisons.csv`` and ``figures.html`` into ``DIR``.
@@ -453,7 +594,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     import argparse
     import sys
 
-    p = argparse.ArgumentParser(prog="python -m workbench.compare", description="Compare run folders: summary with intervals, paired comparison, figures.")
+    p = argparse.ArgumentParser(
+        prog="python -m workbench.compare",
+        description="Compare run folders: summary with intervals, paired comparison, figures.",
+    )
     p.add_argument("runs", nargs="+", help="run folders (evaluation, training or saved Play runs)")
     p.add_argument("--out", help="folder for summary.csv, comparisons.csv and figures.html (default compare-<time>)")
     args = p.parse_args(list(argv) if argv is not None else None)
@@ -478,10 +622,22 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     out.mkdir(parents=True, exist_ok=True)
     summary.to_csv(out / "summary.csv", index=False)
     cmp.to_csv(out / "comparisons.csv", index=False)
-    figs = [intervals(runs), frontier(runs), accuracy_vs_budget(runs), accuracy_vs_tokens(runs), utilisation_figure(runs),
-            budget_spend(runs), tokens_by_type(runs), training_curves_figure(runs), held_out_figure(runs)]
+    figs = [
+        intervals(runs),
+        frontier(runs),
+        accuracy_vs_budget(runs),
+        accuracy_vs_tokens(runs),
+        utilisation_figure(runs),
+        budget_spend(runs),
+        tokens_by_type(runs),
+        training_curves_figure(runs),
+        held_out_figure(runs),
+    ]
     with open(out / "figures.html", "w", encoding="utf-8") as f:
-        f.write("<!DOCTYPE html><html><head><meta charset='utf-8'><title>Run comparison</title></head><body style='max-width:1240px;margin:auto'>")
+        f.write(
+            "<!DOCTYPE html><html><head><meta charset='utf-8'><title>Run "
+            "comparison</title></head><body style='max-width:1240px;margin:auto'>"
+        )
         for i, fig in enumerate(figs):
             f.write(fig.to_html(full_html=False, include_plotlyjs=i == 0, default_width="100%"))
         f.write("</body></html>")

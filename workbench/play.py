@@ -29,17 +29,19 @@ import math
 import os
 import threading
 import time
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Callable, Iterator, Optional, Sequence, Union
+from typing import Any
 
 import pandas as pd
 
-from reasoning_env.config import DEFAULT_TOKENIZER_NAME, MAX_TOTAL_BUDGET, ConfigError, EnvConfig
-from reasoning_env.env import EpisodeError, ReasoningEconomicsEnv
 from reasoning_env.client import make_action
-from reasoning_env.models import ReasonBudgetObservation
+from reasoning_env.config import DEFAULT_TOKENIZER_NAME, MAX_TOTAL_BUDGET, ConfigError, EnvConfig
+from reasoning_env.env import ReasoningEconomicsEnv
+from reasoning_env.errors import ReasoningEconomicsError
+from reasoning_env.models import ReasoningEconomicsObservation
 from reasoning_env.policies import (
     DEFAULT_POLICIES,
     BasePolicy,
@@ -69,14 +71,20 @@ __all__ = [
 #: Actor name of typed answers.
 HUMAN = "human"
 #: Tokenizers offered in the UI (others may be typed: a Hub id, a local folder when allowed).
-TOKENIZER_CHOICES = (DEFAULT_TOKENIZER_NAME, "Qwen/Qwen2.5-7B-Instruct", "Qwen/Qwen3-4B", "embedded:qwen2.5", "embedded:qwen3")
+TOKENIZER_CHOICES = (
+    DEFAULT_TOKENIZER_NAME,
+    "Qwen/Qwen2.5-7B-Instruct",
+    "Qwen/Qwen3-4B",
+    "embedded:qwen2.5",
+    "embedded:qwen3",
+)
 #: Largest response accepted from the text box (characters), as a guard against pasted files.
 MAX_RESPONSE_CHARS = 200_000
 #: Largest number of questions per episode the Play tab accepts.
 MAX_PLAY_QUESTIONS = 100
 
 
-class PlayError(ValueError):
+class PlayError(ReasoningEconomicsError, ValueError):
     """A user-facing problem with a Play action; the message says what is wrong and how to fix it."""
 
 
@@ -102,16 +110,20 @@ class PlaySettings:
     sources: tuple[str, ...] = ("metamathqa", "numina_tir")
     budget_mode: str = "tokenizer_native"
     budget_ratio: float = 4.0
-    total_budget: Optional[int] = None
+    total_budget: int | None = None
     tokenizer_name: str = DEFAULT_TOKENIZER_NAME
-    seed: Optional[int] = None
+    seed: int | None = None
     hard_cap_mode: bool = True
     num_questions: int = 10
-    data_dir: Optional[str] = None
+    data_dir: str | None = None
 
 
 def _blank(value: Any) -> bool:
-    return value is None or (isinstance(value, str) and not value.strip()) or (isinstance(value, float) and math.isnan(value))
+    return (
+        value is None
+        or (isinstance(value, str) and not value.strip())
+        or (isinstance(value, float) and math.isnan(value))
+    )
 
 
 def _shown(value: Any, most: int = 40) -> str:
@@ -147,15 +159,15 @@ def _parse_bool(value: Any, what: str) -> bool:
 
 
 def parse_play_settings(
-    sources: Union[Sequence[str], str, None] = None,
-    budget_mode: Optional[str] = "tokenizer_native",
+    sources: Sequence[str] | str | None = None,
+    budget_mode: str | None = "tokenizer_native",
     budget_ratio: Any = 4.0,
     total_budget: Any = None,
-    tokenizer_name: Optional[str] = DEFAULT_TOKENIZER_NAME,
+    tokenizer_name: str | None = DEFAULT_TOKENIZER_NAME,
     seed: Any = None,
     hard_cap_mode: bool = True,
     num_questions: Any = 10,
-    data_dir: Optional[str] = None,
+    data_dir: str | None = None,
 ) -> PlaySettings:
     """Validate the Play form's raw values (strings or numbers, as a UI sends them).
 
@@ -202,17 +214,26 @@ def parse_play_settings(
         budget = _parse_int(total_budget, "total budget (tokens)", lo=1, hi=MAX_TOTAL_BUDGET)
     tok = str(tokenizer_name or "").strip() or DEFAULT_TOKENIZER_NAME
     seed_value = None if _blank(seed) else _parse_int(seed, "seed", lo=0, hi=2**31 - 1)
-    n_q = 10 if _blank(num_questions) else _parse_int(num_questions, "number of questions", lo=1, hi=MAX_PLAY_QUESTIONS)
+    n_q = (
+        10 if _blank(num_questions) else _parse_int(num_questions, "number of questions", lo=1, hi=MAX_PLAY_QUESTIONS)
+    )
     folder = None if _blank(data_dir) else str(data_dir).strip()
     if folder is not None and not os.path.isdir(os.path.expanduser(folder)):
         raise PlayError(f"data folder {folder!r} does not exist")
     return PlaySettings(
-        sources=tuple(names), budget_mode=mode, budget_ratio=ratio, total_budget=budget, tokenizer_name=tok,
-        seed=seed_value, hard_cap_mode=_parse_bool(hard_cap_mode, "hard cap mode"), num_questions=n_q, data_dir=folder,
+        sources=tuple(names),
+        budget_mode=mode,
+        budget_ratio=ratio,
+        total_budget=budget,
+        tokenizer_name=tok,
+        seed=seed_value,
+        hard_cap_mode=_parse_bool(hard_cap_mode, "hard cap mode"),
+        num_questions=n_q,
+        data_dir=folder,
     )
 
 
-def available_policies(environ: Optional[dict] = None) -> list[str]:
+def available_policies(environ: dict | None = None) -> list[str]:
     """Policies the Play tab offers: the budget baselines, the simulated strategies and the
     oracle, plus ``llm_api`` / ``llm_local`` when their ``BASELINE_*_BASE_URL`` and
     ``BASELINE_*_MODEL`` variables are set."""
@@ -224,7 +245,9 @@ def available_policies(environ: Optional[dict] = None) -> list[str]:
     return names
 
 
-def llm_settings(name: str, environ: Optional[dict] = None, *, timeout_s: float = 120.0, retries: int = 1) -> dict[str, Any]:
+def llm_settings(
+    name: str, environ: dict | None = None, *, timeout_s: float = 120.0, retries: int = 1
+) -> dict[str, Any]:
     """Settings of ``llm_api`` / ``llm_local`` from ``BASELINE_*`` variables (of ``environ``,
     default ``os.environ``), with a shorter timeout and fewer retries than evaluation uses: a
     person is waiting for the answer.
@@ -241,13 +264,20 @@ def llm_settings(name: str, environ: Optional[dict] = None, *, timeout_s: float 
     env = os.environ if environ is None else environ
     prefix = "BASELINE_API_" if name == "llm_api" else "BASELINE_LOCAL_"
     key = env.get(prefix + "KEY") if name == "llm_api" else env.get(prefix + "API_KEY")
-    out: dict[str, Any] = {"base_url": env.get(prefix + "BASE_URL"), "model": env.get(prefix + "MODEL"), "api_key": key,
-                           "timeout_s": float(timeout_s), "retries": int(retries)}
+    out: dict[str, Any] = {
+        "base_url": env.get(prefix + "BASE_URL"),
+        "model": env.get(prefix + "MODEL"),
+        "api_key": key,
+        "timeout_s": float(timeout_s),
+        "retries": int(retries),
+    }
     return {k: v for k, v in out.items() if v not in (None, "")}
 
 
 # ------------------------------------------------------------------------------- tokens
-def token_spans(tokenizer: LoadedTokenizer, text: str, *, charged: Optional[int] = None, max_tokens: int = 4000) -> list[tuple[str, Optional[str]]]:
+def token_spans(
+    tokenizer: LoadedTokenizer, text: str, *, charged: int | None = None, max_tokens: int = 4000
+) -> list[tuple[str, str | None]]:
     """``text`` cut into the pieces its tokens cover, labelled for highlighting.
 
     Labels alternate ``"token"`` / ``"token·"`` so neighbouring tokens are told apart; tokens
@@ -267,7 +297,7 @@ def token_spans(tokenizer: LoadedTokenizer, text: str, *, charged: Optional[int]
     if not text:
         return []
     enc = tokenizer.tokenizer.backend_tokenizer.encode(text, add_special_tokens=False)
-    spans: list[tuple[str, Optional[str]]] = []
+    spans: list[tuple[str, str | None]] = []
     pos = 0
     for i, (start, end) in enumerate(enc.offsets):
         if i >= max_tokens:
@@ -298,23 +328,23 @@ class StepResult:
         latency_s: Seconds the policy took to answer (``None`` for typed answers).
     """
 
-    observation: ReasonBudgetObservation
+    observation: ReasoningEconomicsObservation
     row: StepRow
     actor: str
     response: str
-    grading_response: Optional[str] = None
-    latency_s: Optional[float] = None
+    grading_response: str | None = None
+    latency_s: float | None = None
 
 
 @dataclass
 class _Episode:
     settings: PlaySettings
     config: EnvConfig
-    reset_obs: ReasonBudgetObservation
-    obs: ReasonBudgetObservation
+    reset_obs: ReasoningEconomicsObservation
+    obs: ReasoningEconomicsObservation
     results: list[StepResult] = field(default_factory=list)
     policies: dict[str, BasePolicy] = field(default_factory=dict)
-    saved_to: Optional[Path] = None
+    saved_to: Path | None = None
 
 
 class PlaySession:
@@ -333,16 +363,23 @@ class PlaySession:
             which refuses local folders on a public server); ``None`` allows every name.
     """
 
-    def __init__(self, base_config: Optional[EnvConfig] = None, *, grader: Any = None, curves: Optional[SolverCurves] = None,
-                 pools: Any = None, tokenizer_policy: Optional[Callable[[str], Optional[str]]] = None) -> None:
+    def __init__(
+        self,
+        base_config: EnvConfig | None = None,
+        *,
+        grader: Any = None,
+        curves: SolverCurves | None = None,
+        pools: Any = None,
+        tokenizer_policy: Callable[[str], str | None] | None = None,
+    ) -> None:
         self.base_config = base_config or EnvConfig()
         self.tokenizer_policy = tokenizer_policy
         self.grader = grader
         self.curves = curves or SolverCurves()
         self._pools = pools
-        self._env: Optional[ReasoningEconomicsEnv] = None
-        self._env_key: Optional[str] = None
-        self._episode: Optional[_Episode] = None
+        self._env: ReasoningEconomicsEnv | None = None
+        self._env_key: str | None = None
+        self._episode: _Episode | None = None
         self._lock = threading.RLock()
 
     # ------------------------------------------------------------------ state
@@ -352,12 +389,12 @@ class PlaySession:
         return self._episode is not None
 
     @property
-    def observation(self) -> Optional[ReasonBudgetObservation]:
+    def observation(self) -> ReasoningEconomicsObservation | None:
         """The latest observation (``None`` before the first reset)."""
         return self._episode.obs if self._episode else None
 
     @property
-    def reset_observation(self) -> Optional[ReasonBudgetObservation]:
+    def reset_observation(self) -> ReasoningEconomicsObservation | None:
         """The current episode's reset observation (its ``metadata`` has budget, seed, sources)."""
         return self._episode.reset_obs if self._episode else None
 
@@ -372,24 +409,26 @@ class PlaySession:
         return list(self._episode.results) if self._episode else []
 
     @property
-    def config(self) -> Optional[EnvConfig]:
+    def config(self) -> EnvConfig | None:
         """The current episode's config."""
         return self._episode.config if self._episode else None
 
     @property
-    def saved_to(self) -> Optional[Path]:
+    def saved_to(self) -> Path | None:
         """The run folder the current episode was last saved to (``None``: not saved since its
         last step)."""
         return self._episode.saved_to if self._episode else None
 
     @property
-    def tokenizer(self) -> Optional[LoadedTokenizer]:
+    def tokenizer(self) -> LoadedTokenizer | None:
         """The tokenizer counting the current episode's tokens."""
         if self._episode is None:
             return None
         from reasoning_env.tokenization import get_tokenizer
 
-        return get_tokenizer(str(self._episode.reset_obs.metadata.get("tokenizer_name") or self._episode.config.tokenizer_name))
+        return get_tokenizer(
+            str(self._episode.reset_obs.metadata.get("tokenizer_name") or self._episode.config.tokenizer_name)
+        )
 
     # ------------------------------------------------------------------ reset
     def config_for(self, settings: PlaySettings) -> EnvConfig:
@@ -401,7 +440,9 @@ class PlaySession:
         base_names = tuple(spec.name for spec in self.base_config.sources)
         changes: dict[str, Any] = {
             # the base config's own specs (with their options) when its sources are chosen
-            "sources": [spec.model_dump() for spec in self.base_config.sources] if tuple(settings.sources) == base_names else list(settings.sources),
+            "sources": [spec.model_dump() for spec in self.base_config.sources]
+            if tuple(settings.sources) == base_names
+            else list(settings.sources),
             "budget_ratio": settings.budget_ratio,
             "hard_cap_mode": settings.hard_cap_mode,
             "num_questions": settings.num_questions,
@@ -419,7 +460,11 @@ class PlaySession:
         key = json.dumps(config.to_dict(), sort_keys=True, default=str)
         if self._env is None or self._env_key != key:
             pools = None
-            if self._pools is not None and config.sources == self.base_config.sources and config.data_dir == self.base_config.data_dir:
+            if (
+                self._pools is not None
+                and config.sources == self.base_config.sources
+                and config.data_dir == self.base_config.data_dir
+            ):
                 pools = self._pools
             kwargs: dict[str, Any] = {"pools": pools}
             if self.grader is not None:
@@ -428,7 +473,7 @@ class PlaySession:
             self._env_key = key
         return self._env
 
-    def reset(self, settings: Optional[PlaySettings] = None) -> ReasonBudgetObservation:
+    def reset(self, settings: PlaySettings | None = None) -> ReasoningEconomicsObservation:
         """Start a new episode (the previous one is dropped; save it first to keep it).
 
         Returns:
@@ -449,8 +494,12 @@ class PlaySession:
             config = self.config_for(settings)
             if settings.budget_mode == "explicit" and settings.total_budget is None:
                 raise PlayError("budget mode 'explicit' needs a total budget (tokens)")
-            budget_kwargs, _step_tok = budget_reset_kwargs(settings.budget_mode, tokenizer_name=settings.tokenizer_name,
-                                                           config_tokenizer=config.tokenizer_name, total_budget=settings.total_budget)
+            budget_kwargs, _step_tok = budget_reset_kwargs(
+                settings.budget_mode,
+                tokenizer_name=settings.tokenizer_name,
+                config_tokenizer=config.tokenizer_name,
+                total_budget=settings.total_budget,
+            )
             kwargs: dict[str, Any] = {"seed": settings.seed, **budget_kwargs}
             try:
                 env = self._env_for(config)
@@ -459,11 +508,12 @@ class PlaySession:
                 raise PlayError(f"tokenizer {settings.tokenizer_name!r} cannot be loaded here: {exc}") from None
             except (SourceUnavailable, SourceError) as exc:
                 raise PlayError(f"the questions cannot be loaded: {exc}") from None
-            except (EpisodeError, ConfigError) as exc:
+            except (
+                ReasoningEconomicsError,
+                ValueError,
+            ) as exc:  # a bad setting, a reward spec the environment rejects
                 raise PlayError(str(exc)) from None
-            except ValueError as exc:  # e.g. a reward spec the environment rejects
-                raise PlayError(str(exc)) from None
-            for pol in (self._episode.policies.values() if self._episode else ()):
+            for pol in self._episode.policies.values() if self._episode else ():
                 pol.close()
             self._episode = _Episode(settings=settings, config=config, reset_obs=obs, obs=obs)
             return obs
@@ -477,19 +527,32 @@ class PlaySession:
             raise PlayError(f"the episode is over ({reason.replace('_', ' ')}): press Reset to start a new one")
         return self._episode
 
-    def _apply(self, ep: _Episode, actor: str, response: str, grading_response: Optional[str], latency: Optional[float],
-               num_generated_tokens: Optional[int] = None) -> StepResult:
+    def _apply(
+        self,
+        ep: _Episode,
+        actor: str,
+        response: str,
+        grading_response: str | None,
+        latency: float | None,
+        num_generated_tokens: int | None = None,
+    ) -> StepResult:
         try:
             action = make_action(response, grading_response, num_generated_tokens=num_generated_tokens)
             md = action.metadata
             obs = self._env.step(action)
-        except (EpisodeError, TokenizerLoadError) as exc:
+        except ReasoningEconomicsError as exc:  # a refused step (bad metadata, a tokenizer that cannot load)
             raise PlayError(str(exc)) from None
         if obs.last_step is None:  # the environment refused (after the end): nothing changed
             raise PlayError(str(obs.metadata.get("error") or "the episode is over: press Reset"))
         row = step_row_from_observation(
-            obs, run_id="play", policy=actor, episode=0, reset_metadata=ep.reset_obs.metadata,
-            hard_cap_mode=ep.config.hard_cap_mode, response=response, grading_response=md.get("grading_response"),
+            obs,
+            run_id="play",
+            policy=actor,
+            episode=0,
+            reset_metadata=ep.reset_obs.metadata,
+            hard_cap_mode=ep.config.hard_cap_mode,
+            response=response,
+            grading_response=md.get("grading_response"),
             latency_s=latency,
         )
         result = StepResult(obs, row, actor, response, md.get("grading_response"), latency)
@@ -501,7 +564,7 @@ class PlaySession:
         ep.saved_to = None
         return result
 
-    def step(self, response: str, *, grading_response: Optional[str] = None) -> StepResult:
+    def step(self, response: str, *, grading_response: str | None = None) -> StepResult:
         """Answer the current question with a typed response (actor ``"human"``).
 
         Raises:
@@ -515,7 +578,7 @@ class PlaySession:
             ep = self._require_open()
             return self._apply(ep, HUMAN, response, grading_response, None)
 
-    def _policy(self, ep: _Episode, name: str, llm: Optional[dict]) -> BasePolicy:
+    def _policy(self, ep: _Episode, name: str, llm: dict | None) -> BasePolicy:
         pol = ep.policies.get(name)
         if pol is not None:
             return pol
@@ -538,7 +601,7 @@ class PlaySession:
         ep.policies[name] = pol
         return pol
 
-    def step_policy(self, name: str, *, llm: Optional[dict] = None) -> StepResult:
+    def step_policy(self, name: str, *, llm: dict | None = None) -> StepResult:
         """Let policy ``name`` answer the current question.
 
         Args:
@@ -560,7 +623,7 @@ class PlaySession:
             latency = time.perf_counter() - t0
             return self._apply(ep, name, out.response, out.grading_response, latency, out.num_generated_tokens)
 
-    def run_iter(self, name: str, *, max_steps: Optional[int] = None, llm: Optional[dict] = None) -> Iterator[StepResult]:
+    def run_iter(self, name: str, *, max_steps: int | None = None, llm: dict | None = None) -> Iterator[StepResult]:
         """Let policy ``name`` answer until the episode ends (or ``max_steps`` steps), yielding
         each step's result as it happens.
 
@@ -600,7 +663,7 @@ class PlaySession:
             kinds.add(pol.kind if pol is not None else HUMAN)
         return kinds.pop() if len(kinds) == 1 else "mixed"
 
-    def episode_row(self, *, run_id: str = "play") -> Optional[EpisodeRow]:
+    def episode_row(self, *, run_id: str = "play") -> EpisodeRow | None:
         """The episode row of the steps so far (``None`` before the first step)."""
         rows = [r.row for r in self.results]
         if not rows:
@@ -672,7 +735,7 @@ class PlaySession:
                 "episode": ep.to_flat() if ep else None,
             }
 
-    def export_json(self, path: Union[str, Path]) -> Path:
+    def export_json(self, path: str | Path) -> Path:
         """Write :meth:`export` to ``path`` (UTF-8 JSON). Returns the path.
 
         Raises:
@@ -683,7 +746,7 @@ class PlaySession:
         p.write_text(json.dumps(self.export(), indent=2, default=str, ensure_ascii=False), encoding="utf-8")
         return p
 
-    def save_run(self, root: Union[str, Path] = "runs", *, name: Optional[str] = None) -> Path:
+    def save_run(self, root: str | Path = "runs", *, name: str | None = None) -> Path:
         """Write the episode as a run folder (``workbench.runs`` layout, ``kind: "evaluation"``,
         one episode, policy = :meth:`label`) under ``root``; the Runs tab and the reward lab load it.
 
@@ -722,38 +785,57 @@ class PlaySession:
             extras = []
             for r in ep.results:
                 ls = r.observation.last_step
-                extras.append({
-                    "kind": kind,
-                    "actor": r.actor,
-                    "graded_text": ls.graded_text,
-                    "grading_response": r.grading_response,
-                    "expected_correct": step_expected_correct(self.curves, ls),
-                })
+                extras.append(
+                    {
+                        "kind": kind,
+                        "actor": r.actor,
+                        "graded_text": ls.graded_text,
+                        "grading_response": r.grading_response,
+                        "expected_correct": step_expected_correct(self.curves, ls),
+                    }
+                )
             episode = episode_row_from_steps(rows, num_questions=int(ep.reset_obs.num_questions))
             questions = self._env.questions
             tok = self.tokenizer
             oracle = OracleCache(self.curves, cap=ep.config.max_tokens_per_step, min_tokens=ep.config.min_tokens)
             lows = [minimal_tokens(tok, q.gold_answer) for q in questions] if tok is not None else None
             ep_extras = episode_extras(
-                kind=kind, curves=self.curves, num_questions=int(episode.num_questions), total_budget=episode.total_budget,
-                steps=[(r.problem_type, r.difficulty, r.tokens) for r in rows], questions=[(q.problem_type, q.difficulty) for q in questions],
-                lows=lows, oracle=oracle,
+                kind=kind,
+                curves=self.curves,
+                num_questions=int(episode.num_questions),
+                total_budget=episode.total_budget,
+                steps=[(r.problem_type, r.difficulty, r.tokens) for r in rows],
+                questions=[(q.problem_type, q.difficulty) for q in questions],
+                lows=lows,
+                oracle=oracle,
             )
             try:
-                writer = RunWriter(folder, kind="evaluation", config=_with_seed(ep.config, md.get("seed")), meta={
-                    "run_id": folder.name,
-                    "source": "workbench play tab",
-                    "seed": md.get("seed"),
-                    "n_episodes": 1,
-                    "episode_seeds": [md.get("seed")],
-                    "policies": [{"name": label, "kind": kind, "actors": list(dict.fromkeys(r.actor for r in ep.results))}],
-                    "budget_mode": ep.settings.budget_mode,
-                    "tokenizer_name": [md.get("tokenizer_name")],
-                    "sources_used": _jsonable(md.get("sources_used")),
-                    "curves": self.curves.source,
-                    "provenance": {"curves": self.curves.provenance},
-                    "notes": [] if ep.obs.done else [f"saved before the end: {len(ep.results)} of {ep.reset_obs.num_questions} questions answered"],
-                })
+                writer = RunWriter(
+                    folder,
+                    kind="evaluation",
+                    config=_with_seed(ep.config, md.get("seed")),
+                    meta={
+                        "run_id": folder.name,
+                        "source": "workbench play tab",
+                        "seed": md.get("seed"),
+                        "n_episodes": 1,
+                        "episode_seeds": [md.get("seed")],
+                        "policies": [
+                            {"name": label, "kind": kind, "actors": list(dict.fromkeys(r.actor for r in ep.results))}
+                        ],
+                        "budget_mode": ep.settings.budget_mode,
+                        "tokenizer_name": [md.get("tokenizer_name")],
+                        "sources_used": _jsonable(md.get("sources_used")),
+                        "curves": self.curves.source,
+                        "provenance": {"curves": self.curves.provenance},
+                        "notes": []
+                        if ep.obs.done
+                        else [
+                            f"saved before the end: {len(ep.results)} of {ep.reset_obs.num_questions} "
+                            "questions answered"
+                        ],
+                    },
+                )
                 writer.add_steps(rows, extras)
                 writer.add_episode(episode, ep_extras)
                 writer.write()

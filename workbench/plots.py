@@ -8,8 +8,6 @@ runs can be compared by concatenating frames and renaming ``policy`` values, e.g
 
 from __future__ import annotations
 
-from typing import Optional
-
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
@@ -29,8 +27,22 @@ __all__ = [
 
 _TEMPLATE = "plotly_white"
 _PALETTE = (
-    "#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf", "#e377c2", "#8c564b", "#bcbd22", "#7f7f7f",
-    "#393b79", "#ad494a", "#637939", "#7b4173", "#e6550d", "#3182bd",
+    "#1f77b4",
+    "#d62728",
+    "#2ca02c",
+    "#9467bd",
+    "#ff7f0e",
+    "#17becf",
+    "#e377c2",
+    "#8c564b",
+    "#bcbd22",
+    "#7f7f7f",
+    "#393b79",
+    "#ad494a",
+    "#637939",
+    "#7b4173",
+    "#e6550d",
+    "#3182bd",
 )
 
 
@@ -45,7 +57,11 @@ def _colors(frame: pd.DataFrame) -> dict[str, str]:
 
 def _empty(title: str) -> go.Figure:
     fig = go.Figure()
-    fig.update_layout(title=title, template=_TEMPLATE, annotations=[dict(text="no data", showarrow=False, xref="paper", yref="paper", x=0.5, y=0.5)])
+    fig.update_layout(
+        title=title,
+        template=_TEMPLATE,
+        annotations=[dict(text="no data", showarrow=False, xref="paper", yref="paper", x=0.5, y=0.5)],
+    )
     return fig
 
 
@@ -58,12 +74,34 @@ def budget_spend_figure(steps: pd.DataFrame) -> go.Figure:
         return _empty(title)
     fig = go.Figure()
     n = int(curve["question"].max())
-    fig.add_trace(go.Scatter(x=list(range(0, n + 1)), y=[i / n for i in range(0, n + 1)], mode="lines", name="even spend", line=dict(dash="dot", color="grey")))
+    fig.add_trace(
+        go.Scatter(
+            x=list(range(0, n + 1)),
+            y=[i / n for i in range(0, n + 1)],
+            mode="lines",
+            name="even spend",
+            line=dict(dash="dot", color="grey"),
+        )
+    )
     colors = _colors(curve)
     for pol in analysis.policy_order(curve):
         c = curve[curve["policy"] == pol]
-        fig.add_trace(go.Scatter(x=[0] + c["question"].tolist(), y=[0.0] + c["spent_fraction"].tolist(), mode="lines+markers", name=pol, line=dict(color=colors[pol])))
-    fig.update_layout(title=title, template=_TEMPLATE, xaxis_title="questions answered", yaxis_title="share of budget spent (mean over episodes)", yaxis=dict(rangemode="tozero"))
+        fig.add_trace(
+            go.Scatter(
+                x=[0] + c["question"].tolist(),
+                y=[0.0] + c["spent_fraction"].tolist(),
+                mode="lines+markers",
+                name=pol,
+                line=dict(color=colors[pol]),
+            )
+        )
+    fig.update_layout(
+        title=title,
+        template=_TEMPLATE,
+        xaxis_title="questions answered",
+        yaxis_title="share of budget spent (mean over episodes)",
+        yaxis=dict(rangemode="tozero"),
+    )
     return fig
 
 
@@ -77,12 +115,23 @@ def _grouped_bars(steps: pd.DataFrame, by: str, title: str, xlabel: str) -> go.F
         c = g[g["policy"] == pol]
         fig.add_trace(
             go.Bar(
-                x=c[by], y=c["tokens"], name=pol, marker_color=colors[pol],
+                x=c[by],
+                y=c["tokens"],
+                name=pol,
+                marker_color=colors[pol],
                 customdata=np.stack([c["accuracy"], c["n"]], axis=1),
-                hovertemplate="%{x}<br>%{y:.0f} tokens<br>accuracy %{customdata[0]:.2f} (n=%{customdata[1]})<extra>" + pol + "</extra>",
+                hovertemplate="%{x}<br>%{y:.0f} tokens<br>accuracy %{customdata[0]:.2f} (n=%{customdata[1]})<extra>"
+                + pol
+                + "</extra>",
             )
         )
-    fig.update_layout(title=title, template=_TEMPLATE, barmode="group", xaxis_title=xlabel, yaxis_title="mean tokens per answered question")
+    fig.update_layout(
+        title=title,
+        template=_TEMPLATE,
+        barmode="group",
+        xaxis_title=xlabel,
+        yaxis_title="mean tokens per answered question",
+    )
     return fig
 
 
@@ -96,7 +145,7 @@ def tokens_by_difficulty_figure(steps: pd.DataFrame) -> go.Figure:
     return _grouped_bars(steps, "difficulty", "Tokens by difficulty level", "difficulty level")
 
 
-def accuracy_vs_tokens_figure(steps: pd.DataFrame, summary: Optional[pd.DataFrame] = None) -> go.Figure:
+def accuracy_vs_tokens_figure(steps: pd.DataFrame, summary: pd.DataFrame | None = None) -> go.Figure:
     """Accuracy vs tokens: per policy, accuracy of answered questions by token bin (powers of
     two, log-scale x; hover shows the count), and a large marker at the policy's mean tokens per
     question and accuracy (from ``summary`` when given)."""
@@ -110,8 +159,15 @@ def accuracy_vs_tokens_figure(steps: pd.DataFrame, summary: Optional[pd.DataFram
         c = binned[binned["policy"] == pol]
         fig.add_trace(
             go.Scatter(
-                x=c["tokens_mid"], y=c["accuracy"], mode="lines+markers", name=pol, legendgroup=pol,
-                line=dict(width=1, color=colors[pol]), marker=dict(size=5), opacity=0.7, customdata=c["n"],
+                x=c["tokens_mid"],
+                y=c["accuracy"],
+                mode="lines+markers",
+                name=pol,
+                legendgroup=pol,
+                line=dict(width=1, color=colors[pol]),
+                marker=dict(size=5),
+                opacity=0.7,
+                customdata=c["n"],
                 hovertemplate="~%{x:.0f} tokens: accuracy %{y:.2f} (n=%{customdata})<extra>" + pol + "</extra>",
             )
         )
@@ -120,12 +176,24 @@ def accuracy_vs_tokens_figure(steps: pd.DataFrame, summary: Optional[pd.DataFram
             if pd.notna(r.get("tokens_per_question")) and pd.notna(r.get("accuracy")):
                 fig.add_trace(
                     go.Scatter(
-                        x=[r["tokens_per_question"]], y=[r["accuracy"]], mode="markers", name=f"{pol} (mean)", legendgroup=pol, showlegend=False,
+                        x=[r["tokens_per_question"]],
+                        y=[r["accuracy"]],
+                        mode="markers",
+                        name=f"{pol} (mean)",
+                        legendgroup=pol,
+                        showlegend=False,
                         marker=dict(size=14, symbol="diamond", color=colors[pol], line=dict(width=1, color="black")),
                         hovertemplate=f"{pol}: %{{x:.0f}} tokens/question, accuracy %{{y:.3f}}<extra></extra>",
                     )
                 )
-    fig.update_layout(title=title + " (lines: by response length; diamonds: policy means)", template=_TEMPLATE, xaxis_title="tokens (log scale)", yaxis_title="accuracy", xaxis_type="log", yaxis=dict(range=[-0.02, 1.05]))
+    fig.update_layout(
+        title=title + " (lines: by response length; diamonds: policy means)",
+        template=_TEMPLATE,
+        xaxis_title="tokens (log scale)",
+        yaxis_title="accuracy",
+        xaxis_type="log",
+        yaxis=dict(range=[-0.02, 1.05]),
+    )
     return fig
 
 
@@ -144,7 +212,15 @@ def reward_components_figure(episodes: pd.DataFrame) -> go.Figure:
             continue
         fig.add_trace(go.Bar(x=order, y=c["value"], name=comp))
     totals = episodes.groupby("policy")["episode_reward"].mean().reindex(order)
-    fig.add_trace(go.Scatter(x=order, y=totals.values, mode="markers", marker=dict(color="black", size=10, symbol="line-ew-open", line=dict(width=3)), name="total"))
+    fig.add_trace(
+        go.Scatter(
+            x=order,
+            y=totals.values,
+            mode="markers",
+            marker=dict(color="black", size=10, symbol="line-ew-open", line=dict(width=3)),
+            name="total",
+        )
+    )
     fig.update_layout(title=title, template=_TEMPLATE, barmode="relative", yaxis_title="reward per episode")
     return fig
 
@@ -160,11 +236,16 @@ def regret_figure(episodes: pd.DataFrame) -> go.Figure:
     for pol in analysis.policy_order(episodes):
         r = episodes.loc[episodes["policy"] == pol, "regret"].dropna()
         fig.add_trace(go.Box(y=r, name=pol, boxmean=True, marker_color=colors[pol]))
-    fig.update_layout(title=title, template=_TEMPLATE, yaxis_title="oracle expected correct - policy expected correct", showlegend=False)
+    fig.update_layout(
+        title=title,
+        template=_TEMPLATE,
+        yaxis_title="oracle expected correct - policy expected correct",
+        showlegend=False,
+    )
     return fig
 
 
-def length_histogram_figure(steps: pd.DataFrame, policy: Optional[str] = None) -> go.Figure:
+def length_histogram_figure(steps: pd.DataFrame, policy: str | None = None) -> go.Figure:
     """Histogram of charged tokens for correct vs wrong answers (all policies, or one)."""
     title = "Response length: correct vs wrong" + (f" ({policy})" if policy else "")
     if steps is None or steps.empty:
@@ -175,5 +256,7 @@ def length_histogram_figure(steps: pd.DataFrame, policy: Optional[str] = None) -
     fig = go.Figure()
     for verdict, label in ((True, "correct"), (False, "wrong")):
         fig.add_trace(go.Histogram(x=s.loc[s["correct"] == verdict, "tokens"], name=label, opacity=0.6, nbinsx=40))
-    fig.update_layout(title=title, template=_TEMPLATE, barmode="overlay", xaxis_title="tokens charged", yaxis_title="answers")
+    fig.update_layout(
+        title=title, template=_TEMPLATE, barmode="overlay", xaxis_title="tokens charged", yaxis_title="answers"
+    )
     return fig

@@ -9,19 +9,20 @@ Layout of ``<run_dir>/`` (schema version 1):
   ``notes`` (warnings such as a tokenizer fallback); ``policies`` is a list of
   ``{"name", "kind", "class", ...settings}``.
 - ``config.yaml``: the :class:`~reasoning_env.config.EnvConfig` the episodes ran with.
-- ``trajectories.parquet`` and ``trajectories.jsonl``: one row per step,
-  columns :data:`reasoning_env.records.STEP_COLUMNS` (``reward_<component>`` flattened), then
-  any extra columns a writer adds (:meth:`RunWriter.add_steps` ``extras``). Evaluation adds
-  (:data:`EVAL_STEP_EXTRAS`): ``kind`` (policy kind), ``graded_text`` (``response``, ``grading_response`` or ``paid_prefix``), ``expected_correct`` (the solver curve's probability of a correct answer at the charged tokens:
-  the basis of the regret; 0 for no tokens), and ``policy_<key>`` columns from the policy's
-  diagnostics (``policy_target_tokens``: length aimed for; ``policy_tokens``: tokens the
-  generator/endpoint reported; ``policy_prompt_tokens``; ``policy_max_tokens``: the generation
-  cap sent; ``policy_finish_reason``; ``policy_p_correct`` / ``policy_u`` /
-  ``policy_intended_correct``: the simulated solver's probability, seeded draw and decision;
-  ``policy_attempts``: HTTP attempts), present only for policies that report them; and the
-  condition of the episode (:data:`EVAL_CONDITION_EXTRAS`): ``base_seed`` (the evaluation seed),
-  ``budget_ratio`` (the budget formula's ratio; NaN for a fixed budget) and, in a calibration
-  sweep, ``token_cap`` (the per-question cap).
+- ``trajectories.parquet`` and ``trajectories.jsonl``: one row per step, columns
+  :data:`reasoning_env.records.STEP_COLUMNS` (``reward_<component>`` flattened), then any extra
+  columns a writer adds (:meth:`RunWriter.add_steps` ``extras``). Evaluation adds
+  (:data:`EVAL_STEP_EXTRAS`): ``kind`` (policy kind), ``graded_text`` (``response``,
+  ``grading_response`` or ``paid_prefix``), ``expected_correct`` (the solver curve's probability
+  of a correct answer at the charged tokens: the basis of the regret; 0 for no tokens), and
+  ``policy_<key>`` columns from the policy's diagnostics (``policy_target_tokens``: length aimed
+  for; ``policy_tokens``: tokens the generator/endpoint reported; ``policy_prompt_tokens``;
+  ``policy_max_tokens``: the generation cap sent; ``policy_finish_reason``; ``policy_p_correct`` /
+  ``policy_u`` / ``policy_intended_correct``: the simulated solver's probability, seeded draw and
+  decision; ``policy_attempts``: HTTP attempts), present only for policies that report them; and
+  the condition of the episode (:data:`EVAL_CONDITION_EXTRAS`): ``base_seed`` (the evaluation
+  seed), ``budget_ratio`` (the budget formula's ratio; NaN for a fixed budget) and, in a
+  calibration sweep, ``token_cap`` (the per-question cap).
 - ``episodes.parquet``: one row per episode, columns :data:`reasoning_env.records.EPISODE_COLUMNS`,
   then extras; evaluation adds (:data:`EVAL_EPISODE_EXTRAS`) ``kind``, ``unanswered``,
   ``expected_correct`` (sum of the steps'), ``oracle_expected_correct`` (the oracle allocation's
@@ -62,14 +63,15 @@ import json
 import os
 import platform
 import sys
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Iterable, Optional, Union
 
 import pandas as pd
 
-from reasoning_env.config import EnvConfig
+from reasoning_env.config import ConfigError, EnvConfig
+from reasoning_env.errors import ReasoningEconomicsError
 from reasoning_env.records import EPISODE_COLUMNS, STEP_COLUMNS, EpisodeRow, StepRow
 
 SCHEMA_VERSION = 1
@@ -82,7 +84,7 @@ EVAL_EPISODE_EXTRAS = ("kind", "unanswered", "expected_correct", "oracle_expecte
 EVAL_CONDITION_EXTRAS = ("base_seed", "budget_ratio")
 
 
-class RunFolderError(ValueError):
+class RunFolderError(ReasoningEconomicsError, ValueError):
     """A folder is not a readable run folder; the message says what is missing."""
 
 
@@ -90,7 +92,15 @@ def _versions() -> dict[str, str]:
     from importlib import metadata
 
     out = {"python": platform.python_version()}
-    for pkg in ("reasoning-economics-workbench", "transformers", "tokenizers", "math-verify", "openenv", "trl", "torch"):
+    for pkg in (
+        "reasoning-economics-workbench",
+        "transformers",
+        "tokenizers",
+        "math-verify",
+        "openenv",
+        "trl",
+        "torch",
+    ):
         try:
             out[pkg] = metadata.version(pkg)
         except metadata.PackageNotFoundError:
@@ -111,16 +121,20 @@ class RunWriter:
         RunFolderError: the folder cannot be created (a file is in the way, no permission).
     """
 
-    def __init__(self, run_dir: Union[str, Path], *, kind: str, config: EnvConfig, meta: Optional[dict] = None) -> None:
+    def __init__(self, run_dir: str | Path, *, kind: str, config: EnvConfig, meta: dict | None = None) -> None:
         if kind not in ("evaluation", "training"):
             raise ValueError(f"kind must be 'evaluation' or 'training', got {kind!r}")
         self.run_dir = Path(run_dir)
         try:
             self.run_dir.mkdir(parents=True, exist_ok=True)
         except (FileExistsError, NotADirectoryError):
-            raise RunFolderError(f"cannot create run folder {str(self.run_dir)!r}: a file is in the way; choose another folder") from None
+            raise RunFolderError(
+                f"cannot create run folder {str(self.run_dir)!r}: a file is in the way; choose another folder"
+            ) from None
         except PermissionError as exc:
-            raise RunFolderError(f"cannot create run folder {str(self.run_dir)!r}: {exc.strerror}; choose another folder") from None
+            raise RunFolderError(
+                f"cannot create run folder {str(self.run_dir)!r}: {exc.strerror}; choose another folder"
+            ) from None
         self.kind = kind
         self.config = config
         self.meta = dict(meta or {})
@@ -130,7 +144,7 @@ class RunWriter:
         self.step_extras: list[dict] = []
         self.episode_extras: list[dict] = []
 
-    def add_steps(self, rows: Iterable[StepRow], extras: Optional[Iterable[dict]] = None) -> None:
+    def add_steps(self, rows: Iterable[StepRow], extras: Iterable[dict] | None = None) -> None:
         """Append step rows; ``extras`` (one dict per row) become extra columns.
 
         Raises:
@@ -147,7 +161,7 @@ class RunWriter:
         self.steps.extend(rows)
         self.step_extras.extend(ex)
 
-    def add_episode(self, row: EpisodeRow, extras: Optional[dict] = None) -> None:
+    def add_episode(self, row: EpisodeRow, extras: dict | None = None) -> None:
         """Append one episode row; ``extras`` become extra columns.
 
         Raises:
@@ -220,11 +234,11 @@ class Run:
 
     path: Path
     meta: dict
-    config: Optional[EnvConfig]
+    config: EnvConfig | None
     steps: pd.DataFrame
     episodes: pd.DataFrame
-    summary: Optional[pd.DataFrame] = None
-    metrics: Optional[pd.DataFrame] = None
+    summary: pd.DataFrame | None = None
+    metrics: pd.DataFrame | None = None
     notes: list[str] = field(default_factory=list)
 
     @property
@@ -233,7 +247,7 @@ class Run:
         return str(self.meta.get("run_id") or self.path.name)
 
 
-def load_run(path: Union[str, Path]) -> Run:
+def load_run(path: str | Path) -> Run:
     """Read a run folder.
 
     Raises:
@@ -245,19 +259,35 @@ def load_run(path: Union[str, Path]) -> Run:
         raise RunFolderError(f"{str(p)!r} is not a folder")
     meta_path = p / "run.json"
     if not meta_path.is_file():
-        raise RunFolderError(f"{str(p)!r} has no run.json: not a run folder (written by workbench.evaluate or training.grpo_train)")
+        raise RunFolderError(
+            f"{str(p)!r} has no run.json: not a run folder (written by workbench.evaluate or training.grpo_train)"
+        )
     meta = json.loads(meta_path.read_text(encoding="utf-8"))
     notes: list[str] = []
     config = None
     if (p / "config.yaml").is_file():
         try:
             config = EnvConfig.from_yaml(p / "config.yaml")
-        except Exception as exc:  # a config written by a newer version
+        except ConfigError as exc:  # a config written by a newer version
             notes.append(f"config.yaml not loaded: {exc}")
-    steps = pd.read_parquet(p / "trajectories.parquet") if (p / "trajectories.parquet").is_file() else pd.DataFrame(columns=list(STEP_COLUMNS))
-    episodes = pd.read_parquet(p / "episodes.parquet") if (p / "episodes.parquet").is_file() else pd.DataFrame(columns=list(EPISODE_COLUMNS))
+    steps = (
+        pd.read_parquet(p / "trajectories.parquet")
+        if (p / "trajectories.parquet").is_file()
+        else pd.DataFrame(columns=list(STEP_COLUMNS))
+    )
+    episodes = (
+        pd.read_parquet(p / "episodes.parquet")
+        if (p / "episodes.parquet").is_file()
+        else pd.DataFrame(columns=list(EPISODE_COLUMNS))
+    )
     summary = pd.read_csv(p / "summary.csv") if (p / "summary.csv").is_file() else None
-    metrics = pd.read_json(p / "metrics.jsonl", lines=True) if (p / "metrics.jsonl").is_file() and (p / "metrics.jsonl").stat().st_size else None
+    metrics = (
+        pd.read_json(p / "metrics.jsonl", lines=True)
+        if (p / "metrics.jsonl").is_file() and (p / "metrics.jsonl").stat().st_size
+        else None
+    )
     if steps.empty and metrics is None:
         raise RunFolderError(f"{str(p)!r} holds neither trajectories.parquet nor metrics.jsonl")
-    return Run(path=p, meta=meta, config=config, steps=steps, episodes=episodes, summary=summary, metrics=metrics, notes=notes)
+    return Run(
+        path=p, meta=meta, config=config, steps=steps, episodes=episodes, summary=summary, metrics=metrics, notes=notes
+    )

@@ -22,7 +22,11 @@ _TEMPLATE = "plotly_white"
 
 def _empty(title: str, text: str = "no data") -> go.Figure:
     fig = go.Figure()
-    fig.update_layout(title=title, template=_TEMPLATE, annotations=[dict(text=text, showarrow=False, xref="paper", yref="paper", x=0.5, y=0.5)])
+    fig.update_layout(
+        title=title,
+        template=_TEMPLATE,
+        annotations=[dict(text=text, showarrow=False, xref="paper", yref="paper", x=0.5, y=0.5)],
+    )
     return fig
 
 
@@ -30,8 +34,14 @@ def _errors(d: pd.DataFrame, metric: str) -> dict:
     lo, hi = stats.ci_columns(metric)
     if lo not in d or d[lo].isna().all():
         return {}
-    return dict(type="data", symmetric=False, array=(d[hi] - d[metric]).clip(lower=0).fillna(0).to_numpy(),
-                arrayminus=(d[metric] - d[lo]).clip(lower=0).fillna(0).to_numpy(), thickness=1.2, width=4)
+    return dict(
+        type="data",
+        symmetric=False,
+        array=(d[hi] - d[metric]).clip(lower=0).fillna(0).to_numpy(),
+        arrayminus=(d[metric] - d[lo]).clip(lower=0).fillna(0).to_numpy(),
+        thickness=1.2,
+        width=4,
+    )
 
 
 def interval_figure(summary: pd.DataFrame, metric: str = "accuracy", *, title: str = "") -> go.Figure:
@@ -47,11 +57,25 @@ def interval_figure(summary: pd.DataFrame, metric: str = "accuracy", *, title: s
     for pol in order:
         d = summary[summary["policy"] == pol]
         x = [f"{pol} ×{r:g}" for r in d["budget_ratio"]] if sweep else [pol] * len(d)
-        fig.add_trace(go.Scatter(x=x, y=d[metric], mode="markers", name=pol, marker=dict(size=10, color=colors[pol]),
-                                 error_y=_errors(d, metric), showlegend=False,
-                                 hovertemplate="%{x}<br>" + metric + " %{y:.3f}<extra></extra>"))
-    fig.update_layout(title=title, template=_TEMPLATE, yaxis_title=metric.replace("_", " "), xaxis=dict(tickangle=-30, automargin=True),
-                      margin=dict(l=55, r=15, t=55, b=40))
+        fig.add_trace(
+            go.Scatter(
+                x=x,
+                y=d[metric],
+                mode="markers",
+                name=pol,
+                marker=dict(size=10, color=colors[pol]),
+                error_y=_errors(d, metric),
+                showlegend=False,
+                hovertemplate="%{x}<br>" + metric + " %{y:.3f}<extra></extra>",
+            )
+        )
+    fig.update_layout(
+        title=title,
+        template=_TEMPLATE,
+        yaxis_title=metric.replace("_", " "),
+        xaxis=dict(tickangle=-30, automargin=True),
+        margin=dict(l=55, r=15, t=55, b=40),
+    )
     return fig
 
 
@@ -59,20 +83,40 @@ def accuracy_vs_budget_figure(summary: pd.DataFrame, metric: str = "accuracy") -
     """``metric`` against the budget ratio of a sweep, one line per policy, with 95% intervals
     (x: the budget ratio; hover: the mean budget in tokens). Needs several ``budget_ratio`` values."""
     title = f"{metric.replace('_', ' ').capitalize()} against budget (budget sweep, 95% intervals)"
-    if summary is None or summary.empty or "budget_ratio" not in summary or summary["budget_ratio"].nunique(dropna=True) < 2:
+    if (
+        summary is None
+        or summary.empty
+        or "budget_ratio" not in summary
+        or summary["budget_ratio"].nunique(dropna=True) < 2
+    ):
         return _empty(title, "one budget only: run with --budget-ratios 1,2,4,8 for a sweep")
     order = analysis.policy_order(summary)
     colors = policy_colors(order)
     fig = go.Figure()
     for pol in order:
         d = summary[summary["policy"] == pol].sort_values("budget_ratio")
-        fig.add_trace(go.Scatter(
-            x=d["budget_ratio"], y=d[metric], mode="lines+markers", name=pol, line=dict(color=colors[pol]), error_y=_errors(d, metric),
-            customdata=np.stack([d["mean_total_budget"], d["tokens_per_question"]], axis=1),
-            hovertemplate=pol + "<br>ratio %{x:g} (mean budget %{customdata[0]:.0f} tokens)<br>" + metric + " %{y:.3f}<br>"
-                          "%{customdata[1]:.0f} tokens/question<extra></extra>",
-        ))
-    fig.update_layout(title=title, template=_TEMPLATE, xaxis=dict(title="budget ratio (log scale)", type="log"), yaxis_title=metric.replace("_", " "))
+        fig.add_trace(
+            go.Scatter(
+                x=d["budget_ratio"],
+                y=d[metric],
+                mode="lines+markers",
+                name=pol,
+                line=dict(color=colors[pol]),
+                error_y=_errors(d, metric),
+                customdata=np.stack([d["mean_total_budget"], d["tokens_per_question"]], axis=1),
+                hovertemplate=pol
+                + "<br>ratio %{x:g} (mean budget %{customdata[0]:.0f} tokens)<br>"
+                + metric
+                + " %{y:.3f}<br>"
+                "%{customdata[1]:.0f} tokens/question<extra></extra>",
+            )
+        )
+    fig.update_layout(
+        title=title,
+        template=_TEMPLATE,
+        xaxis=dict(title="budget ratio (log scale)", type="log"),
+        yaxis_title=metric.replace("_", " "),
+    )
     return fig
 
 
@@ -87,17 +131,35 @@ def frontier_figure(summary: pd.DataFrame) -> go.Figure:
     front = summary[analysis.pareto_frontier(summary)].sort_values("tokens_per_question")
     fig = go.Figure()
     if len(front):
-        fig.add_trace(go.Scatter(x=front["tokens_per_question"], y=front["accuracy"], mode="lines", name="frontier",
-                                 line=dict(color="#111", width=1.5, dash="dot"), hoverinfo="skip"))
+        fig.add_trace(
+            go.Scatter(
+                x=front["tokens_per_question"],
+                y=front["accuracy"],
+                mode="lines",
+                name="frontier",
+                line=dict(color="#111", width=1.5, dash="dot"),
+                hoverinfo="skip",
+            )
+        )
     sweep = "budget_ratio" in summary and summary["budget_ratio"].nunique(dropna=True) > 1
     for pol in order:
         d = summary[summary["policy"] == pol]
         label = [f"×{r:g}" for r in d["budget_ratio"]] if sweep else None
-        fig.add_trace(go.Scatter(
-            x=d["tokens_per_question"], y=d["accuracy"], mode="markers+text" if sweep else "markers", name=pol, text=label,
-            textposition="top center", marker=dict(size=10, color=colors[pol], line=dict(width=1, color="#333")),
-            error_y=_errors(d, "accuracy"), error_x=_errors(d, "tokens_per_question"),
-            hovertemplate=pol + "<br>%{x:.0f} tokens/question<br>accuracy %{y:.3f}<extra></extra>",
-        ))
-    fig.update_layout(title=title, template=_TEMPLATE, xaxis_title="tokens per answered question", yaxis_title="accuracy")
+        fig.add_trace(
+            go.Scatter(
+                x=d["tokens_per_question"],
+                y=d["accuracy"],
+                mode="markers+text" if sweep else "markers",
+                name=pol,
+                text=label,
+                textposition="top center",
+                marker=dict(size=10, color=colors[pol], line=dict(width=1, color="#333")),
+                error_y=_errors(d, "accuracy"),
+                error_x=_errors(d, "tokens_per_question"),
+                hovertemplate=pol + "<br>%{x:.0f} tokens/question<br>accuracy %{y:.3f}<extra></extra>",
+            )
+        )
+    fig.update_layout(
+        title=title, template=_TEMPLATE, xaxis_title="tokens per answered question", yaxis_title="accuracy"
+    )
     return fig

@@ -22,11 +22,9 @@ on it anywhere (math-verify runs with its LaTeX extractor only, in a worker proc
 
 from __future__ import annotations
 
-from typing import Optional
-
 from reasoning_env.grading.extract import Extraction, extract_final_answer
 from reasoning_env.grading.gold import GoldInfo, GoldReport, log_gold_issues, prepare_gold
-from reasoning_env.grading.grader import DEFAULT_TIMEOUT_S, REASONS, GradeResult, Grader
+from reasoning_env.grading.grader import DEFAULT_TIMEOUT_S, REASONS, Grader, GradeResult
 from reasoning_env.grading.normalize import normalize_answer
 
 __all__ = [
@@ -46,7 +44,7 @@ __all__ = [
 
 
 def grade(
-    response: str, gold: str, *, timeout_s: float = DEFAULT_TIMEOUT_S, question: Optional[str] = None
+    response: str, gold: str, *, timeout_s: float = DEFAULT_TIMEOUT_S, question: str | None = None
 ) -> GradeResult:
     """Grade one response against a gold answer (see :meth:`Grader.grade`).
 

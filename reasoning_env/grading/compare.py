@@ -3,7 +3,7 @@
 :func:`compare` returns a :class:`Verdict`: ``equal`` is ``True``/``False`` when the fast path can
 decide, ``None`` when it cannot (the grader then asks math-verify in a worker process).
 
-Rules (each motivated by a public grading failure, see ``../shared/cases/grading_cases.jsonl``):
+Rules (each motivated by a public grading failure, see the labelled cases of docs/grading.md):
 
 * Numbers compare exactly as rationals (``0.75 == \\frac34``, ``29.00 == 29``; ``100001 !=
   100000``: no relative tolerance on integers). Irrational values compare at ~77 significant
@@ -47,11 +47,13 @@ import itertools
 import random
 import re
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any, Iterator, Optional
+from typing import Any
 
 from reasoning_env.grading.values import (
+    APPROX_SUBJECT,
     Assign,
     Choice,
     EvalError,
@@ -62,7 +64,6 @@ from reasoning_env.grading.values import (
     Text,
     TooBig,
     Union,
-    APPROX_SUBJECT,
     affine_coefficients,
     decimal_literal,
     exact_value,
@@ -110,7 +111,7 @@ class Verdict:
         detail: One short phrase saying why.
     """
 
-    equal: Optional[bool]
+    equal: bool | None
     reason: str
     detail: str = ""
 
@@ -344,7 +345,7 @@ def _certainly_nonzero(node: Any) -> bool:
     return True
 
 
-def _recheck(env: dict, p: Any, g: Any) -> Optional[bool]:
+def _recheck(env: dict, p: Any, g: Any) -> bool | None:
     """Equality at :data:`RECHECK_PREC_BITS` bits (relative 1e-250, or both below 1e-250 in
     absolute value); ``None`` when evaluation fails there."""
     ctx = num_context(RECHECK_PREC_BITS)
@@ -431,9 +432,10 @@ def _point_compare(p: Any, g: Any, names: list, deadline: float) -> Verdict:
 
 def _differ_at_negative_points(p: Any, g: Any, names: list, deadline: float, ctx: Any) -> bool:
     """Whether ``p`` and ``g`` differ at a point with every variable negated (and, with
-    several variables, at points with every other one negated), where both are real-valued (``\\sqrt{x^2}`` vs ``x``; positive points
-    cannot tell them apart). A point where either side is undefined or not real is skipped
-    (``\\ln x^2`` vs ``2\\ln x`` are not compared outside ``x > 0``)."""
+    several variables, at points with every other one negated), where both are real-valued
+    (``\\sqrt{x^2}`` vs ``x``; positive points cannot tell them apart). A point where either side
+    is undefined or not real is skipped (``\\ln x^2`` vs ``2\\ln x`` are not compared outside
+    ``x > 0``)."""
     tiny = ctx.mpf(10) ** -40
     for k in range(POINTS_NEEDED):
         if time.perf_counter() > deadline:
@@ -442,10 +444,7 @@ def _differ_at_negative_points(p: Any, g: Any, names: list, deadline: float, ctx
             break  # one variable: negating it once is enough
         row = _POINTS[k]
         # all variables negated, then every other one (sqrt(x^2 y^2) vs xy)
-        env = {
-            name: -ctx.mpf(row[j]) if k == 0 or j % 2 == k % 2 else ctx.mpf(row[j])
-            for j, name in enumerate(names)
-        }
+        env = {name: -ctx.mpf(row[j]) if k == 0 or j % 2 == k % 2 else ctx.mpf(row[j]) for j, name in enumerate(names)}
         try:
             a = numeric_value(p, env, ctx)
             b = numeric_value(g, env, ctx)
@@ -502,11 +501,7 @@ def _renamed_constants_compare(p: Any, g: Any, vp: frozenset, vg: frozenset, dea
     shared = vp & vg
     only_p = sorted(vp - vg)
     only_g = sorted(vg - vp)
-    if (
-        shared
-        and 1 <= len(only_p) == len(only_g) <= 3
-        and all(_CONST_NAME_RE.match(v) for v in only_p + only_g)
-    ):
+    if shared and 1 <= len(only_p) == len(only_g) <= 3 and all(_CONST_NAME_RE.match(v) for v in only_p + only_g):
         for perm in itertools.permutations(only_g):
             renamed = rename_vars(p, dict(zip(only_p, perm)))
             v = _point_compare(renamed, g, sorted(vg), deadline)
@@ -516,7 +511,7 @@ def _renamed_constants_compare(p: Any, g: Any, vp: frozenset, vg: frozenset, dea
 
 
 # ----------------------------------------------------------------------------- relations
-def _equation_function(r: Any) -> Optional[Any]:
+def _equation_function(r: Any) -> Any | None:
     """``lhs - rhs`` of a single equation (``Relation`` or variable ``Assign``), else None."""
     if isinstance(r, Relation) and r.ops == ("=",) and all(isinstance(s, tuple) for s in r.sides):
         return ("+", ((1, r.sides[0]), (-1, r.sides[1])))
@@ -562,7 +557,7 @@ def _proportional(fp: Any, fg: Any, deadline: float) -> Verdict:
 _FLIP = {"<": ">", ">": "<", "<=": ">=", ">=": "<="}
 
 
-def _relation_set(r: Any) -> Optional[tuple]:
+def _relation_set(r: Any) -> tuple | None:
     """``(subject, set)`` for an inequality (or chain of two) on one subject between constants:
     the set of values it allows, an interval or a union of intervals.
 
@@ -645,7 +640,7 @@ def _affine_preimage(interval: Seq, a: Fraction, b: Fraction) -> Seq:
     return _interval(back(hi), hi_c, back(lo), lo_c)
 
 
-def _bound_value(node: Any) -> Optional[Any]:
+def _bound_value(node: Any) -> Any | None:
     """An exact rational bound, ``±inf`` as ``float``, or ``None`` when not exact."""
     if node == _INF:
         return float("inf")
@@ -657,7 +652,7 @@ def _bound_value(node: Any) -> Optional[Any]:
         return None
 
 
-def _abs_preimage(lo: Any, lo_closed: bool, hi: Any, hi_closed: bool) -> Optional[tuple]:
+def _abs_preimage(lo: Any, lo_closed: bool, hi: Any, hi_closed: bool) -> tuple | None:
     """The intervals of ``u`` where ``|u|`` lies between ``lo`` and ``hi`` (exact bounds only)."""
     lv, hv = _bound_value(lo), _bound_value(hi)
     if lv is None or hv is None:
@@ -740,7 +735,7 @@ def _unordered(ps: tuple, gs: tuple, deadline: float) -> Verdict:
     return _yes("equivalent", "same elements")
 
 
-def _matrix_items(m: Matrix) -> Optional[tuple]:
+def _matrix_items(m: Matrix) -> tuple | None:
     if len(m.rows) == 1:
         return m.rows[0]
     if all(len(r) == 1 for r in m.rows):
@@ -778,7 +773,9 @@ def _seq_compare(p: Any, g: Seq, deadline: float) -> Verdict:
             if not _conventional_order(tuple(named_g)):
                 return _no("a tuple vs named values in an unusual order (which entry is which?)")
             return _ordered(p.items, g.items, deadline)  # (5,3) vs x=5, y=3: in order
-    if isinstance(p, Seq) and (p.kind in ("set", "list") or (p.kind == "tuple" and g.kind == "list" and (p.open, p.close) == ("(", ")"))):
+    if isinstance(p, Seq) and (
+        p.kind in ("set", "list") or (p.kind == "tuple" and g.kind == "list" and (p.open, p.close) == ("(", ")"))
+    ):
         # a set has no repeated elements: \{1,2,2\} is \{1,2\} (identical items collapse); in a
         # list, an answer written twice counts once, unless the gold repeats one itself (then the
         # repeats are multiplicities, 2, 2, 3, and must match)
@@ -789,7 +786,7 @@ def _seq_compare(p: Any, g: Seq, deadline: float) -> Verdict:
     return _no(f"{describe_kind(p)} vs {g.kind}")
 
 
-def _letters_word(p: Any) -> Optional[str]:
+def _letters_word(p: Any) -> str | None:
     """A short bare word parsed as a product of letters (``no`` -> ``n * o``), lower-cased."""
     if not isinstance(p, tuple) or not p:
         return None
@@ -815,7 +812,7 @@ def _as_approximate(node: Any) -> Any:
     return node
 
 
-def _approximation_digits(node: Any) -> Optional[tuple]:
+def _approximation_digits(node: Any) -> tuple | None:
     """``(value, places)`` of an approximation written as a decimal (``0.29``, ``7``, ``-1.5``) or
     ``m \\times 10^{k}`` (places shifted by ``k``); ``None`` for anything else."""
     lit = decimal_literal(node)
@@ -829,8 +826,13 @@ def _approximation_digits(node: Any) -> Optional[tuple]:
     if x[0] == "*" and len(x[1]) == 2:
         m, pw = x[1]
         mant = decimal_literal(m) or ((m[1], 0, 0) if m[0] == "n" else None)
-        if (mant is not None and pw[0] == "^" and pw[1] == ("n", Fraction(10), None)
-                and pw[2][0] in ("n", "-") and decimal_literal(pw[2]) is None):
+        if (
+            mant is not None
+            and pw[0] == "^"
+            and pw[1] == ("n", Fraction(10), None)
+            and pw[2][0] in ("n", "-")
+            and decimal_literal(pw[2]) is None
+        ):
             try:
                 k = exact_value(pw[2])
             except (NotExact, EvalError):
@@ -855,7 +857,11 @@ def _approximation_agrees(exact: Any, approx: Any) -> bool:
     except (NotExact, EvalError, ZeroDivisionError, OverflowError, ValueError):
         pass
     ctx = num_context()
-    e = _real_part(_numeric_or_toobig(exact, ctx), ctx) if _numeric_or_toobig(exact, ctx) not in (None, TooBig) else None
+    e = (
+        _real_part(_numeric_or_toobig(exact, ctx), ctx)
+        if _numeric_or_toobig(exact, ctx) not in (None, TooBig)
+        else None
+    )
     if e is None:
         return False
     v = ctx.mpf(value.numerator) / value.denominator
@@ -872,7 +878,7 @@ def _resolve_approx(r: Relation) -> tuple:
     rounded or truncated (else the answer names two different values: a mismatch); an
     approximation alone (``y \\approx 0.286``, ``\\approx 7``) is graded as the decimal it is."""
     j = r.ops.index("~")
-    head, head_ops, approx = r.sides[:j + 1], r.ops[:j], r.sides[j + 1:]
+    head, head_ops, approx = r.sides[: j + 1], r.ops[:j], r.sides[j + 1 :]
     if any(op != "~" for op in r.ops[j:]) or any(op != "=" for op in head_ops):
         return None, "an approximation mixed with another relation"
     if not all(isinstance(x, tuple) for x in r.sides):
@@ -899,7 +905,8 @@ def _resolve_approx(r: Relation) -> tuple:
 #: Orders of coordinate names that are conventional without being alphabetical.
 _COORDINATE_ORDERS = frozenset({("rho", "theta", "phi")})
 _GREEK_ORDER = {
-    name: i for i, name in enumerate(
+    name: i
+    for i, name in enumerate(
         "alpha beta gamma delta epsilon varepsilon zeta eta theta vartheta iota kappa lambda mu nu xi "
         "omicron pi rho varrho sigma tau upsilon phi varphi chi psi omega".split()
     )
@@ -930,7 +937,7 @@ def _several_values(v: Any) -> bool:
     return isinstance(v, Assign) and isinstance(v.value, Seq) and v.value.kind == "list"
 
 
-def _named(v: Any) -> Optional[dict]:
+def _named(v: Any) -> dict | None:
     """``{name: value}`` of a list of assignments to distinct names (``x=5, y=3``), else None."""
     if not (isinstance(v, Seq) and v.kind == "list" and len(v.items) >= 2):
         return None
@@ -969,8 +976,7 @@ def compare(p: Any, g: Any, deadline: float) -> Verdict:
     if isinstance(g, Assign) or isinstance(p, Assign):
         one, other = (p, g) if isinstance(p, Assign) else (g, p)
         if not isinstance(other, Assign) and (
-            _named(other) is not None
-            or (_several_values(one) and isinstance(other, Seq) and other.kind == "tuple")
+            _named(other) is not None or (_several_values(one) and isinstance(other, Seq) and other.kind == "tuple")
         ):
             # x = 2, 3 (or x=2, x=3) is one variable's values: not the point (2, 3), nor x=2, y=3
             return _no("values of one variable vs a tuple or several named values")
@@ -990,8 +996,12 @@ def compare(p: Any, g: Any, deadline: float) -> Verdict:
         return compare(p.value, g, deadline)
     if isinstance(g, Relation) or isinstance(p, Relation):
         return _relation_compare(p, g, deadline)
-    if (isinstance(p, Seq) and p.kind == "list" and len(set(p.items)) == 1
-            and not (isinstance(g, Seq) and g.kind in ("list", "set"))):
+    if (
+        isinstance(p, Seq)
+        and p.kind == "list"
+        and len(set(p.items)) == 1
+        and not (isinstance(g, Seq) and g.kind in ("list", "set"))
+    ):
         return compare(p.items[0], g, deadline)  # the same answer written twice: "3, 3" is 3
     if isinstance(g, tuple):
         if isinstance(p, Text):
@@ -1011,9 +1021,7 @@ def compare(p: Any, g: Any, deadline: float) -> Verdict:
         if isinstance(p, Matrix):
             if len(p.rows) != len(g.rows) or len(p.rows[0]) != len(g.rows[0]):
                 return _no("different matrix shapes")
-            return _ordered(
-                tuple(x for r in p.rows for x in r), tuple(x for r in g.rows for x in r), deadline
-            )
+            return _ordered(tuple(x for r in p.rows for x in r), tuple(x for r in g.rows for x in r), deadline)
         if isinstance(p, Seq) and p.kind == "tuple" and (p.open, p.close) == ("(", ")"):
             items = _matrix_items(g)
             return _ordered(p.items, items, deadline) if items is not None else _no("tuple vs matrix")

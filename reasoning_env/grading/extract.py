@@ -34,7 +34,7 @@ Rules, in priority order (``extract_final_answer``):
 
 No final answer means ``None``: we never fall back to "the last number in the text", which
 would reward truncated traces for intermediate values (bug reports: lm-evaluation-harness
-flexible-extract, simple-evals first-match; see ``../shared/cases/grading_cases.jsonl``).
+flexible-extract, simple-evals first-match; see the labelled cases of docs/grading.md).
 """
 
 from __future__ import annotations
@@ -42,7 +42,6 @@ from __future__ import annotations
 import bisect
 import re
 from dataclasses import dataclass
-from typing import Optional
 
 from reasoning_env.grading.normalize import MEANING_WORDS
 
@@ -125,7 +124,7 @@ class Extraction:
             otherwise empty.
     """
 
-    answer: Optional[str]
+    answer: str | None
     method: str
     parts: tuple = ()
 
@@ -139,14 +138,14 @@ def strip_think(text: str) -> str:
     """
     close = text.rfind("</think>")
     if close != -1:
-        text = text[close + len("</think>"):]
+        text = text[close + len("</think>") :]
     open_ = text.find("<think>")
     if open_ != -1:
         text = text[:open_]
     return text
 
 
-def match_brace(text: str, open_idx: int, limit: Optional[int] = None) -> int:
+def match_brace(text: str, open_idx: int, limit: int | None = None) -> int:
     """Index of the ``}`` matching the ``{`` at ``open_idx``, or -1 if it does not close before
     ``limit`` (default: the end of ``text``). ``\\{``, ``\\}`` and ``\\\\`` are escapes.
 
@@ -191,7 +190,7 @@ def _box_starts(text: str):
         pos[cmd] = text.rfind(cmd, 0, start)
 
 
-def _box_at(text: str, start: int, cmd_len: int) -> Optional[tuple]:
+def _box_at(text: str, start: int, cmd_len: int) -> tuple | None:
     """The box whose command starts at ``start``: ``(content, end)`` with ``end`` just past it;
     ``("", end)`` for an empty or unusable box; ``None`` for an unclosed one; ``False`` when the
     command is a longer macro name (``\\boxedfoo``)."""
@@ -206,7 +205,7 @@ def _box_at(text: str, start: int, cmd_len: int) -> Optional[tuple]:
         close = match_brace(text, k)
         if close == -1:
             return None
-        return text[k + 1:close].strip(), close + 1
+        return text[k + 1 : close].strip(), close + 1
     if j < k < n:
         m = k
         while m < n and not text[m].isspace() and text[m] != "$":
@@ -217,7 +216,7 @@ def _box_at(text: str, start: int, cmd_len: int) -> Optional[tuple]:
     return "", j
 
 
-def _stray_escape_close(text: str, open_idx: int) -> Optional[str]:
+def _stray_escape_close(text: str, open_idx: int) -> str | None:
     """Content of a box opened at ``open_idx`` that a stray ``\\}`` closes (``\\boxed{12\\}``): the
     first ``\\}`` at the box's own level, when no ``\\{`` comes before it; else ``None``."""
     depth = 0
@@ -230,18 +229,18 @@ def _stray_escape_close(text: str, open_idx: int) -> Optional[str]:
         i = m.start()
         c = text[i]
         if c == "\\":
-            nxt = text[i + 1:i + 2]
+            nxt = text[i + 1 : i + 2]
             if nxt == "{":
                 return None
             if nxt == "}" and depth == 1:
-                return text[open_idx + 1:i].strip() or None
+                return text[open_idx + 1 : i].strip() or None
             pos = i + 2
             continue
         depth += 1 if c == "{" else -1
         pos = i + 1
 
 
-def last_boxed(text: str) -> Optional[str]:
+def last_boxed(text: str) -> str | None:
     """Content of the last ``\\boxed{...}`` / ``\\fbox{...}`` with matched braces.
 
     Returns ``None`` when there is no box, when the last box is opened but never closed (a
@@ -282,7 +281,7 @@ def _name_before(text: str, lo: int, hi: int) -> tuple:
     return (m.group("name"), m.start()) if m is not None else (None, hi)
 
 
-def last_boxed_group(text: str) -> Optional[tuple]:
+def last_boxed_group(text: str) -> tuple | None:
     """The boxes that end the answer together, oldest first, as ``(name, content)`` pairs (the
     name written just before a box, ``x = \\boxed{3}``, or ``None``; looked up only when there are
     several boxes); ``None`` under the same conditions as :func:`last_boxed`, when more than
@@ -365,7 +364,7 @@ def _has_real_box(text: str) -> bool:
     return False
 
 
-def _clean_line_answer(s: str) -> Optional[str]:
+def _clean_line_answer(s: str) -> str | None:
     s = s.strip()
     # Strip wrapping markdown bold / math delimiters and trailing sentence punctuation.
     for _ in range(4):
@@ -395,7 +394,7 @@ def _line_after(text: str, pos: int) -> str:
     return text[pos:] if line_end == -1 else text[pos:line_end]
 
 
-def last_phrase_answer(text: str) -> Optional[str]:
+def last_phrase_answer(text: str) -> str | None:
     """Answer after the last answer phrase (``The answer is``, ``Final answer:``, ``Answer:``).
 
     The answer runs to the end of the phrase's line; a box on that line wins, and a ``$...$``
@@ -433,16 +432,18 @@ def _drop_closing_words(line: str) -> str:
         last_value_char = m.start()
     for m in _SENTENCE_END_RE.finditer(line, max(0, last_value_char)):
         if m.end() > last_value_char:
-            if _changes_answer(line[m.end():]):
+            if _changes_answer(line[m.end() :]):
                 return line  # "5. Wait, no.", "12. Plus one.": taken back or changed
-            return line[:m.start()]
+            return line[: m.start()]
     return line
 
 
 # Words of a closing sentence that take the answer back or change it ("12. Plus one.", "12.
 # Thousand.", "12. Just kidding.", "12. Also possible: thirteen."): the meaning words of a unit
 # tail (normalize.MEANING_WORDS) but the few a closing courtesy uses, and a few verbs.
-_CLOSING_HARMLESS = frozenset("is are was were be being been am and true correct right yes if then positive single once".split())
+_CLOSING_HARMLESS = frozenset(
+    "is are was were be being been am and true correct right yes if then positive single once".split()
+)
 _CLOSING_CHANGE_WORDS = (MEANING_WORDS - _CLOSING_HARMLESS) | frozenset(
     "also alternatively other could might kidding joking joke times divide multiply add subtract "
     "reverse reversed round base digits".split()
@@ -457,7 +458,7 @@ def _changes_answer(closing: str) -> bool:
     return any(w.lower() in _CLOSING_CHANGE_WORDS for w in _WORD_RE.findall(closing))
 
 
-def _prose_value(line: str) -> Optional[str]:
+def _prose_value(line: str) -> str | None:
     """The value after the last ``is``/``are``/``equals``/``was``/``=`` of a prose answer line
     (``The smallest $k$ is 12.`` gives ``12``), or ``None``: the line must open with a word, and
     the words before that verb may hold no other verb, no hedge (``or``, ``maybe``, ``not``...)
@@ -475,19 +476,19 @@ def _prose_value(line: str) -> Optional[str]:
             last = m
     if last is None:
         return None
-    subject, value = head[:last.start()], head[last.end():].strip()
+    subject, value = head[: last.start()], head[last.end() :].strip()
     if not value or _PROSE_REFUSED_RE.search(subject) is not None:
         return None
     if last.group(0).startswith("=") and subject.rstrip().endswith("$"):
         return None  # "... $x$ = 5": an equation written in prose, not a named value
     m = _APPROX_WORD_RE.match(value)
     if m is not None:
-        value = "\\approx " + value[m.end():]
+        value = "\\approx " + value[m.end() :]
     last_side = _chain_last_side(value)
     return value if last_side is None else "$" + last_side + "$"
 
 
-def _chain_last_side(value: str) -> Optional[str]:
+def _chain_last_side(value: str) -> str | None:
     """The last side of a prose value that is one ``$...$`` chain of equalities opening with a
     computation (``$\\binom{8}{3} = 56$`` gives ``56``: the prose subject names the chain, as a
     chain that opens with a name is its last side); ``None`` for anything else (``$x = 5$``,
@@ -501,7 +502,7 @@ def _chain_last_side(value: str) -> Optional[str]:
     return sides[-1].strip()
 
 
-def last_gsm8k_answer(text: str) -> Optional[str]:
+def last_gsm8k_answer(text: str) -> str | None:
     """Answer after the last GSM8K ``#### `` marker, to the end of its line."""
     last = None
     for m in _GSM_RE.finditer(text):
@@ -511,7 +512,7 @@ def last_gsm8k_answer(text: str) -> Optional[str]:
     return _clean_line_answer(_line_after(text, last.end()))
 
 
-def last_statement_answer(text: str) -> Optional[str]:
+def last_statement_answer(text: str) -> str | None:
     """The number closing the response's final sentence (``... the total is $29.00.``).
 
     Only the last 300 characters are examined, and only a complete sentence (ending in ``.``
@@ -566,7 +567,7 @@ def extract_final_answer(text: str) -> Extraction:
 _METAMATH_RE = re.compile(r"The answer is:?\s*(.+?)\s*$", re.IGNORECASE | re.DOTALL)
 
 
-def gold_from_metamathqa(response: str) -> Optional[str]:
+def gold_from_metamathqa(response: str) -> str | None:
     """Gold answer of a MetaMathQA row: the text after the last ``The answer is:`` (dataset card)."""
     idx = response.lower().rfind("the answer is")
     if idx == -1:
@@ -579,7 +580,7 @@ def gold_from_metamathqa(response: str) -> Optional[str]:
     return ans
 
 
-def gold_from_gsm8k(answer: str) -> Optional[str]:
+def gold_from_gsm8k(answer: str) -> str | None:
     """Gold answer of a GSM8K row: the text after ``#### ``, thousands separators removed."""
     ans = last_gsm8k_answer(answer)
     if ans is None:
@@ -587,6 +588,6 @@ def gold_from_gsm8k(answer: str) -> Optional[str]:
     return ans.replace(",", "").strip() or None
 
 
-def gold_from_boxed(solution: str) -> Optional[str]:
+def gold_from_boxed(solution: str) -> str | None:
     """Gold answer of a MATH / NuminaMath row: the last ``\\boxed{}`` with matched braces."""
     return last_boxed(solution)

@@ -27,8 +27,8 @@ import math
 import re
 import threading
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Iterable, Optional
 
 from reasoning_env.grading.compare import Verdict, compare
 from reasoning_env.grading.extract import extract_final_answer
@@ -88,7 +88,7 @@ class GradeResult:
     """
 
     correct: bool
-    extracted: Optional[str]
+    extracted: str | None
     reason: str
     time_s: float
     method: str = "none"
@@ -190,7 +190,7 @@ class Grader:
 
     # ------------------------------------------------------------------ grading
     def grade(
-        self, response: str, gold: str, *, timeout_s: Optional[float] = None, question: Optional[str] = None
+        self, response: str, gold: str, *, timeout_s: float | None = None, question: str | None = None
     ) -> GradeResult:
         """Grade ``response`` (full model output) against ``gold`` (a bare answer string).
 
@@ -227,7 +227,11 @@ class Grader:
             for part in (ext.answer,) + ext.parts:
                 if restates_question(part, question, info.key, lambda n, p=part: self._is_gold_expression(n, p, info)):
                     return GradeResult(
-                        False, ext.answer, "mismatch", time.perf_counter() - t0, ext.method,
+                        False,
+                        ext.answer,
+                        "mismatch",
+                        time.perf_counter() - t0,
+                        ext.method,
                         f"{part!r} restates an expression of the question (copying it is not answering it)",
                     )
         return result
@@ -252,27 +256,43 @@ class Grader:
         work = sum(answer_sum_work(normalize_with_unit(part)[0], is_wrapped_text(part)) for part in ext.parts)
         if work > MAX_SUM_WORK:  # each box's sums fit, not all of them: bounded time
             return GradeResult(
-                False, ext.answer, "mismatch", time.perf_counter() - t0, ext.method,
-                f"several boxed answers: together not the gold ({result.detail}), and their sums are too long to grade each",
+                False,
+                ext.answer,
+                "mismatch",
+                time.perf_counter() - t0,
+                ext.method,
+                f"several boxed answers: together not the gold ({result.detail}), "
+                "and their sums are too long to grade each",
             )
         for part in ext.parts:
             one = self._grade_answer(part, ext.method, info, t0, deadline, timeout_s)
             if not one.correct:
                 return GradeResult(
-                    False, ext.answer, "timeout" if one.reason == "timeout" else "mismatch",
-                    time.perf_counter() - t0, ext.method,
+                    False,
+                    ext.answer,
+                    "timeout" if one.reason == "timeout" else "mismatch",
+                    time.perf_counter() - t0,
+                    ext.method,
                     f"several boxed answers: together not the gold ({result.detail}), and {part!r} is not it",
                 )
-        return GradeResult(True, ext.answer, one.reason, time.perf_counter() - t0, ext.method, "every boxed answer equals the gold")
+        return GradeResult(
+            True, ext.answer, one.reason, time.perf_counter() - t0, ext.method, "every boxed answer equals the gold"
+        )
 
-    def _grade_answer(self, answer: str, method: str, info: GoldInfo, t0: float, deadline: float, timeout_s: float) -> GradeResult:
+    def _grade_answer(
+        self, answer: str, method: str, info: GoldInfo, t0: float, deadline: float, timeout_s: float
+    ) -> GradeResult:
         """Stages 2-5 of :meth:`grade` for one extracted answer."""
         if answer == info.gold or answer == info.normalised:  # verbatim: no normalising needed
             return GradeResult(True, answer, "exact", time.perf_counter() - t0, method)
         normalised, unit = normalize_with_unit(answer)
         if unit is not None and info.unit is not None and unit != info.unit:
             return GradeResult(
-                False, answer, "mismatch", time.perf_counter() - t0, method,
+                False,
+                answer,
+                "mismatch",
+                time.perf_counter() - t0,
+                method,
                 f"different units ({unit} vs {info.unit})",
             )
         if match_key(normalised) == info.key:
@@ -281,13 +301,21 @@ class Grader:
             # "x=3 \lor x=4", "3 \equiv 4": math-verify grades the last equation (a reward
             # hack); a logic connective, implication, equivalence or "\neq" is exact-match only.
             return GradeResult(
-                False, answer, "mismatch", time.perf_counter() - t0, method,
+                False,
+                answer,
+                "mismatch",
+                time.perf_counter() - t0,
+                method,
                 "logic connective or relation (only an exact match counts)",
             )
 
         if len(normalised) > max(MAX_PARSE_CHARS, 4 * len(info.normalised)):
             return GradeResult(
-                False, _clip(answer), "mismatch", time.perf_counter() - t0, method,
+                False,
+                _clip(answer),
+                "mismatch",
+                time.perf_counter() - t0,
+                method,
                 "answer too long to be the gold",
             )
         detail = ""
@@ -296,7 +324,11 @@ class Grader:
                 pred_value = parse_answer(normalised, is_wrapped_text(answer))
             except ChoiceJunk as exc:
                 return GradeResult(
-                    False, answer, "mismatch", time.perf_counter() - t0, method,
+                    False,
+                    answer,
+                    "mismatch",
+                    time.perf_counter() - t0,
+                    method,
                     f"choice letter with other text (only an exact match counts): {exc}",
                 )
             except ParseError as exc:
@@ -323,20 +355,32 @@ class Grader:
             # "5 hours 30 minutes" vs 5: math-verify would read the first number only (a reward
             # hack). Several quantities separated by words count only as an exact match.
             return GradeResult(
-                False, answer, "mismatch", time.perf_counter() - t0, method,
+                False,
+                answer,
+                "mismatch",
+                time.perf_counter() - t0,
+                method,
                 "several numbers separated by words (only an exact match counts)",
             )
         if has_hedge_word(normalised):
             # "not 12", "either 12, 13", "maybe 48": math-verify may read the number alone.
             return GradeResult(
-                False, answer, "mismatch", time.perf_counter() - t0, method,
+                False,
+                answer,
+                "mismatch",
+                time.perf_counter() - t0,
+                method,
                 "a hedge or negation word (only an exact match counts)",
             )
         if words_after_number(normalised):
             # "3 thousand", "3 is wrong", "3 not": words that were not dropped as units change
             # what the number means; math-verify may read the number alone.
             return GradeResult(
-                False, answer, "mismatch", time.perf_counter() - t0, method,
+                False,
+                answer,
+                "mismatch",
+                time.perf_counter() - t0,
+                method,
                 "a number followed by words (only an exact match counts)",
             )
         refused = not_for_math_verify(normalised)

@@ -28,7 +28,7 @@ from __future__ import annotations
 import re
 from fractions import Fraction
 from functools import lru_cache
-from typing import Any, Optional
+from typing import Any
 
 from reasoning_env.grading.values import (
     APPROX_SUBJECT,
@@ -50,7 +50,22 @@ from reasoning_env.grading.values import (
     value_name,
 )
 
-__all__ = ["ParseError", "NotMath", "ChoiceJunk", "parse_answer", "answer_sum_work", "SUMS_TOO_LONG", "words_between_numbers", "words_after_number", "has_connective", "has_hedge_word", "not_for_math_verify", "number_from_words", "MAX_PARSE_CHARS", "MAX_DEPTH"]
+__all__ = [
+    "ParseError",
+    "NotMath",
+    "ChoiceJunk",
+    "parse_answer",
+    "answer_sum_work",
+    "SUMS_TOO_LONG",
+    "words_between_numbers",
+    "words_after_number",
+    "has_connective",
+    "has_hedge_word",
+    "not_for_math_verify",
+    "number_from_words",
+    "MAX_PARSE_CHARS",
+    "MAX_DEPTH",
+]
 
 #: Why an answer whose sums cost more than ``values.MAX_SUM_WORK`` is not parsed.
 SUMS_TOO_LONG = "sums too long to evaluate here"
@@ -91,10 +106,27 @@ _TOKEN_RE = re.compile(
 )
 
 _FUNCS = {
-    "sin": "sin", "cos": "cos", "tan": "tan", "sec": "sec", "csc": "csc", "cot": "cot",
-    "arcsin": "asin", "arccos": "acos", "arctan": "atan", "asin": "asin", "acos": "acos",
-    "atan": "atan", "sinh": "sinh", "cosh": "cosh", "tanh": "tanh", "ln": "ln", "log": "log",
-    "lg": "lg", "exp": "exp", "sqrt": "sqrt", "abs": "abs",
+    "sin": "sin",
+    "cos": "cos",
+    "tan": "tan",
+    "sec": "sec",
+    "csc": "csc",
+    "cot": "cot",
+    "arcsin": "asin",
+    "arccos": "acos",
+    "arctan": "atan",
+    "asin": "asin",
+    "acos": "acos",
+    "atan": "atan",
+    "sinh": "sinh",
+    "cosh": "cosh",
+    "tanh": "tanh",
+    "ln": "ln",
+    "log": "log",
+    "lg": "lg",
+    "exp": "exp",
+    "sqrt": "sqrt",
+    "abs": "abs",
 }
 _INVERSE = {"sin": "asin", "cos": "acos", "tan": "atan"}
 #: Letters read as a function when followed by a number in parentheses and "=" (``f(3) = 7`` is
@@ -109,17 +141,41 @@ _GREEK = frozenset(
 # Names recognised inside a plain-text letter run (longest first).
 _WORD_NAMES = sorted(list(_FUNCS) + list(_CONSTS), key=len, reverse=True)
 _CMD_TOKENS = {
-    "cdot": ("op", "*"), "times": ("op", "*"), "ast": ("op", "*"), "div": ("op", "/"),
-    "pm": ("pm", "+"), "mp": ("pm", "-"),
-    "le": ("rel", "<="), "leq": ("rel", "<="), "leqslant": ("rel", "<="),
-    "ge": ("rel", ">="), "geq": ("rel", ">="), "geqslant": ("rel", ">="),
-    "lt": ("rel", "<"), "gt": ("rel", ">"), "ne": ("rel", "!="), "neq": ("rel", "!="),
-    "approx": ("rel", "~"), "thickapprox": ("rel", "~"), "in": ("rel", "in"), "cup": ("cup", ""),
-    "frac": ("frac", ""), "sqrt": ("sqrt", ""), "binom": ("binom", ""),
-    "lfloor": ("lfloor", ""), "rfloor": ("rfloor", ""), "lceil": ("lceil", ""), "rceil": ("rceil", ""),
-    "overline": ("overline", ""), "infty": ("const", "inf"), "pi": ("const", "pi"),
-    "mid": ("op", "|"), "colon": ("op", ":"),
-    "sum": ("bigop", "sum"), "prod": ("bigop", "prod"), "angle": ("angle", ""),
+    "cdot": ("op", "*"),
+    "times": ("op", "*"),
+    "ast": ("op", "*"),
+    "div": ("op", "/"),
+    "pm": ("pm", "+"),
+    "mp": ("pm", "-"),
+    "le": ("rel", "<="),
+    "leq": ("rel", "<="),
+    "leqslant": ("rel", "<="),
+    "ge": ("rel", ">="),
+    "geq": ("rel", ">="),
+    "geqslant": ("rel", ">="),
+    "lt": ("rel", "<"),
+    "gt": ("rel", ">"),
+    "ne": ("rel", "!="),
+    "neq": ("rel", "!="),
+    "approx": ("rel", "~"),
+    "thickapprox": ("rel", "~"),
+    "in": ("rel", "in"),
+    "cup": ("cup", ""),
+    "frac": ("frac", ""),
+    "sqrt": ("sqrt", ""),
+    "binom": ("binom", ""),
+    "lfloor": ("lfloor", ""),
+    "rfloor": ("rfloor", ""),
+    "lceil": ("lceil", ""),
+    "rceil": ("rceil", ""),
+    "overline": ("overline", ""),
+    "infty": ("const", "inf"),
+    "pi": ("const", "pi"),
+    "mid": ("op", "|"),
+    "colon": ("op", ":"),
+    "sum": ("bigop", "sum"),
+    "prod": ("bigop", "prod"),
+    "angle": ("angle", ""),
 }
 # Commands that only change how something is typeset.
 _IGNORED_CMDS = frozenset(("limits", "nolimits"))
@@ -228,7 +284,9 @@ def words_between_numbers(s: str) -> bool:
 
 def _names_points(toks: list) -> bool:
     """Whether the next letters name points: after ``\\angle`` or ``\\overline{``."""
-    return bool(toks) and (toks[-1][0] == "angle" or (toks[-1] == ("op", "{") and len(toks) > 1 and toks[-2][0] == "overline"))
+    return bool(toks) and (
+        toks[-1][0] == "angle" or (toks[-1] == ("op", "{") and len(toks) > 1 and toks[-2][0] == "overline")
+    )
 
 
 _HEDGE_RE = re.compile(
@@ -246,16 +304,20 @@ def has_hedge_word(s: str) -> bool:
 
 
 _NOT_FOR_MATH_VERIFY = (
-    (re.compile(r"(?<![A-Za-z\\])(?:is|are|was|were|equals|be)(?![A-Za-z])", re.IGNORECASE),
-     "a sentence (is/are/was/equals): math-verify would read one of its numbers"),
+    (
+        re.compile(r"(?<![A-Za-z\\])(?:is|are|was|were|equals|be)(?![A-Za-z])", re.IGNORECASE),
+        "a sentence (is/are/was/equals): math-verify would read one of its numbers",
+    ),
     (re.compile(r"\\approx(?![A-Za-z])"), "an approximation the \\approx rule could not grade"),
-    (re.compile(r"(?:[-+*/^=<>,]|\\(?:cdot|times|div|pm|mp|le|leq|ge|geq|approx))\s*$"),
-     "ends in an operator or relation (5+ is not 5)"),
+    (
+        re.compile(r"(?:[-+*/^=<>,]|\\(?:cdot|times|div|pm|mp|le|leq|ge|geq|approx))\s*$"),
+        "ends in an operator or relation (5+ is not 5)",
+    ),
     (re.compile(r"\?"), "a question mark (a doubt, not an answer)"),
 )
 
 
-def not_for_math_verify(s: str) -> Optional[str]:
+def not_for_math_verify(s: str) -> str | None:
     """Why a normalised answer the fast path could not decide must not go to math-verify, or
     ``None``. A sentence (``The result is 12 = 13``), an approximation the ``\\approx`` rule of
     :mod:`~reasoning_env.grading.compare` could not grade, an answer ending in an operator
@@ -378,7 +440,7 @@ def _num_node(text: str) -> tuple:
     return power if digits == "1" else ("*", (m, power))
 
 
-def _mixed_whole(prev: Any) -> Optional[tuple]:
+def _mixed_whole(prev: Any) -> tuple | None:
     """The integer literal of a possible mixed number's whole part (``1`` or ``-1``), or None."""
     if _is_node(prev) and prev[0] == "-":
         prev = prev[1]
@@ -406,11 +468,11 @@ class _Parser:
         self.i += 1
         return tok
 
-    def at(self, kind: str, value: Optional[str] = None, k: int = 0) -> bool:
+    def at(self, kind: str, value: str | None = None, k: int = 0) -> bool:
         tok = self.peek(k)
         return tok[0] == kind and (value is None or tok[1] == value)
 
-    def expect(self, kind: str, value: Optional[str] = None) -> tuple:
+    def expect(self, kind: str, value: str | None = None) -> tuple:
         if not self.at(kind, value):
             raise ParseError(f"expected {value or kind}, got {self.peek()[1] or self.peek()[0]}")
         return self.next()
@@ -443,7 +505,7 @@ class _Parser:
             groups[-1].append(self.parse_relation())
         return groups
 
-    def _function_head(self) -> Optional[str]:
+    def _function_head(self) -> str | None:
         # id '(' id (',' id)* ')' '=', or a function's value: f '(' ['-'] num ')' '=' (f(3) = 7)
         if not (self.at("id") and self.at("op", "(", 1)):
             return None
@@ -546,7 +608,22 @@ class _Parser:
 
     def _starts_atom(self, tok: tuple) -> bool:
         kind = tok[0]
-        if kind in ("num", "id", "const", "fn", "sqrt", "frac", "binom", "lfloor", "lceil", "lset", "begin", "bigop", "angle", "overline"):
+        if kind in (
+            "num",
+            "id",
+            "const",
+            "fn",
+            "sqrt",
+            "frac",
+            "binom",
+            "lfloor",
+            "lceil",
+            "lset",
+            "begin",
+            "bigop",
+            "angle",
+            "overline",
+        ):
             return True
         if kind == "op":
             v = tok[1]
@@ -586,7 +663,13 @@ class _Parser:
                     frac = self.parse_power()
                     pct = frac[0] == "%"
                     inner = frac[1] if pct else frac
-                    if inner[0] == "/" and inner[1][0] == "n" and inner[2][0] == "n" and inner[1][2] is None and inner[2][2] is None:
+                    if (
+                        inner[0] == "/"
+                        and inner[1][0] == "n"
+                        and inner[2][0] == "n"
+                        and inner[1][2] is None
+                        and inner[2][2] is None
+                    ):
                         factors = [self._mixed(prev, inner, pct)]  # mixed number 1\frac{4}{5}
                         continue
                     factors.append(frac)
@@ -1061,7 +1144,7 @@ def _finish_value(v: Any) -> Any:
     return pm if pm is not None else v
 
 
-def _assigned_name(lhs: Any, rhs: Any) -> Optional[str]:
+def _assigned_name(lhs: Any, rhs: Any) -> str | None:
     """The name ``lhs`` gives to ``rhs`` in ``lhs = rhs``, or ``None``."""
     rhs_vars = free_vars(rhs) if _is_node(rhs) else _seq_vars(rhs)
     if _is_node(lhs):
@@ -1070,10 +1153,14 @@ def _assigned_name(lhs: Any, rhs: Any) -> Optional[str]:
             return name
         return None
     if (
-        isinstance(lhs, Seq) and lhs.kind == "tuple" and (lhs.open, lhs.close) == ("(", ")")
+        isinstance(lhs, Seq)
+        and lhs.kind == "tuple"
+        and (lhs.open, lhs.close) == ("(", ")")
         and all(_is_node(x) and x[0] == "v" for x in lhs.items)
         and len({x[1] for x in lhs.items}) == len(lhs.items)
-        and isinstance(rhs, Seq) and rhs.kind == "tuple" and (rhs.open, rhs.close) == ("(", ")")
+        and isinstance(rhs, Seq)
+        and rhs.kind == "tuple"
+        and (rhs.open, rhs.close) == ("(", ")")
         and len(rhs.items) == len(lhs.items)
         and not ({x[1] for x in lhs.items} & rhs_vars)
     ):
@@ -1121,7 +1208,7 @@ def _finish_items(items: list) -> Any:
     return Seq("list", tuple(expanded))
 
 
-def _pm_tuple(v: Any) -> Optional[Seq]:
+def _pm_tuple(v: Any) -> Seq | None:
     """Both readings of a point with one ``\\pm`` (``(1, \\pm 2)`` is ``(1, 2), (1, -2)``) as a list;
     ``None`` for anything else (two ``\\pm`` in one point are ambiguous: the same sign, or all
     four combinations?)."""
@@ -1131,7 +1218,9 @@ def _pm_tuple(v: Any) -> Optional[Seq]:
     if len(with_pm) != 1 or sum(1 for x in iter_nodes(v.items[with_pm[0]]) if x[0] == "pm") != 1:
         return None
     i = with_pm[0]
-    return Seq("list", tuple(Seq("tuple", v.items[:i] + (r,) + v.items[i + 1:], "(", ")") for r in expand_pm(v.items[i])))
+    return Seq(
+        "list", tuple(Seq("tuple", v.items[:i] + (r,) + v.items[i + 1 :], "(", ")") for r in expand_pm(v.items[i]))
+    )
 
 
 _CHOICE_VALUE_START_RE = re.compile(r"^(?:-\s*)?(?:\d|\.\d|\\(?:frac|sqrt|pi)(?![A-Za-z]))")
@@ -1161,7 +1250,9 @@ _NUMBER_UNITS = (
 ).split()
 _NUMBER_TENS = "twenty thirty forty fifty sixty seventy eighty ninety".split()
 _NUMBER_SCALES = ((10**9, "billion"), (10**6, "million"), (1000, "thousand"))
-_NUMBER_WORD_VALUES = {w: i for i, w in enumerate(_NUMBER_UNITS)} | {w: 20 + 10 * i for i, w in enumerate(_NUMBER_TENS)}
+_NUMBER_WORD_VALUES = {w: i for i, w in enumerate(_NUMBER_UNITS)} | {
+    w: 20 + 10 * i for i, w in enumerate(_NUMBER_TENS)
+}
 
 
 def _spell_number(n: int) -> str:
@@ -1179,7 +1270,7 @@ def _spell_number(n: int) -> str:
     raise ValueError(n)  # pragma: no cover - n < 1000 handled above
 
 
-def number_from_words(text: str) -> Optional[int]:
+def number_from_words(text: str) -> int | None:
     """The integer a whole answer spells out in English (``"five"``, ``"twenty-one"``, ``"one
     hundred and five"``, ``"three thousand"``), or ``None``. Only the canonical spelling counts
     (``"hundred"`` alone or ``"five twenty"`` is not a number)."""

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import re
 from functools import lru_cache
-from typing import Optional
 
 from reasoning_env.grading.normalize import match_key, normalize_answer
 
@@ -42,7 +41,7 @@ def question_expressions(question: str) -> frozenset:
     return frozenset(keys)
 
 
-def restates_question(answer: str, question: Optional[str], gold_key: str, same_as_gold) -> bool:
+def restates_question(answer: str, question: str | None, gold_key: str, same_as_gold) -> bool:
     """Whether ``answer`` copies an expression of ``question`` that is not the gold.
 
     Args:

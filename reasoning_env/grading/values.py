@@ -41,10 +41,11 @@ from __future__ import annotations
 
 import math
 import threading
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from fractions import Fraction
 from functools import lru_cache
-from typing import Any, Iterator, Mapping, Optional, Union as _U
+from typing import Any
 
 import mpmath
 
@@ -89,7 +90,7 @@ MAX_EXACT_BITS = 100_000
 MAX_EXACT_FACTORIAL = 5_000
 #: A power ``b^e`` is refused numerically when ``|e| * log2|b|`` exceeds this (the result's
 #: binary exponent would not fit any sane computation).
-MAX_LOG2_MAGNITUDE = 2.0 ** 50
+MAX_LOG2_MAGNITUDE = 2.0**50
 #: Largest argument magnitude accepted by trig/hyperbolic/exp/gamma (argument reduction cost
 #: grows with the magnitude).
 MAX_FUNCTION_ARG = 1e12
@@ -201,7 +202,7 @@ class Choice:
     value: Any = None
 
 
-Answer = _U[tuple, Seq, Union, Relation, Assign, Matrix, Text, Choice]
+Answer = tuple | Seq | Union | Relation | Assign | Matrix | Text | Choice
 
 
 class NotExact(Exception):
@@ -282,7 +283,7 @@ def _free_vars_bound(node: Any) -> frozenset:
 APPROX_SUBJECT = ("v", "\u2248")
 
 
-def value_name(node: Any) -> Optional[str]:
+def value_name(node: Any) -> str | None:
     """The name an expression gives to a value, when it is only a name: a variable (``x``,
     ``a_1``, ``\\alpha``), two to four letters (``PQ``, ``xy``, ``g(t)`` read as ``gt``), the
     absolute value of a name (``|PQ|``; that of a segment is the segment, ``PQ``) or a quotient of
@@ -389,7 +390,7 @@ def rename_vars(node: Any, mapping: Mapping[str, str]) -> Any:
     return (k,) + tuple(rename_vars(c, mapping) if isinstance(c, tuple) else c for c in node[1:])
 
 
-def decimal_literal(node: Any) -> Optional[tuple]:
+def decimal_literal(node: Any) -> tuple | None:
     """``(value, places, significant_digits)`` when ``node`` is a (signed) decimal literal such
     as ``0.0833`` or ``-4.5``; ``None`` otherwise (integers, fractions, expressions)."""
     sign = 1
@@ -459,7 +460,7 @@ def _check_size(q: Fraction) -> Fraction:
     return q
 
 
-def _int_root(n: int, k: int) -> Optional[int]:
+def _int_root(n: int, k: int) -> int | None:
     """Exact non-negative integer ``k``-th root of ``n >= 0``, or ``None``."""
     if n < 2:
         return n
@@ -512,7 +513,7 @@ def _exact_pow(b: Fraction, e: Fraction) -> Fraction:
     return _exact_pow(root, Fraction(e.numerator))
 
 
-def exact_value(node: Any, env: Optional[Mapping[str, Fraction]] = None) -> Fraction:
+def exact_value(node: Any, env: Mapping[str, Fraction] | None = None) -> Fraction:
     """Exact rational value of an expression node.
 
     Args:
@@ -588,7 +589,7 @@ def exact_value(node: Any, env: Optional[Mapping[str, Fraction]] = None) -> Frac
     raise NotExact(k)
 
 
-def sum_span(node: tuple) -> Optional[int]:
+def sum_span(node: tuple) -> int | None:
     """Number of terms of a ``\\sum``/``\\prod`` node whose bounds are constant integers of at
     most :data:`MAX_SUM_BOUND` in magnitude (0 for an empty range); ``None`` otherwise (a bound
     with a variable or ``\\infty``: such a sum is never evaluated here)."""
@@ -656,7 +657,7 @@ def _big_op_range(node: tuple) -> range:
     return range(lo, lo + span)
 
 
-def _exact_big_op(node: tuple, env: Optional[Mapping[str, Fraction]]) -> Fraction:
+def _exact_big_op(node: tuple, env: Mapping[str, Fraction] | None) -> Fraction:
     """Exact ``\\sum``/``\\prod`` over constant integer bounds (the parser caps the total work of
     an answer's sums at :data:`MAX_SUM_WORK`)."""
     kind, var, _, _, body = node
@@ -903,7 +904,7 @@ def _flat_factors(node: Any, out_num: list, out_den: list, sign: list) -> None:
         out_num.append(node)
 
 
-def poly_degree(node: Any, var: str) -> Optional[int]:
+def poly_degree(node: Any, var: str) -> int | None:
     """Degree in ``var`` of a polynomial built with ``+ - *``, constant divisors and natural
     powers (at most 16); ``None`` when the expression is not one (``1/x``, ``\\sqrt x``, ``x^y``).
     Leading terms that cancel are not detected (``(x+1)^2 - x^2`` reports 2)."""
@@ -928,7 +929,7 @@ def poly_degree(node: Any, var: str) -> Optional[int]:
     return None
 
 
-def affine_coefficients(node: Any, var: str) -> Optional[tuple]:
+def affine_coefficients(node: Any, var: str) -> tuple | None:
     """``(a, b)`` (exact rationals, ``a != 0``) when ``node`` is ``a * var + b``, else ``None``."""
     if poly_degree(node, var) != 1:
         return None
@@ -940,7 +941,7 @@ def affine_coefficients(node: Any, var: str) -> Optional[tuple]:
     return (a, b) if a != 0 else None
 
 
-def _affine_int_coefficient(node: Any, var: str) -> Optional[int]:
+def _affine_int_coefficient(node: Any, var: str) -> int | None:
     """``a`` when ``node`` is ``a * var + b`` with integers ``a``, ``b``; else ``None``."""
     line = affine_coefficients(node, var)
     if line is None or line[0].denominator != 1 or line[1].denominator != 1:

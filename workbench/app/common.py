@@ -1,9 +1,9 @@
 """What the workbench's tabs share: the app context, error translation and small renderers.
 
 Handlers raise :class:`gradio.Error` (a message in the page, no traceback) for anything a user
-can fix; :func:`user_errors` converts the library's errors (``PlayError``, ``ValueError``,
-``RescoreError``, ``RunFolderError``...) and turns unexpected exceptions into a short message
-while logging the traceback on the server.
+can fix; :func:`user_errors` converts the library's errors (:data:`USER_ERRORS`: any
+:class:`~reasoning_env.errors.ReasoningEconomicsError`, a ``ValueError``, a missing file) and turns
+unexpected exceptions into a short message while logging the traceback on the server.
 """
 
 from __future__ import annotations
@@ -14,17 +14,19 @@ import inspect
 import logging
 import os
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any
 
 import gradio as gr
 
 from reasoning_env.config import EnvConfig
+from reasoning_env.errors import ReasoningEconomicsError
 
 logger = logging.getLogger("workbench.app")
 
-__all__ = ["AppContext", "fmt_float", "fmt_int", "user_errors", "warn"]
+__all__ = ["USER_ERRORS", "AppContext", "fmt_float", "fmt_int", "user_errors", "warn"]
 
 
 @dataclass
@@ -52,7 +54,7 @@ class AppContext:
     pools: Any = None
     download_dir: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(prefix="workbench-downloads-")))
     environ: dict = field(default_factory=lambda: dict(os.environ))
-    tokenizer_policy: Optional[Callable[[str], Optional[str]]] = None
+    tokenizer_policy: Callable[[str], str | None] | None = None
     curves: Any = None
 
     def __post_init__(self) -> None:
@@ -64,26 +66,23 @@ class AppContext:
         self.download_dir.mkdir(parents=True, exist_ok=True)
 
 
-#: Errors whose message is meant for the user as is.
-def _user_error_types() -> tuple[type, ...]:
-    from reasoning_env.config import ConfigError
-    from reasoning_env.env import EpisodeError
-    from reasoning_env.policies import PolicyError
-    from reasoning_env.tokenization import TokenizerLoadError
-    from workbench.play import PlayError
-    from workbench.reward_lab import RescoreError
-    from workbench.runs import RunFolderError
-
-    return (PlayError, ConfigError, EpisodeError, PolicyError, TokenizerLoadError, RescoreError, RunFolderError, ValueError, FileNotFoundError)
+#: Errors whose message is meant for the user as is: every error the project raises on purpose
+#: (:mod:`reasoning_env.errors`), plus the plain ``ValueError`` of an argument check (a statistic
+#: over too few rows, an allocation with no questions) and a file that is not there.
+USER_ERRORS: tuple[type[BaseException], ...] = (ReasoningEconomicsError, ValueError, FileNotFoundError)
 
 
 def _to_gr_error(exc: BaseException, where: str) -> gr.Error:
     if isinstance(exc, gr.Error):
         return exc
-    if isinstance(exc, _user_error_types()):
+    if isinstance(exc, USER_ERRORS):
         return gr.Error(str(exc), title="Cannot do that", print_exception=False)
     logger.exception("unexpected error in %s", where)
-    return gr.Error(f"unexpected error in {where}: {type(exc).__name__}: {exc}. The server log has the details.", title="Error", print_exception=False)
+    return gr.Error(
+        f"unexpected error in {where}: {type(exc).__name__}: {exc}. The server log has the details.",
+        title="Error",
+        print_exception=False,
+    )
 
 
 def user_errors(fn: Callable) -> Callable:
@@ -91,12 +90,14 @@ def user_errors(fn: Callable) -> Callable:
     :class:`gradio.Error` with the library's message; anything else a short message (logged)."""
     where = fn.__name__.replace("_", " ")
     if inspect.isgeneratorfunction(fn):
+
         @functools.wraps(fn)
         def gen_wrapper(*args: Any, **kwargs: Any):
             try:
                 yield from fn(*args, **kwargs)
             except Exception as exc:  # noqa: BLE001 - translated for the page
                 raise _to_gr_error(exc, where) from None
+
         return gen_wrapper
 
     @functools.wraps(fn)
@@ -105,6 +106,7 @@ def user_errors(fn: Callable) -> Callable:
             return fn(*args, **kwargs)
         except Exception as exc:  # noqa: BLE001 - translated for the page
             raise _to_gr_error(exc, where) from None
+
     return wrapper
 
 
@@ -112,16 +114,16 @@ def warn(message: str) -> None:
     """Show a warning toast in the page (a no-op outside a Gradio request)."""
     try:
         gr.Warning(message)
-    except Exception:  # outside a request context
+    except Exception:  # noqa: BLE001 - outside a request context Gradio raises; the log keeps the message
         logger.warning(message)
 
 
-def fmt_int(value: Optional[float]) -> str:
+def fmt_int(value: float | None) -> str:
     """``1,234`` (``–`` for ``None``)."""
     return "–" if value is None else f"{int(round(value)):,}"
 
 
-def fmt_float(value: Optional[float], digits: int = 3, signed: bool = False) -> str:
+def fmt_float(value: float | None, digits: int = 3, signed: bool = False) -> str:
     """A float with ``digits`` decimals (``+`` sign when ``signed``; ``–`` for ``None``)."""
     if value is None:
         return "–"

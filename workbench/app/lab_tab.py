@@ -11,25 +11,39 @@ from __future__ import annotations
 
 import re
 import threading
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Optional, Sequence
+from typing import Any
 
 import gradio as gr
 import pandas as pd
 
-from reasoning_env.rewards import describe, normalize_spec, spec_to_yaml
-from workbench.reward_lab import tuning as rt
+from reasoning_env.rewards import describe, normalise_spec, spec_to_yaml
 from workbench.app.common import AppContext, esc, user_errors
 from workbench.compare import discover_runs
-from workbench.reward_lab.figures import induced_tokens_figure, pareto_figure, rescore_comparison_figure, reward_curves_figure
+from workbench.reward_lab import tuning as rt
+from workbench.reward_lab.figures import (
+    induced_tokens_figure,
+    pareto_figure,
+    rescore_comparison_figure,
+    reward_curves_figure,
+)
 
 __all__ = ["LabTab", "SYNTHETIC"]
 
 #: Run-picker value of the synthetic demo run.
 SYNTHETIC = "synthetic"
-RESCORE_COLUMNS = {"policy": "policy", "episodes": "episodes", "accuracy": "accuracy", "tokens_per_question": "tokens/question",
-                   "recorded_reward": "recorded reward", "tuned_reward": "tuned reward", "change": "change",
-                   "recorded_rank": "rank (recorded)", "tuned_rank": "rank (tuned)"}
+RESCORE_COLUMNS = {
+    "policy": "policy",
+    "episodes": "episodes",
+    "accuracy": "accuracy",
+    "tokens_per_question": "tokens/question",
+    "recorded_reward": "recorded reward",
+    "tuned_reward": "tuned reward",
+    "change": "change",
+    "recorded_rank": "rank (recorded)",
+    "tuned_rank": "rank (tuned)",
+}
 
 
 def _round(df: pd.DataFrame, digits: int = 3) -> pd.DataFrame:
@@ -52,7 +66,7 @@ class LabTab:
         self.controls = rt.controls()
         self.names = rt.reward_names()
         self.meta = describe()
-        self._synthetic: Optional[rt.LabRun] = None
+        self._synthetic: rt.LabRun | None = None
         self._synthetic_lock = threading.Lock()
 
     def synthetic(self) -> rt.LabRun:
@@ -63,7 +77,7 @@ class LabTab:
             return self._synthetic
 
     # ------------------------------------------------------------------ helpers
-    def run_choices(self, root: Optional[str] = None) -> list[tuple[str, str]]:
+    def run_choices(self, root: str | None = None) -> list[tuple[str, str]]:
         """Picker entries: the synthetic demo run, then the run folders under ``root``."""
         entries = [("synthetic demo run (no run needed)", SYNTHETIC)]
         entries += [(e.choice, str(e.path)) for e in discover_runs(root or self.ctx.runs_root)]
@@ -85,7 +99,7 @@ class LabTab:
         return lab, lab.describe() + "".join(f"\n- note: {esc(n)}" for n in lab.notes)
 
     @user_errors
-    def recorded_controls(self, lab: Optional[rt.LabRun]) -> tuple:
+    def recorded_controls(self, lab: rt.LabRun | None) -> tuple:
         """Set the controls to the reward the run was recorded with: ``(selected, *values)``."""
         spec = lab.recorded if lab is not None else rt.recorded_spec(None)
         selected, values, notes = rt.spec_to_values(spec)
@@ -99,7 +113,7 @@ class LabTab:
         return [gr.Accordion(visible=name in chosen) for name in self.names]
 
     @user_errors
-    def update(self, lab: Optional[rt.LabRun], selected: Sequence[str], *values: Any) -> tuple:
+    def update(self, lab: rt.LabRun | None, selected: Sequence[str], *values: Any) -> tuple:
         """Re-score the run under the tuned spec and redraw the reward curves.
 
         Returns:
@@ -112,25 +126,45 @@ class LabTab:
         table, tuned, base, rnotes = lab.rescore(spec)
         notes += rnotes
         shown = table.rename(columns=RESCORE_COLUMNS)
-        comparison = rescore_comparison_figure(base, tuned, labels=(f"recorded ({rt.spec_label(lab.recorded)})", f"tuned ({rt.spec_label(spec)})"))
-        comparison.update_layout(height=400, margin=dict(l=60, r=20, t=50, b=50), showlegend=False,
-                                 title=dict(text="Episode reward, tuned vs recorded (one dot per episode)", font=dict(size=14)))
-        same = normalize_spec(spec) == normalize_spec(lab.recorded)
-        panels = {f"tuned = recorded: {rt.spec_label(spec)}": spec} if same else {
-            f"tuned: {rt.spec_label(spec)}": spec, f"recorded: {rt.spec_label(lab.recorded)}": lab.recorded}
-        curves = reward_curves_figure(panels, total_budget=lab.total_budget, num_questions=lab.num_questions,
-                                      hard_cap_mode=lab.hard_cap_mode, cols=2)
-        curves.update_layout(height=340, margin=dict(l=60, r=20, t=80, b=45),
-                             title=dict(text=f"Step reward vs tokens: solid correct, dashed wrong (budget {lab.total_budget:,} for "
-                                             f"{lab.num_questions} questions; dotted: fair share {lab.total_budget / max(1, lab.num_questions):,.0f})",
-                                        font=dict(size=14)))
+        comparison = rescore_comparison_figure(
+            base, tuned, labels=(f"recorded ({rt.spec_label(lab.recorded)})", f"tuned ({rt.spec_label(spec)})")
+        )
+        comparison.update_layout(
+            height=400,
+            margin=dict(l=60, r=20, t=50, b=50),
+            showlegend=False,
+            title=dict(text="Episode reward, tuned vs recorded (one dot per episode)", font=dict(size=14)),
+        )
+        same = normalise_spec(spec) == normalise_spec(lab.recorded)
+        panels = (
+            {f"tuned = recorded: {rt.spec_label(spec)}": spec}
+            if same
+            else {f"tuned: {rt.spec_label(spec)}": spec, f"recorded: {rt.spec_label(lab.recorded)}": lab.recorded}
+        )
+        curves = reward_curves_figure(
+            panels,
+            total_budget=lab.total_budget,
+            num_questions=lab.num_questions,
+            hard_cap_mode=lab.hard_cap_mode,
+            cols=2,
+        )
+        curves.update_layout(
+            height=340,
+            margin=dict(l=60, r=20, t=80, b=45),
+            title=dict(
+                text=f"Step reward vs tokens: solid correct, dashed wrong (budget {lab.total_budget:,} for "
+                f"{lab.num_questions} questions; dotted: fair share "
+                f"{lab.total_budget / max(1, lab.num_questions):,.0f})",
+                font=dict(size=14),
+            ),
+        )
         download = self._yaml_file(spec, lab, notes)
         yaml_text = spec_to_yaml(spec)
         md = "\n".join(f"- {esc(n)}" for n in notes) if notes else ""
         return yaml_text, md, _round(shown), comparison, curves, download
 
     @user_errors
-    def induced(self, lab: Optional[rt.LabRun], selected: Sequence[str], budgets: str, *values: Any) -> tuple:
+    def induced(self, lab: rt.LabRun | None, selected: Sequence[str], budgets: str, *values: Any) -> tuple:
         """The induced allocation of the tuned and the recorded reward by difficulty.
 
         Returns:
@@ -140,23 +174,46 @@ class LabTab:
         bs = rt.parse_budgets(budgets)
         hard = lab.hard_cap_mode if lab is not None else True
         recorded = lab.recorded if lab is not None else rt.recorded_spec(None)
-        same = normalize_spec(spec) == normalize_spec(recorded)
+        same = normalise_spec(spec) == normalise_spec(recorded)
         specs = {"tuned = recorded": spec} if same else {"tuned": spec, "recorded": recorded}
         res, notes = rt.induced(specs, bs, hard_cap_mode=hard, curves=self.ctx.curves)
         if res is None:
             empty = pd.DataFrame(columns=["reward", "budget"])
             return gr.Plot(value=None), gr.Plot(value=None), empty, "\n".join(f"- {esc(n)}" for n in notes)
         tokens_fig = induced_tokens_figure(res)
-        tokens_fig.update_layout(height=380, margin=dict(l=60, r=20, t=80, b=45),
-                                 title=dict(text="Induced allocation: tokens per question by difficulty (black: accuracy-maximising oracle)", font=dict(size=14)))
+        tokens_fig.update_layout(
+            height=380,
+            margin=dict(l=60, r=20, t=80, b=45),
+            title=dict(
+                text="Induced allocation: tokens per question by difficulty (black: accuracy-maximising oracle)",
+                font=dict(size=14),
+            ),
+        )
         from workbench.reward_lab import oracle_frontier
-        front = oracle_frontier([int(b) for b in sorted(set([min(bs) // 2] + list(bs) + [max(bs) * 3 // 2]))], curves=self.ctx.curves)
+
+        front = oracle_frontier(
+            [int(b) for b in sorted(set([min(bs) // 2] + list(bs) + [max(bs) * 3 // 2]))], curves=self.ctx.curves
+        )
         pareto = pareto_figure(res, front)
-        pareto.update_layout(height=400, margin=dict(l=60, r=20, t=50, b=50),
-                             title=dict(text="Expected accuracy vs tokens of each optimum, per budget", font=dict(size=14)))
-        cols = {"reward": "reward", "budget": "budget", "expected_accuracy": "exp. accuracy", "oracle_accuracy": "oracle accuracy",
-                "regret": "regret", "regret_pct": "regret %", "tokens": "tokens spent", "spearman": "Spearman", "skipped": "skipped", "unasked": "never asked",
-                "signal": "signal", "bound": "optimality bound"}
+        pareto.update_layout(
+            height=400,
+            margin=dict(l=60, r=20, t=50, b=50),
+            title=dict(text="Expected accuracy vs tokens of each optimum, per budget", font=dict(size=14)),
+        )
+        cols = {
+            "reward": "reward",
+            "budget": "budget",
+            "expected_accuracy": "exp. accuracy",
+            "oracle_accuracy": "oracle accuracy",
+            "regret": "regret",
+            "regret_pct": "regret %",
+            "tokens": "tokens spent",
+            "spearman": "Spearman",
+            "skipped": "skipped",
+            "unasked": "never asked",
+            "signal": "signal",
+            "bound": "optimality bound",
+        }
         table = _round(res.summary[[c for c in cols if c in res.summary.columns]].rename(columns=cols))
         return tokens_fig, pareto, table, "\n".join(f"- {esc(n)}" for n in dict.fromkeys(notes))
 
@@ -172,7 +229,7 @@ class LabTab:
         return gr.DownloadButton(value=str(path), interactive=True)
 
     @user_errors
-    def save(self, lab: Optional[rt.LabRun], selected: Sequence[str], path: str, *values: Any) -> str:
+    def save(self, lab: rt.LabRun | None, selected: Sequence[str], path: str, *values: Any) -> str:
         """Write the tuned EnvConfig YAML to ``path`` (folders created); returns a status line.
 
         Raises ``gr.Error`` for a blank path, a group reward (the environment cannot pay it) or an
@@ -191,8 +248,10 @@ class LabTab:
             p.write_text(text, encoding="utf-8")
         except OSError as exc:
             raise ValueError(f"cannot write {str(p)!r}: {exc}") from None
-        return (f"Saved `{p}`. Use it with `python -m workbench.evaluate --config {p}` or "
-                f"`python -m training.grpo_train --config {p}`.")
+        return (
+            f"Saved `{p}`. Use it with `python -m workbench.evaluate --config {p}` or "
+            f"`python -m training.grpo_train --config {p}`."
+        )
 
     @user_errors
     def refresh(self, root: str) -> Any:
@@ -208,50 +267,90 @@ class LabTab:
         """
         c: dict[str, Any] = {}
         c["lab"] = gr.State(None, time_to_live=6 * 3600)
-        gr.Markdown("Tune a reward with the sliders: the loaded run is **re-scored** at once (counterfactual rewards from its stored tokens "
-                    "and verdicts, no re-grading), the step reward is drawn against tokens, and the **induced allocation** shows how a policy "
-                    "maximising the reward would split a budget over difficulty levels 1-5, next to the accuracy-maximising oracle.")
+        gr.Markdown(
+            "Tune a reward with the sliders: the loaded run is **re-scored** at once "
+            "(counterfactual rewards from its stored tokens "
+            "and verdicts, no re-grading), the step reward is drawn against tokens, and "
+            "the **induced allocation** shows how a policy "
+            "maximising the reward would split a budget over difficulty levels 1-5, next "
+            "to the accuracy-maximising oracle."
+        )
         with gr.Row(equal_height=False):
             with gr.Column(scale=1, min_width=330, elem_classes=["ree-sidebar"]):
                 with gr.Row(equal_height=True):
-                    c["run"] = gr.Dropdown(self.run_choices(), value=SYNTHETIC, allow_custom_value=True, label="Run to re-score",
-                                           info="a run folder, or type its path", scale=4)
+                    c["run"] = gr.Dropdown(
+                        self.run_choices(),
+                        value=SYNTHETIC,
+                        allow_custom_value=True,
+                        label="Run to re-score",
+                        info="a run folder, or type its path",
+                        scale=4,
+                    )
                     c["refresh"] = gr.Button("↻", scale=0, min_width=44)
                 c["runs_root"] = gr.Textbox(self.ctx.runs_root, label="Runs folder", visible=True)
                 c["run_info"] = gr.Markdown("")
                 c["use_recorded"] = gr.Button("Start from the run's recorded reward", size="sm")
-                c["selected"] = gr.CheckboxGroup([(n, n) for n in self.names], value=["economics"], label="Reward shapes (several = weighted sum)",
-                                                 elem_id="ree-lab-shapes")
+                c["selected"] = gr.CheckboxGroup(
+                    [(n, n) for n in self.names],
+                    value=["economics"],
+                    label="Reward shapes (several = weighted sum)",
+                    elem_id="ree-lab-shapes",
+                )
                 c["accordions"] = []
                 c["controls"] = []
                 for name in self.names:
                     info = self.meta[name]
                     with gr.Accordion(f"{name} ({info['scope']})", open=True, visible=name == "economics") as acc:
-                        gr.Markdown(f"{esc(info['summary'])}  \n<small>`{esc(info['formula'])}` · {esc(info['source'])}</small>")
+                        gr.Markdown(
+                            f"{esc(info['summary'])}  \n<small>`{esc(info['formula'])}` · "
+                            f"{esc(info['source'])}</small>"
+                        )
                         for ctrl in [x for x in self.controls if x.reward == name]:
                             if ctrl.kind == "choice":
-                                comp = gr.Dropdown(list(ctrl.choices or ()), value=ctrl.default, label=ctrl.label, info=ctrl.info)
+                                comp = gr.Dropdown(
+                                    list(ctrl.choices or ()), value=ctrl.default, label=ctrl.label, info=ctrl.info
+                                )
                             else:
-                                comp = gr.Slider(ctrl.minimum, ctrl.maximum, value=ctrl.default, step=ctrl.step, label=ctrl.label, info=ctrl.info)
+                                comp = gr.Slider(
+                                    ctrl.minimum,
+                                    ctrl.maximum,
+                                    value=ctrl.default,
+                                    step=ctrl.step,
+                                    label=ctrl.label,
+                                    info=ctrl.info,
+                                )
                             c["controls"].append(comp)
                     c["accordions"].append(acc)
-                c["budgets"] = gr.Textbox(", ".join(str(b) for b in rt.DEFAULT_BUDGETS), label="Budgets for the induced allocation (tokens, 10 questions)")
+                c["budgets"] = gr.Textbox(
+                    ", ".join(str(b) for b in rt.DEFAULT_BUDGETS),
+                    label="Budgets for the induced allocation (tokens, 10 questions)",
+                )
             with gr.Column(scale=2, min_width=520):
                 c["notes"] = gr.Markdown("")
-                c["table"] = gr.Dataframe(pd.DataFrame(columns=list(RESCORE_COLUMNS.values())), interactive=False,
-                                          label="Re-scored run: mean episode reward per policy", elem_id="ree-lab-table")
+                c["table"] = gr.Dataframe(
+                    pd.DataFrame(columns=list(RESCORE_COLUMNS.values())),
+                    interactive=False,
+                    label="Re-scored run: mean episode reward per policy",
+                    elem_id="ree-lab-table",
+                )
                 c["curves"] = gr.Plot(show_label=False, elem_id="ree-lab-curves")
                 with gr.Row():
                     c["comparison"] = gr.Plot(show_label=False, elem_id="ree-lab-comparison")
                     c["pareto"] = gr.Plot(show_label=False, elem_id="ree-lab-pareto")
                 c["induced_tokens"] = gr.Plot(show_label=False, elem_id="ree-lab-induced")
-                c["induced_table"] = gr.Dataframe(interactive=False, label="Induced allocation per budget: expected accuracy, regret vs the oracle "
-                                                   "(expected correct answers lost per episode), Spearman(tokens, difficulty), questions skipped / never asked")
+                c["induced_table"] = gr.Dataframe(
+                    interactive=False,
+                    label="Induced allocation per budget: expected accuracy, regret vs the oracle "
+                    "(expected correct answers lost per episode), Spearman(tokens, difficulty), "
+                    "questions skipped / never asked",
+                )
                 c["induced_notes"] = gr.Markdown("")
                 with gr.Accordion("Tuned reward spec (YAML) and saving", open=True):
                     c["spec"] = gr.Code("", language="yaml", label="reward spec", lines=8, interactive=False)
                     with gr.Row(equal_height=True):
-                        c["download"] = gr.DownloadButton("Download env config (YAML)", value=None, interactive=False, scale=1)
+                        c["download"] = gr.DownloadButton(
+                            "Download env config (YAML)", value=None, interactive=False, scale=1
+                        )
                         c["save_path"] = gr.Textbox("configs/tuned_reward.yaml", label="or save to", scale=2)
                         c["save_btn"] = gr.Button("Save YAML", scale=1)
                     c["save_status"] = gr.Markdown("")
@@ -260,22 +359,38 @@ class LabTab:
         update_outputs = [c["spec"], c["notes"], c["table"], c["comparison"], c["curves"], c["download"]]
         induced_outputs = [c["induced_tokens"], c["pareto"], c["induced_table"], c["induced_notes"]]
         c["refresh"].click(self.refresh, [c["runs_root"]], [c["run"]], api_visibility="private")
-        load = c["run"].change(self.load, [c["run"]], [lab, c["run_info"]], api_name="lab_load", trigger_mode="always_last")
+        load = c["run"].change(
+            self.load, [c["run"]], [lab, c["run_info"]], api_name="lab_load", trigger_mode="always_last"
+        )
         load.then(self.update, [lab, sel, *ctrls], update_outputs, api_visibility="private").then(
-            self.induced, [lab, sel, c["budgets"], *ctrls], induced_outputs, api_visibility="private")
+            self.induced, [lab, sel, c["budgets"], *ctrls], induced_outputs, api_visibility="private"
+        )
         sel.change(self.visibility, [sel], c["accordions"], api_visibility="private")
         c["use_recorded"].click(self.recorded_controls, [lab], [sel, *ctrls], api_visibility="private")
-        live = gr.on([sel.change] + [x.change for x in ctrls], self.update, [lab, sel, *ctrls], update_outputs,
-                     api_name="lab_update", trigger_mode="always_last", show_progress="minimal")
-        live.then(self.induced, [lab, sel, c["budgets"], *ctrls], induced_outputs, api_visibility="private",
-                  trigger_mode="always_last", show_progress="minimal")
+        live = gr.on(
+            [sel.change] + [x.change for x in ctrls],
+            self.update,
+            [lab, sel, *ctrls],
+            update_outputs,
+            api_name="lab_update",
+            trigger_mode="always_last",
+            show_progress="minimal",
+        )
+        live.then(
+            self.induced,
+            [lab, sel, c["budgets"], *ctrls],
+            induced_outputs,
+            api_visibility="private",
+            trigger_mode="always_last",
+            show_progress="minimal",
+        )
         c["budgets"].submit(self.induced, [lab, sel, c["budgets"], *ctrls], induced_outputs, api_name="lab_induced")
         c["save_btn"].click(self.save, [lab, sel, c["save_path"], *ctrls], [c["save_status"]], api_name="lab_save")
         c["_initial"] = (lab, c["run"], c["run_info"], update_outputs, induced_outputs)
         return c
 
     @user_errors
-    def ensure_loaded(self, lab: Optional[rt.LabRun], choice: str) -> tuple:
+    def ensure_loaded(self, lab: rt.LabRun | None, choice: str) -> tuple:
         """Load the picked run the first time the tab is opened (later: nothing changes)."""
         if lab is not None:
             return gr.skip(), gr.skip()
@@ -285,5 +400,7 @@ class LabTab:
         """When ``tab`` is selected: load the run on first use, then draw everything."""
         lab, run, info, update_outputs, induced_outputs = c["_initial"]
         tab.select(self.ensure_loaded, [lab, run], [lab, info], api_visibility="private").then(
-            self.update, [lab, c["selected"], *c["controls"]], update_outputs, api_visibility="private").then(
-            self.induced, [lab, c["selected"], c["budgets"], *c["controls"]], induced_outputs, api_visibility="private")
+            self.update, [lab, c["selected"], *c["controls"]], update_outputs, api_visibility="private"
+        ).then(
+            self.induced, [lab, c["selected"], c["budgets"], *c["controls"]], induced_outputs, api_visibility="private"
+        )

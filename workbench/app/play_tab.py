@@ -14,11 +14,13 @@ from __future__ import annotations
 
 import re
 import weakref
-from typing import Any, Iterator, Optional
+from collections.abc import Iterator
+from typing import Any
 
 import gradio as gr
 import pandas as pd
 
+from reasoning_env.policies import describe as describe_policies
 from reasoning_env.prompting import SYSTEM_PROMPT, build_user_prompt
 from workbench import episode_plots
 from workbench.app.common import AppContext, esc, fmt_float, fmt_int, user_errors, warn
@@ -38,7 +40,20 @@ from workbench.play import (
 __all__ = ["PlayTab", "POLICY_LABELS", "VIEW", "render_gauges", "render_question", "render_verdict"]
 
 #: Names of the view outputs every Play handler returns, in order (after the session state).
-VIEW = ("question", "gauges", "verdict", "components", "tokens", "spend_plot", "type_plot", "reward_plot", "history", "info", "prompt", "download")
+VIEW = (
+    "question",
+    "gauges",
+    "verdict",
+    "components",
+    "tokens",
+    "spend_plot",
+    "type_plot",
+    "reward_plot",
+    "history",
+    "info",
+    "prompt",
+    "download",
+)
 #: In the page a step is drawn in two passes: first the verdict and what to do next
 #: (:meth:`PlayTab.answer_first`), then the rest (:meth:`PlayTab.view_rest`: token view, three
 #: charts, steps table, prompt, download), because redrawing the charts takes most of the
@@ -47,17 +62,8 @@ VIEW_FIRST = ("question", "gauges", "verdict", "components")
 VIEW_REST = tuple(name for name in VIEW if name not in VIEW_FIRST)
 assert VIEW == VIEW_FIRST + VIEW_REST, "the first pass must be a prefix of the view"
 
-POLICY_LABELS = {
-    "uniform": "uniform: fair share on every question",
-    "greedy_max": "greedy_max: max_tokens until the budget runs dry",
-    "difficulty_oracle": "difficulty_oracle: fixed length by difficulty",
-    "sim_uniform": "sim_uniform: simulated solver, even split of what is left",
-    "sim_proportional": "sim_proportional: simulated solver, proportional to difficulty",
-    "sim_greedy": "sim_greedy: simulated solver, marginal gains",
-    "oracle_allocation": "oracle_allocation: knows every question's curve",
-    "llm_api": "llm_api: OpenAI-compatible endpoint (BASELINE_API_*)",
-    "llm_local": "llm_local: local OpenAI-compatible server (BASELINE_LOCAL_*)",
-}
+#: The policy picker's labels: ``name: summary`` from the policy registry.
+POLICY_LABELS = {name: f"{name}: {meta['summary']}" for name, meta in describe_policies().items()}
 BUDGET_MODE_LABELS = {
     "tokenizer_native": "tokenizer-native: ratio × tokens of the questions",
     "config": "config formula: ratio × N × (min + max) / 2",
@@ -83,7 +89,7 @@ def usable_sources() -> list[str]:
     return out
 
 
-def data_folder_hint(config: Any) -> Optional[str]:
+def data_folder_hint(config: Any) -> str | None:
     """A fix worded for this page when a source of ``config`` cannot be loaded here, else ``None``.
 
     Loads ``config``'s sources the way the environment does (cached loads are free); when one is
@@ -100,8 +106,10 @@ def data_folder_hint(config: Any) -> Optional[str]:
         tried = [t for t in exc.tried if not t.startswith("no file matching")]
         if config.data_dir:
             tried.insert(0, f"the {DATA_FOLDER_LABEL} {config.data_dir!r} holds no {wanted}")
-        return (f"{name} cannot be loaded here: {'; '.join(tried)}. Fill “{DATA_FOLDER_LABEL}” on the left with a folder "
-                f"holding {wanted} (e.g. ../shared/data), or untick {name} in “Question sources”.")
+        return (
+            f"{name} cannot be loaded here: {'; '.join(tried)}. Fill “{DATA_FOLDER_LABEL}” on the left with a folder "
+            f"holding {wanted} (e.g. ../shared/data), or untick {name} in “Question sources”."
+        )
     except SourceError:  # bad options: the library's own message says it
         return None
     return None
@@ -110,26 +118,38 @@ def data_folder_hint(config: Any) -> Optional[str]:
 # ------------------------------------------------------------------------------- renderers
 def _bar(fraction: float, color: str) -> str:
     pct = max(0.0, min(1.0, fraction)) * 100
-    return (f"<div style='height:8px;border-radius:4px;background:var(--border-color-primary);margin-top:8px;overflow:hidden'>"
-            f"<div style='height:8px;width:{pct:.1f}%;background:{color};border-radius:4px'></div></div>")
+    return (
+        "<div "
+        "style='height:8px;border-radius:4px;background:var(--border-color-primary);margin-top:8px;overflow:hidden'>"
+        f"<div style='height:8px;width:{pct:.1f}%;background:{color};border-radius:4px'></div></div>"
+    )
 
 
 def _card(title: str, value: str, sub: str, bar: str = "", elem: str = "") -> str:
-    return (f"<div class='ree-gauge' data-gauge='{elem}' style='flex:1 1 150px;min-width:140px;padding:10px 14px;border:1px solid var(--border-color-primary);"
-            f"border-radius:10px;background:var(--block-background-fill)'>"
-            f"<div style='font-size:12px;color:var(--body-text-color-subdued);text-transform:uppercase;letter-spacing:.04em'>{title}</div>"
-            f"<div style='font-size:26px;font-weight:650;font-variant-numeric:tabular-nums;line-height:1.25'>{value}</div>"
-            f"<div style='font-size:12.5px;color:var(--body-text-color-subdued)'>{sub}</div>{bar}</div>")
+    return (
+        f"<div class='ree-gauge' data-gauge='{elem}' style='flex:1 1 "
+        "150px;min-width:140px;padding:10px 14px;border:1px solid "
+        "var(--border-color-primary);"
+        f"border-radius:10px;background:var(--block-background-fill)'>"
+        "<div "
+        f"style='font-size:12px;color:var(--body-text-color-subdued);text-transform:uppercase;letter-spacing:.04em'>{title}</div>"
+        f"<div style='font-size:26px;font-weight:650;font-variant-numeric:tabular-nums;line-height:1.25'>{value}</div>"
+        f"<div style='font-size:12.5px;color:var(--body-text-color-subdued)'>{sub}</div>{bar}</div>"
+    )
 
 
-def render_gauges(session: Optional[PlaySession]) -> str:
+def render_gauges(session: PlaySession | None) -> str:
     """HTML of the live gauges: budget left, questions left, budget per remaining question (vs
     the fair share), accuracy so far and reward so far; an end-of-episode banner when done."""
     obs = session.observation if session is not None else None
     if obs is None:
-        cards = [_card("Budget left", "–", "tokens", elem="budget"), _card("Questions left", "–", "", elem="questions"),
-                 _card("Per remaining question", "–", "tokens", elem="per_question"), _card("Accuracy so far", "–", "", elem="accuracy"),
-                 _card("Reward so far", "–", "", elem="reward")]
+        cards = [
+            _card("Budget left", "–", "tokens", elem="budget"),
+            _card("Questions left", "–", "", elem="questions"),
+            _card("Per remaining question", "–", "tokens", elem="per_question"),
+            _card("Accuracy so far", "–", "", elem="accuracy"),
+            _card("Reward so far", "–", "", elem="reward"),
+        ]
         return "<div style='display:flex;gap:10px;flex-wrap:wrap'>" + "".join(cards) + "</div>"
     s = session.summary()
     total = max(1, s["total_budget"])
@@ -141,44 +161,93 @@ def render_gauges(session: Optional[PlaySession]) -> str:
     per_color = "#16a34a" if per_q >= 0.9 * fair else ("#f59e0b" if per_q >= 0.5 * fair else "#dc2626")
     answered, correct = s["answered"], s["correct"]
     cards = [
-        _card("Budget left", fmt_int(obs.remaining_budget), f"of {fmt_int(total)} tokens · spent {fmt_int(s['spent'])}", _bar(left_frac, color), "budget"),
-        _card("Questions left", str(obs.questions_remaining), f"of {n} · answered {answered}", _bar(answered / n, "#4c78a8"), "questions"),
-        _card("Per remaining question", fmt_int(per_q) if obs.questions_remaining else "–", f"tokens · fair share {fmt_int(fair)}",
-              _bar(min(1.0, per_q / (2 * fair)) if obs.questions_remaining else 0.0, per_color), "per_question"),
-        _card("Accuracy so far", f"{100 * s['accuracy']:.0f}%" if answered else "–", f"{correct} of {answered} correct",
-              _bar(s["accuracy"] if answered else 0.0, "#54a24b"), "accuracy"),
-        _card("Reward so far", fmt_float(s["reward"], 3, signed=True) if answered else "–", "sum of step rewards", "", "reward"),
+        _card(
+            "Budget left",
+            fmt_int(obs.remaining_budget),
+            f"of {fmt_int(total)} tokens · spent {fmt_int(s['spent'])}",
+            _bar(left_frac, color),
+            "budget",
+        ),
+        _card(
+            "Questions left",
+            str(obs.questions_remaining),
+            f"of {n} · answered {answered}",
+            _bar(answered / n, "#4c78a8"),
+            "questions",
+        ),
+        _card(
+            "Per remaining question",
+            fmt_int(per_q) if obs.questions_remaining else "–",
+            f"tokens · fair share {fmt_int(fair)}",
+            _bar(min(1.0, per_q / (2 * fair)) if obs.questions_remaining else 0.0, per_color),
+            "per_question",
+        ),
+        _card(
+            "Accuracy so far",
+            f"{100 * s['accuracy']:.0f}%" if answered else "–",
+            f"{correct} of {answered} correct",
+            _bar(s["accuracy"] if answered else 0.0, "#54a24b"),
+            "accuracy",
+        ),
+        _card(
+            "Reward so far",
+            fmt_float(s["reward"], 3, signed=True) if answered else "–",
+            "sum of step rewards",
+            "",
+            "reward",
+        ),
     ]
     html = "<div style='display:flex;gap:10px;flex-wrap:wrap'>" + "".join(cards) + "</div>"
     if obs.done:
-        why = {"all_answered": "every question answered", "budget_exhausted": "the budget ran dry"}.get(obs.done_reason or "", obs.done_reason or "")
-        html += (f"<div class='ree-done' style='margin-top:10px;padding:8px 12px;border-radius:8px;background:#ecfdf5;color:#065f46;border:1px solid #a7f3d0'>"
-                 f"<b>Episode over</b>: {esc(why)}. {correct} of {n} correct, {fmt_int(s['spent'])} of {fmt_int(total)} tokens spent, "
-                 f"reward {fmt_float(s['reward'], 3, signed=True)}. Download it or save it as a run below; Reset for a new one.</div>")
+        why = {"all_answered": "every question answered", "budget_exhausted": "the budget ran dry"}.get(
+            obs.done_reason or "", obs.done_reason or ""
+        )
+        html += (
+            "<div class='ree-done' style='margin-top:10px;padding:8px "
+            "12px;border-radius:8px;background:#ecfdf5;color:#065f46;border:1px solid "
+            "#a7f3d0'>"
+            f"<b>Episode over</b>: {esc(why)}. {correct} of {n} correct, "
+            f"{fmt_int(s['spent'])} of {fmt_int(total)} tokens spent, "
+            f"reward {fmt_float(s['reward'], 3, signed=True)}. Download it or save it as a "
+            "run below; Reset for a new one.</div>"
+        )
     return html
 
 
-def render_question(session: Optional[PlaySession]) -> str:
+def render_question(session: PlaySession | None) -> str:
     """Markdown of the current question with its position, type and difficulty."""
     obs = session.observation if session is not None else None
     if obs is None:
-        return "### No episode yet\nChoose the settings on the left and press **Reset** to draw 10 questions and a token budget."
+        return (
+            "### No episode yet\nChoose the settings on the left and press **Reset** to "
+            "draw 10 questions and a token budget."
+        )
     if obs.done:
-        return f"### Episode over\n{len(session.results)} of {obs.num_questions} questions answered. Press **Reset** for a new episode."
+        return (
+            f"### Episode over\n{len(session.results)} of {obs.num_questions} questions "
+            "answered. Press **Reset** for a new episode."
+        )
     diff = f"difficulty {obs.difficulty}" if obs.difficulty is not None else "difficulty n/a"
-    return (f"### Question {obs.question_index + 1} of {obs.num_questions} &nbsp;·&nbsp; `{obs.problem_type}` &nbsp;·&nbsp; {diff}\n\n"
-            f"{_quote(obs.question)}\n\n"
-            f"<small>This answer may use up to **{obs.step_token_cap:,} tokens** before the cap clips it. End it with `\\boxed{{...}}`.</small>")
+    return (
+        f"### Question {obs.question_index + 1} of {obs.num_questions} &nbsp;·&nbsp; "
+        f"`{obs.problem_type}` &nbsp;·&nbsp; {diff}\n\n"
+        f"{_quote(obs.question)}\n\n"
+        f"<small>This answer may use up to **{obs.step_token_cap:,} tokens** before the "
+        f"cap clips it. End it with `\\boxed{{...}}`.</small>"
+    )
 
 
 #: KaTeX delimiters of the question display. ``$...$`` is math only for competition-style types:
 #: GSM-style questions use ``$`` for money ("$x per night ... a $60 dinner").
-LATEX_BASE = [{"left": "$$", "right": "$$", "display": True}, {"left": "\\(", "right": "\\)", "display": False},
-              {"left": "\\[", "right": "\\]", "display": True}]
+LATEX_BASE = [
+    {"left": "$$", "right": "$$", "display": True},
+    {"left": "\\(", "right": "\\)", "display": False},
+    {"left": "\\[", "right": "\\]", "display": True},
+]
 LATEX_WITH_DOLLAR = LATEX_BASE + [{"left": "$", "right": "$", "display": False}]
 
 
-def question_latex(problem_type: Optional[str]) -> list[dict]:
+def question_latex(problem_type: str | None) -> list[dict]:
     """KaTeX delimiters for a question of ``problem_type``: single ``$`` counts as math except
     for GSM-style (money) types."""
     pt = str(problem_type or "")
@@ -189,29 +258,41 @@ def _quote(text: str) -> str:
     return "\n".join("> " + (line if line.strip() else "") for line in str(text).splitlines() or [""])
 
 
-def render_verdict(result: Optional[StepResult]) -> str:
+def render_verdict(result: StepResult | None) -> str:
     """Markdown of the last step: verdict and reason, extracted and gold answers, tokens."""
     if result is None:
         return "*No answer yet.*"
     ls = result.observation.last_step
-    ok = ("<span style='color:#15803d;font-weight:700'>✓ correct</span>" if ls.correct
-          else "<span style='color:#b91c1c;font-weight:700'>✗ wrong</span>")
+    ok = (
+        "<span style='color:#15803d;font-weight:700'>✓ correct</span>"
+        if ls.correct
+        else "<span style='color:#b91c1c;font-weight:700'>✗ wrong</span>"
+    )
     who = "you" if result.actor == HUMAN else f"`{result.actor}`"
     clipped = ""
     if ls.raw_tokens > ls.tokens:
-        clipped = (f"\n\n<small>The hard cap clipped this answer: {ls.raw_tokens - ls.tokens:,} tokens past the remaining budget "
-                   "were neither charged nor graded.</small>")
-    graded = {"response": "the response", "grading_response": "the visible answer (after </think>)", "paid_prefix": "only the paid prefix"}.get(ls.graded_text, ls.graded_text)
+        clipped = (
+            f"\n\n<small>The hard cap clipped this answer: {ls.raw_tokens - ls.tokens:,} "
+            "tokens past the remaining budget "
+            "were neither charged nor graded.</small>"
+        )
+    graded = {
+        "response": "the response",
+        "grading_response": "the visible answer (after </think>)",
+        "paid_prefix": "only the paid prefix",
+    }.get(ls.graded_text, ls.graded_text)
     extracted = f"`{ls.extracted_answer}`" if ls.extracted_answer is not None else "*none found*"
     lat = f" in {result.latency_s:.2f} s" if result.latency_s is not None else ""
     tokens = f"**{ls.tokens:,}**" + (f" of {ls.raw_tokens:,}" if ls.raw_tokens != ls.tokens else "")
-    return (f"#### Q{ls.index + 1} · {ls.problem_type} · answered by {who}{lat}: {ok}\n\n"
-            f"| extracted | gold | grader | tokens charged | reward |\n|---|---|---|---:|---:|\n"
-            f"| {extracted} | `{ls.gold_answer}` | `{ls.grade_reason}` | {tokens} | **{ls.reward:+.3f}** |\n\n"
-            f"<small>Graded {graded}.</small>{clipped}")
+    return (
+        f"#### Q{ls.index + 1} · {ls.problem_type} · answered by {who}{lat}: {ok}\n\n"
+        f"| extracted | gold | grader | tokens charged | reward |\n|---|---|---|---:|---:|\n"
+        f"| {extracted} | `{ls.gold_answer}` | `{ls.grade_reason}` | {tokens} | **{ls.reward:+.3f}** |\n\n"
+        f"<small>Graded {graded}.</small>{clipped}"
+    )
 
 
-def render_components(result: Optional[StepResult]) -> str:
+def render_components(result: StepResult | None) -> str:
     """Markdown table of the last step's reward components (zero ones greyed out)."""
     if result is None:
         return ""
@@ -225,30 +306,46 @@ def render_components(result: Optional[StepResult]) -> str:
     return "#### Reward, by component\n" + "\n".join(rows)
 
 
-def render_info(session: Optional[PlaySession]) -> str:
+def render_info(session: PlaySession | None) -> str:
     """Markdown of the episode's settings: budget and its source, seed, tokenizer, sources."""
     if session is None or session.reset_observation is None:
         return ""
     md = session.reset_observation.metadata
     cfg = session.config
-    used = ", ".join(f"{u.get('source')} → {u.get('used')} ({u.get('questions')} questions)" for u in (md.get("sources_used") or []))
+    used = ", ".join(
+        f"{u.get('source')} → {u.get('used')} ({u.get('questions')} questions)" for u in (md.get("sources_used") or [])
+    )
     mode = "hard cap" if cfg.hard_cap_mode else "soft budget"
-    return (f"**Budget** {md.get('total_budget'):,} tokens (`{md.get('budget_source')}`, {mode}) · **seed** `{md.get('seed')}` · "
-            f"**tokenizer** `{md.get('tokenizer_name')}` ({md.get('tokenizer_origin')})  \n**questions from** {esc(used)}")
+    return (
+        f"**Budget** {md.get('total_budget'):,} tokens (`{md.get('budget_source')}`, "
+        f"{mode}) · **seed** `{md.get('seed')}` · "
+        f"**tokenizer** `{md.get('tokenizer_name')}` ({md.get('tokenizer_origin')})  \n**questions from** {esc(used)}"
+    )
 
 
-def history_frame(session: Optional[PlaySession]) -> pd.DataFrame:
+def history_frame(session: PlaySession | None) -> pd.DataFrame:
     """The steps so far as a display table (:data:`HISTORY_COLUMNS`)."""
     rows = []
-    for r in (session.results if session is not None else []):
+    for r in session.results if session is not None else []:
         ls = r.observation.last_step
-        rows.append([ls.index + 1, ls.problem_type, "" if ls.difficulty is None else ls.difficulty, r.actor, ls.tokens, ls.raw_tokens,
-                     "" if ls.extracted_answer is None else ls.extracted_answer, ls.gold_answer,
-                     "correct" if ls.correct else f"wrong ({ls.grade_reason})", round(ls.reward, 4)])
+        rows.append(
+            [
+                ls.index + 1,
+                ls.problem_type,
+                "" if ls.difficulty is None else ls.difficulty,
+                r.actor,
+                ls.tokens,
+                ls.raw_tokens,
+                "" if ls.extracted_answer is None else ls.extracted_answer,
+                ls.gold_answer,
+                "correct" if ls.correct else f"wrong ({ls.grade_reason})",
+                round(ls.reward, 4),
+            ]
+        )
     return pd.DataFrame(rows, columns=HISTORY_COLUMNS)
 
 
-def render_prompt(session: Optional[PlaySession]) -> str:
+def render_prompt(session: PlaySession | None) -> str:
     """The prompt an LLM policy sees for the current question (system + user message)."""
     obs = session.observation if session is not None else None
     if obs is None or obs.done:
@@ -267,38 +364,48 @@ class PlayTab:
     def __init__(self, ctx: AppContext) -> None:
         self.ctx = ctx
         self.policies = available_policies(ctx.environ)
-        self._told_offline: "weakref.WeakSet[PlaySession]" = weakref.WeakSet()  # sessions already shown the stand-in notice
+        self._told_offline: weakref.WeakSet[PlaySession] = (
+            weakref.WeakSet()
+        )  # sessions already shown the stand-in notice
 
     # ------------------------------------------------------------------ helpers
     def new_session(self) -> PlaySession:
         """A fresh session on the app's base config, sharing its grader and pools."""
-        return PlaySession(self.ctx.base_config, grader=self.ctx.grader, pools=self.ctx.pools, tokenizer_policy=self.ctx.tokenizer_policy,
-                           curves=self.ctx.curves)
+        return PlaySession(
+            self.ctx.base_config,
+            grader=self.ctx.grader,
+            pools=self.ctx.pools,
+            tokenizer_policy=self.ctx.tokenizer_policy,
+            curves=self.ctx.curves,
+        )
 
-    def _download_path(self, session: PlaySession) -> Optional[str]:
+    def _download_path(self, session: PlaySession) -> str | None:
         if session is None or not session.started or not session.results:
             return None
         md = session.reset_observation.metadata
         safe = re.sub(r"[^A-Za-z0-9_.-]", "_", str(md.get("episode_id") or "episode"))[:80]
         return str(session.export_json(self.ctx.download_dir / f"episode-{safe}.json"))
 
-    def view(self, session: Optional[PlaySession]) -> tuple:
+    def view(self, session: PlaySession | None) -> tuple:
         """Every output of :data:`VIEW` for ``session`` (placeholders before the first reset)."""
         return (*self.view_first(session), *self.view_rest(session))
 
-    def view_first(self, session: Optional[PlaySession]) -> tuple:
+    def view_first(self, session: PlaySession | None) -> tuple:
         """The :data:`VIEW_FIRST` outputs: question, gauges, verdict, reward components."""
         results = session.results if session is not None else []
         last = results[-1] if results else None
         current = session.observation if session is not None else None
         return (
-            gr.Markdown(value=render_question(session), latex_delimiters=question_latex(current.problem_type if current is not None else None)),
+            gr.Markdown(
+                value=render_question(session),
+                latex_delimiters=question_latex(current.problem_type if current is not None else None),
+            ),
             render_gauges(session),
             render_verdict(last),
             render_components(last),
         )
 
-    def view_rest(self, session: Optional[PlaySession]) -> tuple:
+    def view_rest(self, session: PlaySession | None) -> tuple:
         """The :data:`VIEW_REST` outputs (the page's second pass after a step): token view, the
         three charts, steps table, episode info, prompt, download."""
         results = session.results if session is not None else []
@@ -311,8 +418,15 @@ class PlayTab:
         label = "Response tokens"
         if last is not None and session.tokenizer is not None:
             ls = last.observation.last_step
-            spans = token_spans(session.tokenizer, last.response, charged=ls.tokens if ls.raw_tokens > ls.tokens else None)
-            label = f"Response tokens, as {obs.metadata.get('tokenizer_name')} splits them ({ls.raw_tokens:,} tokens; shades alternate per token" + (", red: past the budget" if ls.raw_tokens > ls.tokens else "") + ")"
+            spans = token_spans(
+                session.tokenizer, last.response, charged=ls.tokens if ls.raw_tokens > ls.tokens else None
+            )
+            label = (
+                f"Response tokens, as {obs.metadata.get('tokenizer_name')} splits them "
+                f"({ls.raw_tokens:,} tokens; shades alternate per token"
+                + (", red: past the budget" if ls.raw_tokens > ls.tokens else "")
+                + ")"
+            )
         path = self._download_path(session)
         return (
             gr.HighlightedText(value=spans, label=label),
@@ -327,10 +441,31 @@ class PlayTab:
 
     # ------------------------------------------------------------------ handlers
     @user_errors
-    def reset(self, session: Optional[PlaySession], sources: Any, budget_mode: str, budget_ratio: Any, total_budget: Any,
-              tokenizer_name: str, seed: Any, hard_cap_mode: bool, num_questions: Any, data_dir: Any) -> tuple:
+    def reset(
+        self,
+        session: PlaySession | None,
+        sources: Any,
+        budget_mode: str,
+        budget_ratio: Any,
+        total_budget: Any,
+        tokenizer_name: str,
+        seed: Any,
+        hard_cap_mode: bool,
+        num_questions: Any,
+        data_dir: Any,
+    ) -> tuple:
         """Start an episode with the form's settings. Raises ``gr.Error`` on bad input."""
-        settings = parse_play_settings(sources, budget_mode, budget_ratio, total_budget, tokenizer_name, seed, hard_cap_mode, num_questions, data_dir)
+        settings = parse_play_settings(
+            sources,
+            budget_mode,
+            budget_ratio,
+            total_budget,
+            tokenizer_name,
+            seed,
+            hard_cap_mode,
+            num_questions,
+            data_dir,
+        )
         session = session if session is not None else self.new_session()
         try:
             obs = session.reset(settings)
@@ -342,52 +477,60 @@ class PlayTab:
         md = obs.metadata
         if md.get("budget_warning"):
             warn(md["budget_warning"])
-        fallbacks = [u for u in (md.get("sources_used") or []) if str(u.get("used", "")).startswith("builtin:") and u.get("source") != "builtin"]
+        fallbacks = [
+            u
+            for u in (md.get("sources_used") or [])
+            if str(u.get("used", "")).startswith("builtin:") and u.get("source") != "builtin"
+        ]
         if fallbacks and session not in self._told_offline:
             self._told_offline.add(session)
-            warn("Offline: serving the builtin stand-in questions for " + ", ".join(u["source"] for u in fallbacks) + " (see the episode info).")
+            warn(
+                "Offline: serving the builtin stand-in questions for "
+                + ", ".join(u["source"] for u in fallbacks)
+                + " (see the episode info)."
+            )
         if obs.done:
             warn(f"the budget ({obs.total_budget} tokens) is below min_tokens: the episode ended at once")
         return (session, *self.view(session))
 
     @user_errors
-    def answer(self, session: Optional[PlaySession], response: str) -> tuple:
+    def answer(self, session: PlaySession | None, response: str) -> tuple:
         """Answer the current question with the typed response; returns the whole view."""
         self._typed_step(session, response)
         return (session, *self.view(session), "")
 
     @user_errors
-    def answer_first(self, session: Optional[PlaySession], response: str) -> tuple:
+    def answer_first(self, session: PlaySession | None, response: str) -> tuple:
         """:meth:`answer` for the page: the step and the :data:`VIEW_FIRST` outputs (then
         :meth:`view_rest` draws the rest)."""
         self._typed_step(session, response)
         return (session, *self.view_first(session), "")
 
-    def _typed_step(self, session: Optional[PlaySession], response: str) -> None:
+    def _typed_step(self, session: PlaySession | None, response: str) -> None:
         if session is None:
             raise PlayError("no episode yet: press Reset to start one")
         session.step(response or "")
 
     @user_errors
-    def policy_step(self, session: Optional[PlaySession], policy: str) -> tuple:
+    def policy_step(self, session: PlaySession | None, policy: str) -> tuple:
         """Let the chosen policy answer the current question; returns the whole view."""
         self._policy_step(session, policy)
         return (session, *self.view(session))
 
     @user_errors
-    def policy_step_first(self, session: Optional[PlaySession], policy: str) -> tuple:
+    def policy_step_first(self, session: PlaySession | None, policy: str) -> tuple:
         """:meth:`policy_step` for the page: the step and the :data:`VIEW_FIRST` outputs."""
         self._policy_step(session, policy)
         return (session, *self.view_first(session))
 
-    def _policy_step(self, session: Optional[PlaySession], policy: str) -> None:
+    def _policy_step(self, session: PlaySession | None, policy: str) -> None:
         if session is None:
             raise PlayError("no episode yet: press Reset to start one")
         name = self._check_policy(policy)
         session.step_policy(name, llm=self._llm(name))
 
     @user_errors
-    def run_to_end(self, session: Optional[PlaySession], policy: str) -> Iterator[tuple]:
+    def run_to_end(self, session: PlaySession | None, policy: str) -> Iterator[tuple]:
         """Let the chosen policy answer every remaining question, updating the view after each."""
         if session is None:
             raise PlayError("no episode yet: press Reset to start one")
@@ -398,7 +541,7 @@ class PlayTab:
         yield (session, *self.view(session))
 
     @user_errors
-    def save_run(self, session: Optional[PlaySession], runs_root: str) -> str:
+    def save_run(self, session: PlaySession | None, runs_root: str) -> str:
         """Save the episode as a run folder under ``runs_root``; returns a status line."""
         if session is None:
             raise PlayError("no episode yet: press Reset and play first")
@@ -407,7 +550,7 @@ class PlayTab:
         done = "" if session.done else " (the episode is not finished: the unanswered questions count as wrong)"
         return f"Saved to `{folder}`{done}. Open it in the **Runs** tab, or re-score it in the **Reward lab**."
 
-    def _llm(self, name: str) -> Optional[dict]:
+    def _llm(self, name: str) -> dict | None:
         return llm_settings(name, self.ctx.environ) if name in ("llm_api", "llm_local") else None
 
     def _check_policy(self, policy: str) -> str:
@@ -428,24 +571,49 @@ class PlayTab:
         base_sources = [s.name for s in cfg.sources if s.name in src_choices] or ["metamathqa", "numina_tir"]
         tok_choices = list(dict.fromkeys([cfg.tokenizer_name, *TOKENIZER_CHOICES]))
         c: dict[str, Any] = {}
-        c["state"] = gr.State(None, time_to_live=6 * 3600, delete_callback=lambda s: s.close() if s is not None else None)
+        c["state"] = gr.State(
+            None, time_to_live=6 * 3600, delete_callback=lambda s: s.close() if s is not None else None
+        )
         with gr.Row(equal_height=False):
             with gr.Column(scale=1, min_width=280, elem_classes=["ree-sidebar"]):
                 gr.Markdown("#### Episode settings")
-                c["sources"] = gr.CheckboxGroup(src_choices, value=base_sources, label="Question sources",
-                                                info="Offline, metamathqa / numina_tir serve builtin stand-ins; gsm8k / math500 need a data folder.")
-                c["budget_mode"] = gr.Radio([(BUDGET_MODE_LABELS[m], m) for m in BUDGET_MODES], value="tokenizer_native", label="Budget")
+                c["sources"] = gr.CheckboxGroup(
+                    src_choices,
+                    value=base_sources,
+                    label="Question sources",
+                    info="Offline, metamathqa / numina_tir serve builtin stand-ins; gsm8k / math500 "
+                    "need a data folder.",
+                )
+                c["budget_mode"] = gr.Radio(
+                    [(BUDGET_MODE_LABELS[m], m) for m in BUDGET_MODES], value="tokenizer_native", label="Budget"
+                )
                 with gr.Row():
-                    c["budget_ratio"] = gr.Number(cfg.budget_ratio, label="Budget ratio", minimum=0.01, step=0.5, min_width=100)
-                    c["total_budget"] = gr.Textbox("", label="Explicit budget (tokens)", placeholder="e.g. 2000", min_width=100)
-                c["tokenizer"] = gr.Dropdown(tok_choices, value=cfg.tokenizer_name, allow_custom_value=True, label="Tokenizer",
-                                             info="Counts the tokens; Qwen names work offline (embedded).")
+                    c["budget_ratio"] = gr.Number(
+                        cfg.budget_ratio, label="Budget ratio", minimum=0.01, step=0.5, min_width=100
+                    )
+                    c["total_budget"] = gr.Textbox(
+                        "", label="Explicit budget (tokens)", placeholder="e.g. 2000", min_width=100
+                    )
+                c["tokenizer"] = gr.Dropdown(
+                    tok_choices,
+                    value=cfg.tokenizer_name,
+                    allow_custom_value=True,
+                    label="Tokenizer",
+                    info="Counts the tokens; Qwen names work offline (embedded).",
+                )
                 with gr.Row():
                     c["seed"] = gr.Textbox("", label="Seed", placeholder="blank = random", min_width=100)
-                    c["num_questions"] = gr.Number(cfg.num_questions, label="Questions", precision=0, minimum=1, maximum=100, min_width=100)
+                    c["num_questions"] = gr.Number(
+                        cfg.num_questions, label="Questions", precision=0, minimum=1, maximum=100, min_width=100
+                    )
                 c["hard_cap"] = gr.Checkbox(cfg.hard_cap_mode, label="Hard cap (clip spend, stop when dry)")
-                c["data_dir"] = gr.Textbox(cfg.data_dir or "", label=DATA_FOLDER_LABEL, placeholder="e.g. ../shared/data",
-                                           info="Local dataset files; offline, gsm8k / math500 need it.", elem_id="ree-data-dir")
+                c["data_dir"] = gr.Textbox(
+                    cfg.data_dir or "",
+                    label=DATA_FOLDER_LABEL,
+                    placeholder="e.g. ../shared/data",
+                    info="Local dataset files; offline, gsm8k / math500 need it.",
+                    elem_id="ree-data-dir",
+                )
                 c["reset_btn"] = gr.Button("Reset: new episode", variant="primary", elem_id="ree-reset")
                 c["info"] = gr.Markdown("", elem_classes=["ree-info"])
             with gr.Column(scale=3, min_width=520):
@@ -454,15 +622,24 @@ class PlayTab:
                 with gr.Tabs():
                     with gr.Tab("Let a policy answer"):
                         with gr.Row(equal_height=True):
-                            c["policy"] = gr.Dropdown([(POLICY_LABELS.get(p, p), p) for p in self.policies], value="sim_greedy",
-                                                      label="Policy", scale=3, elem_id="ree-policy",
-                                                      info=f"Simulated policies follow the {self.ctx.curves.provenance}")
+                            c["policy"] = gr.Dropdown(
+                                [(POLICY_LABELS.get(p, p), p) for p in self.policies],
+                                value="sim_greedy",
+                                label="Policy",
+                                scale=3,
+                                elem_id="ree-policy",
+                                info=f"Simulated policies follow the {self.ctx.curves.provenance}",
+                            )
                             c["policy_btn"] = gr.Button("Answer this one", scale=1, elem_id="ree-policy-step")
                             c["run_btn"] = gr.Button("Run to the end", variant="primary", scale=1, elem_id="ree-run")
                             c["stop_btn"] = gr.Button("Stop", variant="stop", scale=0, min_width=70)
                     with gr.Tab("Answer it yourself"):
-                        c["response"] = gr.Textbox(label="Your response (reasoning, then \\boxed{answer})", lines=4,
-                                                   placeholder="Let me think... so the answer is \\boxed{42}", elem_id="ree-response")
+                        c["response"] = gr.Textbox(
+                            label="Your response (reasoning, then \\boxed{answer})",
+                            lines=4,
+                            placeholder="Let me think... so the answer is \\boxed{42}",
+                            elem_id="ree-response",
+                        )
                         c["answer_btn"] = gr.Button("Submit answer", variant="primary", elem_id="ree-answer")
                 # the one place a Play action shows it is busy or was refused (the message itself is a toast),
                 # so a refused action leaves every panel as it was
@@ -472,26 +649,47 @@ class PlayTab:
                         c["verdict"] = gr.Markdown(render_verdict(None), elem_id="ree-verdict")
                     with gr.Column(scale=2, min_width=240):
                         c["components"] = gr.Markdown("", elem_id="ree-components")
-                c["tokens"] = gr.HighlightedText(value=[], label="Response tokens", color_map=TOKEN_COLORS, show_legend=False,
-                                                 show_inline_category=False, combine_adjacent=False, elem_id="ree-tokens")
+                c["tokens"] = gr.HighlightedText(
+                    value=[],
+                    label="Response tokens",
+                    color_map=TOKEN_COLORS,
+                    show_legend=False,
+                    show_inline_category=False,
+                    combine_adjacent=False,
+                    elem_id="ree-tokens",
+                )
         with gr.Row():
             c["spend_plot"] = gr.Plot(label="Cumulative spend", elem_id="ree-spend-plot", show_label=False)
             c["type_plot"] = gr.Plot(label="Tokens per question", elem_id="ree-type-plot", show_label=False)
             c["reward_plot"] = gr.Plot(label="Reward per step", elem_id="ree-reward-plot", show_label=False)
         with gr.Accordion("Steps so far", open=True):
-            c["history"] = gr.Dataframe(history_frame(None), interactive=False, wrap=True, elem_id="ree-history", max_height=360)
+            c["history"] = gr.Dataframe(
+                history_frame(None), interactive=False, wrap=True, elem_id="ree-history", max_height=360
+            )
         with gr.Accordion("The prompt an LLM policy sees for this question", open=False):
             c["prompt"] = gr.Code("", language=None, lines=8, interactive=False)
         with gr.Row(equal_height=True):
-            c["download"] = gr.DownloadButton("Download episode (JSON)", value=None, interactive=False, scale=1, elem_id="ree-download")
+            c["download"] = gr.DownloadButton(
+                "Download episode (JSON)", value=None, interactive=False, scale=1, elem_id="ree-download"
+            )
             c["runs_root"] = gr.Textbox(self.ctx.runs_root, label="Runs folder", scale=2)
             c["save_btn"] = gr.Button("Save as run", scale=1, elem_id="ree-save")
         c["save_status"] = gr.Markdown("")
 
         state = c["state"]
         view = [c[name] for name in VIEW]
-        reset_inputs = [state, c["sources"], c["budget_mode"], c["budget_ratio"], c["total_budget"], c["tokenizer"], c["seed"],
-                        c["hard_cap"], c["num_questions"], c["data_dir"]]
+        reset_inputs = [
+            state,
+            c["sources"],
+            c["budget_mode"],
+            c["budget_ratio"],
+            c["total_budget"],
+            c["tokenizer"],
+            c["seed"],
+            c["hard_cap"],
+            c["num_questions"],
+            c["data_dir"],
+        ]
         on = {"show_progress_on": [c["status"]]}  # busy and error marks on the status line only
         first, rest = [c[name] for name in VIEW_FIRST], [c[name] for name in VIEW_REST]
         page = {"api_visibility": "private", **on}
@@ -500,13 +698,21 @@ class PlayTab:
         second_pass = {"api_visibility": "private", "show_progress": "hidden"}
         c["reset_btn"].click(self.reset, reset_inputs, [state, *view], api_name="reset", **on)
         # in the page a step is drawn in two passes (see VIEW_FIRST); the API endpoints return the whole view
-        gr.on([c["answer_btn"].click, c["response"].submit], self.answer_first, [state, c["response"]],
-              [state, *first, c["response"]], **page).success(self.view_rest, [state], rest, **second_pass)
+        gr.on(
+            [c["answer_btn"].click, c["response"].submit],
+            self.answer_first,
+            [state, c["response"]],
+            [state, *first, c["response"]],
+            **page,
+        ).success(self.view_rest, [state], rest, **second_pass)
         gr.on([], self.answer, [state, c["response"]], [state, *view, c["response"]], api_name="answer")
         c["policy_btn"].click(self.policy_step_first, [state, c["policy"]], [state, *first], **page).success(
-            self.view_rest, [state], rest, **second_pass)
+            self.view_rest, [state], rest, **second_pass
+        )
         gr.on([], self.policy_step, [state, c["policy"]], [state, *view], api_name="policy_step")
         run = c["run_btn"].click(self.run_to_end, [state, c["policy"]], [state, *view], api_name="run_to_end", **on)
         c["stop_btn"].click(None, None, None, cancels=[run], api_visibility="private")
-        c["save_event"] = c["save_btn"].click(self.save_run, [state, c["runs_root"]], [c["save_status"]], api_name="save_run")
+        c["save_event"] = c["save_btn"].click(
+            self.save_run, [state, c["runs_root"]], [c["save_status"]], api_name="save_run"
+        )
         return c

@@ -11,8 +11,9 @@ against budget and the Pareto frontier (:meth:`RunsTab.uncertainty`). API names:
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Optional, Sequence
+from typing import Any
 
 import gradio as gr
 import pandas as pd
@@ -25,10 +26,21 @@ __all__ = ["RunsTab"]
 #: How many of the newest runs are selected when nothing is.
 DEFAULT_SELECTION = 3
 HEADERS = {
-    "run": "run", "policy": "policy", "kind": "kind", "budget_ratio": "budget ratio", "episodes": "episodes",
-    "accuracy": "accuracy [95% CI]", "expected_accuracy": "exp. accuracy", "tokens_per_question": "tokens/question",
-    "utilisation": "utilisation", "run_dry_rate": "ran dry", "reward": "reward [95% CI]", "acc_per_1k_tokens": "acc/1k tokens",
-    "regret": "regret [95% CI]", "on_frontier": "frontier", "mean_total_budget": "mean budget",
+    "run": "run",
+    "policy": "policy",
+    "kind": "kind",
+    "budget_ratio": "budget ratio",
+    "episodes": "episodes",
+    "accuracy": "accuracy [95% CI]",
+    "expected_accuracy": "exp. accuracy",
+    "tokens_per_question": "tokens/question",
+    "utilisation": "utilisation",
+    "run_dry_rate": "ran dry",
+    "reward": "reward [95% CI]",
+    "acc_per_1k_tokens": "acc/1k tokens",
+    "regret": "regret [95% CI]",
+    "on_frontier": "frontier",
+    "mean_total_budget": "mean budget",
 }
 #: Metrics shown with their interval in one cell.
 _WITH_CI = {"accuracy": "{:.3f}", "reward": "{:+.2f}", "regret": "{:.3f}"}
@@ -43,8 +55,10 @@ def _display_table(summary: pd.DataFrame) -> pd.DataFrame:
         if metric not in table:
             continue
         if lo in table:
-            table[metric] = [("-" if pd.isna(v) else fmt.format(v)) + ("" if pd.isna(a) else f" [{fmt.format(a)}, {fmt.format(b)}]")
-                             for v, a, b in zip(table[metric], table[lo], table[hi])]
+            table[metric] = [
+                ("-" if pd.isna(v) else fmt.format(v)) + ("" if pd.isna(a) else f" [{fmt.format(a)}, {fmt.format(b)}]")
+                for v, a, b in zip(table[metric], table[lo], table[hi])
+            ]
             table = table.drop(columns=[lo, hi])
     if "budget_ratio" in table and table["budget_ratio"].nunique(dropna=True) < 2:
         table = table.drop(columns=["budget_ratio"])
@@ -65,7 +79,7 @@ class RunsTab:
         self.ctx = ctx
 
     @user_errors
-    def refresh(self, root: str, current: Optional[Sequence[str]] = None) -> tuple:
+    def refresh(self, root: str, current: Sequence[str] | None = None) -> tuple:
         """List the run folders under ``root`` (newest first), keeping the current selection.
 
         Returns:
@@ -77,12 +91,18 @@ class RunsTab:
         keep = [v for v in (current or []) if v in {p for _l, p in choices}]
         if not keep and found:
             keep = [str(e.path) for e in found[:DEFAULT_SELECTION]]
-        status = f"{len(found)} run folder(s) under `{root}`." if found else (
-            f"No run folders under `{root}` yet: run `python -m workbench.evaluate --n_episodes 5`, or save an episode from the Play tab.")
+        status = (
+            f"{len(found)} run folder(s) under `{root}`."
+            if found
+            else (
+                f"No run folders under `{root}` yet: run `python -m workbench.evaluate "
+                "--n_episodes 5`, or save an episode from the Play tab."
+            )
+        )
         return gr.Dropdown(choices=choices, value=keep, multiselect=True), status
 
     @user_errors
-    def compare(self, selected: Optional[Sequence[str]], extra_path: str, smooth: float = 1) -> tuple:
+    def compare(self, selected: Sequence[str] | None, extra_path: str, smooth: float = 1) -> tuple:
         """Load the chosen folders (plus ``extra_path``) and draw the comparison.
 
         Returns:
@@ -101,15 +121,20 @@ class RunsTab:
         if not len(runs):
             raise ValueError("no run could be loaded: " + "; ".join(f"{k}: {v}" for k, v in runs.errors.items()))
         table = _display_table(runs.summary())
-        figs = [compare.accuracy_vs_tokens(runs), compare.utilisation_figure(runs), compare.budget_spend(runs),
-                compare.tokens_by_type(runs), compare.training_curves_figure(runs, smooth=_smooth_window(smooth)),
-                compare.held_out_figure(runs)]
+        figs = [
+            compare.accuracy_vs_tokens(runs),
+            compare.utilisation_figure(runs),
+            compare.budget_spend(runs),
+            compare.tokens_by_type(runs),
+            compare.training_curves_figure(runs, smooth=_smooth_window(smooth)),
+            compare.held_out_figure(runs),
+        ]
         for f in figs[:4]:
             f.update_layout(height=400, margin=dict(l=55, r=15, t=60, b=50), legend=dict(font=dict(size=11)))
         return (runs.describe(), table, *figs)
 
     @user_errors
-    def uncertainty(self, selected: Optional[Sequence[str]], extra_path: str) -> tuple:
+    def uncertainty(self, selected: Sequence[str] | None, extra_path: str) -> tuple:
         """The paired comparison and the frontier of the chosen runs.
 
         Returns:
@@ -117,7 +142,9 @@ class RunsTab:
         """
         from workbench import analysis
 
-        paths = list(selected or []) + [p.strip() for p in (extra_path or "").replace(";", ",").split(",") if p.strip()]
+        paths = list(selected or []) + [
+            p.strip() for p in (extra_path or "").replace(";", ",").split(",") if p.strip()
+        ]
         if not paths:
             return tuple(gr.skip() for _ in range(4))
         runs = compare.load_runs(dict.fromkeys(paths))
@@ -125,11 +152,20 @@ class RunsTab:
             raise ValueError("no run could be loaded: " + "; ".join(f"{k}: {v}" for k, v in runs.errors.items()))
         summary = compare.labelled_summary(runs)
         cmp = runs.comparisons()
-        lines = [f"**Provenance ({label})**: {w}" for label, run in runs.runs.items()
-                 for w in (run.meta.get("provenance") or {}).get("warnings") or []]
+        lines = [
+            f"**Provenance ({label})**: {w}"
+            for label, run in runs.runs.items()
+            for w in (run.meta.get("provenance") or {}).get("warnings") or []
+        ]
         text = analysis.format_comparisons(cmp, summary)
-        md = "\n\n".join(lines + ["**Paired comparison** (same episode seeds; 95% paired bootstrap interval, sign-flip p-value, "
-                                    "Holm-adjusted):", "```\n" + text + "\n```"])
+        md = "\n\n".join(
+            lines
+            + [
+                "**Paired comparison** (same episode seeds; 95% paired bootstrap interval, sign-flip p-value, "
+                "Holm-adjusted):",
+                "```\n" + text + "\n```",
+            ]
+        )
         figs = [compare.intervals(runs), compare.frontier(runs), compare.accuracy_vs_budget(runs)]
         for f in figs:
             f.update_layout(height=400, margin=dict(l=55, r=15, t=60, b=50), legend=dict(font=dict(size=11)))
@@ -148,15 +184,28 @@ class RunsTab:
             c["refresh"] = gr.Button("Refresh list", scale=1)
         c["status"] = gr.Markdown(first_status)
         with gr.Row(equal_height=True):
-            c["runs"] = gr.Dropdown(first_choices, value=[v for _l, v in first_choices[:DEFAULT_SELECTION]], multiselect=True,
-                                    label="Runs to compare", scale=4, elem_id="ree-runs-picker")
+            c["runs"] = gr.Dropdown(
+                first_choices,
+                value=[v for _l, v in first_choices[:DEFAULT_SELECTION]],
+                multiselect=True,
+                label="Runs to compare",
+                scale=4,
+                elem_id="ree-runs-picker",
+            )
             c["path"] = gr.Textbox("", label="…or a folder path (commas for several)", scale=2)
         with gr.Row(equal_height=True):
-            c["smooth"] = gr.Slider(1, 50, value=1, step=1, label="Smooth training curves (rolling mean, logged steps)", scale=3)
+            c["smooth"] = gr.Slider(
+                1, 50, value=1, step=1, label="Smooth training curves (rolling mean, logged steps)", scale=3
+            )
             c["compare_btn"] = gr.Button("Compare", variant="primary", scale=1, elem_id="ree-compare")
         c["describe"] = gr.Markdown("")
-        c["table"] = gr.Dataframe(pd.DataFrame(columns=list(HEADERS.values())), interactive=False, label="Summary (one row per run and policy)",
-                                  wrap=False, elem_id="ree-runs-table")
+        c["table"] = gr.Dataframe(
+            pd.DataFrame(columns=list(HEADERS.values())),
+            interactive=False,
+            label="Summary (one row per run and policy)",
+            wrap=False,
+            elem_id="ree-runs-table",
+        )
         with gr.Row():
             c["acc_plot"] = gr.Plot(show_label=False, elem_id="ree-runs-acc")
             c["util_plot"] = gr.Plot(show_label=False, elem_id="ree-runs-util")
@@ -172,14 +221,23 @@ class RunsTab:
                 c["frontier_plot"] = gr.Plot(show_label=False, elem_id="ree-runs-frontier")
             c["budget_plot"] = gr.Plot(show_label=False, elem_id="ree-runs-budget")
 
-        outputs = [c["describe"], c["table"], c["acc_plot"], c["util_plot"], c["spend_plot"], c["type_plot"], c["train_plot"],
-                   c["held_out_plot"]]
+        outputs = [
+            c["describe"],
+            c["table"],
+            c["acc_plot"],
+            c["util_plot"],
+            c["spend_plot"],
+            c["type_plot"],
+            c["train_plot"],
+            c["held_out_plot"],
+        ]
         extra = [c["uncertainty"], c["interval_plot"], c["frontier_plot"], c["budget_plot"]]
         c["_uncertainty_io"] = ([c["runs"], c["path"]], extra)
         c["refresh"].click(self.refresh, [c["root"], c["runs"]], [c["runs"], c["status"]], api_name="runs_refresh")
         c["root"].submit(self.refresh, [c["root"], c["runs"]], [c["runs"], c["status"]], api_visibility="private")
-        c["compare_btn"].click(self.compare, [c["runs"], c["path"], c["smooth"]], outputs, api_name="runs_compare").then(
-            self.uncertainty, [c["runs"], c["path"]], extra, api_name="runs_uncertainty")
+        c["compare_btn"].click(
+            self.compare, [c["runs"], c["path"], c["smooth"]], outputs, api_name="runs_compare"
+        ).then(self.uncertainty, [c["runs"], c["path"]], extra, api_name="runs_uncertainty")
         c["smooth"].release(self.compare, [c["runs"], c["path"], c["smooth"]], outputs, api_visibility="private")
         c["_refresh_io"] = ([c["root"], c["runs"]], [c["runs"], c["status"]])
         return c
@@ -187,11 +245,13 @@ class RunsTab:
     def _initial(self) -> tuple[list[tuple[str, str]], str]:
         found = compare.discover_runs(self.ctx.runs_root)
         if not found:
-            return [], (f"No run folders under `{self.ctx.runs_root}` yet: run `python -m workbench.evaluate --n_episodes 5`, "
-                        "or save an episode from the Play tab.")
+            return [], (
+                f"No run folders under `{self.ctx.runs_root}` yet: run `python -m workbench.evaluate --n_episodes 5`, "
+                "or save an episode from the Play tab."
+            )
         return [(e.choice, str(e.path)) for e in found], f"{len(found)} run folder(s) under `{self.ctx.runs_root}`."
 
-    def include_saved(self, session: Any, root: str, current: Optional[Sequence[str]]) -> tuple:
+    def include_saved(self, session: Any, root: str, current: Sequence[str] | None) -> tuple:
         """After the Play tab saved an episode: re-list the runs folder and add the saved run to
         the selection (also when it was saved outside the runs folder)."""
         saved = getattr(session, "saved_to", None) if session is not None else None
@@ -203,10 +263,12 @@ class RunsTab:
         if saved not in {v for _l, v in choices}:
             choices.insert(0, (f"{Path(saved).name}  (saved episode)", saved))
         chosen = [v for v in (current or []) if v in {c for _l, c in choices}] + [saved]
-        return (gr.Dropdown(choices=choices, value=list(dict.fromkeys(chosen)), multiselect=True),
-                f"Saved episode `{saved}` added to the comparison; press **Compare**.")
+        return (
+            gr.Dropdown(choices=choices, value=list(dict.fromkeys(chosen)), multiselect=True),
+            f"Saved episode `{saved}` added to the comparison; press **Compare**.",
+        )
 
-    def compare_if_any(self, selected: Optional[Sequence[str]], extra_path: str, smooth: float = 1) -> tuple:
+    def compare_if_any(self, selected: Sequence[str] | None, extra_path: str, smooth: float = 1) -> tuple:
         """:meth:`compare` when something is chosen; otherwise leave the outputs as they are."""
         if not selected and not (extra_path or "").strip():
             return tuple(gr.skip() for _ in range(8))
@@ -218,9 +280,19 @@ class RunsTab:
         inputs, outputs = c["_refresh_io"]
         u_in, u_out = c["_uncertainty_io"]
         tab.select(self.refresh, inputs, outputs, api_visibility="private").then(
-            self.compare_if_any, [c["runs"], c["path"], c["smooth"]],
-            [c["describe"], c["table"], c["acc_plot"], c["util_plot"], c["spend_plot"], c["type_plot"], c["train_plot"]],
-            api_visibility="private").then(self.uncertainty, u_in, u_out, api_visibility="private")
+            self.compare_if_any,
+            [c["runs"], c["path"], c["smooth"]],
+            [
+                c["describe"],
+                c["table"],
+                c["acc_plot"],
+                c["util_plot"],
+                c["spend_plot"],
+                c["type_plot"],
+                c["train_plot"],
+            ],
+            api_visibility="private",
+        ).then(self.uncertainty, u_in, u_out, api_visibility="private")
 
 
 def _smooth_window(smooth: Any) -> int:
@@ -232,8 +304,9 @@ def _smooth_window(smooth: Any) -> int:
     try:
         v = float(smooth if smooth not in (None, "") else 1)
     except (TypeError, ValueError):
-        raise ValueError(f"smoothing must be a whole number of logged steps (1-50 on the slider), got {smooth!r}") from None
+        raise ValueError(
+            f"smoothing must be a whole number of logged steps (1-50 on the slider), got {smooth!r}"
+        ) from None
     if not math.isfinite(v) or not 1 <= v <= 1000:
         raise ValueError(f"smoothing must be between 1 and 1,000 logged steps, got {smooth!r}")
     return int(v)
-
