@@ -1,17 +1,16 @@
 """Command line of the core package.
 
-    python -m reasoning_env prepare     # build and cache the embedded offline tokenizers
-    python -m reasoning_env sources     # list the registered question sources
+python -m reasoning_env prepare     # build and cache the embedded offline tokenizers
+python -m reasoning_env sources     # list the registered question sources
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
-from typing import Optional
 
 
-def main(argv: Optional[list[str]] = None) -> int:
+def main(argv: list[str] | None = None) -> int:
     """Entry point; returns the process exit status."""
     parser = argparse.ArgumentParser(prog="python -m reasoning_env", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="cmd", required=True)
@@ -24,10 +23,10 @@ def main(argv: Optional[list[str]] = None) -> int:
         for spec in (QWEN25, QWEN3):
             print(f"embedded tokenizer {spec.key}: {embedded_tokenizer_dir(spec)}")
     elif args.cmd == "sources":
-        from reasoning_env.sources import available
+        from reasoning_env.sources import describe
 
-        for name, desc in available().items():
-            print(f"{name:15s} {desc}")
+        for name, meta in describe().items():
+            print(f"{name:15s} {meta['summary']}")
     return 0
 
 

@@ -7,7 +7,7 @@ Synchronous::
     with ReasoningEconomicsClient(base_url="http://localhost:8000").sync() as env:
         result = env.reset(seed=7, tokenizer_name="Qwen/Qwen2.5-0.5B-Instruct")
         while not result.done:
-            obs = result.observation                     # ReasonBudgetObservation
+            obs = result.observation                     # ReasoningEconomicsObservation
             result = env.step(f"... so the answer is \\boxed{{42}}")
         print(result.observation.history, result.reward)
 
@@ -32,64 +32,26 @@ With ``$REE_API_TOKEN`` set (or ``api_token=``), the client sends ``Authorizatio
 from __future__ import annotations
 
 import os
-from typing import Any, Dict, Optional, Union
+from typing import Any
 
 from openenv.core.client_types import StepResult
 from openenv.core.env_client import EnvClient
 from websockets.exceptions import ConnectionClosed
 
-from reasoning_env.models import ReasonBudgetAction, ReasonBudgetObservation, ReasonBudgetState
+from reasoning_env.errors import ServerError, ServerGoneError
+from reasoning_env.models import ReasoningEconomicsAction, ReasoningEconomicsObservation, ReasoningEconomicsState
 
 #: Environment variable holding the server's shared token (read by clients and trainers).
 API_TOKEN_VAR = "REE_API_TOKEN"
 
 
-class ServerError(RuntimeError):
-    """The server answered a request with an error frame.
-
-    Attributes:
-        code: OpenEnv's error code (``VALIDATION_ERROR``, ``EXECUTION_ERROR``, ``CAPACITY_REACHED``,
-            ``INVALID_JSON``, ``UNKNOWN_TYPE``, ``SESSION_ERROR``, ``UNAUTHORIZED``, ...).
-        message: The server's explanation (what was wrong and how to fix it).
-        data: The whole error payload.
-    """
-
-    def __init__(self, data: Dict[str, Any]) -> None:
-        self.data = dict(data)
-        self.code = str(self.data.get("code", "UNKNOWN"))
-        self.message = str(self.data.get("message", "unknown error"))
-        super().__init__(f"Server error: {self.message} (code: {self.code})")
-
-
-class ServerGoneError(ConnectionError):
-    """The connection to the server ended while a request was waiting for its answer.
-
-    Attributes:
-        url: The server's WebSocket URL.
-        close_code: The WebSocket close code (``1012`` service restart, ``1006`` no close frame: the
-            server or network died, ``4000`` closed idle by the server, ...), or ``None``.
-        reason: The close reason the server gave, if any.
-    """
-
-    def __init__(self, url: Optional[str], close_code: Optional[int], reason: str = "") -> None:
-        self.url = url
-        self.close_code = close_code
-        self.reason = reason
-        what = f"close code {close_code}" + (f": {reason}" if reason else "") if close_code else "no close frame"
-        super().__init__(
-            f"the environment server at {url} went away during the request ({what}); the episode on this "
-            "session is lost: reset again (the client reconnects), or play through reasoning_env.remote.RemoteEnv, "
-            "which replays an episode from its seed on another replica"
-        )
-
-
 def make_action(
-    response: Union[str, ReasonBudgetAction],
-    grading_response: Optional[str] = None,
-    tokenizer_name: Optional[str] = None,
-    num_generated_tokens: Optional[int] = None,
-) -> ReasonBudgetAction:
-    """The one way to build a step's action: a :class:`ReasonBudgetAction` from a response string
+    response: str | ReasoningEconomicsAction,
+    grading_response: str | None = None,
+    tokenizer_name: str | None = None,
+    num_generated_tokens: int | None = None,
+) -> ReasoningEconomicsAction:
+    """The one way to build a step's action: a :class:`ReasoningEconomicsAction` from a response string
     (or an action) plus the optional metadata keys of the contract; given keys override the
     action's own metadata.
 
@@ -102,22 +64,26 @@ def make_action(
             excluded): the step is charged at least that many.
 
     Raises:
-        TypeError: ``response`` is neither a string nor a ReasonBudgetAction.
+        TypeError: ``response`` is neither a string nor a ReasoningEconomicsAction.
         ValueError: ``num_generated_tokens`` is negative or not an integer.
     """
-    if isinstance(response, ReasonBudgetAction):
+    if isinstance(response, ReasoningEconomicsAction):
         action = response
     elif isinstance(response, str):
-        action = ReasonBudgetAction(response=response)
+        action = ReasoningEconomicsAction(response=response)
     else:
-        raise TypeError(f"step() takes a response string or a ReasonBudgetAction, got {type(response).__name__}")
-    extra: Dict[str, Any] = {}
+        raise TypeError(f"step() takes a response string or a ReasoningEconomicsAction, got {type(response).__name__}")
+    extra: dict[str, Any] = {}
     if grading_response is not None and grading_response.strip():
         extra["grading_response"] = grading_response
     if tokenizer_name:
         extra["tokenizer_name"] = tokenizer_name
     if num_generated_tokens is not None:
-        if isinstance(num_generated_tokens, bool) or int(num_generated_tokens) != num_generated_tokens or num_generated_tokens < 0:
+        if (
+            isinstance(num_generated_tokens, bool)
+            or int(num_generated_tokens) != num_generated_tokens
+            or num_generated_tokens < 0
+        ):
             raise ValueError(f"num_generated_tokens must be a non-negative integer, got {num_generated_tokens!r}")
         extra["num_generated_tokens"] = int(num_generated_tokens)
     if extra:
@@ -125,8 +91,10 @@ def make_action(
     return action
 
 
-class ReasoningEconomicsClient(EnvClient[ReasonBudgetAction, ReasonBudgetObservation, ReasonBudgetState]):
-    """OpenEnv client with typed results (``StepResult[ReasonBudgetObservation]``).
+class ReasoningEconomicsClient(
+    EnvClient[ReasoningEconomicsAction, ReasoningEconomicsObservation, ReasoningEconomicsState]
+):
+    """OpenEnv client with typed results (``StepResult[ReasoningEconomicsObservation]``).
 
     Args:
         base_url: The server, ``http://host:port`` or ``ws://host:port`` (the ``/ws`` path is added).
@@ -141,27 +109,27 @@ class ReasoningEconomicsClient(EnvClient[ReasonBudgetAction, ReasonBudgetObserva
     and :class:`ServerGoneError` when the connection ends under it.
     """
 
-    def __init__(self, base_url: Optional[str] = None, *, api_token: Optional[str] = None, **kwargs: Any) -> None:
+    def __init__(self, base_url: str | None = None, *, api_token: str | None = None, **kwargs: Any) -> None:
         token = api_token if api_token is not None else os.environ.get(API_TOKEN_VAR, "").strip()
         if token:
             kwargs["headers"] = {**(kwargs.get("headers") or {}), "Authorization": f"Bearer {token}"}
         super().__init__(base_url, **kwargs)
 
     # ------------------------------------------------------------------ OpenEnv hooks
-    def _step_payload(self, action: ReasonBudgetAction) -> Dict[str, Any]:
+    def _step_payload(self, action: ReasoningEconomicsAction) -> dict[str, Any]:
         return action.model_dump(mode="json")
 
-    def _parse_result(self, payload: Dict[str, Any]) -> StepResult[ReasonBudgetObservation]:
+    def _parse_result(self, payload: dict[str, Any]) -> StepResult[ReasoningEconomicsObservation]:
         fields = dict(payload.get("observation") or {})
         fields["reward"] = payload.get("reward")
         fields["done"] = bool(payload.get("done", False))
-        obs = ReasonBudgetObservation.model_validate(fields)
+        obs = ReasoningEconomicsObservation.model_validate(fields)
         return StepResult(observation=obs, reward=obs.reward, done=obs.done, metadata=obs.metadata)
 
-    def _parse_state(self, payload: Dict[str, Any]) -> ReasonBudgetState:
-        return ReasonBudgetState.model_validate(payload)
+    def _parse_state(self, payload: dict[str, Any]) -> ReasoningEconomicsState:
+        return ReasoningEconomicsState.model_validate(payload)
 
-    async def _receive(self) -> Dict[str, Any]:
+    async def _receive(self) -> dict[str, Any]:
         try:
             response = await super()._receive()
         except ConnectionClosed as exc:
@@ -175,12 +143,12 @@ class ReasoningEconomicsClient(EnvClient[ReasonBudgetAction, ReasonBudgetObserva
     # ------------------------------------------------------------------ typed signatures
     async def _reset_async(
         self,
-        seed: Optional[int] = None,
-        episode_id: Optional[str] = None,
-        tokenizer_name: Optional[str] = None,
-        total_budget: Optional[int] = None,
+        seed: int | None = None,
+        episode_id: str | None = None,
+        tokenizer_name: str | None = None,
+        total_budget: int | None = None,
         **kwargs: Any,
-    ) -> StepResult[ReasonBudgetObservation]:
+    ) -> StepResult[ReasoningEconomicsObservation]:
         """Start an episode (see :meth:`ReasoningEconomicsEnv.reset`; unset arguments are not sent,
         unknown ones are sent and refused by the server with a clear error).
 
@@ -194,21 +162,29 @@ class ReasoningEconomicsClient(EnvClient[ReasonBudgetAction, ReasonBudgetObserva
         Raises:
             ServerError: the server refused (bad argument, unknown tokenizer, ...).
         """
-        data = {k: v for k, v in (("seed", seed), ("episode_id", episode_id), ("tokenizer_name", tokenizer_name),
-                                  ("total_budget", total_budget)) if v is not None}
+        data = {
+            k: v
+            for k, v in (
+                ("seed", seed),
+                ("episode_id", episode_id),
+                ("tokenizer_name", tokenizer_name),
+                ("total_budget", total_budget),
+            )
+            if v is not None
+        }
         return await super()._reset_async(**data, **kwargs)
 
     async def _step_async(
         self,
-        action: Union[str, ReasonBudgetAction],
-        grading_response: Optional[str] = None,
-        tokenizer_name: Optional[str] = None,
+        action: str | ReasoningEconomicsAction,
+        grading_response: str | None = None,
+        tokenizer_name: str | None = None,
         **kwargs: Any,
-    ) -> StepResult[ReasonBudgetObservation]:
+    ) -> StepResult[ReasoningEconomicsObservation]:
         """Answer the current question.
 
         Args:
-            action: The full model output (a string), or a :class:`ReasonBudgetAction`.
+            action: The full model output (a string), or a :class:`ReasoningEconomicsAction`.
             grading_response: Grade this text instead (tokens are still counted on the response).
             tokenizer_name: Count this step's tokens with this tokenizer (kept for the session).
             num_generated_tokens: (keyword) token ids generated for the response: charged at least.
@@ -216,10 +192,12 @@ class ReasoningEconomicsClient(EnvClient[ReasonBudgetAction, ReasonBudgetObserva
         Raises:
             ServerError: the server refused (no episode, response over the size cap, ...).
             ServerGoneError: the connection ended before the answer came.
-            TypeError: ``action`` is neither a string nor a ReasonBudgetAction.
+            TypeError: ``action`` is neither a string nor a ReasoningEconomicsAction.
         """
         num_generated_tokens = kwargs.pop("num_generated_tokens", None)
         if kwargs:
-            raise TypeError(f"step() got unexpected keyword argument(s) {sorted(kwargs)}; "
-                            "it takes grading_response, tokenizer_name and num_generated_tokens")
+            raise TypeError(
+                f"step() got unexpected keyword argument(s) {sorted(kwargs)}; "
+                "it takes grading_response, tokenizer_name and num_generated_tokens"
+            )
         return await super()._step_async(make_action(action, grading_response, tokenizer_name, num_generated_tokens))

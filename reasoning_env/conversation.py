@@ -43,8 +43,9 @@ No torch here: tokenizers are Hugging Face ``tokenizers``/``transformers`` objec
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Any
 
+from reasoning_env.errors import ChatFormatError
 from reasoning_env.prompting import SYSTEM_PROMPT, build_messages, build_user_prompt
 
 __all__ = [
@@ -73,10 +74,6 @@ _ASSISTANT_MARK = "\u2063@@ASSISTANT_PLACEHOLDER@@\u2063"
 _USER_MARK = "\u2063@@USER_PLACEHOLDER@@\u2063"
 
 
-class ChatFormatError(ValueError):
-    """The tokenizer's chat template cannot render an episode (message says why and the fix)."""
-
-
 def check_format(fmt: str, history_thinking: str = "keep") -> None:
     """Raise ``ValueError`` unless ``fmt`` is in :data:`FORMATS` and ``history_thinking`` in
     :data:`HISTORY_THINKING`."""
@@ -102,7 +99,7 @@ def strip_thinking(text: str) -> str:
     return text.split("</think>")[-1].lstrip("\n")
 
 
-def visible_answer(text: str, thinking: bool) -> Optional[str]:
+def visible_answer(text: str, thinking: bool) -> str | None:
     """The text to grade for a response (``metadata["grading_response"]``), or ``None`` to grade
     the whole response.
 
@@ -139,9 +136,9 @@ class EpisodeConversation:
 
     format: str = "multi_turn"
     history_thinking: str = "keep"
-    system_prompt: Optional[str] = SYSTEM_PROMPT
+    system_prompt: str | None = SYSTEM_PROMPT
     history_len: int = 3
-    turns: list[tuple[Any, Optional[str]]] = field(default_factory=list)
+    turns: list[tuple[Any, str | None]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         check_format(self.format, self.history_thinking)
@@ -226,7 +223,7 @@ class ChatFormat:
 
     tokenizer: Any
     reasoning_mode: str = "auto"
-    system_prompt: Optional[str] = SYSTEM_PROMPT
+    system_prompt: str | None = SYSTEM_PROMPT
     history_len: int = 3
     thinking: bool = field(init=False)
     template_kwargs: dict = field(init=False)
@@ -273,11 +270,15 @@ class ChatFormat:
         ]
         text = self.render(msgs, add_generation_prompt=True)
         if text.count(_ASSISTANT_MARK) != 1 or text.count(_USER_MARK) != 1:
-            raise ChatFormatError("the chat template does not render each message once; cannot derive the turn separator")
+            raise ChatFormatError(
+                "the chat template does not render each message once; cannot derive the turn separator"
+            )
         after_assistant = text.split(_ASSISTANT_MARK, 1)[1]
         pre, post = after_assistant.split(_USER_MARK, 1)
         if not post:
-            raise ChatFormatError("the chat template adds no assistant header after a user message (add_generation_prompt)")
+            raise ChatFormatError(
+                "the chat template adds no assistant header after a user message (add_generation_prompt)"
+            )
         return pre, post
 
     def encode(self, text: str) -> list[int]:
@@ -323,7 +324,7 @@ class ChatFormat:
         what a policy in ``history_thinking="strip"`` or ``single_turn`` format is prompted with."""
         return self.encode(self.render(conversation.messages(), True))
 
-    def grading_response(self, text: str) -> Optional[str]:
+    def grading_response(self, text: str) -> str | None:
         """:func:`visible_answer` for this format's thinking mode."""
         return visible_answer(text, self.thinking)
 
@@ -356,7 +357,7 @@ class EpisodeTokens:
         """``prompt_ids + completion_ids``: the ids the next turn is generated from."""
         return self.prompt_ids + self.completion_ids
 
-    def add_model_turn(self, ids: list[int], logprobs: Optional[list[float]] = None) -> tuple[int, int]:
+    def add_model_turn(self, ids: list[int], logprobs: list[float] | None = None) -> tuple[int, int]:
         """Append a model turn (the ids exactly as generated, stop token included when sampled).
 
         Returns:

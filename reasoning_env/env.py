@@ -7,7 +7,7 @@ Contract (ReasoningEconomicsEnv v2; README "Environment contract"):
   ``"client"``) > ``tokenizer_name`` given -> ``int(budget_ratio * tokens of the question texts)``
   (``"tokenizer_native"``; if that tokenizer fails to load and the config allows it, the config
   formula with a warning) > the config formula (``"config"``).
-- ``step(ReasonBudgetAction(response, metadata))`` counts the response's tokens with the session
+- ``step(ReasoningEconomicsAction(response, metadata))`` counts the response's tokens with the session
   tokenizer, grades its final answer (or ``metadata["grading_response"]``), charges the budget
   (clipped to what remains in hard-cap mode) and pays the configured reward, broken into named
   components; the final step adds the episode bonus.
@@ -24,27 +24,30 @@ import logging
 import random
 import secrets
 import uuid
-from typing import Any, Optional, Union
+from typing import Any
 
 from openenv.core.env_server.interfaces import Environment
 from openenv.core.env_server.types import EnvironmentMetadata
 
 from reasoning_env.config import MAX_TOTAL_BUDGET, ConfigError, EnvConfig
+from reasoning_env.errors import EpisodeError
 from reasoning_env.grading import GoldReport, Grader, log_gold_issues
 from reasoning_env.models import (
     HistoryEntry,
-    ReasonBudgetAction,
-    ReasonBudgetObservation,
-    ReasonBudgetState,
+    ReasoningEconomicsAction,
+    ReasoningEconomicsObservation,
+    ReasoningEconomicsState,
     StepRecord,
 )
 from reasoning_env.questions import Question
-from reasoning_env.rewards import EpisodeContext, StepContext, build as build_reward
+from reasoning_env.rewards import EpisodeContext, StepContext
+from reasoning_env.rewards import build as build_reward
 from reasoning_env.sampler import sample_episode
 from reasoning_env.sources import PoolSet, load_pools
 from reasoning_env.tokenization import LoadedTokenizer, TokenizerLoadError, get_tokenizer
 
 logger = logging.getLogger(__name__)
+
 
 def _is_utf8(text: str) -> bool:
     """False when ``text`` holds a lone surrogate (from a JSON ``\\ud800`` escape), which no
@@ -61,11 +64,9 @@ RESET_OPTIONS = ("seed", "episode_id", "tokenizer_name", "total_budget")
 SUMMARY_CHARS = 60
 
 
-class EpisodeError(ValueError):
-    """A reset or step argument is invalid; the message says which and how to fix it."""
-
-
-class ReasoningEconomicsEnv(Environment[ReasonBudgetAction, ReasonBudgetObservation, ReasonBudgetState]):
+class ReasoningEconomicsEnv(
+    Environment[ReasoningEconomicsAction, ReasoningEconomicsObservation, ReasoningEconomicsState]
+):
     """Mixed math questions under a shared token budget. See the module docstring for the contract.
 
     Args:
@@ -81,10 +82,10 @@ class ReasoningEconomicsEnv(Environment[ReasonBudgetAction, ReasonBudgetObservat
 
     def __init__(
         self,
-        config: Union[EnvConfig, dict, None] = None,
+        config: EnvConfig | dict | None = None,
         *,
-        pools: Optional[PoolSet] = None,
-        grader: Optional[Grader] = None,
+        pools: PoolSet | None = None,
+        grader: Grader | None = None,
     ) -> None:
         super().__init__()
         config = EnvConfig.coerce(config)
@@ -126,10 +127,10 @@ class ReasoningEconomicsEnv(Environment[ReasonBudgetAction, ReasonBudgetObservat
         return list(self._questions)
 
     @property
-    def state(self) -> ReasonBudgetState:
+    def state(self) -> ReasoningEconomicsState:
         """The episode's internal state (no gold answers)."""
         spent = self._spent
-        return ReasonBudgetState(
+        return ReasoningEconomicsState(
             episode_id=self._episode_id,
             step_count=self._index,
             total_budget=self._total_budget,
@@ -139,7 +140,9 @@ class ReasoningEconomicsEnv(Environment[ReasonBudgetAction, ReasonBudgetObservat
             num_questions=len(self._questions),
             total_correct=self._correct,
             current_accuracy=self._correct / self._index if self._index else 0.0,
-            budget_remaining_ratio=min(1.0, max(0.0, self._remaining / self._total_budget)) if self._total_budget > 0 else 0.0,
+            budget_remaining_ratio=min(1.0, max(0.0, self._remaining / self._total_budget))
+            if self._total_budget > 0
+            else 0.0,
             budget_source=self._budget_source,
             tokenizer_name=self._tokenizer.name if self._tokenizer else None,
             seed=self._seed,
@@ -165,19 +168,19 @@ class ReasoningEconomicsEnv(Environment[ReasonBudgetAction, ReasonBudgetObservat
 
     # ------------------------------------------------------------------ reset
     def _clear_episode(self) -> None:
-        self._episode_id: Optional[str] = None
-        self._seed: Optional[int] = None
+        self._episode_id: str | None = None
+        self._seed: int | None = None
         self._questions: list[Question] = []
         self._index = 0
         self._correct = 0
         self._total_budget = 0
         self._remaining = 0
         self._spent = 0  # tokens charged so far (differs from budget - remaining when soft mode floors at 0)
-        self._budget_source: Optional[str] = None
-        self._tokenizer: Optional[LoadedTokenizer] = None
+        self._budget_source: str | None = None
+        self._tokenizer: LoadedTokenizer | None = None
         self._history: list[HistoryEntry] = []
         self._done = True
-        self._done_reason: Optional[str] = "no_episode"
+        self._done_reason: str | None = "no_episode"
         self._episode_reward = 0.0
 
     def _draw_seed(self) -> int:
@@ -187,12 +190,12 @@ class ReasoningEconomicsEnv(Environment[ReasonBudgetAction, ReasonBudgetObservat
 
     def reset(
         self,
-        seed: Optional[int] = None,
-        episode_id: Optional[str] = None,
-        tokenizer_name: Optional[str] = None,
-        total_budget: Optional[int] = None,
+        seed: int | None = None,
+        episode_id: str | None = None,
+        tokenizer_name: str | None = None,
+        total_budget: int | None = None,
         **kwargs: Any,
-    ) -> ReasonBudgetObservation:
+    ) -> ReasoningEconomicsObservation:
         """Start an episode.
 
         Args:
@@ -221,12 +224,16 @@ class ReasoningEconomicsEnv(Environment[ReasonBudgetAction, ReasonBudgetObservat
         if episode_id is not None and (not isinstance(episode_id, str) or not episode_id or len(episode_id) > 255):
             raise EpisodeError(f"episode_id must be a non-empty string of at most 255 characters, got {episode_id!r}")
         if episode_id is not None and not _is_utf8(episode_id):
-            raise EpisodeError("episode_id is not valid Unicode text (it holds a lone surrogate code point); send UTF-8 text")
+            raise EpisodeError(
+                "episode_id is not valid Unicode text (it holds a lone surrogate code point); send UTF-8 text"
+            )
         if total_budget is not None:
             if isinstance(total_budget, bool) or not isinstance(total_budget, int):
                 raise EpisodeError(f"total_budget must be an integer number of tokens, got {total_budget!r}")
             if not 1 <= total_budget <= MAX_TOTAL_BUDGET:
-                raise EpisodeError(f"total_budget must be between 1 and {MAX_TOTAL_BUDGET:,} tokens, got {total_budget}")
+                raise EpisodeError(
+                    f"total_budget must be between 1 and {MAX_TOTAL_BUDGET:,} tokens, got {total_budget}"
+                )
         if tokenizer_name is not None and (not isinstance(tokenizer_name, str)):
             raise EpisodeError(f"tokenizer_name must be a string (a Hub id or local folder), got {tokenizer_name!r}")
         if tokenizer_name is not None and not _is_utf8(tokenizer_name):
@@ -245,7 +252,7 @@ class ReasoningEconomicsEnv(Environment[ReasonBudgetAction, ReasonBudgetObservat
         questions = sample_episode(pools.pools, self.config.num_questions, ep_seed, self.config.mix)
 
         warning = None
-        tokenizer: Optional[LoadedTokenizer] = None
+        tokenizer: LoadedTokenizer | None = None
         if tokenizer_name is not None:
             try:
                 tokenizer = self._tokenizer_for(tokenizer_name)
@@ -267,8 +274,10 @@ class ReasoningEconomicsEnv(Environment[ReasonBudgetAction, ReasonBudgetObservat
             budget, source = max(1, int(self.config.budget_ratio * question_tokens)), "tokenizer_native"
             if budget > MAX_TOTAL_BUDGET:
                 raise EpisodeError(
-                    f"the tokenizer-native budget is {budget:,} tokens ({self.config.budget_ratio:g} x {question_tokens:,} "
-                    f"question tokens), above the maximum of {MAX_TOTAL_BUDGET:,}; lower budget_ratio or num_questions, "
+                    f"the tokenizer-native budget is {budget:,} tokens "
+                    f"({self.config.budget_ratio:g} x {question_tokens:,} "
+                    f"question tokens), above the maximum of {MAX_TOTAL_BUDGET:,}; lower "
+                    "budget_ratio or num_questions, "
                     "or pass total_budget"
                 )
         else:
@@ -316,14 +325,14 @@ class ReasoningEconomicsEnv(Environment[ReasonBudgetAction, ReasonBudgetObservat
     # ------------------------------------------------------------------ step
     def step(
         self,
-        action: Union[ReasonBudgetAction, dict, str],
-        timeout_s: Optional[float] = None,
+        action: ReasoningEconomicsAction | dict | str,
+        timeout_s: float | None = None,
         **kwargs: Any,
-    ) -> ReasonBudgetObservation:
+    ) -> ReasoningEconomicsObservation:
         """Answer the current question.
 
         Args:
-            action: A :class:`ReasonBudgetAction` (a dict of its fields or a bare response string
+            action: A :class:`ReasoningEconomicsAction` (a dict of its fields or a bare response string
                 are accepted too).
             timeout_s: Grading time limit for this step (seconds; default the config's).
 
@@ -347,17 +356,23 @@ class ReasoningEconomicsEnv(Environment[ReasonBudgetAction, ReasonBudgetObservat
             raise EpisodeError(f"metadata.tokenizer_name must be a string, got {type(step_tok).__name__}")
         for name, text in (("response", action.response), ("metadata.grading_response", grading_response)):
             if text is not None and not _is_utf8(text):
-                raise EpisodeError(f"{name} is not valid Unicode text (it holds a lone surrogate code point); send UTF-8 text")
+                raise EpisodeError(
+                    f"{name} is not valid Unicode text (it holds a lone surrogate code point); send UTF-8 text"
+                )
         generated = md.get("num_generated_tokens")
         if generated is not None and (isinstance(generated, bool) or not isinstance(generated, int) or generated < 0):
-            raise EpisodeError(f"metadata.num_generated_tokens must be a non-negative integer (token ids the policy generated), got {generated!r}")
+            raise EpisodeError(
+                "metadata.num_generated_tokens must be a non-negative integer (token ids the "
+                f"policy generated), got {generated!r}"
+            )
 
         if self._done:
             reason = self._done_reason or "episode_already_done"
             obs = self._observation(reward=0.0)
             obs.done_reason = "no_episode" if reason == "no_episode" else "episode_already_done"
             obs.metadata["error"] = (
-                "no episode: call reset() first" if reason == "no_episode"
+                "no episode: call reset() first"
+                if reason == "no_episode"
                 else f"the episode is over ({reason}); call reset() to start a new one"
             )
             obs.metadata["episode_id"] = self._episode_id
@@ -382,7 +397,10 @@ class ReasoningEconomicsEnv(Environment[ReasonBudgetAction, ReasonBudgetObservat
             # Hard cap: tokens past the remaining budget were never paid for, so they are not read.
             # (grading_response is ignored then: the visible answer may lie in the unpaid part.)
             graded_text, text = "paid_prefix", self._tokenizer.prefix(action.response, charged)
-        result = self._grader.grade(text, q.gold_answer, timeout_s=timeout_s or self.config.grading_timeout_s)
+        # Our grader also reads the question: a copy of one of its expressions is not an answer
+        # (docs/grading.md, "Restating the question"); custom graders get the old signature.
+        extra = {"question": q.text} if isinstance(self._grader, Grader) else {}
+        result = self._grader.grade(text, q.gold_answer, timeout_s=timeout_s or self.config.grading_timeout_s, **extra)
 
         spent_before = self._spent
         ctx = StepContext(
@@ -453,7 +471,9 @@ class ReasoningEconomicsEnv(Environment[ReasonBudgetAction, ReasonBudgetObservat
             spent_before=spent_before,
             remaining_budget_after=self._remaining,
         )
-        obs = self._observation(reward=reward, last_step=record)  # in the constructor: validate_assignment would re-check it
+        obs = self._observation(
+            reward=reward, last_step=record
+        )  # in the constructor: validate_assignment would re-check it
         obs.metadata.update(
             {
                 "tokenizer_name": self._tokenizer.name,
@@ -483,30 +503,32 @@ class ReasoningEconomicsEnv(Environment[ReasonBudgetAction, ReasonBudgetObservat
         return get_tokenizer(name)
 
     @staticmethod
-    def _coerce_action(action: Any) -> ReasonBudgetAction:
-        if isinstance(action, ReasonBudgetAction):
+    def _coerce_action(action: Any) -> ReasoningEconomicsAction:
+        if isinstance(action, ReasoningEconomicsAction):
             return action
         if isinstance(action, str):
-            return ReasonBudgetAction(response=action)
+            return ReasoningEconomicsAction(response=action)
         if isinstance(action, dict):
             from pydantic import ValidationError
 
             try:
-                return ReasonBudgetAction(**action)
+                return ReasoningEconomicsAction(**action)
             except ValidationError as exc:
-                raise EpisodeError(f"invalid action: {exc.errors()[0].get('msg')} at {exc.errors()[0].get('loc')}") from None
+                raise EpisodeError(
+                    f"invalid action: {exc.errors()[0].get('msg')} at {exc.errors()[0].get('loc')}"
+                ) from None
         raise EpisodeError(
-            f"step() takes a ReasonBudgetAction (or its dict, or a response string), got {type(action).__name__}"
+            f"step() takes a ReasoningEconomicsAction (or its dict, or a response string), got {type(action).__name__}"
         )
 
-    def _observation(self, reward: Optional[float], last_step: Optional[StepRecord] = None) -> ReasonBudgetObservation:
+    def _observation(self, reward: float | None, last_step: StepRecord | None = None) -> ReasoningEconomicsObservation:
         n = len(self._questions)
         left = 0 if self._done else n - self._index
         current = self._questions[self._index] if (not self._done and self._index < n) else None
         cap = self.config.max_tokens_per_step
         if self.config.hard_cap_mode:
             cap = max(0, min(cap, self._remaining))
-        return ReasonBudgetObservation(
+        return ReasoningEconomicsObservation(
             question=current.text if current else "",
             question_id=current.id if current else None,
             problem_type=current.problem_type if current else None,

@@ -18,7 +18,7 @@ Template (``{...}`` filled from the observation)::
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any
 
 SYSTEM_PROMPT = (
     "You answer a sequence of math questions that share one token budget. Every token you write is "
@@ -53,7 +53,7 @@ def build_user_prompt(obs: Any, *, history_len: int = 3, show_problem_type: bool
     """The user message for the current question of ``obs`` (an observation or its dict).
 
     Args:
-        obs: A :class:`~reasoning_env.models.ReasonBudgetObservation` (or ``model_dump()`` of one).
+        obs: A :class:`~reasoning_env.models.ReasoningEconomicsObservation` (or ``model_dump()`` of one).
         history_len: How many past answers to summarise (0 = none).
         show_problem_type: Include the problem type label in the header.
     Returns:
@@ -81,7 +81,7 @@ def build_user_prompt(obs: Any, *, history_len: int = 3, show_problem_type: bool
     return "\n".join(lines)
 
 
-def build_messages(obs: Any, *, system_prompt: Optional[str] = SYSTEM_PROMPT, history_len: int = 3) -> list[dict]:
+def build_messages(obs: Any, *, system_prompt: str | None = SYSTEM_PROMPT, history_len: int = 3) -> list[dict]:
     """Chat messages ``[{"role": "system", ...}, {"role": "user", ...}]`` for the current question."""
     messages = []
     if system_prompt:

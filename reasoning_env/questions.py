@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
-from typing import Any, Mapping, Optional
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -29,8 +30,8 @@ class Question:
     gold_answer: str
     problem_type: str
     source: str
-    difficulty: Optional[int] = None
-    subject: Optional[str] = None
+    difficulty: int | None = None
+    subject: str | None = None
     metadata: Mapping[str, Any] = field(default_factory=dict, compare=False, hash=False)
 
     def to_dict(self) -> dict:

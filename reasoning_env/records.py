@@ -9,7 +9,7 @@ episode's tokenizer; rewards are signed components that sum to ``reward``.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field, fields
-from typing import Any, Optional
+from typing import Any
 
 from reasoning_env.rewards.economics import COMPONENTS
 
@@ -23,7 +23,7 @@ def _flatten(row: Any) -> dict[str, Any]:
     d = asdict(row)
     comps = d.pop("components") or {}
     for col in REWARD_COMPONENT_COLUMNS:
-        d[col] = float(comps.get(col[len("reward_"):], 0.0))
+        d[col] = float(comps.get(col[len("reward_") :], 0.0))
     for name, value in comps.items():
         d.setdefault(f"reward_{name}", float(value))
     return d
@@ -60,7 +60,7 @@ class StepRow:
     step: int
     question_id: str
     problem_type: str
-    difficulty: Optional[int]
+    difficulty: int | None
     raw_tokens: int
     tokens: int
     spent_before: int
@@ -72,20 +72,20 @@ class StepRow:
     tokenizer_name: str
     correct: bool
     has_answer: bool
-    extracted_answer: Optional[str]
+    extracted_answer: str | None
     gold_answer: str
     grade_reason: str
     reward: float
     done: bool
-    done_reason: Optional[str]
+    done_reason: str | None
     components: dict[str, float] = field(default_factory=dict)
-    subject: Optional[str] = None
-    group: Optional[int] = None
-    member: Optional[int] = None
+    subject: str | None = None
+    group: int | None = None
+    member: int | None = None
     response: str = ""
     response_chars: int = 0
-    latency_s: Optional[float] = None
-    graded_response: Optional[str] = None
+    latency_s: float | None = None
+    graded_response: str | None = None
 
     def to_flat(self) -> dict[str, Any]:
         """Flat dict with one ``reward_<name>`` column per component (missing ones = 0.0)."""
@@ -118,8 +118,8 @@ class EpisodeRow:
     budget_source: str
     tokenizer_name: str
     components: dict[str, float] = field(default_factory=dict)
-    group: Optional[int] = None
-    member: Optional[int] = None
+    group: int | None = None
+    member: int | None = None
 
     def to_flat(self) -> dict[str, Any]:
         """Flat dict with one ``reward_<name>`` column per component (summed over the episode)."""
@@ -135,17 +135,17 @@ def step_row_from_observation(
     reset_metadata: dict[str, Any],
     hard_cap_mode: bool,
     response: str = "",
-    grading_response: Optional[str] = None,
-    max_response_chars: Optional[int] = None,
-    group: Optional[int] = None,
-    member: Optional[int] = None,
-    latency_s: Optional[float] = None,
-    subject: Optional[str] = None,
+    grading_response: str | None = None,
+    max_response_chars: int | None = None,
+    group: int | None = None,
+    member: int | None = None,
+    latency_s: float | None = None,
+    subject: str | None = None,
 ) -> StepRow:
     """Build the `StepRow` of a step from the observation it returned (``obs.last_step`` must be set).
 
     Args:
-        obs: The step's :class:`~reasoning_env.models.ReasonBudgetObservation` (or its dict).
+        obs: The step's :class:`~reasoning_env.models.ReasoningEconomicsObservation` (or its dict).
         reset_metadata: The reset observation's metadata (budget source, seed, tokenizer...).
         response: The action's response text; grading_response: the action's
             ``metadata["grading_response"]`` if any (recorded as ``graded_response`` when graded).
@@ -156,11 +156,13 @@ def step_row_from_observation(
     o = obs if isinstance(obs, dict) else obs.model_dump()
     ls = o.get("last_step")
     if not ls:
-        raise ValueError("observation has no last_step: pass the observation returned by a step that answered a question")
+        raise ValueError(
+            "observation has no last_step: pass the observation returned by a step that answered a question"
+        )
     kept = response if max_response_chars is None else response[:max_response_chars]
     graded_kind = ls.get("graded_text", "response")
     if graded_kind == "paid_prefix" and ls.get("paid_chars") is not None:
-        graded: Optional[str] = response[: int(ls["paid_chars"])]
+        graded: str | None = response[: int(ls["paid_chars"])]
     elif graded_kind == "grading_response":
         graded = grading_response
     else:
@@ -179,7 +181,9 @@ def step_row_from_observation(
         subject=subject,
         raw_tokens=int(ls["raw_tokens"]),
         tokens=int(ls["tokens"]),
-        spent_before=int(ls["spent_before"]) if "spent_before" in ls else int(o["total_budget"]) - int(ls["remaining_budget_after"]) - int(ls["tokens"]),
+        spent_before=int(ls["spent_before"])
+        if "spent_before" in ls
+        else int(o["total_budget"]) - int(ls["remaining_budget_after"]) - int(ls["tokens"]),
         remaining_budget_after=int(ls["remaining_budget_after"]),
         total_budget=int(o["total_budget"]),
         num_questions=int(o["num_questions"]),
@@ -204,7 +208,7 @@ def step_row_from_observation(
     )
 
 
-def episode_row_from_steps(steps: list[StepRow], *, num_questions: Optional[int] = None) -> EpisodeRow:
+def episode_row_from_steps(steps: list[StepRow], *, num_questions: int | None = None) -> EpisodeRow:
     """Summarise one episode's steps (at least one) into an `EpisodeRow`.
 
     Raises:

@@ -29,21 +29,18 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from typing import Any, Optional, Sequence, Union
+from collections.abc import Sequence
+from typing import Any
 
-from reasoning_env.models import ReasonBudgetAction, ReasonBudgetObservation
+from reasoning_env.errors import EpisodeLostError
+from reasoning_env.models import ReasoningEconomicsAction, ReasoningEconomicsObservation
 
 logger = logging.getLogger(__name__)
 
 __all__ = ["EpisodeLostError", "RemoteEnv", "Replicas", "as_observation", "parse_urls"]
 
 
-class EpisodeLostError(ConnectionError):
-    """An episode could not be continued: its replica went away and no other replica could
-    replay it (none reachable, or the replay differed). The message says which."""
-
-
-def as_observation(result: Any) -> ReasonBudgetObservation:
+def as_observation(result: Any) -> ReasoningEconomicsObservation:
     """An observation from what an environment or client returned: an observation, a
     ``StepResult``-like object with ``.observation`` (its ``reward``/``done`` fill the
     observation's when missing), or a dict of either.
@@ -51,7 +48,7 @@ def as_observation(result: Any) -> ReasonBudgetObservation:
     Raises:
         TypeError: nothing observation-like in ``result``.
     """
-    if isinstance(result, ReasonBudgetObservation):
+    if isinstance(result, ReasoningEconomicsObservation):
         return result
     inner = getattr(result, "observation", None)
     if inner is not None:
@@ -63,18 +60,18 @@ def as_observation(result: Any) -> ReasonBudgetObservation:
         return obs
     if isinstance(result, dict):
         data = result.get("observation", result)
-        obs = ReasonBudgetObservation.model_validate(data)
+        obs = ReasoningEconomicsObservation.model_validate(data)
         if "observation" in result:
             for attr in ("reward", "done"):
                 if result.get(attr) is not None and getattr(obs, attr, None) in (None, False):
                     setattr(obs, attr, result[attr])
         return obs
     if hasattr(result, "model_dump"):
-        return ReasonBudgetObservation.model_validate(result.model_dump())
+        return ReasoningEconomicsObservation.model_validate(result.model_dump())
     raise TypeError(f"cannot read an observation from {type(result).__name__}")
 
 
-def parse_urls(urls: Union[str, Sequence[str], None]) -> list[str]:
+def parse_urls(urls: str | Sequence[str] | None) -> list[str]:
     """Server URLs from a string (comma- or space-separated) or a list of such strings.
 
     Raises:
@@ -104,8 +101,14 @@ class Replicas:
     Thread-safe: evaluation and training open sessions from several threads.
     """
 
-    def __init__(self, urls: Union[str, Sequence[str]], *, api_token: Optional[str] = None,
-                 cooldown_s: float = 30.0, message_timeout_s: float = 120.0) -> None:
+    def __init__(
+        self,
+        urls: str | Sequence[str],
+        *,
+        api_token: str | None = None,
+        cooldown_s: float = 30.0,
+        message_timeout_s: float = 120.0,
+    ) -> None:
         self.urls = parse_urls(urls)
         self.api_token = api_token
         self.cooldown_s = float(cooldown_s)
@@ -134,14 +137,15 @@ class Replicas:
         """
         from reasoning_env.client import ReasoningEconomicsClient
 
-        client = ReasoningEconomicsClient(base_url=url, api_token=self.api_token,
-                                          message_timeout_s=self.message_timeout_s).sync()
+        client = ReasoningEconomicsClient(
+            base_url=url, api_token=self.api_token, message_timeout_s=self.message_timeout_s
+        ).sync()
         try:
             client.connect()
         except Exception:
             try:
                 client.close()
-            except Exception:
+            except Exception:  # noqa: BLE001 - cleaning up after a failed connect must not hide its error
                 pass
             raise
         with self._lock:
@@ -166,14 +170,19 @@ class Replicas:
             return [{"url": u, "open": self._open[u], "down": self._down_until[u] > now} for u in self.urls]
 
 
-def _same(a: ReasonBudgetObservation, b: ReasonBudgetObservation) -> bool:
+def _same(a: ReasoningEconomicsObservation, b: ReasoningEconomicsObservation) -> bool:
     """Whether a replayed answer equals the one first received (what the policy saw and was paid)."""
     sa, sb = a.last_step, b.last_step
     if (sa is None) != (sb is None) or a.question_id != b.question_id or a.remaining_budget != b.remaining_budget:
         return False
     if sa is None:
         return a.total_budget == b.total_budget
-    return (sa.question_id, sa.tokens, sa.correct, round(sa.reward, 9)) == (sb.question_id, sb.tokens, sb.correct, round(sb.reward, 9))
+    return (sa.question_id, sa.tokens, sa.correct, round(sa.reward, 9)) == (
+        sb.question_id,
+        sb.tokens,
+        sb.correct,
+        round(sb.reward, 9),
+    )
 
 
 class RemoteEnv:
@@ -185,26 +194,26 @@ class RemoteEnv:
         api_token: Sent to the servers (default ``$REE_API_TOKEN``) when ``target`` is URLs.
         replays: How many times one episode may be replayed on another replica (default 2).
 
-    ``reset`` and ``step`` return :class:`ReasonBudgetObservation`. They raise
+    ``reset`` and ``step`` return :class:`ReasoningEconomicsObservation`. They raise
     :class:`~reasoning_env.client.ServerError` when a server refuses a request, and
     :class:`EpisodeLostError` when the episode's replica went away and it could not be replayed.
     """
 
     questions = None
 
-    def __init__(self, target: Any, *, api_token: Optional[str] = None, replays: int = 2) -> None:
+    def __init__(self, target: Any, *, api_token: str | None = None, replays: int = 2) -> None:
         if isinstance(target, Replicas):
-            self.replicas: Optional[Replicas] = target
+            self.replicas: Replicas | None = target
         elif isinstance(target, (str, list, tuple)):
             self.replicas = Replicas(target, api_token=api_token)
         else:
             self.replicas = None
         self.replays = int(replays)
         self._client = None if self.replicas is not None else target
-        self.url: Optional[str] = None
-        self._reset_args: Optional[dict[str, Any]] = None
-        self._log: list[tuple[ReasonBudgetAction, ReasonBudgetObservation]] = []
-        self._first: Optional[ReasonBudgetObservation] = None
+        self.url: str | None = None
+        self._reset_args: dict[str, Any] | None = None
+        self._log: list[tuple[ReasoningEconomicsAction, ReasoningEconomicsObservation]] = []
+        self._first: ReasoningEconomicsObservation | None = None
         self.replayed = 0  # episodes replayed on another replica (for logs and tests)
 
     # ------------------------------------------------------------------ connection
@@ -216,11 +225,14 @@ class RemoteEnv:
                 self._client = self.replicas.connect(url)
                 self.url = url
                 return
-            except Exception as exc:  # ConnectionError and friends: try the next replica
+            except Exception as exc:  # noqa: BLE001 - any failure to connect (OSError, ServerError, timeouts): try the next replica
                 errors.append(f"{url}: {exc}")
                 self.replicas.mark_down(url)
-        raise EpisodeLostError("no environment server could be reached: " + "; ".join(errors)
-                               + " (start one with: python -m reasoning_env.server --port 8000)")
+        raise EpisodeLostError(
+            "no environment server could be reached: "
+            + "; ".join(errors)
+            + " (start one with: python -m reasoning_env.server --port 8000)"
+        )
 
     def _drop(self, failed: bool) -> None:
         client, url = self._client, self.url
@@ -229,7 +241,7 @@ class RemoteEnv:
         if client is not None:
             try:
                 client.close()
-            except Exception:
+            except Exception:  # noqa: BLE001 - the session is being dropped anyway (often because it died)
                 pass
         if self.replicas is not None and url is not None:
             self.replicas.release(url)
@@ -242,11 +254,25 @@ class RemoteEnv:
         return self._client
 
     # ------------------------------------------------------------------ episode
-    def reset(self, seed: Optional[int] = None, episode_id: Optional[str] = None,
-              tokenizer_name: Optional[str] = None, total_budget: Optional[int] = None, **kwargs: Any) -> ReasonBudgetObservation:
+    def reset(
+        self,
+        seed: int | None = None,
+        episode_id: str | None = None,
+        tokenizer_name: str | None = None,
+        total_budget: int | None = None,
+        **kwargs: Any,
+    ) -> ReasoningEconomicsObservation:
         """Start an episode (``None`` arguments are not sent); see :meth:`ReasoningEconomicsEnv.reset`."""
-        args = {k: v for k, v in (("seed", seed), ("episode_id", episode_id), ("tokenizer_name", tokenizer_name),
-                                  ("total_budget", total_budget)) if v is not None}
+        args = {
+            k: v
+            for k, v in (
+                ("seed", seed),
+                ("episode_id", episode_id),
+                ("tokenizer_name", tokenizer_name),
+                ("total_budget", total_budget),
+            )
+            if v is not None
+        }
         args.update({k: v for k, v in kwargs.items() if v is not None})
         tried: list[str] = []
         while True:
@@ -265,7 +291,7 @@ class RemoteEnv:
         self._log = []
         return obs
 
-    def step(self, action: Union[ReasonBudgetAction, str]) -> ReasonBudgetObservation:
+    def step(self, action: ReasoningEconomicsAction | str) -> ReasoningEconomicsObservation:
         """Answer the current question (an action, or a bare response string)."""
         from reasoning_env.client import make_action
 
@@ -278,33 +304,40 @@ class RemoteEnv:
         self._log.append((action, obs))
         return obs
 
-    def _replay_then(self, action: ReasonBudgetAction, cause: Exception) -> ReasonBudgetObservation:
+    def _replay_then(self, action: ReasoningEconomicsAction, cause: Exception) -> ReasoningEconomicsObservation:
         """Replay the episode on another replica, then send ``action`` there."""
         if self.replicas is None or self._reset_args is None:
             raise EpisodeLostError(f"the environment server went away mid-episode: {cause}") from None
         seed = self._reset_args.get("seed")
         failed = [self.url or ""]
         self._drop(failed=True)
-        for attempt in range(self.replays):
+        for _attempt in range(self.replays):
             try:
                 self._open(exclude=failed)
             except EpisodeLostError as exc:
-                raise EpisodeLostError(f"the episode with seed {seed} lost its server ({cause}) and could not be "
-                                       f"replayed: {exc}") from None
+                raise EpisodeLostError(
+                    f"the episode with seed {seed} lost its server ({cause}) and could not be replayed: {exc}"
+                ) from None
             try:
                 first = as_observation(self._client.reset(**self._reset_args))
-                if self._first is None or not _same(first, self._first) or \
-                        first.metadata.get("question_ids") != self._first.metadata.get("question_ids"):
+                if (
+                    self._first is None
+                    or not _same(first, self._first)
+                    or first.metadata.get("question_ids") != self._first.metadata.get("question_ids")
+                ):
                     raise EpisodeLostError(
-                        f"the episode with seed {seed} could not be replayed on {self.url}: its reset differs from the "
-                        "first server's (the replicas serve different configurations)")
+                        f"the episode with seed {seed} could not be replayed on {self.url}: its reset "
+                        "differs from the "
+                        "first server's (the replicas serve different configurations)"
+                    )
                 for past, seen in self._log:
                     again = as_observation(self._client.step(past))
                     if not _same(again, seen):
                         raise EpisodeLostError(
                             f"the episode with seed {seed} could not be replayed on {self.url}: step "
                             f"{seen.question_index} answered differently (the replicas serve different configurations "
-                            "or a grade timed out on one of them)")
+                            "or a grade timed out on one of them)"
+                        )
                 obs = as_observation(self._client.step(action))
             except ConnectionError as exc:
                 if isinstance(exc, EpisodeLostError):

@@ -8,13 +8,10 @@ sorted order.
 from __future__ import annotations
 
 import random
-from typing import Mapping, Optional, Sequence
+from collections.abc import Mapping, Sequence
 
+from reasoning_env.errors import SamplingError
 from reasoning_env.questions import Question
-
-
-class SamplingError(ValueError):
-    """The pools cannot provide the requested episode (empty pools, all weights zero...)."""
 
 
 def allocate_counts(
@@ -62,7 +59,7 @@ def sample_episode(
     pools: Mapping[str, Sequence[Question]],
     num_questions: int,
     seed: int,
-    weights: Optional[Mapping[str, float]] = None,
+    weights: Mapping[str, float] | None = None,
 ) -> list[Question]:
     """Draw one episode's questions.
 

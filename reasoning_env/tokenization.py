@@ -11,8 +11,8 @@ tokenizer, cached per name for the process and safe to call from many threads:
    vocabulary. The build recovers each merge rule by re-running byte-pair merging over the
    ranks, writes ``vocab.json`` / ``merges.txt`` / ``tokenizer_config.json``, caches them under
    :func:`cache_dir`, and loads them with ``AutoTokenizer`` exactly like Qwen's files. The result
-   is id-for-id identical to the Qwen2.5 tokenizer (the test suite checks this against
-   ``../shared/data/qwen2.5_tokenizer``).
+   is id-for-id identical to the Qwen2.5 tokenizer (the test suite checks this against Qwen2.5's
+   own ``vocab.json`` / ``merges.txt`` / ``tokenizer_config.json`` when a copy is at hand).
 
 Anything else raises :class:`TokenizerLoadError` naming the tokenizer: never a silent switch to
 another unit (such as a word count).
@@ -31,15 +31,13 @@ import threading
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
+
+from reasoning_env.errors import TokenizerLoadError
 
 logger = logging.getLogger(__name__)
 
 EMBEDDED_BUILD_VERSION = "1"
-
-
-class TokenizerLoadError(RuntimeError):
-    """A tokenizer could not be loaded; the message names it and lists what was tried."""
 
 
 @dataclass(frozen=True)
@@ -64,11 +62,28 @@ _QWEN25_ADDED = tuple(
     (151643 + i, tok, i < 14)
     for i, tok in enumerate(
         [
-            "<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|object_ref_start|>", "<|object_ref_end|>",
-            "<|box_start|>", "<|box_end|>", "<|quad_start|>", "<|quad_end|>", "<|vision_start|>",
-            "<|vision_end|>", "<|vision_pad|>", "<|image_pad|>", "<|video_pad|>", "<tool_call>",
-            "</tool_call>", "<|fim_prefix|>", "<|fim_middle|>", "<|fim_suffix|>", "<|fim_pad|>",
-            "<|repo_name|>", "<|file_sep|>",
+            "<|endoftext|>",
+            "<|im_start|>",
+            "<|im_end|>",
+            "<|object_ref_start|>",
+            "<|object_ref_end|>",
+            "<|box_start|>",
+            "<|box_end|>",
+            "<|quad_start|>",
+            "<|quad_end|>",
+            "<|vision_start|>",
+            "<|vision_end|>",
+            "<|vision_pad|>",
+            "<|image_pad|>",
+            "<|video_pad|>",
+            "<tool_call>",
+            "</tool_call>",
+            "<|fim_prefix|>",
+            "<|fim_middle|>",
+            "<|fim_suffix|>",
+            "<|fim_pad|>",
+            "<|repo_name|>",
+            "<|file_sep|>",
         ]
     )
 )
@@ -97,7 +112,7 @@ _CHATML_TEMPLATE = (
 )
 
 
-def embedded_spec_for(name: str) -> Optional[EmbeddedSpec]:
+def embedded_spec_for(name: str) -> EmbeddedSpec | None:
     """The embedded tokenizer a name resolves to offline, or ``None``."""
     for pattern, spec in EMBEDDED_TOKENIZERS:
         if pattern.match(name):
@@ -114,7 +129,9 @@ def cache_dir() -> Path:
 # ------------------------------------------------------------------------- embedded build
 def _bytes_to_unicode() -> dict[int, str]:
     """GPT-2's byte -> printable-character table (used by byte-level BPE vocab files)."""
-    bs = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) + list(range(ord("®"), ord("ÿ") + 1))
+    bs = (
+        list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) + list(range(ord("®"), ord("ÿ") + 1))
+    )
     cs = bs[:]
     n = 0
     for b in range(256):
@@ -150,7 +167,7 @@ def _recover_merges(ranks: dict[bytes, int]) -> list[tuple[bytes, bytes]]:
     for token, rank in sorted(ranks.items(), key=lambda kv: kv[1]):
         if len(token) == 1:
             continue
-        parts = [token[i:i + 1] for i in range(len(token))]
+        parts = [token[i : i + 1] for i in range(len(token))]
         while len(parts) > 2:
             best_rank, best_i = None, -1
             for i in range(len(parts) - 1):
@@ -159,7 +176,7 @@ def _recover_merges(ranks: dict[bytes, int]) -> list[tuple[bytes, bytes]]:
                     best_rank, best_i = r, i
             if best_rank is None:
                 raise TokenizerLoadError(f"BPE ranks are inconsistent at token {token!r}")
-            parts[best_i:best_i + 2] = [parts[best_i] + parts[best_i + 1]]
+            parts[best_i : best_i + 2] = [parts[best_i] + parts[best_i + 1]]
         merges.append((parts[0], parts[1]))
     return merges
 
@@ -191,9 +208,18 @@ def build_embedded_files(spec: EmbeddedSpec, out_dir: Path) -> None:
         "clean_up_tokenization_spaces": False,
         "split_special_tokens": False,
         "model_max_length": 131072,
-        "additional_special_tokens": [tok for _id, tok, special in spec.added_tokens if special and tok != "<|endoftext|>"],
+        "additional_special_tokens": [
+            tok for _id, tok, special in spec.added_tokens if special and tok != "<|endoftext|>"
+        ],
         "added_tokens_decoder": {
-            str(i): {"content": tok, "lstrip": False, "normalized": False, "rstrip": False, "single_word": False, "special": special}
+            str(i): {
+                "content": tok,
+                "lstrip": False,
+                "normalized": False,
+                "rstrip": False,
+                "single_word": False,
+                "special": special,
+            }
             for i, tok, special in spec.added_tokens
         },
         "chat_template": _CHATML_TEMPLATE,
@@ -306,9 +332,19 @@ class LoadedTokenizer:
 
 #: Files of a Hub repository that a tokenizer load reads (nothing else is fetched or looked at).
 TOKENIZER_FILES = (
-    "tokenizer.json", "tokenizer_config.json", "vocab.json", "merges.txt", "special_tokens_map.json",
-    "added_tokens.json", "tokenizer.model", "spiece.model", "sentencepiece.bpe.model", "vocab.txt",
-    "chat_template.jinja", "chat_template.json", "config.json",
+    "tokenizer.json",
+    "tokenizer_config.json",
+    "vocab.json",
+    "merges.txt",
+    "special_tokens_map.json",
+    "added_tokens.json",
+    "tokenizer.model",
+    "spiece.model",
+    "sentencepiece.bpe.model",
+    "vocab.txt",
+    "chat_template.jinja",
+    "chat_template.json",
+    "config.json",
 )
 #: Distinct loaded tokenizers (vocabularies) kept, least recently used dropped first (``$REE_MAX_TOKENIZERS``).
 DEFAULT_MAX_TOKENIZERS = 8
@@ -323,7 +359,7 @@ class _LRU:
         from collections import OrderedDict
 
         self.limit = limit
-        self.data: "OrderedDict[Any, Any]" = OrderedDict()
+        self.data: OrderedDict[Any, Any] = OrderedDict()
 
     def get(self, key: Any) -> Any:
         value = self.data.get(key)
@@ -398,7 +434,7 @@ def _from_folder(folder: str, key: str) -> Any:
         if tok is None:
             tok = AutoTokenizer.from_pretrained(folder)
             with _tok_lock:
-                for dropped_key, dropped in _vocabs.put(key, tok):
+                for _dropped_key, dropped in _vocabs.put(key, tok):
                     _names.drop_values(lambda lt, d=dropped: lt.tokenizer is d)
     return tok
 
@@ -412,8 +448,10 @@ def _load_uncached(name: str, allow_local: bool) -> LoadedTokenizer:
         if os.path.isdir(path):
             try:
                 return LoadedTokenizer(name, _from_folder(path, _fingerprint(path)), "local")
-            except Exception as exc:
-                raise TokenizerLoadError(f"tokenizer folder {name!r} could not be loaded: {type(exc).__name__}: {exc}") from None
+            except Exception as exc:  # noqa: BLE001 - a Hugging Face load raises many types (OSError, ValueError, Hub HTTP errors)
+                raise TokenizerLoadError(
+                    f"tokenizer folder {name!r} could not be loaded: {type(exc).__name__}: {exc}"
+                ) from None
     # Hub ids resolve through huggingface_hub to its cache folder, never to a folder of the same
     # name under the working directory (transformers would try that first).
     from huggingface_hub import snapshot_download
@@ -421,21 +459,21 @@ def _load_uncached(name: str, allow_local: bool) -> LoadedTokenizer:
     folder = None
     try:
         folder = snapshot_download(name, local_files_only=True, allow_patterns=list(TOKENIZER_FILES))
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - not cached, in whatever form huggingface_hub says it: the next fallback
         tried.append(f"not in the local HF cache ({type(exc).__name__})")
     origin = "hf_cache"
     if folder is None and hub_reachable():
         try:
             folder = snapshot_download(name, allow_patterns=list(TOKENIZER_FILES))
             origin = "hub"
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - a Hugging Face load raises many types (OSError, ValueError, Hub HTTP errors): recorded in the message
             tried.append(f"Hub load failed ({type(exc).__name__}: {_redact(str(exc))[:200]})")
     elif folder is None:
         tried.append("the Hub is unreachable (or HF_HUB_OFFLINE is set)")
     if folder is not None:
         try:
             return LoadedTokenizer(name, _from_folder(folder, _fingerprint(folder)), origin)
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - a Hugging Face load raises many types (OSError, ValueError, Hub HTTP errors): recorded in the message
             tried.append(f"its files did not load ({type(exc).__name__}: {_redact(str(exc))[:200]})")
     spec = embedded_spec_for(name)
     if spec is not None:
@@ -443,7 +481,8 @@ def _load_uncached(name: str, allow_local: bool) -> LoadedTokenizer:
         logger.info("tokenizer %r: using the embedded %s build (%s)", name, spec.key, "; ".join(tried))
         return LoadedTokenizer(name, _from_folder(str(embedded), f"embedded:{spec.key}"), f"embedded:{spec.key}")
     raise TokenizerLoadError(
-        f"could not load tokenizer {name!r}: " + "; ".join(tried)
+        f"could not load tokenizer {name!r}: "
+        + "; ".join(tried)
         + ". Fix: pass a local tokenizer folder, pre-fill the HF cache, or use a name with an embedded "
         "build offline (e.g. 'Qwen/Qwen2.5-0.5B-Instruct', 'Qwen/Qwen3-4B')."
     )
@@ -508,4 +547,3 @@ def default_tokenizer_name() -> str:
     from reasoning_env.config import DEFAULT_TOKENIZER_NAME
 
     return os.environ.get("REE_DEFAULT_TOKENIZER_NAME", DEFAULT_TOKENIZER_NAME)
-

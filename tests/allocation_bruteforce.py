@@ -61,9 +61,19 @@ def best_value(curve_fns, contexts, budget, lows, cap, *, reward=None, hard=True
             d, pt = contexts[i]
             terms = {}
             for verdict in (True, False):
-                b = StepBatch.build(len(T), correct=verdict, tokens=T[:, i], has_answer=T[:, i] > 0, total_budget=budget,
-                                    num_questions=n, spent_before=spent_before[:, i], question_index=i, hard_cap_mode=hard,
-                                    difficulty=d, problem_type=pt)
+                b = StepBatch.build(
+                    len(T),
+                    correct=verdict,
+                    tokens=T[:, i],
+                    has_answer=T[:, i] > 0,
+                    total_budget=budget,
+                    num_questions=n,
+                    spent_before=spent_before[:, i],
+                    question_index=i,
+                    hard_cap_mode=hard,
+                    difficulty=d,
+                    problem_type=pt,
+                )
                 terms[verdict] = sum(rw.step_batch(b).values())
             values += np.where(A[:, i], P[:, i] * terms[True] + (1 - P[:, i]) * terms[False], 0.0)
         answered = A.sum(axis=1)
@@ -74,8 +84,15 @@ def best_value(curve_fns, contexts, budget, lows, cap, *, reward=None, hard=True
             prob = np.prod(np.where(o == 1, P, 1 - P), axis=1) * np.all(A | (o == 0), axis=1)
             if not prob.any():
                 continue
-            eb = EpisodeBatch.build(len(T), num_correct=float(o.sum()), num_answered=answered, num_questions=n,
-                                    total_spent=total, total_budget=budget, ran_dry=ran_dry)
+            eb = EpisodeBatch.build(
+                len(T),
+                num_correct=float(o.sum()),
+                num_answered=answered,
+                num_questions=n,
+                total_spent=total,
+                total_budget=budget,
+                ran_dry=ran_dry,
+            )
             values += prob * sum(rw.episode_batch(eb).values())
     k = int(np.argmax(values))
     return float(values[k]), T[k].astype(int).tolist()

@@ -22,5 +22,8 @@ def ci_venv_python(name: str) -> Path:
         venv = Path(os.environ.get("REE_CI_VENVS") or cache / "reasoning_env" / "ci-venvs") / name
     py = venv / "bin" / "python"
     if not py.is_file() or not (venv / ".stamp").is_file():
-        pytest.skip(f"the {name!r} venv is not built at {venv}: run `bash scripts/setup.sh --test` (it runs scripts/ci_venvs.sh)")
+        pytest.skip(
+            f"the {name!r} venv is not built at {venv}: run `bash scripts/setup.sh --test` "
+            "(it runs scripts/ci_venvs.sh)"
+        )
     return py

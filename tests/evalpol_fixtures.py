@@ -7,7 +7,6 @@ The pool mimics the project's problem types (GSM8K without difficulty labels, MA
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
 
 from reasoning_env.config import EnvConfig
 from reasoning_env.questions import Question
@@ -55,9 +54,28 @@ _NUMINA = [
 
 def questions() -> list[Question]:
     """All fixture questions."""
-    out = [Question(id=f"gsm/{i}", text=t, gold_answer=a, problem_type="GSM8K", source="fixture") for i, (t, a) in enumerate(_GSM)]
-    out += [Question(id=f"math/{i}", text=t, gold_answer=a, problem_type="MATH-500", source="fixture", difficulty=d, subject="Algebra") for i, (t, a, d) in enumerate(_MATH)]
-    out += [Question(id=f"numina/{i}", text=t, gold_answer=a, problem_type="NuminaMath-TIR", source="fixture", difficulty=d) for i, (t, a, d) in enumerate(_NUMINA)]
+    out = [
+        Question(id=f"gsm/{i}", text=t, gold_answer=a, problem_type="GSM8K", source="fixture")
+        for i, (t, a) in enumerate(_GSM)
+    ]
+    out += [
+        Question(
+            id=f"math/{i}",
+            text=t,
+            gold_answer=a,
+            problem_type="MATH-500",
+            source="fixture",
+            difficulty=d,
+            subject="Algebra",
+        )
+        for i, (t, a, d) in enumerate(_MATH)
+    ]
+    out += [
+        Question(
+            id=f"numina/{i}", text=t, gold_answer=a, problem_type="NuminaMath-TIR", source="fixture", difficulty=d
+        )
+        for i, (t, a, d) in enumerate(_NUMINA)
+    ]
     return out
 
 
@@ -66,7 +84,10 @@ def pools() -> PoolSet:
     by: dict[str, list[Question]] = {}
     for q in questions():
         by.setdefault(q.problem_type, []).append(q)
-    return PoolSet(pools={k: tuple(v) for k, v in sorted(by.items())}, sources_used=({"source": "fixture", "used": "fixture", "questions": len(questions()), "reason": None},))
+    return PoolSet(
+        pools={k: tuple(v) for k, v in sorted(by.items())},
+        sources_used=({"source": "fixture", "used": "fixture", "questions": len(questions()), "reason": None},),
+    )
 
 
 def config(**changes) -> EnvConfig:
@@ -76,7 +97,7 @@ def config(**changes) -> EnvConfig:
     return EnvConfig(**base)
 
 
-def make_env(cfg: Optional[EnvConfig] = None):
+def make_env(cfg: EnvConfig | None = None):
     """An in-process env on the fixture pools."""
     from reasoning_env.env import ReasoningEconomicsEnv
 
@@ -105,9 +126,9 @@ def episode_info(env, obs, cfg: EnvConfig, *, trusted: bool = True, episode: int
     )
 
 
-def play(env, policy, cfg: EnvConfig, *, seed: int, total_budget: Optional[int] = None):
+def play(env, policy, cfg: EnvConfig, *, seed: int, total_budget: int | None = None):
     """Play one episode; returns ``(outputs, last_steps, final_obs)``."""
-    from reasoning_env.models import ReasonBudgetAction
+    from reasoning_env.models import ReasoningEconomicsAction
 
     obs = env.reset(seed=seed, tokenizer_name=cfg.tokenizer_name, total_budget=total_budget)
     policy.reset(episode_info(env, obs, cfg, trusted=policy.needs_trusted_context))
@@ -115,7 +136,7 @@ def play(env, policy, cfg: EnvConfig, *, seed: int, total_budget: Optional[int] 
     while not obs.done:
         out = policy.act(obs)
         md = {"grading_response": out.grading_response} if out.grading_response else {}
-        obs = env.step(ReasonBudgetAction(response=out.response, metadata=md))
+        obs = env.step(ReasoningEconomicsAction(response=out.response, metadata=md))
         outs.append(out)
         steps.append(obs.last_step)
     return outs, steps, obs

@@ -17,7 +17,8 @@ from workbench.app.play_tab import VIEW, VIEW_FIRST, VIEW_REST, PlayTab, render_
 from workbench.app.runs_tab import RunsTab
 from workbench.reward_lab import tuning as rt
 
-# its tests share an app context with run folders (module fixture): one worker runs them all (pytest-xdist --dist loadgroup)
+# its tests share an app context with run folders (module fixture): one worker runs them all (pytest-xdist --dist
+# loadgroup)
 pytestmark = pytest.mark.xdist_group("test_app_handlers")
 
 FORM = dict(

@@ -109,12 +109,12 @@ def test_openenv_routes_answer_beside_the_page(live):
 
 def test_an_episode_over_the_websocket_beside_the_page(live):
     from reasoning_env.client import ReasoningEconomicsClient
-    from reasoning_env.models import ReasonBudgetAction
+    from reasoning_env.models import ReasoningEconomicsAction
 
     with ReasoningEconomicsClient(base_url=live.url.rstrip("/")).sync() as env:
         first = env.reset(seed=5, total_budget=300)
         assert first.observation.total_budget == 300 and first.observation.question
-        nxt = env.step(ReasonBudgetAction(response="Quick guess: \\boxed{1}"))
+        nxt = env.step(ReasoningEconomicsAction(response="Quick guess: \\boxed{1}"))
         assert nxt.observation.last_step is not None and nxt.observation.remaining_budget < 300
 
 

@@ -38,7 +38,7 @@ def _names(path: Path) -> set[str]:
     for line in path.read_text().splitlines():
         line = line.split("#", 1)[0].strip()
         if line and not line.startswith("-"):
-            names.add(re.split(r"[=<>!~\[ ]", line, 1)[0].lower().replace("-", "_"))
+            names.add(re.split(r"[=<>!~\[ ]", line, maxsplit=1)[0].lower().replace("-", "_"))
     return names
 
 

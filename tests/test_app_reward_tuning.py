@@ -43,9 +43,15 @@ def test_one_shape_gives_a_single_spec_with_the_slider_values():
 
 
 def test_several_shapes_give_a_weighted_combination():
-    spec = rt.values_to_spec(["accuracy", "dapo_overlong"], {"dapo_overlong.weight": 0.5, "dapo_overlong.l_max": 1024, "dapo_overlong.l_cache": 256})
+    spec = rt.values_to_spec(
+        ["accuracy", "dapo_overlong"],
+        {"dapo_overlong.weight": 0.5, "dapo_overlong.l_max": 1024, "dapo_overlong.l_cache": 256},
+    )
     assert spec["type"] == "combined"
-    assert [(e["type"], e["weight"], e["label"]) for e in spec["rewards"]] == [("accuracy", 1.0, "accuracy"), ("dapo_overlong", 0.5, "dapo_overlong")]
+    assert [(e["type"], e["weight"], e["label"]) for e in spec["rewards"]] == [
+        ("accuracy", 1.0, "accuracy"),
+        ("dapo_overlong", 0.5, "dapo_overlong"),
+    ]
     assert set(R.build_reward(spec, context="rescore").component_names) == {"accuracy", "dapo_overlong"}
 
 
@@ -71,14 +77,20 @@ def test_bad_selections_and_values_are_errors():
 
 
 def test_spec_to_values_round_trips():
-    spec = rt.values_to_spec(["economics", "l1_max"], {"economics.beta": 0.3, "l1_max.alpha": 0.002, "l1_max.weight": 0.5})
+    spec = rt.values_to_spec(
+        ["economics", "l1_max"], {"economics.beta": 0.3, "l1_max.alpha": 0.002, "l1_max.weight": 0.5}
+    )
     selected, values, notes = rt.spec_to_values(spec)
     assert selected == ["economics", "l1_max"] and notes == []
     assert rt.values_to_spec(selected, values) == spec
 
 
 def test_spec_to_values_notes_what_controls_cannot_show():
-    spec = {"type": "combined", "weight": 2.0, "rewards": [{"type": "accuracy", "label": "a"}, {"type": "accuracy", "label": "b"}]}
+    spec = {
+        "type": "combined",
+        "weight": 2.0,
+        "rewards": [{"type": "accuracy", "label": "a"}, {"type": "accuracy", "label": "b"}],
+    }
     selected, values, notes = rt.spec_to_values(spec)
     assert selected == ["accuracy"] and values["accuracy.weight"] == 2.0 and len(notes) == 2
 
@@ -89,7 +101,9 @@ def test_recorded_spec_follows_the_config_flat_weights():
     assert rt.recorded_spec(None) == R.normalize_spec("economics")
 
 
-@pytest.mark.parametrize("text,expected", [("", list(rt.DEFAULT_BUDGETS)), ("2500, 1000 1000", [1000, 2500]), ([500, 800], [500, 800])])
+@pytest.mark.parametrize(
+    "text,expected", [("", list(rt.DEFAULT_BUDGETS)), ("2500, 1000 1000", [1000, 2500]), ([500, 800], [500, 800])]
+)
 def test_parse_budgets(text, expected):
     assert rt.parse_budgets(text) == expected
 

@@ -53,7 +53,8 @@ MEASURE = """(id) => {
     const axis = t.parentNode.getAttribute('class');
     if (t.textContent.trim()) (out.ticks[axis] = out.ticks[axis] || []).push(box(t));
   });
-  plot.querySelectorAll('text.bartext').forEach(t => out.bars.push([box(t), parseFloat(getComputedStyle(t).fontSize)]));
+  plot.querySelectorAll('text.bartext')
+    .forEach(t => out.bars.push([box(t), parseFloat(getComputedStyle(t).fontSize)]));
   const title = plot.querySelector('.gtitle');
   if (title) out.title = box(title);
   return out;

@@ -203,7 +203,7 @@ class _GoldParser:
             raise GoldParseError("empty answer")
         value = self._expr()
         if self.i != len(self.s):
-            raise GoldParseError(f"unexpected text {self.s[self.i:]!r} in {self.s!r}")
+            raise GoldParseError(f"unexpected text {self.s[self.i :]!r} in {self.s!r}")
         return value
 
     def _expr(self):
@@ -224,10 +224,9 @@ class _GoldParser:
         return value
 
     def _starts_factor(self) -> bool:
-        return (
-            self.i < len(self.s)
-            and (self.s[self.i].isdigit() or self.s[self.i] in "({.")
-        ) or any(self._peek(t) for t in ("\\frac", "\\sqrt", "\\pi"))
+        return (self.i < len(self.s) and (self.s[self.i].isdigit() or self.s[self.i] in "({.")) or any(
+            self._peek(t) for t in ("\\frac", "\\sqrt", "\\pi")
+        )
 
     def _term(self):
         value = self._factor()
@@ -287,7 +286,7 @@ class _GoldParser:
         if m:
             self.i = m.end()
             return Fraction(m.group(0))
-        raise GoldParseError(f"cannot parse {self.s[self.i:]!r} in {self.s!r}")
+        raise GoldParseError(f"cannot parse {self.s[self.i :]!r} in {self.s!r}")
 
 
 def parse_gold(text: str):

@@ -3,14 +3,27 @@
 from __future__ import annotations
 
 import pytest
+from pydantic import ValidationError
 
 from reasoning_env import ConfigError, EnvConfig
 
 
 def test_defaults_follow_the_v2_contract():
     c = EnvConfig()
-    assert (c.num_questions, c.budget_ratio, c.min_tokens, c.max_tokens, c.max_tokens_per_step) == (10, 4.0, 10, 800, 2048)
-    assert (c.beta, c.gamma, c.lambda_ep, c.target_utilization, c.soft_overspend_penalty) == (0.05, 0.1, 0.5, 0.9, 0.25)
+    assert (c.num_questions, c.budget_ratio, c.min_tokens, c.max_tokens, c.max_tokens_per_step) == (
+        10,
+        4.0,
+        10,
+        800,
+        2048,
+    )
+    assert (c.beta, c.gamma, c.lambda_ep, c.target_utilisation, c.soft_overspend_penalty) == (
+        0.05,
+        0.1,
+        0.5,
+        0.9,
+        0.25,
+    )
     assert (c.correct_reward, c.wrong_reward) == (1.0, -0.1)
     assert c.hard_cap_mode is True
     assert c.tokenizer_name == "Qwen/Qwen2.5-0.5B-Instruct"
@@ -25,9 +38,13 @@ def test_config_budget_formula():
 
 def test_yaml_round_trip(tmp_path):
     c = EnvConfig.build(
-        num_questions=4, budget_ratio=2.5, hard_cap_mode=False, beta=0.2,
+        num_questions=4,
+        budget_ratio=2.5,
+        hard_cap_mode=False,
+        beta=0.2,
         sources=["gsm8k", {"name": "reasoning_gym", "options": {"datasets": ["gcd"], "size": 5}}],
-        mix={"GSM8K": 2.0}, seed=7,
+        mix={"GSM8K": 2.0},
+        seed=7,
     )
     path = tmp_path / "env.yaml"
     c.to_yaml(path)
@@ -91,7 +108,7 @@ def test_invalid_yaml_settings_name_the_file(tmp_path):
 
 def test_config_is_immutable_and_replace_validates():
     c = EnvConfig()
-    with pytest.raises(Exception):
+    with pytest.raises(ValidationError, match="frozen"):
         c.num_questions = 3  # type: ignore[misc]
     assert c.replace(num_questions=3).num_questions == 3
     with pytest.raises(ConfigError):
@@ -134,3 +151,29 @@ def test_infinite_yaml_values_are_refused_at_load(tmp_path):
     path.write_text("budget_ratio: .inf\n")
     with pytest.raises(ConfigError, match="budget_ratio"):
         EnvConfig.from_yaml(path)
+
+
+# ----------------------------------------------------------------------------- renamed keys
+def test_the_old_target_utilization_key_still_loads_with_a_warning(tmp_path):
+    """A YAML file written before the rename (utilization -> utilisation) keeps working."""
+    path = tmp_path / "old.yaml"
+    path.write_text("num_questions: 4\ntarget_utilization: 0.8\n")
+    with pytest.warns(FutureWarning, match="'target_utilization' is the old spelling of 'target_utilisation'"):
+        cfg = EnvConfig.from_yaml(path)
+    assert cfg.target_utilisation == 0.8
+    assert "target_utilisation: 0.8" in cfg.to_yaml() and "target_utilization" not in cfg.to_yaml()
+    with pytest.warns(FutureWarning):
+        assert cfg.target_utilization == 0.8  # the old attribute reads the new field
+
+
+def test_both_spellings_at_once_are_a_config_error():
+    with pytest.raises(ConfigError, match="give 'target_utilisation' only"):
+        EnvConfig(target_utilization=0.8, target_utilisation=0.7)
+
+
+def test_the_old_key_reaches_the_reward_it_configures():
+    from reasoning_env.rewards import build_reward
+
+    with pytest.warns(FutureWarning):
+        old = build_reward(EnvConfig(target_utilization=0.5))
+    assert old == build_reward(EnvConfig(target_utilisation=0.5)) and old.target_utilisation == 0.5

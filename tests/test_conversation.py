@@ -12,14 +12,15 @@ from reasoning_env.conversation import (
     template_supports_thinking,
     visible_answer,
 )
-from reasoning_env.models import ReasonBudgetObservation
+from reasoning_env.models import ReasoningEconomicsObservation
 
-# its tests share tokenizers and chat templates loaded once (module fixtures): one worker runs them all (pytest-xdist --dist loadgroup)
+# its tests share tokenizers and chat templates loaded once (module fixtures): one worker runs them all (pytest-xdist
+# --dist loadgroup)
 pytestmark = pytest.mark.xdist_group("test_conversation")
 
 
-def _obs(index: int = 0, question: str = "What is 2+2?") -> ReasonBudgetObservation:
-    return ReasonBudgetObservation(
+def _obs(index: int = 0, question: str = "What is 2+2?") -> ReasoningEconomicsObservation:
+    return ReasoningEconomicsObservation(
         question=question,
         question_index=index,
         num_questions=3,

@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from reasoning_env import ConfigError, EnvConfig, EpisodeError, ReasonBudgetAction, ReasoningEconomicsEnv, TokenizerLoadError
+from reasoning_env import (
+    ConfigError,
+    EnvConfig,
+    EpisodeError,
+    ReasoningEconomicsAction,
+    ReasoningEconomicsEnv,
+    TokenizerLoadError,
+)
 from reasoning_env.questions import Question
 from reasoning_env.sources import PoolSet
 from reasoning_env.tokenization import get_tokenizer
@@ -17,10 +24,20 @@ def make_pools(n_types=2, per_type=10):
     for t in range(n_types):
         ptype = f"T{t}"
         pools[ptype] = tuple(
-            Question(f"{ptype}-{i}", f"Question {ptype}-{i}: what is {i} + {t}?", str(i + t), ptype, "test", difficulty=1 + t)
+            Question(
+                f"{ptype}-{i}",
+                f"Question {ptype}-{i}: what is {i} + {t}?",
+                str(i + t),
+                ptype,
+                "test",
+                difficulty=1 + t,
+            )
             for i in range(per_type)
         )
-    return PoolSet(pools=pools, sources_used=({"source": "test", "used": "test", "questions": n_types * per_type, "reason": None},))
+    return PoolSet(
+        pools=pools,
+        sources_used=({"source": "test", "used": "test", "questions": n_types * per_type, "reason": None},),
+    )
 
 
 def make_env(**cfg):
@@ -75,7 +92,15 @@ def test_unknown_tokenizer_with_fallback_allowed_uses_config_budget_and_warns(ca
 def test_reset_metadata_lists_everything():
     obs = make_env().reset(seed=5, tokenizer_name=TOK, episode_id="ep-1")
     md = obs.metadata
-    for key in ("total_budget", "budget_source", "tokenizer_name", "episode_id", "seed", "problem_types", "sources_used"):
+    for key in (
+        "total_budget",
+        "budget_source",
+        "tokenizer_name",
+        "episode_id",
+        "seed",
+        "problem_types",
+        "sources_used",
+    ):
         assert key in md
     assert md["episode_id"] == "ep-1" and md["seed"] == 5
     assert len(md["problem_types"]) == 10
@@ -93,7 +118,9 @@ def test_reset_without_seed_draws_and_reports_one():
 def test_config_seed_makes_the_episode_sequence_reproducible():
     a = make_env(seed=9)
     b = make_env(seed=9)
-    assert [a.reset().metadata["question_ids"] for _ in range(3)] == [b.reset().metadata["question_ids"] for _ in range(3)]
+    assert [a.reset().metadata["question_ids"] for _ in range(3)] == [
+        b.reset().metadata["question_ids"] for _ in range(3)
+    ]
 
 
 @pytest.mark.parametrize(
@@ -137,7 +164,7 @@ def test_step_records_tokens_answer_verdict_and_components():
     obs = env.reset(seed=2, total_budget=5000)
     resp = answer(env, obs, right=False, filler=3)
     tok = get_tokenizer(TOK)
-    obs = env.step(ReasonBudgetAction(response=resp))
+    obs = env.step(ReasoningEconomicsAction(response=resp))
     ls = obs.last_step
     assert ls.raw_tokens == ls.tokens == tok.count(resp)
     assert ls.correct is False and ls.extracted_answer is not None and ls.grade_reason
@@ -235,7 +262,11 @@ def test_lone_surrogate_text_is_a_clear_error_and_charges_nothing(field):
     env = make_env()
     env.reset(seed=1, total_budget=500)
     bad = "\ud800 \\boxed{1}"
-    action = ReasonBudgetAction(response=bad) if field == "response" else ReasonBudgetAction(response="x", metadata={"grading_response": bad})
+    action = (
+        ReasoningEconomicsAction(response=bad)
+        if field == "response"
+        else ReasoningEconomicsAction(response="x", metadata={"grading_response": bad})
+    )
     with pytest.raises(EpisodeError, match="lone surrogate"):
         env.step(action)
     assert env.state.spent_budget == 0 and env.state.questions_answered == 0
@@ -249,7 +280,9 @@ def test_a_mix_key_naming_no_problem_type_is_a_config_error():
 
 def test_a_tokenizer_native_budget_above_the_maximum_is_an_episode_error():
     long_q = Question("long-0", "word " * 120_000, "1", "T0", "test", difficulty=1)
-    pools = PoolSet(pools={"T0": (long_q,)}, sources_used=({"source": "test", "used": "test", "questions": 1, "reason": None},))
+    pools = PoolSet(
+        pools={"T0": (long_q,)}, sources_used=({"source": "test", "used": "test", "questions": 1, "reason": None},)
+    )
     env = ReasoningEconomicsEnv(EnvConfig.build(sources=["builtin"], budget_ratio=1000, num_questions=1), pools=pools)
     with pytest.raises(EpisodeError, match="above the maximum of 100,000,000"):
         env.reset(seed=1, tokenizer_name=TOK)
@@ -260,9 +293,9 @@ def test_bad_metadata_is_a_clear_error():
     env = make_env()
     env.reset(seed=1, total_budget=500)
     with pytest.raises(EpisodeError, match="grading_response"):
-        env.step(ReasonBudgetAction(response="x", metadata={"grading_response": 5}))
+        env.step(ReasoningEconomicsAction(response="x", metadata={"grading_response": 5}))
     with pytest.raises(TokenizerLoadError, match="nope/nope"):
-        env.step(ReasonBudgetAction(response="x", metadata={"tokenizer_name": "nope/nope"}))
+        env.step(ReasoningEconomicsAction(response="x", metadata={"tokenizer_name": "nope/nope"}))
     assert env.state.spent_budget == 0
 
 
@@ -271,7 +304,11 @@ def test_grading_response_is_graded_but_response_is_counted():
     obs = env.reset(seed=1, total_budget=5000)
     q = env.questions[0]
     response = "<think>maybe \\boxed{999}</think> long visible text \\boxed{" + q.gold_answer + "}"
-    obs = env.step(ReasonBudgetAction(response="thinking " * 20 + "\\boxed{999}", metadata={"grading_response": f"\\boxed{{{q.gold_answer}}}"}))
+    obs = env.step(
+        ReasoningEconomicsAction(
+            response="thinking " * 20 + "\\boxed{999}", metadata={"grading_response": f"\\boxed{{{q.gold_answer}}}"}
+        )
+    )
     assert obs.last_step.correct and obs.last_step.graded_text == "grading_response"
     assert obs.last_step.raw_tokens == get_tokenizer(TOK).count("thinking " * 20 + "\\boxed{999}")
     obs2 = env.step(response.replace(q.gold_answer, env.questions[1].gold_answer))
@@ -281,7 +318,7 @@ def test_grading_response_is_graded_but_response_is_counted():
 def test_step_tokenizer_name_switches_the_session_tokenizer():
     env = make_env()
     obs = env.reset(seed=1, total_budget=5000)
-    obs = env.step(ReasonBudgetAction(response="\\boxed{0}", metadata={"tokenizer_name": "Qwen/Qwen3-4B"}))
+    obs = env.step(ReasoningEconomicsAction(response="\\boxed{0}", metadata={"tokenizer_name": "Qwen/Qwen3-4B"}))
     assert obs.metadata["tokenizer_name"] == "Qwen/Qwen3-4B"
     obs = env.step("\\boxed{0}")
     assert obs.metadata["tokenizer_name"] == "Qwen/Qwen3-4B"
@@ -348,11 +385,11 @@ def test_num_generated_tokens_charges_at_least_what_was_generated():
     text = "\n" * 400 + "\\boxed{0}"  # 400 newlines re-encode to a handful of tokens
     counted = get_tokenizer(TOK).count(text)
     assert counted < 50
-    obs = env.step(ReasonBudgetAction(response=text, metadata={"num_generated_tokens": 402}))
+    obs = env.step(ReasoningEconomicsAction(response=text, metadata={"num_generated_tokens": 402}))
     assert obs.last_step.raw_tokens == obs.last_step.tokens == 402
     # a smaller report never makes a response cheaper than its text
-    obs = env.step(ReasonBudgetAction(response=text, metadata={"num_generated_tokens": 1}))
+    obs = env.step(ReasoningEconomicsAction(response=text, metadata={"num_generated_tokens": 1}))
     assert obs.last_step.raw_tokens == counted
     for bad in (-1, 2.5, "10", True):
         with pytest.raises(EpisodeError, match="num_generated_tokens"):
-            env.step(ReasonBudgetAction(response=text, metadata={"num_generated_tokens": bad}))
+            env.step(ReasoningEconomicsAction(response=text, metadata={"num_generated_tokens": bad}))

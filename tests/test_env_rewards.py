@@ -3,18 +3,27 @@
 from __future__ import annotations
 
 import pytest
+from test_env_contract import make_pools
 
 from reasoning_env import EnvConfig, ReasoningEconomicsEnv
 from reasoning_env.rewards import EconomicsReward, EpisodeContext, StepContext
 from reasoning_env.tokenization import get_tokenizer
-from test_env_contract import make_pools
 
 TOK = get_tokenizer("Qwen/Qwen2.5-0.5B-Instruct")
 
 
 def ctx(**kw):
-    base = dict(correct=True, has_answer=True, tokens=50, raw_tokens=50, total_budget=1000, num_questions=10,
-                spent_before=0, question_index=0, hard_cap_mode=True)
+    base = dict(
+        correct=True,
+        has_answer=True,
+        tokens=50,
+        raw_tokens=50,
+        total_budget=1000,
+        num_questions=10,
+        spent_before=0,
+        question_index=0,
+        hard_cap_mode=True,
+    )
     base.update(kw)
     return StepContext(**base)
 
@@ -22,7 +31,9 @@ def ctx(**kw):
 def test_correct_under_fair_share():
     # fair share 100; r = 0.5 -> 1 + 0.1 * 0.5 = 1.05, no cost
     c = EconomicsReward().step_components(ctx(tokens=50))
-    assert c == pytest.approx({"correctness": 1.0, "efficiency_bonus": 0.05, "cost_penalty": 0.0, "overspend_penalty": 0.0})
+    assert c == pytest.approx(
+        {"correctness": 1.0, "efficiency_bonus": 0.05, "cost_penalty": 0.0, "overspend_penalty": 0.0}
+    )
 
 
 def test_correct_over_fair_share_pays_negative_efficiency_and_cost():
@@ -34,7 +45,9 @@ def test_correct_over_fair_share_pays_negative_efficiency_and_cost():
 
 def test_wrong_answer_gets_minus_point_one_and_cost_only():
     c = EconomicsReward().step_components(ctx(correct=False, tokens=200))
-    assert c == pytest.approx({"correctness": -0.1, "efficiency_bonus": 0.0, "cost_penalty": -0.05, "overspend_penalty": 0.0})
+    assert c == pytest.approx(
+        {"correctness": -0.1, "efficiency_bonus": 0.0, "cost_penalty": -0.05, "overspend_penalty": 0.0}
+    )
 
 
 def test_exactly_fair_share_boundary():
@@ -62,7 +75,9 @@ def test_episode_bonus_peaks_at_target_utilisation():
     # utilisation 2.0 (soft overspend) -> max(0, 1 - 1.1) = 0
     assert r.episode_components(EpisodeContext(8, 10, 10, 2000, 1000))["episode_bonus"] == 0.0
     # accuracy counts unanswered questions as wrong (ran dry after 5)
-    assert r.episode_components(EpisodeContext(5, 5, 10, 900, 1000, ran_dry=True))["episode_bonus"] == pytest.approx(0.25)
+    assert r.episode_components(EpisodeContext(5, 5, 10, 900, 1000, ran_dry=True))["episode_bonus"] == pytest.approx(
+        0.25
+    )
 
 
 def test_live_episode_rewards_equal_hand_computation():

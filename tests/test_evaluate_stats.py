@@ -243,9 +243,13 @@ def test_the_report_fits_1400_pixels_without_horizontal_scrolling(run):
             page = browser.new_page(viewport={"width": 1400, "height": 900})
             page.goto((run.run_dir / "report.html").as_uri(), timeout=120_000)
             page.wait_for_selector("svg.main-svg", timeout=120_000)
-            widths = page.evaluate("""() => ({doc: document.documentElement.scrollWidth, view: document.documentElement.clientWidth,
-                over: [...document.querySelectorAll('table, pre, .plot')].filter(e => e.scrollWidth > e.clientWidth + 1
-                      || e.getBoundingClientRect().right > document.documentElement.clientWidth + 1).map(e => e.tagName + '.' + e.className)})""")
+            widths = page.evaluate("""() => ({
+                doc: document.documentElement.scrollWidth,
+                view: document.documentElement.clientWidth,
+                over: [...document.querySelectorAll('table, pre, .plot')]
+                    .filter(e => e.scrollWidth > e.clientWidth + 1
+                        || e.getBoundingClientRect().right > document.documentElement.clientWidth + 1)
+                    .map(e => e.tagName + '.' + e.className)})""")
         finally:
             browser.close()
     assert widths["doc"] <= widths["view"], widths

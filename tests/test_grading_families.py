@@ -35,7 +35,11 @@ FAMILIES = {
         (llama("The pair is $(4,1)$.", "(4,1)"), "(a,b)=(4,1)", True),
         (qwen("By the distance formula, $|PQ| = \\sqrt{4} = 2$.", "|PQ|=2"), "2", True),
         (llama("So $PQ = 2$.", "2"), "|PQ| = 2", True),
-        (qwen("By the angle bisector theorem the ratio is", "\\frac{AM}{MB}=\\frac{2}{\\sqrt3}"), "\\frac{2\\sqrt{3}}{3}", True),
+        (
+            qwen("By the angle bisector theorem the ratio is", "\\frac{AM}{MB}=\\frac{2}{\\sqrt3}"),
+            "\\frac{2\\sqrt{3}}{3}",
+            True,
+        ),
         (qwen("Both segments follow from the similar triangles.", "PQ=3, RS=7"), "3, 7", True),
         (qwen("Checking both cases of $m$ gives two pairs.", "m=2,n=3; m=5,n=3"), "(2,3),(5,3)", True),
         (llama("The angle at $B$ is a third of $90^\\circ$.", "\\angle ABC = 30^\\circ"), "30", True),
@@ -87,7 +91,13 @@ FAMILIES = {
         (qwen("So the probability is two sevenths.", "y = 2/7 \\approx 0.29"), "\\frac27", True),
         (llama("The root is close to seven.", "y \\approx 7"), "7", True),
         (qwen("Numerically,", "x \\approx 0.2857"), "\\frac{2}{7}", True),
-        (minerva("We compute $\\sqrt{50}$.", "The final answer is $\\sqrt{50} \\approx 7.07$. I hope it is correct."), "5\\sqrt{2}", True),
+        (
+            minerva(
+                "We compute $\\sqrt{50}$.", "The final answer is $\\sqrt{50} \\approx 7.07$. I hope it is correct."
+            ),
+            "5\\sqrt{2}",
+            True,
+        ),
         (qwen("So the area is", "A = 16\\pi \\approx 50.27"), "16\\pi", True),
         # adversarial neighbours
         (llama("Numerically,", "y \\approx 0.35"), "\\frac27", False),  # the approximation of a wrong value
@@ -129,9 +139,17 @@ FAMILIES = {
     "prose-answer-lines": [
         (minerva("Trying $k = 1, \\dots, 12$ in turn.", "The smallest $k$ is 12."), "12", True),
         (minerva("Its sides are 6 and 8.", "The area of $PQRS$ is 48. I hope it is correct."), "48", True),
-        (minerva("Summing the four terms.", "The final answer is 12,000,023. I hope it is correct."), "12000023", True),
+        (
+            minerva("Summing the four terms.", "The final answer is 12,000,023. I hope it is correct."),
+            "12000023",
+            True,
+        ),
         (minerva("We try each $n$.", "The largest $n$ is 34."), "34", True),
-        (minerva("Counting the cases.", "The number of points that could be in the domain of $f(x)$ is 19."), "19", True),
+        (
+            minerva("Counting the cases.", "The number of points that could be in the domain of $f(x)$ is 19."),
+            "19",
+            True,
+        ),
         (minerva("Averaging.", "The mean is approximately 0.2857."), "\\frac27", True),
         # adversarial neighbours
         (minerva("Trying each $k$.", "The smallest $k$ is 13."), "12", False),
@@ -151,7 +169,11 @@ FAMILIES = {
         ("The integers are \\boxed{-2} and \\boxed{1}.", "1,-2", True),
         ("Hence $\\boxed{a=7}, \\boxed{b=1}$.", "a=7, b=1", True),
         ("$\\boxed{1}\\boxed{2}$", "1,2", True),
-        ("Expressed as a fraction, $d = \\boxed{15\\frac{39}{40}}$, or $\\boxed{\\frac{639}{40}}$ inches.", "\\frac{639}{40}", True),
+        (
+            "Expressed as a fraction, $d = \\boxed{15\\frac{39}{40}}$, or $\\boxed{\\frac{639}{40}}$ inches.",
+            "\\frac{639}{40}",
+            True,
+        ),
         ("So \\boxed{840}.\n\n**Final Answer**\n\\boxed{840}", "840", True),
         # adversarial neighbours: no extra box, none missing, no hedging
         ("The solutions are $\\boxed{(1,4)}$, $\\boxed{(3,5)}$ and $\\boxed{(2,2)}$.", "(1,4),(3,5)", False),
@@ -192,9 +214,7 @@ def grader() -> Grader:
     return g
 
 
-@pytest.mark.parametrize(
-    "family,response,gold,expected", ROWS, ids=[f"{r[0]}:{i}:{r[3]}" for i, r in enumerate(ROWS)]
-)
+@pytest.mark.parametrize("family,response,gold,expected", ROWS, ids=[f"{r[0]}:{i}:{r[3]}" for i, r in enumerate(ROWS)])
 def test_family(grader: Grader, family: str, response: str, gold: str, expected: bool) -> None:
     result = grader.grade(response, gold)
     assert result.correct is expected, f"{family}: {response[-80:]!r} vs {gold!r}: {result}"
@@ -222,8 +242,11 @@ def test_boxes_separated_by_words_are_not_a_group() -> None:
 def test_hedges_never_reach_math_verify() -> None:
     """A hedge or negation word is decided before the worker (it might read the number alone)."""
     g = Grader(timeout_s=2.0)
-    for text in ("Final Answer: The smallest $k$ is not 12.", "Final Answer: The area is maybe 48.",
-                 "\\boxed{\\text{either } 12 \\text{ or } 13}"):
+    for text in (
+        "Final Answer: The smallest $k$ is not 12.",
+        "Final Answer: The area is maybe 48.",
+        "\\boxed{\\text{either } 12 \\text{ or } 13}",
+    ):
         result = g.grade(text, "12" if "48" not in text else "48")
         assert result.correct is False and result.detail != "math-verify", result
     assert g._pool is None  # the worker pool was never touched

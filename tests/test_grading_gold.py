@@ -61,7 +61,9 @@ def test_every_math500_and_gsm8k_gold_parses() -> None:
     if not DATA.is_dir():
         pytest.skip(f"shared data not found at {DATA} (../shared is absent)")
     golds = [json.loads(line)["answer"] for line in (DATA / "math500_test.jsonl").read_text().splitlines()]
-    golds += [gold_from_gsm8k(json.loads(line)["answer"]) for line in (DATA / "gsm8k_test.jsonl").read_text().splitlines()]
+    golds += [
+        gold_from_gsm8k(json.loads(line)["answer"]) for line in (DATA / "gsm8k_test.jsonl").read_text().splitlines()
+    ]
     report = Grader(use_worker=False).prepare_golds(golds)
     assert report.ok, report.issues[:5]
 
@@ -72,11 +74,16 @@ def test_every_math500_and_gsm8k_gold_matches_itself_when_boxed() -> None:
     if not DATA.is_dir():
         pytest.skip(f"shared data not found at {DATA} (../shared is absent)")
     golds = [json.loads(line)["answer"] for line in (DATA / "math500_test.jsonl").read_text().splitlines()]
-    golds += [gold_from_gsm8k(json.loads(line)["answer"]) for line in (DATA / "gsm8k_test.jsonl").read_text().splitlines()]
+    golds += [
+        gold_from_gsm8k(json.loads(line)["answer"]) for line in (DATA / "gsm8k_test.jsonl").read_text().splitlines()
+    ]
     grader = Grader(use_worker=False)
-    failures = [(gold, v.reason) for gold in golds
-                for resp in ("\\boxed{" + gold + "}", "The answer is $\\boxed{" + gold + "}$.")
-                if not (v := grader.grade(resp, gold)).correct]
+    failures = [
+        (gold, v.reason)
+        for gold in golds
+        for resp in ("\\boxed{" + gold + "}", "The answer is $\\boxed{" + gold + "}$.")
+        if not (v := grader.grade(resp, gold)).correct
+    ]
     assert len(golds) == 1819 and failures == []
 
 
@@ -93,16 +100,18 @@ def test_environment_prepares_golds_when_pools_load(caplog) -> None:
     grader = Grader(use_worker=False)
     env = ReasoningEconomicsEnv(EnvConfig(num_questions=2), pools=PoolSet(pools={"t": questions}), grader=grader)
     with caplog.at_level(logging.WARNING, logger="reasoning_env.grading.gold"):
-        env.pools
+        _ = env.pools
     assert UNPARSEABLE in grader.gold_issues()
     assert any("outside the fast grader" in r.getMessage() for r in caplog.records)
     caplog.clear()
     with caplog.at_level(logging.WARNING, logger="reasoning_env.grading.gold"):
-        env.pools  # prepared once per environment, not at every access
+        _ = env.pools  # prepared once per environment, not at every access
     assert not caplog.records
-    other = ReasoningEconomicsEnv(EnvConfig(num_questions=2), pools=PoolSet(pools={"t": questions}), grader=Grader(use_worker=False))
+    other = ReasoningEconomicsEnv(
+        EnvConfig(num_questions=2), pools=PoolSet(pools={"t": questions}), grader=Grader(use_worker=False)
+    )
     with caplog.at_level(logging.WARNING, logger="reasoning_env.grading.gold"):
-        other.pools  # a second environment (e.g. the next server session): no repeated warning
+        _ = other.pools  # a second environment (e.g. the next server session): no repeated warning
     assert not caplog.records
 
 

@@ -45,7 +45,7 @@ PAYLOADS = [
     rf"\boxed{{eval(\"open('{MARKER}','w')\")}}",
     rf"\boxed{{exec(\"open('{MARKER}','w').close()\")}}",
     rf"\boxed{{(lambda: open('{MARKER}','w'))()}}",
-    rf"\boxed{{().__class__.__base__.__subclasses__()}}",
+    r"\boxed{().__class__.__base__.__subclasses__()}",
     rf"The answer is: __import__('os').system('touch {MARKER}')",
     rf"#### __import__('os').system('touch {MARKER}')",
     rf"$\boxed{{\text{{{{__import__('os').system('touch {MARKER}')}}}}}}$",
@@ -98,7 +98,9 @@ def test_no_eval_exec_sympify_in_grading_code() -> None:
             if isinstance(node, ast.Call):
                 fn = node.func
                 if isinstance(fn, ast.Name):
-                    assert fn.id not in FORBIDDEN_BUILTINS | FORBIDDEN_ANYWHERE, f"{path.name}:{node.lineno} calls {fn.id}"
+                    assert fn.id not in FORBIDDEN_BUILTINS | FORBIDDEN_ANYWHERE, (
+                        f"{path.name}:{node.lineno} calls {fn.id}"
+                    )
                 elif isinstance(fn, ast.Attribute):
                     assert fn.attr not in FORBIDDEN_ANYWHERE, f"{path.name}:{node.lineno} calls {fn.attr}"
             if isinstance(node, (ast.Name, ast.Attribute)):
@@ -248,7 +250,6 @@ def test_numbers_separated_by_words_never_reach_math_verify(grader: Grader, pred
     assert result.detail.startswith("several numbers separated by words"), result
 
 
-
 def test_worker_path_gives_a_symbolic_verdict(grader: Grader) -> None:
     result = grader.grade(*NEEDS_WORKER, timeout_s=10.0)
     assert result.correct is True and result.reason == "symbolic", result
@@ -301,9 +302,7 @@ def test_workers_stop_when_the_process_exits(tmp_path) -> None:
         "print(' '.join(map(str, g.pool.pids())), flush=True)\n"
         "print(g.grade(r'\\boxed{\\int_{0}^{1} 2x \\, dx}', '1', timeout_s=20).reason, flush=True)\n"
     )
-    proc = subprocess.run(
-        [sys.executable, "-c", script], cwd=str(REPO), capture_output=True, text=True, timeout=180
-    )
+    proc = subprocess.run([sys.executable, "-c", script], cwd=str(REPO), capture_output=True, text=True, timeout=180)
     assert proc.returncode == 0, proc.stderr[-2000:]
     lines = proc.stdout.split("\n")
     pids = [int(x) for x in lines[0].split()]
@@ -311,7 +310,9 @@ def test_workers_stop_when_the_process_exits(tmp_path) -> None:
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline and any(Path(f"/proc/{p}").exists() for p in pids):
         time.sleep(0.1)
-    alive = [p for p in pids if Path(f"/proc/{p}").exists() and "Z" not in Path(f"/proc/{p}/stat").read_text().split()[2]]
+    alive = [
+        p for p in pids if Path(f"/proc/{p}").exists() and "Z" not in Path(f"/proc/{p}/stat").read_text().split()[2]
+    ]
     assert not alive, f"workers still running after exit: {alive}"
 
 

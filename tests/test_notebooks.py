@@ -28,8 +28,9 @@ def test_notebook_runs_with_smoke(path: Path, monkeypatch, tmp_path):
     monkeypatch.setenv("NOTEBOOK_OUTPUT_DIR", str(tmp_path))  # notebooks may write their runs here
     monkeypatch.setenv("MPLBACKEND", "Agg")
     nb = nbformat.read(str(path), as_version=4)
-    client = nbclient.NotebookClient(nb, timeout=TIMEOUT_S, kernel_name="python3",
-                                     resources={"metadata": {"path": str(ROOT)}})
+    client = nbclient.NotebookClient(
+        nb, timeout=TIMEOUT_S, kernel_name="python3", resources={"metadata": {"path": str(ROOT)}}
+    )
     client.execute()
 
 
@@ -57,7 +58,9 @@ def repo_with_a_run(tmp_path_factory) -> Path:
     repo = tmp_path_factory.mktemp("repo").resolve()
     (repo / "pyproject.toml").write_text("[project]\nname = 'stand-in'\n", encoding="utf-8")
     (repo / "notebooks").mkdir()
-    evaluate([make_policy("uniform")], n_episodes=2, seed=3, out=repo / "runs" / "eval-mine", progress=False, report=False)
+    evaluate(
+        [make_policy("uniform")], n_episodes=2, seed=3, out=repo / "runs" / "eval-mine", progress=False, report=False
+    )
     return repo
 
 
@@ -78,8 +81,12 @@ def test_notebook_opened_in_notebooks_reads_the_repository_runs(path: Path, repo
     code = [i for i, cell in enumerate(nb.cells) if cell.cell_type == "code"]
     last = next(i for i in code if "discover_runs(" in nb.cells[i].source)
     nb.cells = nb.cells[: last + 1]  # set-up up to the cell that picks the runs: enough, and quick
-    client = nbclient.NotebookClient(nb, timeout=TIMEOUT_S, kernel_name="python3",
-                                     resources={"metadata": {"path": str(repo_with_a_run / "notebooks")}})
+    client = nbclient.NotebookClient(
+        nb,
+        timeout=TIMEOUT_S,
+        kernel_name="python3",
+        resources={"metadata": {"path": str(repo_with_a_run / "notebooks")}},
+    )
     client.execute()
     printed = "".join(out.get("text", "") for cell in nb.cells if cell.cell_type == "code" for out in cell.outputs)
     runs = repo_with_a_run / "runs"

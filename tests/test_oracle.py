@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import itertools
 
+import evalpol_fixtures as fx
 import numpy as np
 import pytest
 
-import evalpol_fixtures as fx
 from reasoning_env.policies import (
     Curve,
     OracleAllocationPolicy,
@@ -39,7 +39,10 @@ def _brute(curves, budget, lo, cap):
 def test_dp_matches_brute_force_on_small_cases(case):
     rng = np.random.default_rng(case)
     n = int(rng.integers(2, 4))
-    curves = [_logistic(float(rng.uniform(0.8, 4.0)), float(rng.uniform(2, 15)), float(rng.uniform(0.5, 1.0))) for _ in range(n)]
+    curves = [
+        _logistic(float(rng.uniform(0.8, 4.0)), float(rng.uniform(2, 15)), float(rng.uniform(0.5, 1.0)))
+        for _ in range(n)
+    ]
     budget = int(rng.integers(n * 2, 30))
     lo, cap = 1, int(rng.integers(5, 20))
     alloc = optimal_allocation(curves, budget, lo=lo, cap=cap, max_units=1000)
@@ -126,7 +129,11 @@ def test_oracle_policy_plays_its_plan_and_bounds_the_others():
     tok = get_tokenizer(cfg.tokenizer_name)
     for seed in range(6):
         exp = {}
-        for pol in (OracleAllocationPolicy(sc), SimulatedSolverPolicy("uniform", sc), SimulatedSolverPolicy("greedy", sc)):
+        for pol in (
+            OracleAllocationPolicy(sc),
+            SimulatedSolverPolicy("uniform", sc),
+            SimulatedSolverPolicy("greedy", sc),
+        ):
             _o, steps, obs = fx.play(env, pol, cfg, seed=seed)
             exp[pol.name] = sum(float(sc.p(s.tokens, s.problem_type, s.difficulty)) for s in steps)
         lows = [minimal_tokens(tok, q.gold_answer) for q in env.questions]

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import random
 
+import evalpol_fixtures as fx
 import numpy as np
 import pytest
 
-import evalpol_fixtures as fx
 from reasoning_env.grading import grade
 from reasoning_env.policies import (
     DEFAULT_POLICIES,
@@ -58,7 +58,9 @@ def test_write_response_is_deterministic_in_its_rng(tok):
 
 
 # ----------------------------------------------------------------------------- wrong answers
-@pytest.mark.parametrize("gold", ["18", "-3", "2.5", "\\frac{16}{5}", "4343_6", "(C)", "\\text{(B)}", "9\\pi", "x", "\\text{odd}", "10000"])
+@pytest.mark.parametrize(
+    "gold", ["18", "-3", "2.5", "\\frac{16}{5}", "4343_6", "(C)", "\\text{(B)}", "9\\pi", "x", "\\text{odd}", "10000"]
+)
 def test_wrong_answer_is_graded_wrong(gold):
     for s in range(5):
         w = wrong_answer(gold, random.Random(s))
@@ -119,7 +121,15 @@ def test_fit_errors_say_why():
     with pytest.raises(CurveFitError, match="all rows are correct"):
         SolverCurves.fit(rows)
     rng = np.random.default_rng(0)
-    falling = [dict(tokens=int(t), problem_type="GSM8K", difficulty=None, correct=bool(rng.random() < (0.9 if t < 100 else 0.1))) for t in rng.integers(10, 1000, 400)]
+    falling = [
+        dict(
+            tokens=int(t),
+            problem_type="GSM8K",
+            difficulty=None,
+            correct=bool(rng.random() < (0.9 if t < 100 else 0.1)),
+        )
+        for t in rng.integers(10, 1000, 400)
+    ]
     with pytest.raises(CurveFitError, match="does not rise"):
         SolverCurves.fit(falling)
 
@@ -181,7 +191,15 @@ def test_simulated_solver_needs_trusted_context():
         SimulatedSolverPolicy("uniform").reset(fx.episode_info(env, obs, cfg, trusted=False))
 
 
-@pytest.mark.parametrize("policy_factory", [lambda: SimulatedSolverPolicy("uniform"), lambda: SimulatedSolverPolicy("proportional"), lambda: SimulatedSolverPolicy("greedy"), lambda: OracleAllocationPolicy()])
+@pytest.mark.parametrize(
+    "policy_factory",
+    [
+        lambda: SimulatedSolverPolicy("uniform"),
+        lambda: SimulatedSolverPolicy("proportional"),
+        lambda: SimulatedSolverPolicy("greedy"),
+        lambda: OracleAllocationPolicy(),
+    ],
+)
 def test_simulated_solver_contract(policy_factory):
     cfg = fx.config()
     env = fx.make_env(cfg)
@@ -192,7 +210,7 @@ def test_simulated_solver_contract(policy_factory):
             # The exact oracle may end the episode on purpose (fewer than min_tokens left after its
             # last planned question): then its plan gave the unasked questions nothing.
             start, _rem, plan = pol._plan
-            assert all(t == 0 for t in plan[len(steps) - start:]), plan
+            assert all(t == 0 for t in plan[len(steps) - start :]), plan
         else:
             assert obs.done_reason == "all_answered"
         assert sum(s.tokens for s in steps) <= obs.total_budget

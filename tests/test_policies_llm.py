@@ -21,7 +21,8 @@ uvicorn = pytest.importorskip("uvicorn")
 from fastapi import FastAPI, Request  # noqa: E402  (module level: FastAPI resolves string annotations here)
 from fastapi.responses import JSONResponse  # noqa: E402
 
-# its tests share a tiny local model and a fake endpoint (module fixtures): one worker runs them all (pytest-xdist --dist loadgroup)
+# its tests share a tiny local model and a fake endpoint (module fixtures): one worker runs them all (pytest-xdist
+# --dist loadgroup)
 pytestmark = pytest.mark.xdist_group("test_policies_llm")
 
 GOLD = {q.text: q.gold_answer for q in fx.questions()}
@@ -310,7 +311,7 @@ def test_multi_turn_messages_render_to_the_training_rollouts_ids(server):
     env2 = fx.make_env(cfg)
     obs = env2.reset(seed=3, tokenizer_name=fx.TOKENIZER)
     tokens.start(obs)
-    from reasoning_env.models import ReasonBudgetAction
+    from reasoning_env.models import ReasoningEconomicsAction
 
     for k, (call, out) in enumerate(zip(state["calls"], outs)):
         msgs = call["body"]["messages"]
@@ -320,7 +321,7 @@ def test_multi_turn_messages_render_to_the_training_rollouts_ids(server):
         )["input_ids"]
         assert rendered == tokens.context()
         tokens.add_model_turn(chat.encode(out.response) + [im_end])  # the answer as the server generated it
-        obs = env2.step(ReasonBudgetAction(response=out.response))
+        obs = env2.step(ReasoningEconomicsAction(response=out.response))
         if not obs.done:
             tokens.add_env_turn(tokens.next_question_ids(obs))
     assert len(state["calls"]) == len(steps) >= 2
@@ -337,7 +338,7 @@ def test_transformers_policy_is_prompted_with_the_training_rollouts_ids():
     from training_helpers import tiny_env_config, tiny_policy
 
     from reasoning_env.conversation import ChatFormat
-    from reasoning_env.models import ReasonBudgetAction
+    from reasoning_env.models import ReasoningEconomicsAction
     from training.envs import InProcessEnvFactory
     from training.generation import SamplingConfig, TransformersBackend
     from training.models import eos_token_ids
@@ -368,7 +369,9 @@ def test_transformers_policy_is_prompted_with_the_training_rollouts_ids():
         out = policy.act(obs)  # asks the same question again (the retry path), then generates
         assert out.response == step.response
         obs = env.step(
-            ReasonBudgetAction(response=out.response, metadata={"num_generated_tokens": out.num_generated_tokens})
+            ReasoningEconomicsAction(
+                response=out.response, metadata={"num_generated_tokens": out.num_generated_tokens}
+            )
         )
     assert obs.done and len(trace.turns) >= 2
 

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from test_env_contract import make_pools
+
 from reasoning_env import EnvConfig, ReasoningEconomicsEnv
 from reasoning_env.records import episode_row_from_steps, step_row_from_observation
-from test_env_contract import make_pools
 from workbench.reward_lab import compare_to_stored, rescore
 from workbench.runs import RunWriter, load_run
 
@@ -19,8 +20,17 @@ def _play(config, budget, tmp_path):
         text = "pad " * 40 + f"\\boxed{{{q.gold_answer}}}"
         obs = env.step(text)
         charged.append(obs.last_step.tokens)
-        rows.append(step_row_from_observation(obs, run_id="r", policy="p", episode=0, reset_metadata=md,
-                                              hard_cap_mode=config.hard_cap_mode, response=text))
+        rows.append(
+            step_row_from_observation(
+                obs,
+                run_id="r",
+                policy="p",
+                episode=0,
+                reset_metadata=md,
+                hard_cap_mode=config.hard_cap_mode,
+                response=text,
+            )
+        )
     writer = RunWriter(tmp_path / "run", kind="evaluation", config=config)
     writer.add_steps(rows)
     writer.add_episode(episode_row_from_steps(rows))
@@ -45,7 +55,13 @@ def test_reward_columns_are_flat_and_never_missing(tmp_path):
     cfg = EnvConfig.build(sources=["builtin"], num_questions=3)
     rows, _, path = _play(cfg, 5000, tmp_path)
     steps = load_run(path).steps
-    for col in ("reward_correctness", "reward_efficiency_bonus", "reward_cost_penalty", "reward_overspend_penalty", "reward_episode_bonus"):
+    for col in (
+        "reward_correctness",
+        "reward_efficiency_bonus",
+        "reward_cost_penalty",
+        "reward_overspend_penalty",
+        "reward_episode_bonus",
+    ):
         assert steps[col].notna().all()
     assert (steps["reward_episode_bonus"].iloc[:-1] == 0).all() and steps["reward_episode_bonus"].iloc[-1] > 0
     total = steps[[c for c in steps.columns if c.startswith("reward_")]].sum(axis=1)

@@ -8,8 +8,8 @@ import itertools
 import numpy as np
 import plotly.graph_objects as go
 import pytest
-
 from allocation_bruteforce import best_value
+
 from reasoning_env.policies import Curve, SolverCurves
 from reasoning_env.rewards import EpisodeContext, StepContext, build_reward
 from workbench.reward_lab import (
@@ -32,8 +32,9 @@ from workbench.reward_lab.rescore import Rescorer
 from workbench.reward_lab.synthetic import synthetic_steps
 
 DEFAULT = SolverCurves()
-#: The solver of FIELD_NOTES section 1 (the reward lab's curve before the models were unified).
-FIELD_NOTES_CURVE = SolverCurves.single(Curve(k=2.0, t50=40.0, growth=2.0, ceiling=1.0), default_difficulty=2)
+#: The planning notes' logistic solver (k = 2, t50 = 40 doubling per level, no ceiling): the reward
+#: lab's curve before the models were unified.
+PLANNING_CURVE = SolverCurves.single(Curve(k=2.0, t50=40.0, growth=2.0, ceiling=1.0), default_difficulty=2)
 #: Curves scaled down to a few tokens, so every integer plan of a small episode can be enumerated.
 SMALL = SolverCurves.single(Curve(k=2.0, t50=3.0, growth=1.6, ceiling=0.95))
 
@@ -54,7 +55,7 @@ def expected_reward(spec, qs, budget, alloc_tokens, *, hard=True, min_tokens=10,
         if hard and i < n - 1 and budget - spent < min_tokens:
             ran_dry = True
             break
-    if any(alloc_tokens[len(steps):]):
+    if any(alloc_tokens[len(steps) :]):
         return None
     ps = [float(curve(np.array([t]), qs[i].difficulty, qs[i].problem_type)[0]) if t > 0 else 0.0 for i, t, _ in steps]
     value = 0.0
@@ -64,13 +65,35 @@ def expected_reward(spec, qs, budget, alloc_tokens, *, hard=True, min_tokens=10,
             continue
         r = 0.0
         for (i, t, s), o in zip(steps, outcome):
-            r += sum(rw.step_components(StepContext(
-                correct=o, has_answer=t > 0, tokens=t, raw_tokens=t, total_budget=budget, num_questions=n,
-                spent_before=s, question_index=i, hard_cap_mode=hard, difficulty=qs[i].difficulty,
-                problem_type=qs[i].problem_type)).values())
-        r += sum(rw.episode_components(EpisodeContext(
-            num_correct=sum(outcome), num_answered=len(steps), num_questions=n, total_spent=spent,
-            total_budget=budget, ran_dry=ran_dry)).values())
+            r += sum(
+                rw.step_components(
+                    StepContext(
+                        correct=o,
+                        has_answer=t > 0,
+                        tokens=t,
+                        raw_tokens=t,
+                        total_budget=budget,
+                        num_questions=n,
+                        spent_before=s,
+                        question_index=i,
+                        hard_cap_mode=hard,
+                        difficulty=qs[i].difficulty,
+                        problem_type=qs[i].problem_type,
+                    )
+                ).values()
+            )
+        r += sum(
+            rw.episode_components(
+                EpisodeContext(
+                    num_correct=sum(outcome),
+                    num_answered=len(steps),
+                    num_questions=n,
+                    total_spent=spent,
+                    total_budget=budget,
+                    ran_dry=ran_dry,
+                )
+            ).values()
+        )
         value += prob * r
     return value
 
@@ -78,18 +101,32 @@ def expected_reward(spec, qs, budget, alloc_tokens, *, hard=True, min_tokens=10,
 def brute_force(spec, qs, budget, cap, *, hard=True, min_tokens=3, curves=SMALL):
     """Best expected reward over every integer allocation the rules allow (and one reaching it)."""
     fns = [lambda t, q=q: curves(t, q.difficulty, q.problem_type) for q in qs]
-    return best_value(fns, [(q.difficulty, q.problem_type) for q in qs], budget, [0] * len(qs), cap,
-                      reward=spec, hard=hard, min_tokens=min_tokens if hard else 0)
+    return best_value(
+        fns,
+        [(q.difficulty, q.problem_type) for q in qs],
+        budget,
+        [0] * len(qs),
+        cap,
+        reward=spec,
+        hard=hard,
+        min_tokens=min_tokens if hard else 0,
+    )
 
 
 CASES = [
-    ("economics", True), ("economics", False), ("budget_aware", True),
+    ("economics", True),
+    ("economics", False),
+    ("budget_aware", True),
     ({"type": "budget_aware", "share": "both", "gamma": 0.5, "beta": 0.5}, False),
-    ("l1_exact", True), ("l1_max", False), ("cosine", True), ("accuracy", True),
+    ("l1_exact", True),
+    ("l1_max", False),
+    ("cosine", True),
+    ("accuracy", True),
     ({"type": "economics", "gamma": 0.5, "beta": 0.5, "wrong_reward": -0.5}, True),
     ({"type": "combined", "rewards": ["accuracy", {"type": "dapo_overlong", "l_max": 200, "l_cache": 100}]}, True),
     # the same shapes scaled to the small episode's lengths
-    ({"type": "cosine", "l_max": 14}, True), ({"type": "l1_exact", "target": "remaining_share", "alpha": 0.05}, True),
+    ({"type": "cosine", "l_max": 14}, True),
+    ({"type": "l1_exact", "target": "remaining_share", "alpha": 0.05}, True),
     ({"type": "combined", "rewards": ["accuracy", {"type": "dapo_overlong", "l_max": 12, "l_cache": 6}]}, True),
     ({"type": "l1_max", "alpha": 0.05, "target": "fixed", "n_target": 6}, False),
 ]
@@ -98,16 +135,25 @@ CASES = [
 @pytest.mark.parametrize("spec, hard", CASES)
 def test_dp_matches_brute_force(spec, hard):
     qs = [QuestionSpec(1), QuestionSpec(4), QuestionSpec(2)]
-    for budget in ((40, 23) if hard else (20,)):
-        al = induced_allocation(spec, qs, budget, curves=SMALL, max_tokens_per_step=16, min_tokens=3, hard_cap_mode=hard)
+    for budget in (40, 23) if hard else (20,):
+        al = induced_allocation(
+            spec, qs, budget, curves=SMALL, max_tokens_per_step=16, min_tokens=3, hard_cap_mode=hard
+        )
         assert al.unit == 1
         best, alloc = brute_force(spec, qs, budget, 16, hard=hard)
         assert al.objective == pytest.approx(best, abs=1e-9), (spec, hard, budget, al.tokens, alloc)
         assert al.bound == pytest.approx(0.0, abs=1e-9)
         # the DP's allocation really earns that much when played (ties may pick another allocation)
-        assert expected_reward(spec, qs, budget, list(al.tokens), hard=hard, min_tokens=3, curve=SMALL) == pytest.approx(best, abs=1e-9)
-        assert al.expected_correct == pytest.approx(sum(
-            float(SMALL(np.array([t]), q.difficulty, q.problem_type)[0]) for t, q, a in zip(al.tokens, qs, al.answered) if a and t > 0))
+        assert expected_reward(
+            spec, qs, budget, list(al.tokens), hard=hard, min_tokens=3, curve=SMALL
+        ) == pytest.approx(best, abs=1e-9)
+        assert al.expected_correct == pytest.approx(
+            sum(
+                float(SMALL(np.array([t]), q.difficulty, q.problem_type)[0])
+                for t, q, a in zip(al.tokens, qs, al.answered)
+                if a and t > 0
+            )
+        )
 
 
 def test_oracle_matches_brute_force():
@@ -118,9 +164,19 @@ def test_oracle_matches_brute_force():
     assert al.total_tokens <= 30
 
 
-REWARDS = ["economics", "budget_aware", "accuracy", "l1_max", "l1_exact", "cosine", {"type": "cosine", "l_max": 14},
-           {"type": "budget_aware", "share": "both", "gamma": 0.5, "beta": 0.5}, {"type": "l1_max", "alpha": 0.05, "target": "remaining_share"},
-           {"type": "thinkprune", "limit": "remaining_share"}, {"type": "combined", "rewards": ["accuracy", {"type": "dapo_overlong", "l_max": 12, "l_cache": 6}]}]
+REWARDS = [
+    "economics",
+    "budget_aware",
+    "accuracy",
+    "l1_max",
+    "l1_exact",
+    "cosine",
+    {"type": "cosine", "l_max": 14},
+    {"type": "budget_aware", "share": "both", "gamma": 0.5, "beta": 0.5},
+    {"type": "l1_max", "alpha": 0.05, "target": "remaining_share"},
+    {"type": "thinkprune", "limit": "remaining_share"},
+    {"type": "combined", "rewards": ["accuracy", {"type": "dapo_overlong", "l_max": 12, "l_cache": 6}]},
+]
 
 
 @pytest.mark.parametrize("block", range(4))
@@ -130,26 +186,49 @@ def test_exact_at_hundreds_of_random_budgets_and_mixes(block):
     rng = np.random.default_rng(1000 + block)
     for case in range(50):
         n = int(rng.integers(2, 4))
-        qs = [QuestionSpec(int(rng.integers(1, 6)), str(rng.choice(["MATH", "GSM8K", "NuminaMath-TIR"]))) for _ in range(n)]
-        curves = SolverCurves.single(Curve(k=float(rng.uniform(0.8, 4.0)), t50=float(rng.uniform(1.5, 6.0)), growth=float(rng.uniform(1.1, 2.0)),
-                                           ceiling=float(rng.uniform(0.5, 1.0))))
+        qs = [
+            QuestionSpec(int(rng.integers(1, 6)), str(rng.choice(["MATH", "GSM8K", "NuminaMath-TIR"])))
+            for _ in range(n)
+        ]
+        curves = SolverCurves.single(
+            Curve(
+                k=float(rng.uniform(0.8, 4.0)),
+                t50=float(rng.uniform(1.5, 6.0)),
+                growth=float(rng.uniform(1.1, 2.0)),
+                ceiling=float(rng.uniform(0.5, 1.0)),
+            )
+        )
         budget, cap = int(rng.integers(4, 40)), int(rng.integers(3, 15))
         hard = bool(rng.random() < 0.8)
         mt = int(rng.integers(1, 6))
         spec = REWARDS[(block * 50 + case) % len(REWARDS)]
         if budget < mt:
             continue
-        al = induced_allocation(spec, qs, budget, curves=curves, max_tokens_per_step=cap, min_tokens=mt, hard_cap_mode=hard)
+        al = induced_allocation(
+            spec, qs, budget, curves=curves, max_tokens_per_step=cap, min_tokens=mt, hard_cap_mode=hard
+        )
         best, plan = brute_force(spec, qs, budget, cap, hard=hard, min_tokens=mt, curves=curves)
         assert al.objective == pytest.approx(best, abs=1e-9), (case, spec, hard, budget, cap, mt, al.tokens, plan)
         assert al.bound < 1e-9
-        oracle = oracle_allocation(qs, budget, curves=curves, min_tokens=mt if hard else 0, max_tokens_per_step=cap) if hard else None
+        oracle = (
+            oracle_allocation(qs, budget, curves=curves, min_tokens=mt if hard else 0, max_tokens_per_step=cap)
+            if hard
+            else None
+        )
         if oracle is not None:
-            assert oracle.expected_correct == pytest.approx(brute_force(None, qs, budget, cap, hard=True, min_tokens=mt, curves=curves)[0], abs=1e-12)
+            assert oracle.expected_correct == pytest.approx(
+                brute_force(None, qs, budget, cap, hard=True, min_tokens=mt, curves=curves)[0], abs=1e-12
+            )
 
 
-@pytest.mark.parametrize("spec", ["budget_aware", {"type": "thinkprune", "limit": "remaining_share"},
-                                  {"type": "l1_exact", "target": "remaining_share", "alpha": 0.002}])
+@pytest.mark.parametrize(
+    "spec",
+    [
+        "budget_aware",
+        {"type": "thinkprune", "limit": "remaining_share"},
+        {"type": "l1_exact", "target": "remaining_share", "alpha": 0.002},
+    ],
+)
 def test_rewards_read_on_cells_of_the_spent_budget_keep_their_bound(spec, monkeypatch):
     """A reward that reads the spent budget is solved on cells of it when a per-token table is too
     large: the plan's exact value is within the reported bound of the per-token optimum."""
@@ -178,7 +257,9 @@ def test_the_reported_regret_no_longer_depends_on_the_budget_grid():
 
 
 def test_shapes_without_a_correctness_signal_are_reported_as_such():
-    res = induced_behaviour({"format": "format", "repetition": "repetition", "dapo": "dapo_overlong", "seed": "economics"}, [1000])
+    res = induced_behaviour(
+        {"format": "format", "repetition": "repetition", "dapo": "dapo_overlong", "seed": "economics"}, [1000]
+    )
     s = res.summary.set_index("reward")
     for flat in ("format", "repetition", "dapo"):
         assert s.loc[flat, "signal"] == "none"
@@ -188,10 +269,10 @@ def test_shapes_without_a_correctness_signal_are_reported_as_such():
 
 
 def test_seed_reward_tracks_the_oracle_and_triages():
-    """FIELD_NOTES section 1: under a logistic solver with k = 2, t50 doubling per level (40 tokens
+    """The planning notes' check: under a logistic solver with k = 2, t50 doubling per level (40 tokens
     at level 1, no ceiling) the seed reward's optimum matches the accuracy-optimal one closely, and
     at a tight budget it skips the hardest questions."""
-    res = induced_behaviour({"seed": None}, [1000, 3500, 5000], orders=2, curves=FIELD_NOTES_CURVE)
+    res = induced_behaviour({"seed": None}, [1000, 3500, 5000], orders=2, curves=PLANNING_CURVE)
     s = res.summary.set_index(["reward", "budget"])
     for b in (1000, 3500, 5000):
         assert s.loc[("seed", b), "regret_pct"] < 0.2, s.loc[("seed", b)]
@@ -204,11 +285,15 @@ def test_seed_reward_tracks_the_oracle_and_triages():
 
 def test_larger_efficiency_weights_equalise_spend_and_the_budget_aware_share_helps():
     strong = {"gamma": 0.5, "beta": 0.5}
-    res = induced_behaviour({
-        "seed": None,
-        "strong": {"type": "economics", "params": strong},
-        "strong_remaining": {"type": "budget_aware", "params": dict(strong, share="remaining")},
-    }, [2500], orders=2)
+    res = induced_behaviour(
+        {
+            "seed": None,
+            "strong": {"type": "economics", "params": strong},
+            "strong_remaining": {"type": "budget_aware", "params": dict(strong, share="remaining")},
+        },
+        [2500],
+        orders=2,
+    )
     s = res.summary.set_index("reward")
     assert s.loc["strong", "regret"] > s.loc["seed", "regret"] + 0.3
     assert s.loc["strong_remaining", "regret"] < s.loc["strong", "regret"]
@@ -233,8 +318,13 @@ def test_results_are_consistent():
 
 def test_soft_mode_may_overspend_and_a_custom_curve_plugs_in():
     steep = SolverCurves.single(Curve(k=4.0, t50=100.0, ceiling=1.0), default_difficulty=2)
-    al = induced_allocation({"type": "economics", "soft_overspend_penalty": 0.0, "beta": 0.0, "gamma": 0.0, "lambda_ep": 0.0},
-                            default_questions(4), 400, curves=steep, hard_cap_mode=False)
+    al = induced_allocation(
+        {"type": "economics", "soft_overspend_penalty": 0.0, "beta": 0.0, "gamma": 0.0, "lambda_ep": 0.0},
+        default_questions(4),
+        400,
+        curves=steep,
+        hard_cap_mode=False,
+    )
     assert al.total_tokens > 400  # nothing charges overspend: it spends beyond the budget
     al = induced_allocation("economics", default_questions(4), 400, curves=lambda t, d, pt: np.minimum(1.0, t / 100.0))
     assert al.total_tokens <= 400 and al.expected_correct == pytest.approx(4.0)

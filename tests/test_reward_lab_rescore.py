@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import io
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -22,16 +22,19 @@ SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 #: GSM8K + MATH-500 from ../shared when present, else offline reasoning-gym questions.
 HAVE_SHARED = all((SHARED_DATA / f).is_file() for f in ("gsm8k_test.jsonl", "math500_test.jsonl"))
 
-COUNTERFACTUAL = {"type": "combined", "rewards": [
-    {"type": "budget_aware", "params": {"share": "both", "gamma": 0.3}},
-    {"type": "cosine", "weight": 0.1, "params": {"l_max": 300}},
-    {"type": "format", "weight": 0.2},
-    {"type": "repetition", "weight": 0.5, "params": {"ngram_size": 2}},
-    {"type": "l1_max", "params": {"target": "remaining_share"}},
-]}
+COUNTERFACTUAL = {
+    "type": "combined",
+    "rewards": [
+        {"type": "budget_aware", "params": {"share": "both", "gamma": 0.3}},
+        {"type": "cosine", "weight": 0.1, "params": {"l_max": 300}},
+        {"type": "format", "weight": 0.2},
+        {"type": "repetition", "weight": 0.5, "params": {"ngram_size": 2}},
+        {"type": "l1_max", "params": {"target": "remaining_share"}},
+    ],
+}
 
 
-def _config(hard: bool, reward: Optional[dict] = None) -> EnvConfig:
+def _config(hard: bool, reward: dict | None = None) -> EnvConfig:
     if HAVE_SHARED:
         return EnvConfig(sources=["gsm8k", "math500"], data_dir=str(SHARED_DATA), hard_cap_mode=hard, reward=reward)
     return EnvConfig(sources=[{"name": "reasoning_gym", "options": {"size": 20}}], hard_cap_mode=hard, reward=reward)
@@ -50,8 +53,16 @@ def _response(q, k: int, rng: np.random.Generator) -> str:
     return body + f" Therefore \\boxed{{{q.gold_answer}}}"
 
 
-def record_run(path: Path, config: EnvConfig, *, episodes: int, budget: int, seed: int = 0,
-               group_size: Optional[int] = None, responses: Optional[dict] = None) -> tuple[Path, dict]:
+def record_run(
+    path: Path,
+    config: EnvConfig,
+    *,
+    episodes: int,
+    budget: int,
+    seed: int = 0,
+    group_size: int | None = None,
+    responses: dict | None = None,
+) -> tuple[Path, dict]:
     """Play real episodes and write a run folder. ``responses`` replays recorded texts
     (``{(episode, member, step): text}``); the texts used are returned."""
     env = ReasoningEconomicsEnv(config)
@@ -71,10 +82,19 @@ def record_run(path: Path, config: EnvConfig, *, episodes: int, budget: int, see
                 text = responses[key] if responses is not None else _response(q, int(rng.integers(0, 5)), rng)
                 used[key] = text
                 obs = env.step(text)
-                rows.append(step_row_from_observation(
-                    obs, run_id=path.name, policy="scripted", episode=e * members + m, reset_metadata=md,
-                    hard_cap_mode=config.hard_cap_mode, response=text,
-                    group=e if group_size else None, member=m if group_size else None))
+                rows.append(
+                    step_row_from_observation(
+                        obs,
+                        run_id=path.name,
+                        policy="scripted",
+                        episode=e * members + m,
+                        reset_metadata=md,
+                        hard_cap_mode=config.hard_cap_mode,
+                        response=text,
+                        group=e if group_size else None,
+                        member=m if group_size else None,
+                    )
+                )
             writer.add_steps(rows)
             writer.add_episode(episode_row_from_steps(rows))
     return writer.write(), used
@@ -86,7 +106,9 @@ def recorded(tmp_path_factory) -> dict[str, Any]:
     out = {}
     for mode, hard, budget in (("hard", True, 1500), ("soft", False, 1200)):
         path, texts = record_run(root / f"seed_{mode}", _config(hard), episodes=6, budget=budget, seed=11)
-        replay, _ = record_run(root / f"cf_{mode}", _config(hard, COUNTERFACTUAL), episodes=6, budget=budget, seed=11, responses=texts)
+        replay, _ = record_run(
+            root / f"cf_{mode}", _config(hard, COUNTERFACTUAL), episodes=6, budget=budget, seed=11, responses=texts
+        )
         out[mode] = (path, replay)
     out["group"], _ = record_run(root / "grpo", _config(True), episodes=2, budget=2500, seed=5, group_size=3)
     return out
@@ -120,7 +142,9 @@ def test_counterfactual_equals_replaying_the_episodes_under_that_reward(recorded
     assert diff.max() < 1e-9, diff
     assert "budget_aware.episode_bonus" in res.components and "cosine" in res.components
     # the live environment reported the configured reward's components by name
-    assert {"reward_cosine", "reward_format", "reward_budget_aware.cost_penalty", "reward_l1_max"} <= set(cf.steps.columns)
+    assert {"reward_cosine", "reward_format", "reward_budget_aware.cost_penalty", "reward_l1_max"} <= set(
+        cf.steps.columns
+    )
 
 
 def test_group_rewards_rescore_like_the_trl_callable(recorded):
@@ -131,8 +155,12 @@ def test_group_rewards_rescore_like_the_trl_callable(recorded):
         res = rescore(run, spec)
         fn = trl_reward_function(spec)
         for (g, s), rows in steps.groupby(["group", "step"]):
-            expect = fn(rows["response"].tolist(), prompts=["same"] * len(rows), tokens=rows["raw_tokens"].tolist(),
-                        correct=rows["correct"].tolist())
+            expect = fn(
+                rows["response"].tolist(),
+                prompts=["same"] * len(rows),
+                tokens=rows["raw_tokens"].tolist(),
+                correct=rows["correct"].tolist(),
+            )
             got = res.steps.loc[rows.index, "reward"].to_numpy()
             assert got == pytest.approx(expect, abs=1e-12), (spec, g, s)
     # the rows of one (group, step) are compared, not the whole group
@@ -141,9 +169,19 @@ def test_group_rewards_rescore_like_the_trl_callable(recorded):
 
 
 @pytest.mark.parametrize("hard", [True, False])
-@pytest.mark.parametrize("spec", [None, "budget_aware", COUNTERFACTUAL, {"type": "combined", "rewards": ["accuracy", {"type": "economics", "weight": 0.5}]}])
+@pytest.mark.parametrize(
+    "spec",
+    [
+        None,
+        "budget_aware",
+        COUNTERFACTUAL,
+        {"type": "combined", "rewards": ["accuracy", {"type": "economics", "weight": 0.5}]},
+    ],
+)
 def test_synthetic_runs_round_trip(spec, hard):
-    frame = synthetic_steps(400, hard_cap_mode=hard, total_budget=2000 if hard else 1500, reward=spec, with_text=True, seed=3)
+    frame = synthetic_steps(
+        400, hard_cap_mode=hard, total_budget=2000 if hard else 1500, reward=spec, with_text=True, seed=3
+    )
     res = Rescorer(frame).rescore(spec)
     assert compare_to_stored(frame, res).max() < 1e-9
     assert len(res.episodes) == frame["episode"].nunique()
@@ -189,21 +227,40 @@ def test_command_line(recorded, tmp_path, capsys):
     assert len(pd.read_parquet(tmp_path / "out" / "rescored_steps.parquet")) == len(load_run(path).steps)
     assert main(["describe", "cosine"]) == 0
     assert '"r_exceed"' in capsys.readouterr().out
-    assert main(["induced", "--budgets", "600", "--rewards", "economics", "l1_max", "--orders", "1", "--html", str(tmp_path / "f.html")]) == 0
+    assert (
+        main(
+            [
+                "induced",
+                "--budgets",
+                "600",
+                "--rewards",
+                "economics",
+                "l1_max",
+                "--orders",
+                "1",
+                "--html",
+                str(tmp_path / "f.html"),
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     assert "oracle" in out and "mean tokens by difficulty" in out and (tmp_path / "f.html").stat().st_size > 10_000
 
 
-@pytest.mark.parametrize("argv, says", [
-    (["rescore", "/no/such/run"], "is not a folder"),
-    (["describe", "nope"], "unknown reward 'nope'"),
-    (["induced", "--rewards", "nope", "--budgets", "600"], "unknown reward 'nope'"),
-    (["bench", "--steps", "0"], "--steps and --repeat must be >= 1"),
-    (["bench", "--repeat", "0"], "--steps and --repeat must be >= 1"),
-    (["induced", "--budgets", "-100"], "--budgets must be positive"),
-    (["induced", "--budgets", "600", "--orders", "0"], "--orders >= 1"),
-    (["induced", "--budgets", "600", "--rewards", "kimi_length"], "group rewards"),
-])
+@pytest.mark.parametrize(
+    "argv, says",
+    [
+        (["rescore", "/no/such/run"], "is not a folder"),
+        (["describe", "nope"], "unknown reward 'nope'"),
+        (["induced", "--rewards", "nope", "--budgets", "600"], "unknown reward 'nope'"),
+        (["bench", "--steps", "0"], "--steps and --repeat must be >= 1"),
+        (["bench", "--repeat", "0"], "--steps and --repeat must be >= 1"),
+        (["induced", "--budgets", "-100"], "--budgets must be positive"),
+        (["induced", "--budgets", "600", "--orders", "0"], "--orders >= 1"),
+        (["induced", "--budgets", "600", "--rewards", "kimi_length"], "group rewards"),
+    ],
+)
 def test_command_line_bad_input_is_one_error_line(argv, says, capsys):
     from workbench.reward_lab.__main__ import main
 
@@ -216,7 +273,21 @@ def test_command_line_summary_grouping(recorded, capsys):
     from workbench.reward_lab.__main__ import main
 
     path = recorded["group"]
-    assert main(["rescore", str(path), "--reward", "kimi_length", "--by", "member", "--group-by", "run_id,policy,group,step"]) == 0
+    assert (
+        main(
+            [
+                "rescore",
+                str(path),
+                "--reward",
+                "kimi_length",
+                "--by",
+                "member",
+                "--group-by",
+                "run_id,policy,group,step",
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     assert out.splitlines()[0].split()[0] == "member" and len(out.splitlines()) >= 4  # header + 3 members
     assert main(["rescore", str(path), "--by", "nope"]) == 2

@@ -27,8 +27,18 @@ from reasoning_env.rewards import (
 )
 
 REQUIRED = {
-    "economics", "budget_aware", "accuracy", "format", "repetition", "l1_exact", "l1_max",
-    "dapo_overlong", "kimi_length", "cosine", "shorter_better", "combined",
+    "economics",
+    "budget_aware",
+    "accuracy",
+    "format",
+    "repetition",
+    "l1_exact",
+    "l1_max",
+    "dapo_overlong",
+    "kimi_length",
+    "cosine",
+    "shorter_better",
+    "combined",
 }
 
 
@@ -102,21 +112,24 @@ rewards:
     assert build(load_spec(str(cfg))) == rw
 
 
-@pytest.mark.parametrize("spec, match", [
-    ({"type": "nope"}, "unknown reward 'nope'"),
-    ({"type": "l1_max", "params": {"alpah": 1}}, "unknown parameter"),
-    ({"type": "l1_max", "alpah": 1}, "unknown key"),
-    ({"type": "l1_max", "params": {"alpha": -1}}, ">= 0"),
-    ({"type": "l1_max", "params": {"alpha": "big"}}, "must be a number"),
-    ({"type": "l1_max", "params": {"target": "median"}}, "must be one of"),
-    ({"type": "repetition", "params": {"ngram_size": 2.5}}, "integer"),
-    ({"type": "accuracy", "weight": "x"}, "weight"),
-    ({"type": "combined", "rewards": []}, "non-empty"),
-    ({"type": "combined", "rewards": ["accuracy", "accuracy"]}, "distinct 'label'"),
-    ({"type": "combined", "rewards": [{"type": "combined", "rewards": ["accuracy"]}]}, "nested"),
-    ({"type": "combined", "rewards": [{"params": {}}]}, "needs a 'type'"),
-    ({"label": "x"}, "needs a 'type'"),
-])
+@pytest.mark.parametrize(
+    "spec, match",
+    [
+        ({"type": "nope"}, "unknown reward 'nope'"),
+        ({"type": "l1_max", "params": {"alpah": 1}}, "unknown parameter"),
+        ({"type": "l1_max", "alpah": 1}, "unknown key"),
+        ({"type": "l1_max", "params": {"alpha": -1}}, ">= 0"),
+        ({"type": "l1_max", "params": {"alpha": "big"}}, "must be a number"),
+        ({"type": "l1_max", "params": {"target": "median"}}, "must be one of"),
+        ({"type": "repetition", "params": {"ngram_size": 2.5}}, "integer"),
+        ({"type": "accuracy", "weight": "x"}, "weight"),
+        ({"type": "combined", "rewards": []}, "non-empty"),
+        ({"type": "combined", "rewards": ["accuracy", "accuracy"]}, "distinct 'label'"),
+        ({"type": "combined", "rewards": [{"type": "combined", "rewards": ["accuracy"]}]}, "nested"),
+        ({"type": "combined", "rewards": [{"params": {}}]}, "needs a 'type'"),
+        ({"label": "x"}, "needs a 'type'"),
+    ],
+)
 def test_bad_specs_say_what_is_wrong(spec, match):
     with pytest.raises(ValueError, match=match):
         validate_reward_spec(spec)
@@ -134,7 +147,9 @@ def test_build_envconfig_default_is_the_seed_with_flat_weights():
     assert build(None) == EconomicsReward()
     assert build(EnvConfig(beta=0.2, gamma=0.3)) == EconomicsReward(beta=0.2, gamma=0.3)
     # legacy {name: economics, params} and the new form: spec params override flat weights
-    assert build(EnvConfig(beta=0.2, reward={"name": "economics", "params": {"gamma": 0.4}})) == EconomicsReward(beta=0.2, gamma=0.4)
+    assert build(EnvConfig(beta=0.2, reward={"name": "economics", "params": {"gamma": 0.4}})) == EconomicsReward(
+        beta=0.2, gamma=0.4
+    )
     assert build(EnvConfig(beta=0.2, reward={"type": "economics"})) == EconomicsReward(beta=0.2)
     assert build(EnvConfig(reward={"params": {"gamma": 0.4}})) == EconomicsReward(gamma=0.4)  # legacy: no type
     assert build(EnvConfig(reward={})) == EconomicsReward()
@@ -153,22 +168,74 @@ def test_trl_reward_callables():
     assert f(comps, completion_ids=ids, correct=[False, True, False]) == [0.0, 1.0, 0.0]
     k = trl_reward_function("kimi_length")
     # one prompt = one group: lengths 100, 300, 200
-    assert k(comps, prompts=["p"] * 3, completion_ids=ids, correct=[True, True, True]) == pytest.approx([0.5, -0.5, 0.0])
+    assert k(comps, prompts=["p"] * 3, completion_ids=ids, correct=[True, True, True]) == pytest.approx(
+        [0.5, -0.5, 0.0]
+    )
     # two prompts = two groups
-    assert k(comps[:2] * 2, prompts=["a", "a", "b", "b"], completion_ids=ids[:2] * 2, correct=[True] * 4) == pytest.approx([0.5, -0.5] * 2)
+    assert k(
+        comps[:2] * 2, prompts=["a", "a", "b", "b"], completion_ids=ids[:2] * 2, correct=[True] * 4
+    ) == pytest.approx([0.5, -0.5] * 2)
     sb = trl_reward_function({"type": "shorter_better", "beta": 0.01})
-    assert sb(comps, prompts=["p"] * 3, completion_ids=ids, correct=[True, False, True]) == pytest.approx([2.0, -2.0, 2.0 - 1.0])
+    assert sb(comps, prompts=["p"] * 3, completion_ids=ids, correct=[True, False, True]) == pytest.approx(
+        [2.0, -2.0, 2.0 - 1.0]
+    )
     l1 = trl_reward_function({"type": "l1_max", "target": "fixed", "n_target": 200, "alpha": 0.001})
     assert l1(comps, completion_ids=ids, correct=[True] * 3) == pytest.approx([0.6, 0.4, 0.5])
     fns = trl_reward_functions({"type": "combined", "rewards": ["accuracy", {"type": "kimi_length", "weight": 0.5}]})
     assert [fn.__name__ for fn in fns] == ["reward_accuracy", "reward_kimi_length"]
-    assert fns[1](comps, prompts=["p"] * 3, completion_ids=ids, correct=[True] * 3) == pytest.approx([0.25, -0.25, 0.0])
+    assert fns[1](comps, prompts=["p"] * 3, completion_ids=ids, correct=[True] * 3) == pytest.approx(
+        [0.25, -0.25, 0.0]
+    )
     with pytest.raises(ValueError, match="token counts"):
         f(["x"], correct=[True])
 
 
 def test_env_reports_components_of_the_configured_reward():
     rw = build(EnvConfig(reward={"type": "combined", "rewards": ["accuracy", {"type": "l1_exact", "label": "l1"}]}))
-    c = rw.step_components(StepContext(correct=True, has_answer=True, tokens=50, raw_tokens=50, total_budget=1000,
-                                       num_questions=10, spent_before=0, question_index=0))
+    c = rw.step_components(
+        StepContext(
+            correct=True,
+            has_answer=True,
+            tokens=50,
+            raw_tokens=50,
+            total_budget=1000,
+            num_questions=10,
+            spent_before=0,
+            question_index=0,
+        )
+    )
     assert c == {"accuracy": 1.0, "l1.correctness": 1.0, "l1.length_penalty": pytest.approx(-0.015)}
+
+
+@pytest.mark.parametrize(
+    "spec",
+    [
+        {"type": "economics", "params": {"target_utilization": 0.7}},
+        {"type": "budget_aware", "target_utilization": 0.7},  # inline parameter
+        "type: combined\nrewards:\n  - {type: economics, params: {target_utilization: 0.7}}\n",
+    ],
+    ids=["params", "inline", "combined-yaml"],
+)
+def test_a_spec_with_the_old_target_utilization_name_still_builds(spec):
+    """Reward specs (and the saved runs that hold them) written before the rename keep working."""
+    with pytest.warns(FutureWarning, match="old spelling of 'target_utilisation'"):
+        norm = normalize_spec(load_spec(spec))
+    entry = norm["rewards"][0] if norm["type"] == "combined" else norm
+    assert entry["params"]["target_utilisation"] == 0.7 and "target_utilization" not in entry["params"]
+
+
+def test_an_env_config_spec_with_the_old_name_is_not_doubled_by_the_flat_default():
+    with pytest.warns(FutureWarning):
+        cfg = EnvConfig(reward={"type": "economics", "params": {"target_utilization": 0.6}})
+    assert cfg.reward == {"type": "economics", "params": {"target_utilisation": 0.6}}  # saved under the new name
+    assert build(cfg).target_utilisation == 0.6
+
+
+def test_the_reward_classes_take_the_old_keyword_with_a_warning():
+    with pytest.warns(FutureWarning, match="EconomicsReward"):
+        old = EconomicsReward(target_utilization=0.8)
+    assert old == EconomicsReward(target_utilisation=0.8)
+    with pytest.warns(FutureWarning):
+        assert old.target_utilization == 0.8
+    with pytest.raises(TypeError, match="give 'target_utilisation' only"):
+        EconomicsReward(target_utilization=0.8, target_utilisation=0.7)

@@ -23,8 +23,20 @@ from reasoning_env.rewards.shapes import ngram_repetition
 
 
 def ctx(**kw) -> StepContext:
-    base = dict(correct=True, has_answer=True, tokens=100, raw_tokens=100, total_budget=1000, num_questions=10,
-                spent_before=0, question_index=0, hard_cap_mode=True, problem_type="t", difficulty=3, response="")
+    base = dict(
+        correct=True,
+        has_answer=True,
+        tokens=100,
+        raw_tokens=100,
+        total_budget=1000,
+        num_questions=10,
+        spent_before=0,
+        question_index=0,
+        hard_cap_mode=True,
+        problem_type="t",
+        difficulty=3,
+        response="",
+    )
     base.update(kw)
     return StepContext(**base)
 
@@ -35,7 +47,9 @@ def step(spec, **kw) -> dict[str, float]:
 
 def group(spec, tokens, correct) -> dict[str, np.ndarray]:
     n = len(tokens)
-    b = StepBatch.build(n, correct=correct, tokens=tokens, total_budget=1000, num_questions=10, group=np.zeros(n, dtype=int))
+    b = StepBatch.build(
+        n, correct=correct, tokens=tokens, total_budget=1000, num_questions=10, group=np.zeros(n, dtype=int)
+    )
     return build_reward(spec, context="rescore").step_batch(b)
 
 
@@ -43,11 +57,21 @@ def group(spec, tokens, correct) -> dict[str, np.ndarray]:
 def test_economics_seed_values_unchanged():
     r = EconomicsReward()
     # fair share 100: at the share, efficiency 0 and no cost
-    assert r.step_components(ctx(tokens=100)) == {"correctness": 1.0, "efficiency_bonus": 0.0, "cost_penalty": -0.0, "overspend_penalty": 0.0}
+    assert r.step_components(ctx(tokens=100)) == {
+        "correctness": 1.0,
+        "efficiency_bonus": 0.0,
+        "cost_penalty": -0.0,
+        "overspend_penalty": 0.0,
+    }
     c = r.step_components(ctx(tokens=10))
     assert c["efficiency_bonus"] == pytest.approx(0.1 * 0.9)
     c = r.step_components(ctx(tokens=300, correct=False))
-    assert c == {"correctness": -0.1, "efficiency_bonus": 0.0, "cost_penalty": pytest.approx(-0.05 * 2), "overspend_penalty": 0.0}
+    assert c == {
+        "correctness": -0.1,
+        "efficiency_bonus": 0.0,
+        "cost_penalty": pytest.approx(-0.05 * 2),
+        "overspend_penalty": 0.0,
+    }
     c = r.step_components(ctx(tokens=300))
     assert c["efficiency_bonus"] == pytest.approx(0.1 * (1 - 3))  # negative past the share, as in the seed
     # soft mode: cumulative overspend / fair share
@@ -55,11 +79,17 @@ def test_economics_seed_values_unchanged():
     assert c["overspend_penalty"] == pytest.approx(-0.25 * 150 / 100)
     assert r.step_components(ctx(tokens=200, spent_before=950, hard_cap_mode=True))["overspend_penalty"] == 0.0
     # episode bonus: lambda * accuracy * max(0, 1 - |spent/budget - 0.9|)
-    e = r.episode_components(EpisodeContext(num_correct=7, num_answered=10, num_questions=10, total_spent=900, total_budget=1000))
+    e = r.episode_components(
+        EpisodeContext(num_correct=7, num_answered=10, num_questions=10, total_spent=900, total_budget=1000)
+    )
     assert e == {"episode_bonus": pytest.approx(0.5 * 0.7)}
-    e = r.episode_components(EpisodeContext(num_correct=7, num_answered=10, num_questions=10, total_spent=500, total_budget=1000))
+    e = r.episode_components(
+        EpisodeContext(num_correct=7, num_answered=10, num_questions=10, total_spent=500, total_budget=1000)
+    )
     assert e["episode_bonus"] == pytest.approx(0.5 * 0.7 * 0.6)
-    e = r.episode_components(EpisodeContext(num_correct=7, num_answered=10, num_questions=10, total_spent=3000, total_budget=1000))
+    e = r.episode_components(
+        EpisodeContext(num_correct=7, num_answered=10, num_questions=10, total_spent=3000, total_budget=1000)
+    )
     assert e["episode_bonus"] == 0.0
     # the exact value the environment paid before the registry (16,200 budget, 10 tokens)
     assert r.step_components(ctx(tokens=10, total_budget=16200))["efficiency_bonus"] == 0.09938271604938272
@@ -75,7 +105,13 @@ def test_budget_aware_shares():
     # ... where the seed charges it against the uniform fair share of 100
     assert step("economics", tokens=200, spent_before=200, question_index=6)["cost_penalty"] == pytest.approx(-0.05)
     # floor: nothing left -> share = min_share * fair = 10 tokens
-    c = step({"type": "budget_aware", "share": "remaining", "min_share": 0.1}, tokens=30, spent_before=1000, question_index=9, hard_cap_mode=False)
+    c = step(
+        {"type": "budget_aware", "share": "remaining", "min_share": 0.1},
+        tokens=30,
+        spent_before=1000,
+        question_index=9,
+        hard_cap_mode=False,
+    )
     assert c["cost_penalty"] == pytest.approx(-0.05 * (30 / 10 - 1))
     # difficulty: share = fair * 2^(d-3) / mean(2^(l-3), l=1..5) = 100 * 4 / 1.55 at level 5
     share5 = 100 * 4 / 1.55
@@ -83,7 +119,13 @@ def test_budget_aware_shares():
     assert c["cost_penalty"] == pytest.approx(-0.05)
     c = step({"type": "budget_aware", "share": "difficulty"}, tokens=200, difficulty=None)  # unknown: fair share
     assert c["cost_penalty"] == pytest.approx(-0.05)
-    c = step({"type": "budget_aware", "share": "both"}, tokens=2 * 200 * 4 / 1.55, spent_before=200, question_index=6, difficulty=5)
+    c = step(
+        {"type": "budget_aware", "share": "both"},
+        tokens=2 * 200 * 4 / 1.55,
+        spent_before=200,
+        question_index=6,
+        difficulty=5,
+    )
     assert c["cost_penalty"] == pytest.approx(-0.05)
     # same components and episode bonus as the seed
     rw = build_reward("budget_aware")
@@ -115,7 +157,9 @@ def test_repetition():
     # 6 words -> 4 trigrams (x y z), (y z x), (z x y), (x y z): 3 distinct
     assert ngram_repetition("x y z x y z", 3) == pytest.approx(1 - 3 / 4)
     assert step("repetition", response="x y z x y z") == {"repetition": pytest.approx(-0.25)}
-    assert step({"type": "repetition", "ngram_size": 1, "max_penalty": -2.0}, response="A a a a") == {"repetition": pytest.approx(-2.0 * 0.75)}
+    assert step({"type": "repetition", "ngram_size": 1, "max_penalty": -2.0}, response="A a a a") == {
+        "repetition": pytest.approx(-2.0 * 0.75)
+    }
     b = StepBatch.build(1, correct=True, tokens=10, total_budget=100, num_questions=1)
     assert build_reward("repetition").step_batch(b)["repetition"].tolist() == [0.0]
 
@@ -123,7 +167,10 @@ def test_repetition():
 def test_l1_exact():
     # target = fair share 100 by default
     assert step("l1_exact", raw_tokens=100) == {"correctness": 1.0, "length_penalty": pytest.approx(0.0)}
-    assert step("l1_exact", raw_tokens=1100, correct=False) == {"correctness": 0.0, "length_penalty": pytest.approx(-0.0003 * 1000)}
+    assert step("l1_exact", raw_tokens=1100, correct=False) == {
+        "correctness": 0.0,
+        "length_penalty": pytest.approx(-0.0003 * 1000),
+    }
     assert step("l1_exact", raw_tokens=0)["length_penalty"] == pytest.approx(-0.0003 * 100)
     c = step({"type": "l1_exact", "target": "fixed", "n_target": 512}, raw_tokens=12)
     assert c["length_penalty"] == pytest.approx(-0.15)
@@ -136,7 +183,7 @@ def test_l1_exact():
 def test_l1_max_clip_boundaries():
     spec = {"type": "l1_max", "target": "fixed", "n_target": 1000, "alpha": 0.001, "delta": 0.5}
     assert step(spec, raw_tokens=1000) == {"l1_max": pytest.approx(0.5)}
-    assert step(spec, raw_tokens=500) == {"l1_max": pytest.approx(1.0)}   # alpha*500 + 0.5 = 1: upper clip
+    assert step(spec, raw_tokens=500) == {"l1_max": pytest.approx(1.0)}  # alpha*500 + 0.5 = 1: upper clip
     assert step(spec, raw_tokens=0) == {"l1_max": pytest.approx(1.0)}
     assert step(spec, raw_tokens=1500) == {"l1_max": pytest.approx(0.0)}  # lower clip reached
     assert step(spec, raw_tokens=4000) == {"l1_max": pytest.approx(0.0)}
@@ -151,7 +198,9 @@ def test_l1_max_default_slope_is_the_official_codes():
 
     for n in (0, 250, 400, 500, 600, 900, 2000):
         official = (min(1.0, max(-1.0, 0.002 * (500 - n))) + 1) / 2
-        assert step({"type": "l1_max", "target": "fixed", "n_target": 500}, raw_tokens=n) == {"l1_max": pytest.approx(official)}
+        assert step({"type": "l1_max", "target": "fixed", "n_target": 500}, raw_tokens=n) == {
+            "l1_max": pytest.approx(official)
+        }
     assert "official code" in describe("l1_max")["source"]
 
 
@@ -169,11 +218,17 @@ def test_thinkprune_zeroes_answers_over_the_limit():
     assert step(fixed, raw_tokens=301) == {"thinkprune": 0.0}
     assert step(fixed, raw_tokens=100, correct=False) == {"thinkprune": 0.0}
     # the default limit follows the episode budget: the remaining budget per remaining question
-    assert step("thinkprune", raw_tokens=200, spent_before=600, question_index=8) == {"thinkprune": 1.0}  # 400 / 2 = 200
+    assert step("thinkprune", raw_tokens=200, spent_before=600, question_index=8) == {
+        "thinkprune": 1.0
+    }  # 400 / 2 = 200
     assert step("thinkprune", raw_tokens=201, spent_before=600, question_index=8) == {"thinkprune": 0.0}
-    assert step({"type": "thinkprune", "limit": "fair_share", "scale": 0.5}, raw_tokens=51) == {"thinkprune": 0.0}  # 0.5 x 100
+    assert step({"type": "thinkprune", "limit": "fair_share", "scale": 0.5}, raw_tokens=51) == {
+        "thinkprune": 0.0
+    }  # 0.5 x 100
     assert step({"type": "thinkprune", "limit": "remaining"}, raw_tokens=400, spent_before=600) == {"thinkprune": 1.0}
-    assert step({"type": "thinkprune", "wrong_reward": -0.5, "limit": "fixed", "n_limit": 10}, raw_tokens=5, correct=False) == {"thinkprune": -0.5}
+    assert step(
+        {"type": "thinkprune", "wrong_reward": -0.5, "limit": "fixed", "n_limit": 10}, raw_tokens=5, correct=False
+    ) == {"thinkprune": -0.5}
 
 
 def test_dapo_overlong_boundaries():
@@ -212,8 +267,12 @@ def test_kimi_length():
     out = group("kimi_length", [150, 150], [True, False])["kimi_length"]
     assert out.tolist() == [0.0, 0.0]  # all equal lengths: no penalty
     # two groups in one batch do not mix
-    b = StepBatch.build(4, correct=True, tokens=[100, 300, 1000, 5000], total_budget=1000, num_questions=10, group=[0, 0, 1, 1])
-    assert build_reward("kimi_length", context="rescore").step_batch(b)["kimi_length"].tolist() == pytest.approx([0.5, -0.5, 0.5, -0.5])
+    b = StepBatch.build(
+        4, correct=True, tokens=[100, 300, 1000, 5000], total_budget=1000, num_questions=10, group=[0, 0, 1, 1]
+    )
+    assert build_reward("kimi_length", context="rescore").step_batch(b)["kimi_length"].tolist() == pytest.approx(
+        [0.5, -0.5, 0.5, -0.5]
+    )
 
 
 def test_shorter_better():
@@ -246,19 +305,33 @@ def test_group_rewards_refuse_single_steps_and_groupless_batches():
 
 # ---------------------------------------------------------------------- composition
 def test_combined_weights_and_names():
-    spec = {"type": "combined", "rewards": [
-        {"type": "accuracy"},
-        {"type": "dapo_overlong", "weight": 0.5, "params": {"l_max": 200, "l_cache": 100}},
-        {"type": "l1_exact", "label": "l1", "weight": 2.0},
-    ]}
+    spec = {
+        "type": "combined",
+        "rewards": [
+            {"type": "accuracy"},
+            {"type": "dapo_overlong", "weight": 0.5, "params": {"l_max": 200, "l_cache": 100}},
+            {"type": "l1_exact", "label": "l1", "weight": 2.0},
+        ],
+    }
     c = step(spec, raw_tokens=150)
-    assert c == {"accuracy": 1.0, "dapo_overlong": pytest.approx(-0.25), "l1.correctness": 2.0, "l1.length_penalty": pytest.approx(-2 * 0.0003 * 50)}
+    assert c == {
+        "accuracy": 1.0,
+        "dapo_overlong": pytest.approx(-0.25),
+        "l1.correctness": 2.0,
+        "l1.length_penalty": pytest.approx(-2 * 0.0003 * 50),
+    }
     # a single weighted reward keeps its own component names
     assert step({"type": "economics", "weight": 2.0}, tokens=300, correct=False) == {
-        "correctness": -0.2, "efficiency_bonus": 0.0, "cost_penalty": pytest.approx(-0.2), "overspend_penalty": 0.0}
+        "correctness": -0.2,
+        "efficiency_bonus": 0.0,
+        "cost_penalty": pytest.approx(-0.2),
+        "overspend_penalty": 0.0,
+    }
     # episode components are relabelled the same way
     rw = build_reward({"type": "combined", "rewards": ["accuracy", "economics"]})
-    e = rw.episode_components(EpisodeContext(num_correct=9, num_answered=10, num_questions=10, total_spent=900, total_budget=1000))
+    e = rw.episode_components(
+        EpisodeContext(num_correct=9, num_answered=10, num_questions=10, total_spent=900, total_budget=1000)
+    )
     assert e == {"economics.episode_bonus": pytest.approx(0.45)}
     assert rw.component_names[-1] == "economics.episode_bonus"
 
@@ -286,7 +359,9 @@ contexts = st.builds(
 @given(st.lists(contexts, min_size=1, max_size=8))
 def test_scalar_and_batch_paths_agree(ctxs):
     rewards = [build_reward(n, context="rescore") for n in STEP_SHAPES]
-    rewards.append(build_reward({"type": "combined", "rewards": [{"type": n} for n in STEP_SHAPES]}, context="rescore"))
+    rewards.append(
+        build_reward({"type": "combined", "rewards": [{"type": n} for n in STEP_SHAPES]}, context="rescore")
+    )
     batch = StepBatch.from_contexts(ctxs)
     for rw in rewards:
         vec = rw.step_batch(batch)
@@ -295,8 +370,16 @@ def test_scalar_and_batch_paths_agree(ctxs):
             assert list(one) == list(vec)
             for k, v in one.items():
                 assert v == pytest.approx(float(vec[k][i]), abs=1e-12), (rw, k)
-        eps = [EpisodeContext(num_correct=min(c.question_index, c.num_questions), num_answered=c.num_questions,
-                              num_questions=c.num_questions, total_spent=c.spent_before, total_budget=c.total_budget) for c in ctxs]
+        eps = [
+            EpisodeContext(
+                num_correct=min(c.question_index, c.num_questions),
+                num_answered=c.num_questions,
+                num_questions=c.num_questions,
+                total_spent=c.spent_before,
+                total_budget=c.total_budget,
+            )
+            for c in ctxs
+        ]
         evec = rw.episode_batch(EpisodeBatch.from_contexts(eps))
         for i, e in enumerate(eps):
             for k, v in rw.episode_components(e).items():

@@ -24,7 +24,7 @@ import pytest
 import uvicorn
 import websockets.sync.client as ws_sync
 
-from reasoning_env import EnvConfig, ReasonBudgetAction, ReasoningEconomicsEnv
+from reasoning_env import EnvConfig, ReasoningEconomicsAction, ReasoningEconomicsEnv
 from reasoning_env.client import ReasoningEconomicsClient, ServerError
 from reasoning_env.server import create_server_app
 
@@ -141,7 +141,7 @@ def test_step_takes_grading_response_and_tokenizer(live, gold):
         assert r.observation.last_step.graded_text == "grading_response" and r.observation.last_step.correct
         assert r.observation.metadata["tokenizer_name"] == QWEN3
         qid = r.observation.question_id
-        action = ReasonBudgetAction(response="hmm", metadata={"grading_response": f"\\boxed{{{gold[qid]}}}"})
+        action = ReasoningEconomicsAction(response="hmm", metadata={"grading_response": f"\\boxed{{{gold[qid]}}}"})
         r = env.step(action, tokenizer_name=QWEN25)  # an action works too; the keyword adds to its metadata
         assert r.observation.last_step.correct and r.observation.metadata["tokenizer_name"] == QWEN25
         with pytest.raises(TypeError, match="it takes grading_response"):
@@ -204,9 +204,7 @@ def _play_in_process(seed: int, tokenizer: str | None, budget: int | None, gold:
     return _outcome(first, obs, rewards)
 
 
-async def _play_remote(
-    url: str, seed: int, tokenizer: str | None, budget: int | None, gold: dict[str, str]
-) -> dict:
+async def _play_remote(url: str, seed: int, tokenizer: str | None, budget: int | None, gold: dict[str, str]) -> dict:
     async with ReasoningEconomicsClient(base_url=url) as env:
         first = result = await env.reset(seed=seed, tokenizer_name=tokenizer, total_budget=budget)
         rewards = []

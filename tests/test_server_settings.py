@@ -25,13 +25,15 @@ def test_defaults_without_variables():
 def test_variables_override_config_fields(tmp_path):
     path = tmp_path / "env.yaml"
     EnvConfig(num_questions=5, budget_ratio=3.0).to_yaml(path)
-    cfg = config_from_env({
-        "REE_CONFIG": str(path),
-        "REE_DEFAULT_TOKENIZER_NAME": "Qwen/Qwen3-4B",
-        "REE_HARD_CAP_MODE": "false",
-        "REE_SOURCES": "gsm8k, math500",
-        "REE_DATA_DIR": "somewhere",
-    })
+    cfg = config_from_env(
+        {
+            "REE_CONFIG": str(path),
+            "REE_DEFAULT_TOKENIZER_NAME": "Qwen/Qwen3-4B",
+            "REE_HARD_CAP_MODE": "false",
+            "REE_SOURCES": "gsm8k, math500",
+            "REE_DATA_DIR": "somewhere",
+        }
+    )
     assert cfg.num_questions == 5 and cfg.budget_ratio == 3.0  # from the file
     assert cfg.tokenizer_name == "Qwen/Qwen3-4B"
     assert cfg.hard_cap_mode is False
@@ -40,14 +42,16 @@ def test_variables_override_config_fields(tmp_path):
 
 
 def test_server_variables():
-    s = settings_from_env({
-        "REE_MAX_SESSIONS": "128",
-        "REE_SESSION_TIMEOUT_S": "30.5",
-        "REE_MAX_RESPONSE_BYTES": "2_000_000",
-        "REE_ALLOWED_TOKENIZERS": "Qwen/*, meta-llama/*",
-        "REE_ALLOW_LOCAL_TOKENIZERS": "yes",
-        "REE_WORKER_THREADS": "3",
-    })
+    s = settings_from_env(
+        {
+            "REE_MAX_SESSIONS": "128",
+            "REE_SESSION_TIMEOUT_S": "30.5",
+            "REE_MAX_RESPONSE_BYTES": "2_000_000",
+            "REE_ALLOWED_TOKENIZERS": "Qwen/*, meta-llama/*",
+            "REE_ALLOW_LOCAL_TOKENIZERS": "yes",
+            "REE_WORKER_THREADS": "3",
+        }
+    )
     assert s.worker_threads == 3
     assert (s.max_sessions, s.session_timeout_s, s.max_response_bytes) == (128, 30.5, 2_000_000)
     assert s.allowed_tokenizers == ("Qwen/*", "meta-llama/*")
@@ -104,7 +108,12 @@ def test_tokenizer_policy():
 
 
 def test_settings_validate_values():
-    for bad in ({"max_sessions": 0}, {"session_timeout_s": 0}, {"max_response_bytes": 0}, {"allowed_tokenizers": "Qwen/*"},
-                {"worker_threads": 0}):
+    for bad in (
+        {"max_sessions": 0},
+        {"session_timeout_s": 0},
+        {"max_response_bytes": 0},
+        {"allowed_tokenizers": "Qwen/*"},
+        {"worker_threads": 0},
+    ):
         with pytest.raises(ServerConfigError):
             ServerSettings(**bad)

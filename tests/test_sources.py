@@ -7,8 +7,8 @@ import json
 import logging
 
 import pytest
-
 from conftest import FIXTURES, REPO, shared_data_or_skip
+
 from reasoning_env.sources import LoadContext, SourceError, SourceUnavailable, available, load_pools, load_source
 from reasoning_env.sources.hf_dataset import detect_gold_format
 from reasoning_env.sources.metamathqa import METAMATHQA_TYPES
@@ -17,7 +17,16 @@ OFFLINE = LoadContext(hub=False)
 
 
 def test_registry_lists_every_source():
-    assert set(available()) >= {"metamathqa", "numina_tir", "gsm8k", "math500", "hf", "jsonl", "reasoning_gym", "builtin"}
+    assert set(available()) >= {
+        "metamathqa",
+        "numina_tir",
+        "gsm8k",
+        "math500",
+        "hf",
+        "jsonl",
+        "reasoning_gym",
+        "builtin",
+    }
 
 
 def test_metamathqa_fixture_rows_in_the_exact_schema():
@@ -33,7 +42,9 @@ def test_metamathqa_fixture_rows_in_the_exact_schema():
 
 
 def test_metamathqa_type_filter():
-    qs = load_source("metamathqa", {"data_files": str(FIXTURES / "metamathqa_rows.jsonl"), "types": ["GSM_SV", "MATH_SV"]}, OFFLINE)
+    qs = load_source(
+        "metamathqa", {"data_files": str(FIXTURES / "metamathqa_rows.jsonl"), "types": ["GSM_SV", "MATH_SV"]}, OFFLINE
+    )
     assert sorted(q.problem_type for q in qs) == ["GSM_SV", "MATH_SV"]
 
 
@@ -82,11 +93,20 @@ def test_jsonl_source_with_a_field_mapping(tmp_path):
             ]
         )
     )
-    opts = {"data_files": str(f), "prompt_field": "prompt", "answer_field": "sol", "answer_extraction": "boxed",
-            "problem_type": "Mine", "difficulty_field": "lvl", "id_field": "uid"}
+    opts = {
+        "data_files": str(f),
+        "prompt_field": "prompt",
+        "answer_field": "sol",
+        "answer_extraction": "boxed",
+        "problem_type": "Mine",
+        "difficulty_field": "lvl",
+        "id_field": "uid",
+    }
     qs = load_source("jsonl", opts, OFFLINE)
     assert [(q.id, q.text, q.gold_answer, q.problem_type, q.difficulty) for q in qs] == [
-        ("a", "1+1?", "2", "Mine", 2), ("b", "2+2?", "4", "Mine", 4)]
+        ("a", "1+1?", "2", "Mine", 2),
+        ("b", "2+2?", "4", "Mine", 4),
+    ]
 
 
 def test_jsonl_source_names_missing_fields(tmp_path):
@@ -119,7 +139,9 @@ GOLD_FORMATS = [
 
 @pytest.mark.parametrize("source", ["hf", "jsonl"])
 @pytest.mark.parametrize("fmt, solution, gold", GOLD_FORMATS, ids=[f[0] for f in GOLD_FORMATS])
-def test_worked_solutions_with_answer_extraction_unset_stop_with_one_line_naming_it(tmp_path, source, fmt, solution, gold):
+def test_worked_solutions_with_answer_extraction_unset_stop_with_one_line_naming_it(
+    tmp_path, source, fmt, solution, gold
+):
     files = _rows(tmp_path, [solution, solution])
     with pytest.raises(SourceError) as err:
         load_source(source, {"data_files": files}, OFFLINE)
@@ -159,7 +181,9 @@ def test_rows_without_a_gold_are_skipped_with_one_warning(tmp_path, caplog):
         qs = load_source("jsonl", {"data_files": files, "answer_extraction": "gsm8k"}, OFFLINE)
     assert [q.gold_answer for q in qs] == ["2", "4"]
     assert [r.getMessage() for r in caplog.records if "skipped" in r.getMessage()] == [
-        f"source 'jsonl': answer_extraction 'gsm8k' found no gold answer in 1 of 3 rows of files:{files} (field 'answer'); they are skipped"]
+        "source 'jsonl': answer_extraction 'gsm8k' found no gold answer in 1 of 3 rows "
+        f"of files:{files} (field 'answer'); they are skipped"
+    ]
 
 
 def test_detect_gold_format_takes_the_most_common_and_the_last_marker():
@@ -184,8 +208,11 @@ def test_a_right_answer_grades_right_on_a_gsm8k_style_file(tmp_path):
     from reasoning_env import EnvConfig, ReasoningEconomicsEnv
 
     files = _rows(tmp_path, ["3 + 4 = <<3+4=7>>7\n#### 7"] * 3)
-    config = EnvConfig(sources=[{"name": "jsonl", "options": {"data_files": files, "answer_extraction": "gsm8k"}}],
-                       num_questions=2, total_budget=400)
+    config = EnvConfig(
+        sources=[{"name": "jsonl", "options": {"data_files": files, "answer_extraction": "gsm8k"}}],
+        num_questions=2,
+        total_budget=400,
+    )
     env = ReasoningEconomicsEnv(config)
     env.reset(seed=0)
     obs = env.step("3 + 4 = 7, so the answer is \\boxed{7}.")
@@ -219,7 +246,12 @@ def test_example_config_loads_answers_not_solutions(path, monkeypatch):
 
 
 def test_reasoning_gym_is_offline_deterministic_and_takes_difficulty_options():
-    opts = {"datasets": ["basic_arithmetic"], "size": 5, "seed": 3, "config": {"basic_arithmetic": {"min_terms": 4, "max_terms": 4}}}
+    opts = {
+        "datasets": ["basic_arithmetic"],
+        "size": 5,
+        "seed": 3,
+        "config": {"basic_arithmetic": {"min_terms": 4, "max_terms": 4}},
+    }
     a = load_source("reasoning_gym", opts, OFFLINE)
     b = load_source("reasoning_gym", dict(opts), OFFLINE)
     assert [q.text for q in a] == [q.text for q in b] and len(a) == 5

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 
 import pytest
-
 from conftest import SHARED_DATA
+
 from reasoning_env.tokenization import (
     QWEN3,
     QWEN25,
@@ -38,16 +38,59 @@ def _strings() -> list[str]:
     if gsm.is_file():
         out += [json.loads(line)["answer"] for line in list(gsm.open())[:50]]
     out += [
-        "", " ", "   ", "\n\n\n", "\t\t x", "a  b   c    d", " leading", "trailing   ", "\r\n\r\n",
-        "1234567890", "3.14159265358979", "1,000,000", "-0.000001", "1e-10", "2^{10} = 1024", "007",
-        "\\boxed{\\frac{1}{2}}", "$\\sqrt{2}$", "\\left( 3, \\frac{\\pi}{2} \\right)", "\\begin{pmatrix} 1 \\\\ 2 \\end{pmatrix}",
-        "x_{n+1} = x_n^2 + c", "\\int_0^1 x\\,dx", "\\{1,2,3\\}", "[\\sqrt{2}, +\\infty)",
-        "你好，世界！", "数学题：求 x 的值。", "日本語のテキスト", "한국어 문장입니다", "Привет, мир",
-        "مرحبا بالعالم", "שלום עולם", "Ελληνικά", "😀😃😄 🎉", "👩‍👩‍👧‍👦 family", "🇫🇷 flag", "naïve café résumé",
-        "e\u0301 combining", "Ａｂｃ fullwidth", "\u200b zero width", "x" * 500, "ab" * 300, "!!!???...",
-        "<|im_start|>user\nhi<|im_end|>", "<|endoftext|>", "<think>hidden</think> shown", "<tool_call>{}</tool_call>",
-        "It's we're they've I'm you'll he'd", "IT'S WE'RE", "def f(x):\n    return x**2\n", "```python\nprint(1)\n```",
-        "http://example.com/a?b=c", "snake_case CamelCase kebab-case", "\\\\ \\\\ \\\\",
+        "",
+        " ",
+        "   ",
+        "\n\n\n",
+        "\t\t x",
+        "a  b   c    d",
+        " leading",
+        "trailing   ",
+        "\r\n\r\n",
+        "1234567890",
+        "3.14159265358979",
+        "1,000,000",
+        "-0.000001",
+        "1e-10",
+        "2^{10} = 1024",
+        "007",
+        "\\boxed{\\frac{1}{2}}",
+        "$\\sqrt{2}$",
+        "\\left( 3, \\frac{\\pi}{2} \\right)",
+        "\\begin{pmatrix} 1 \\\\ 2 \\end{pmatrix}",
+        "x_{n+1} = x_n^2 + c",
+        "\\int_0^1 x\\,dx",
+        "\\{1,2,3\\}",
+        "[\\sqrt{2}, +\\infty)",
+        "你好，世界！",
+        "数学题：求 x 的值。",
+        "日本語のテキスト",
+        "한국어 문장입니다",
+        "Привет, мир",
+        "مرحبا بالعالم",
+        "שלום עולם",
+        "Ελληνικά",
+        "😀😃😄 🎉",
+        "👩‍👩‍👧‍👦 family",
+        "🇫🇷 flag",
+        "naïve café résumé",
+        "e\u0301 combining",
+        "Ａｂｃ fullwidth",
+        "\u200b zero width",
+        "x" * 500,
+        "ab" * 300,
+        "!!!???...",
+        "<|im_start|>user\nhi<|im_end|>",
+        "<|endoftext|>",
+        "<think>hidden</think> shown",
+        "<tool_call>{}</tool_call>",
+        "It's we're they've I'm you'll he'd",
+        "IT'S WE'RE",
+        "def f(x):\n    return x**2\n",
+        "```python\nprint(1)\n```",
+        "http://example.com/a?b=c",
+        "snake_case CamelCase kebab-case",
+        "\\\\ \\\\ \\\\",
     ]
     return out
 
@@ -57,6 +100,7 @@ def test_embedded_vocab_and_merges_equal_the_reference_files(tmp_path):
         pytest.skip("reference tokenizer files not found")
     folder = embedded_tokenizer_dir(QWEN25)
     assert json.loads((folder / "vocab.json").read_text()) == json.loads((REF25 / "vocab.json").read_text())
+
     def rules(path):
         text = path.read_text(encoding="utf-8")
         return [line for line in text.split("\n") if line and not line.startswith("#version")]
@@ -70,7 +114,9 @@ def test_embedded_ids_identical_to_qwen25_on_many_strings():
     tok = get_tokenizer("embedded:qwen2.5").tokenizer
     strings = _strings()
     assert len(strings) >= 300
-    mismatches = [s[:60] for s in strings if ref.encode(s, add_special_tokens=False) != tok.encode(s, add_special_tokens=False)]
+    mismatches = [
+        s[:60] for s in strings if ref.encode(s, add_special_tokens=False) != tok.encode(s, add_special_tokens=False)
+    ]
     assert mismatches == []
 
 
@@ -95,7 +141,22 @@ def test_qwen3_embedded_matches_reference_on_think_text():
 def test_hub_names_resolve_to_the_embedded_build_offline():
     t = get_tokenizer("Qwen/Qwen2.5-0.5B-Instruct")
     assert t.origin == "embedded:qwen2.5"
-    assert t.encode("Hello world! What is 12+35? 你好") == [9707, 1879, 0, 3555, 374, 220, 16, 17, 10, 18, 20, 30, 220, 108386]
+    assert t.encode("Hello world! What is 12+35? 你好") == [
+        9707,
+        1879,
+        0,
+        3555,
+        374,
+        220,
+        16,
+        17,
+        10,
+        18,
+        20,
+        30,
+        220,
+        108386,
+    ]
     assert embedded_spec_for("Qwen/Qwen2.5-7B-Instruct") is QWEN25
     assert embedded_spec_for("Qwen/Qwen3-4B") is QWEN3
     assert embedded_spec_for("meta-llama/Llama-3.1-8B") is None

@@ -1,4 +1,4 @@
-"""training.export (LoRA merge) and training.bench_rollout."""
+"""training.export (LoRA merge) and training.bench.rollout."""
 
 from __future__ import annotations
 
@@ -6,11 +6,11 @@ import json
 
 import pytest
 import torch
+from training_helpers import tiny_policy
 
-from training import bench_rollout
+from training.bench import rollout as bench_rollout
 from training.export import ExportError, export_checkpoint
 from training.export import main as export_main
-from training_helpers import tiny_policy
 
 
 def test_export_merges_a_lora_adapter(tmp_path):
@@ -73,7 +73,7 @@ def test_bench_rollout_counts_calls(tmp_path, capsys):
 
 
 def test_stop_length_depends_on_episode_and_turn_only():
-    from training.bench_rollout import stop_length
+    from training.bench.rollout import stop_length
 
     ctx = list(range(200))
     assert stop_length(ctx, 7, 16) == stop_length(ctx + [999, 998], 7, 16)  # what was sampled later does not matter
@@ -97,10 +97,25 @@ def test_gpu_check_cpu_path_runs_grpo_steps_and_reports(tmp_path, capsys):
     from training import gpu_check
 
     assert gpu_check.QWEN25_05B["hidden_size"] == 896 and gpu_check.QWEN25_05B["num_hidden_layers"] == 24
-    args = ["--device", "cpu", "--tiny", "--steps", "2", "--num_generations", "2", "--groups", "1", "--num_questions", "2",
-            "--max_tokens_per_step", "8", "--output_dir", str(tmp_path / "run")]
+    args = [
+        "--device",
+        "cpu",
+        "--tiny",
+        "--steps",
+        "2",
+        "--num_generations",
+        "2",
+        "--groups",
+        "1",
+        "--num_questions",
+        "2",
+        "--max_tokens_per_step",
+        "8",
+        "--output_dir",
+        str(tmp_path / "run"),
+    ]
     assert gpu_check.main(args) == 0
     out = capsys.readouterr().out
-    result = json.loads(out[out.index("{\n"):])
+    result = json.loads(out[out.index("{\n") :])
     assert result["steps"] == 2 and result["generated_tokens"] > 0 and result["generated_tokens_per_s"] > 0
     assert result["step_seconds"] > 0 and result["peak_gpu_memory_gib"] is None and result["dtype"] == "float32"

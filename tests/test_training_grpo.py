@@ -19,7 +19,8 @@ from training.trl_rollout import (
     parse_episode_prompt,
 )
 
-# its tests share the CPU GRPO smoke run (module fixture, ~20 s): one worker runs them all (pytest-xdist --dist loadgroup)
+# its tests share the CPU GRPO smoke run (module fixture, ~20 s): one worker runs them all (pytest-xdist --dist
+# loadgroup)
 pytestmark = pytest.mark.xdist_group("test_training_grpo")
 
 
@@ -278,7 +279,7 @@ def test_smoke_run_folder_loads_in_the_workbench(smoke_run):
     assert {"group", "member", "train_step"} <= set(run.steps.columns)
     n_steps = sum(len(tr.steps) for call in calls for tr in call["traces"])
     assert len(run.steps) == n_steps
-    for (group, member), rows in run.steps.groupby(["group", "member"]):
+    for _key, rows in run.steps.groupby(["group", "member"]):
         assert rows["seed"].nunique() == 1
     per_group = run.steps.groupby("group")["seed"].nunique()
     assert (per_group == 1).all()

@@ -9,7 +9,7 @@ import torch
 from training_helpers import SHARED_DATA, ScriptedBackend, gold_lookup, last_question, tiny_env_config, tiny_policy
 
 from reasoning_env.conversation import ChatFormat
-from reasoning_env.models import ReasonBudgetAction
+from reasoning_env.models import ReasoningEconomicsAction
 from training.envs import InProcessEnvFactory, RemoteEnvFactory, as_obs
 from training.generation import SamplingConfig, TransformersBackend, cut_generation, sampled_logprobs
 from training.models import eos_token_ids
@@ -230,7 +230,7 @@ def test_correct_answers_earn_the_environments_reward(policy, factory):
         # replay the same actions on a fresh environment: same rewards
         env = factory.new_session().env
         env.reset(seed=tr.spec.seed, tokenizer_name=policy.tokenizer_name)
-        rewards = [env.step(ReasonBudgetAction(response=s.response)).reward for s in tr.steps]
+        rewards = [env.step(ReasoningEconomicsAction(response=s.response)).reward for s in tr.steps]
         assert rewards == pytest.approx([s.reward for s in tr.steps])
 
 
@@ -293,9 +293,9 @@ def test_gsm8k_and_math500_episodes_from_shared_data(policy):
 
 # ----------------------------------------------------------------------------- remote sessions
 def test_observations_from_wire_formats():
-    from reasoning_env.models import ReasonBudgetObservation
+    from reasoning_env.models import ReasoningEconomicsObservation
 
-    obs = ReasonBudgetObservation(question="q", num_questions=1)
+    obs = ReasoningEconomicsObservation(question="q", num_questions=1)
 
     class StepResult:
         observation = obs.model_dump()

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable, Optional
 
 from reasoning_env.config import EnvConfig
 from training.generation import Generation, GenerationBackend
@@ -41,7 +41,7 @@ class ScriptedBackend(GenerationBackend):
     """A backend that answers with text from ``respond(context_text) -> str`` (then EOS), cut
     at the cap; log-probs are all ``-1.0``. For testing rollouts without a model."""
 
-    def __init__(self, tokenizer, respond: Callable[[str], str], eos_id: Optional[int] = None) -> None:
+    def __init__(self, tokenizer, respond: Callable[[str], str], eos_id: int | None = None) -> None:
         eos = eos_id if eos_id is not None else tokenizer.convert_tokens_to_ids("<|im_end|>")
         super().__init__([eos])
         self.tokenizer = tokenizer

@@ -1,4 +1,5 @@
-"""Pytest plugin for the GPU-pins CPU venv (``tests/test_gpu_pins.py`` loads it with ``-p trl_cpu_kernel``): TRL 1.15 on CPU.
+"""Pytest plugin for the GPU-pins CPU venv: TRL 1.15 on CPU (``tests/test_gpu_pins.py`` loads it
+with ``-p trl_cpu_kernel``).
 
 TRL 1.15 (the GPU pin) computes the GRPO loss's per-token log-probs with a Triton kernel
 (``trl.kernels.ChunkedLogProbFunction``) and has no CPU path: ``trl.trainer.utils`` imports it
@@ -22,8 +23,17 @@ class ReferenceChunkedLogProb:
     """The log-prob head of TRL 1.15's ``ChunkedLogProbFunction`` in plain PyTorch (autograd)."""
 
     @staticmethod
-    def apply(hidden, weight, bias, targets, temperature, chunk_size, final_logit_softcapping=None, logit_scale=1.0,
-              outputs=("entropy",)):
+    def apply(
+        hidden,
+        weight,
+        bias,
+        targets,
+        temperature,
+        chunk_size,
+        final_logit_softcapping=None,
+        logit_scale=1.0,
+        outputs=("entropy",),
+    ):
         import torch
 
         z = hidden.float() @ weight.float().t()

@@ -15,7 +15,7 @@ Modules (one job each):
 - :mod:`training.run_folder`: the workbench run folder, ``episodes.jsonl`` and ``metrics.jsonl``.
 - :mod:`training.export`: merge LoRA adapters into a Hugging Face checkpoint.
 - :mod:`training.evaluation`: held-out evaluation while training (``--eval_every``), metrics with intervals.
-- :mod:`training.bench_rollout`: lockstep vs one-episode-at-a-time benchmark (with stop-token stragglers).
+- :mod:`training.bench.rollout`: lockstep vs one-episode-at-a-time benchmark (with stop-token stragglers).
 - :mod:`training.advantage_study`: the measurement behind ``--scale_rewards`` / ``--loss_type`` defaults.
 - :mod:`training.gpu_check`: the prepared short GRPO run on a GPU (random Qwen2.5-0.5B-shaped model).
 

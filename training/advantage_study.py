@@ -33,7 +33,6 @@ import argparse
 import json
 import random
 import sys
-from typing import Optional
 
 import numpy as np
 
@@ -66,7 +65,7 @@ def advantages(rewards: np.ndarray, group_size: int, scale: str) -> np.ndarray:
     raise ValueError(f"scale_rewards must be one of {SCALES}, got {scale!r}")
 
 
-def token_weights(adv: np.ndarray, lengths: np.ndarray, loss_type: str, max_len: Optional[int] = None) -> np.ndarray:
+def token_weights(adv: np.ndarray, lengths: np.ndarray, loss_type: str, max_len: int | None = None) -> np.ndarray:
     """Per-token gradient weight of each sequence under a TRL loss aggregation (``[B]``).
 
     ``grpo``: ``A_i / |o_i| / B``; ``dapo``: ``A_i / sum_j |o_j|``; ``dr_grpo``: ``A_i / (B * L_max)``.
@@ -90,7 +89,7 @@ def play_groups(n_groups: int, group_size: int, sigma: float, seed: int, config=
     """
     from reasoning_env.config import EnvConfig
     from reasoning_env.env import ReasoningEconomicsEnv
-    from reasoning_env.models import ReasonBudgetAction
+    from reasoning_env.models import ReasoningEconomicsAction
     from reasoning_env.policies import SolverCurves
     from reasoning_env.policies.text import write_response
     from reasoning_env.tokenization import get_tokenizer
@@ -115,7 +114,7 @@ def play_groups(n_groups: int, group_size: int, sigma: float, seed: int, config=
                 target = int(min(plan[i], obs.step_token_cap or plan[i]))
                 right = rng.random() < float(curves.p(target, qs[i].problem_type, qs[i].difficulty))
                 answer = qs[i].gold_answer if right else "-1"
-                obs = env.step(ReasonBudgetAction(response=write_response(tok, target, answer, rng)))
+                obs = env.step(ReasoningEconomicsAction(response=write_response(tok, target, answer, rng)))
                 total += obs.last_step.tokens
                 correct += int(obs.last_step.correct)
             out["rewards"].append(float(obs.metadata.get("episode_reward", 0.0)))
@@ -133,31 +132,41 @@ def study(data: dict, group_size: int) -> dict:
     tied_groups = (grouped_nc == grouped_nc[:, :1]).all(axis=1)
     tied = np.repeat(tied_groups, group_size)
     gap = np.abs(r - np.repeat(r.reshape(-1, group_size).mean(axis=1), group_size))
-    res: dict = {"episodes": int(len(r)), "groups": int(len(tied_groups)), "tied_share": round(float(tied_groups.mean()), 3)}
+    res: dict = {
+        "episodes": int(len(r)),
+        "groups": int(len(tied_groups)),
+        "tied_share": round(float(tied_groups.mean()), 3),
+    }
     raw = float(gap[tied].mean() / gap[~tied].mean()) if tied.any() and (~tied).any() else None
     res["raw_tied_to_untied"] = None if raw is None else round(raw, 3)
     res["scale_rewards"] = {}
     for scale in SCALES:
         a = np.abs(advantages(r, group_size, scale))
         ratio = float(a[tied].mean() / a[~tied].mean()) if tied.any() and (~tied).any() else None
-        res["scale_rewards"][scale] = {"tied_to_untied_adv": None if ratio is None else round(ratio, 3),
-                                       "mean_abs_adv": round(float(a.mean()), 4)}
+        res["scale_rewards"][scale] = {
+            "tied_to_untied_adv": None if ratio is None else round(ratio, 3),
+            "mean_abs_adv": round(float(a.mean()), 4),
+        }
     res["loss_type"] = {}
     a = np.abs(advantages(r, group_size, "batch"))
     long = n >= np.median(n)
     for loss in LOSSES:
         w = token_weights(a, n, loss)
-        ratio = float(w[long].mean() / w[~long].mean()) if long.any() and (~long).any() and w[~long].mean() > 0 else None
+        ratio = (
+            float(w[long].mean() / w[~long].mean()) if long.any() and (~long).any() and w[~long].mean() > 0 else None
+        )
         res["loss_type"][loss] = {"long_to_short_token_weight": None if ratio is None else round(ratio, 3)}
     res["mean_episode_tokens"] = round(float(n.mean()), 1)
     return res
 
 
-def main(argv: Optional[list[str]] = None) -> int:
+def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m training.advantage_study", description=__doc__.splitlines()[0])
     p.add_argument("--groups", type=int, default=48)
     p.add_argument("--num_generations", type=int, default=4)
-    p.add_argument("--sigma", type=float, default=0.5, help="Lognormal spread of each member's per-question allocation.")
+    p.add_argument(
+        "--sigma", type=float, default=0.5, help="Lognormal spread of each member's per-question allocation."
+    )
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--num_questions", type=int, default=None, help="Questions per episode (default: the config's 10).")
     args = p.parse_args(argv)

@@ -26,7 +26,7 @@ def process_info() -> tuple[int, int]:
 
         state = PartialState()
         return int(state.process_index), int(state.num_processes)
-    except Exception:  # accelerate missing or no state: one process
+    except Exception:  # noqa: BLE001 - accelerate missing or no distributed state (any error): one process
         return 0, 1
 
 

@@ -6,32 +6,37 @@ A session plays one episode:
     session.step(response, grading_response, num_generated_tokens) -> observation
     session.close()
 
-Observations are :class:`reasoning_env.models.ReasonBudgetObservation` (or their dicts when they
+Observations are :class:`reasoning_env.models.ReasoningEconomicsObservation` (or their dicts when they
 come over the wire); :func:`as_obs` (:func:`reasoning_env.remote.as_observation`) turns either
 into an observation object.
 """
 
 from __future__ import annotations
 
-from typing import Any, Optional, Protocol, Sequence, Union
+from collections.abc import Sequence
+from typing import Any, Protocol
 
 from reasoning_env.client import make_action
 from reasoning_env.config import EnvConfig
-from reasoning_env.models import ReasonBudgetAction, ReasonBudgetObservation
+from reasoning_env.models import ReasoningEconomicsAction, ReasoningEconomicsObservation
 from reasoning_env.remote import RemoteEnv, Replicas, as_observation
 
 
 class EnvSession(Protocol):
     """One episode's connection to an environment."""
 
-    def reset(self, *, seed: int, tokenizer_name: Optional[str], total_budget: Optional[int]) -> ReasonBudgetObservation: ...
+    def reset(
+        self, *, seed: int, tokenizer_name: str | None, total_budget: int | None
+    ) -> ReasoningEconomicsObservation: ...
 
-    def step(self, response: str, grading_response: Optional[str], num_generated_tokens: Optional[int] = None) -> ReasonBudgetObservation: ...
+    def step(
+        self, response: str, grading_response: str | None, num_generated_tokens: int | None = None
+    ) -> ReasoningEconomicsObservation: ...
 
     def close(self) -> None: ...
 
 
-def _action(response: str, grading_response: Optional[str], num_generated_tokens: Optional[int]) -> ReasonBudgetAction:
+def _action(response: str, grading_response: str | None, num_generated_tokens: int | None) -> ReasoningEconomicsAction:
     """The step's action: the decoded turn, its visible answer, and how many ids were generated
     (the environment charges at least that many tokens); built by the one action builder."""
     return make_action(response, grading_response, num_generated_tokens=num_generated_tokens)
@@ -49,10 +54,14 @@ class Session:
     def __init__(self, env: Any) -> None:
         self.env = env
 
-    def reset(self, *, seed: int, tokenizer_name: Optional[str], total_budget: Optional[int]) -> ReasonBudgetObservation:
+    def reset(
+        self, *, seed: int, tokenizer_name: str | None, total_budget: int | None
+    ) -> ReasoningEconomicsObservation:
         return as_obs(self.env.reset(seed=seed, tokenizer_name=tokenizer_name, total_budget=total_budget))
 
-    def step(self, response: str, grading_response: Optional[str], num_generated_tokens: Optional[int] = None) -> ReasonBudgetObservation:
+    def step(
+        self, response: str, grading_response: str | None, num_generated_tokens: int | None = None
+    ) -> ReasoningEconomicsObservation:
         return as_obs(self.env.step(_action(response, grading_response, num_generated_tokens)))
 
     def close(self) -> None:
@@ -109,8 +118,9 @@ class RemoteEnvFactory:
 
     remote = True
 
-    def __init__(self, base_url: Union[str, Sequence[str]], config: Optional[EnvConfig] = None,
-                 api_token: Optional[str] = None) -> None:
+    def __init__(
+        self, base_url: str | Sequence[str], config: EnvConfig | None = None, api_token: str | None = None
+    ) -> None:
         self.replicas = Replicas(base_url, api_token=api_token)
         self.base_url = self.replicas.urls[0] if len(self.replicas.urls) == 1 else self.replicas.urls
         self.config = config or EnvConfig()

@@ -28,8 +28,9 @@ import json
 import logging
 import math
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Optional, Sequence
+from typing import Any
 
 logger = logging.getLogger("training.evaluation")
 
@@ -57,8 +58,16 @@ def held_out_seeds(k: int, train_seeds: Sequence[int], base: int = HELD_OUT_BASE
     return out
 
 
-def expected_and_oracle(curves: Any, questions: Sequence[tuple], step_tokens: Sequence[int], budget: int, *,
-                        cap: int, min_tokens: int, tokenizer: Any = None) -> tuple[float, float]:
+def expected_and_oracle(
+    curves: Any,
+    questions: Sequence[tuple],
+    step_tokens: Sequence[int],
+    budget: int,
+    *,
+    cap: int,
+    min_tokens: int,
+    tokenizer: Any = None,
+) -> tuple[float, float]:
     """Expected correct answers of an episode as played, and of the oracle allocation of its budget.
 
     Args:
@@ -78,8 +87,15 @@ def expected_and_oracle(curves: Any, questions: Sequence[tuple], step_tokens: Se
     from reasoning_env.policies.text import minimal_tokens
 
     lows = [minimal_tokens(tokenizer, q[2]) for q in questions] if tokenizer is not None else None
-    r = episode_regret(curves, [(q[0], q[1]) for q in questions], int(budget), list(step_tokens), lows=lows,
-                       cap=cap, min_tokens=min_tokens)
+    r = episode_regret(
+        curves,
+        [(q[0], q[1]) for q in questions],
+        int(budget),
+        list(step_tokens),
+        lows=lows,
+        cap=cap,
+        min_tokens=min_tokens,
+    )
     return float(r.expected_correct), float(r.oracle_expected_correct)
 
 
@@ -98,17 +114,26 @@ def episode_record(trace: Any, *, curves: Any, cap: int, min_tokens: int, tokeni
             if s.step < len(tokens):
                 tokens[s.step] = int(s.tokens)
         budget = int(trace.reset_metadata.get("total_budget") or 0)
-        exp, orc = expected_and_oracle(curves, questions, tokens, budget, cap=cap, min_tokens=min_tokens, tokenizer=tokenizer)
+        exp, orc = expected_and_oracle(
+            curves, questions, tokens, budget, cap=cap, min_tokens=min_tokens, tokenizer=tokenizer
+        )
         rec.update(expected_correct=exp, oracle_expected_correct=orc, regret=orc - exp)
     return rec
 
 
-def _interval_row(step: int, metric: str, key: Optional[str], iv: Any) -> dict:
-    def clean(x: float) -> Optional[float]:
+def _interval_row(step: int, metric: str, key: str | None, iv: Any) -> dict:
+    def clean(x: float) -> float | None:
         return None if x is None or (isinstance(x, float) and math.isnan(x)) else float(x)
 
-    return {"step": int(step), "metric": metric, "key": key, "estimate": clean(iv.estimate), "ci_low": clean(iv.low),
-            "ci_high": clean(iv.high), "n": int(iv.n)}
+    return {
+        "step": int(step),
+        "metric": metric,
+        "key": key,
+        "estimate": clean(iv.estimate),
+        "ci_low": clean(iv.low),
+        "ci_high": clean(iv.high),
+        "n": int(iv.n),
+    }
 
 
 def evaluation_metrics(records: list[dict], step: int, *, seed: int = 0) -> list[dict]:
@@ -128,7 +153,7 @@ def evaluation_metrics(records: list[dict], step: int, *, seed: int = 0) -> list
     if not records:
         return rows
 
-    def ratio(metric: str, key: Optional[str], num: list[float], den: list[float]) -> None:
+    def ratio(metric: str, key: str | None, num: list[float], den: list[float]) -> None:
         if sum(den) > 0:
             rows.append(_interval_row(step, metric, key, ratio_interval(num, den, seed=seed)))
 
@@ -136,7 +161,9 @@ def evaluation_metrics(records: list[dict], step: int, *, seed: int = 0) -> list
     ratio("tokens_per_question", None, [r["answered_tokens"] for r in records], [r["num_answered"] for r in records])
     ratio("cap_hit_rate", None, [r["cap_hits"] for r in records], [r["num_turns"] for r in records])
     rows.append(_interval_row(step, "ran_dry", None, mean_interval([float(r["ran_dry"]) for r in records], seed=seed)))
-    rows.append(_interval_row(step, "forfeits", None, mean_interval([float(r["forfeited"]) for r in records], seed=seed)))
+    rows.append(
+        _interval_row(step, "forfeits", None, mean_interval([float(r["forfeited"]) for r in records], seed=seed))
+    )
     reg = [r["regret"] for r in records if r.get("regret") is not None]
     if reg:
         rows.append(_interval_row(step, "regret", None, mean_interval(reg, seed=seed)))
@@ -144,15 +171,17 @@ def evaluation_metrics(records: list[dict], step: int, *, seed: int = 0) -> list
     def answered(r: dict) -> list[dict]:
         return [s for s in r["steps"] if not s.get("forfeit")]
 
-    def by(metric_tokens: str, metric_acc: Optional[str], keyfn) -> None:
-        keys = sorted({keyfn(s) for r in records for s in answered(r) if keyfn(s) is not None}, key=lambda k: (len(k), k))
+    def by(metric_tokens: str, metric_acc: str | None, keyfn) -> None:
+        keys = sorted(
+            {keyfn(s) for r in records for s in answered(r) if keyfn(s) is not None}, key=lambda k: (len(k), k)
+        )
         for key in keys:
             sel = [[s for s in answered(r) if keyfn(s) == key] for r in records]
             ratio(metric_tokens, key, [sum(s["tokens"] for s in x) for x in sel], [len(x) for x in sel])
             if metric_acc:
                 ratio(metric_acc, key, [sum(int(s["correct"]) for s in x) for x in sel], [len(x) for x in sel])
 
-    def diff_key(s: dict) -> Optional[str]:
+    def diff_key(s: dict) -> str | None:
         d = s.get("difficulty")
         return None if d is None or (isinstance(d, float) and math.isnan(d)) else str(int(d))
 
@@ -175,8 +204,17 @@ class HeldOutEvaluator:
         tokenizer_name: The episode tokenizer (for the oracle's shortest answers).
     """
 
-    def __init__(self, rollout: Any, seeds: list[int], run_dir: Path, *, curves: Any, config: Any,
-                 temperature: float = 0.0, tokenizer_name: Optional[str] = None) -> None:
+    def __init__(
+        self,
+        rollout: Any,
+        seeds: list[int],
+        run_dir: Path,
+        *,
+        curves: Any,
+        config: Any,
+        temperature: float = 0.0,
+        tokenizer_name: str | None = None,
+    ) -> None:
         self.rollout = rollout
         self.seeds = list(seeds)
         self.run_dir = Path(run_dir)
@@ -211,7 +249,11 @@ class HeldOutEvaluator:
         self.evaluated_steps.append(step)
         runner = self.rollout._ensure_runner(trainer)
         rank, world = process_info()
-        mine = [EpisodeSpec(seed=s, group=None, member=None, episode=i) for i, s in enumerate(self.seeds) if i % world == rank]
+        mine = [
+            EpisodeSpec(seed=s, group=None, member=None, episode=i)
+            for i, s in enumerate(self.seeds)
+            if i % world == rank
+        ]
         t0 = time.perf_counter()
         was_training = trainer.model.training
         with runner.backend.temperature(self.temperature):
@@ -219,8 +261,16 @@ class HeldOutEvaluator:
         if was_training:
             trainer.model.train()
         tok = self._episode_tokenizer()
-        local = [episode_record(tr, curves=self.curves, cap=self.config.max_tokens_per_step,
-                                min_tokens=self.config.min_tokens, tokenizer=tok) for tr in traces]
+        local = [
+            episode_record(
+                tr,
+                curves=self.curves,
+                cap=self.config.max_tokens_per_step,
+                min_tokens=self.config.min_tokens,
+                tokenizer=tok,
+            )
+            for tr in traces
+        ]
         records, _ = gather_rows(local)
         if rank != 0:
             return []

@@ -21,10 +21,11 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Optional
+
+from reasoning_env.errors import ReasoningEconomicsError
 
 
-class ExportError(RuntimeError):
+class ExportError(ReasoningEconomicsError, RuntimeError):
     """The checkpoint cannot be exported (message says why and how to fix it)."""
 
 
@@ -37,7 +38,7 @@ def _dtype(name: str):
     return table[name]
 
 
-def export_checkpoint(checkpoint: str, output: str, *, base_model: Optional[str] = None, dtype: str = "auto") -> dict:
+def export_checkpoint(checkpoint: str, output: str, *, base_model: str | None = None, dtype: str = "auto") -> dict:
     """Merge (if needed) and save ``checkpoint`` to ``output``.
 
     Args:
@@ -68,11 +69,12 @@ def export_checkpoint(checkpoint: str, output: str, *, base_model: Optional[str]
         base = base_model or json.loads(adapter_cfg.read_text()).get("base_model_name_or_path")
         if not base:
             raise ExportError(
-                f"{checkpoint!r} is a LoRA adapter without base_model_name_or_path; pass --base_model (Hub id or folder)"
+                f"{checkpoint!r} is a LoRA adapter without base_model_name_or_path; pass "
+                "--base_model (Hub id or folder)"
             )
         try:
             model = AutoModelForCausalLM.from_pretrained(base, dtype=torch_dtype)
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - a Hugging Face load raises many types (OSError, ValueError, Hub HTTP errors)
             raise ExportError(f"could not load base model {base!r}: {type(exc).__name__}: {str(exc)[:300]}") from None
         model = PeftModel.from_pretrained(model, str(ckpt)).merge_and_unload()
     else:
@@ -82,25 +84,33 @@ def export_checkpoint(checkpoint: str, output: str, *, base_model: Optional[str]
         model = AutoModelForCausalLM.from_pretrained(str(ckpt), dtype=torch_dtype)
     out.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(str(out))
-    tok_src = ckpt if (ckpt / "tokenizer_config.json").is_file() else (Path(base) if base and Path(base).is_dir() else base)
+    tok_src = (
+        ckpt if (ckpt / "tokenizer_config.json").is_file() else (Path(base) if base and Path(base).is_dir() else base)
+    )
     if tok_src is not None:
         try:
             AutoTokenizer.from_pretrained(str(tok_src)).save_pretrained(str(out))
-        except Exception as exc:  # the model is saved; say what is missing
+        except Exception as exc:  # noqa: BLE001 - the model is saved; say what is missing
             print(f"warning: tokenizer not copied ({exc}); copy it into {out} before evaluating", file=sys.stderr)
     from reasoning_env.policies.llm import EPISODE_FORMAT_FILE
 
     if (ckpt / EPISODE_FORMAT_FILE).is_file():  # the format it was trained in: hf_local evaluates in it
         (out / EPISODE_FORMAT_FILE).write_text((ckpt / EPISODE_FORMAT_FILE).read_text())
-    return {"output": str(out), "merged_lora": merged, "base_model": base,
-            "parameters": sum(p.numel() for p in model.parameters())}
+    return {
+        "output": str(out),
+        "merged_lora": merged,
+        "base_model": base,
+        "parameters": sum(p.numel() for p in model.parameters()),
+    }
 
 
-def main(argv: Optional[list[str]] = None) -> int:
+def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m training.export", description=__doc__.splitlines()[0])
     p.add_argument("--checkpoint", required=True, help="Adapter or model folder saved by training.grpo_train.")
     p.add_argument("--output", required=True, help="Folder for the merged Hugging Face checkpoint.")
-    p.add_argument("--base_model", default=None, help="Base model of a LoRA adapter (default: from adapter_config.json).")
+    p.add_argument(
+        "--base_model", default=None, help="Base model of a LoRA adapter (default: from adapter_config.json)."
+    )
     p.add_argument("--dtype", default="auto", choices=["auto", "float32", "bfloat16", "float16"])
     args = p.parse_args(argv)
     try:

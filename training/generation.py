@@ -30,8 +30,9 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import time
-from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Optional, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
 
 
 @dataclass
@@ -56,11 +57,11 @@ class SamplingConfig:
 
     temperature: float = 1.0
     top_p: float = 1.0
-    top_k: Optional[int] = None
+    top_k: int | None = None
     repetition_penalty: float = 1.0
 
     @classmethod
-    def from_trl(cls, args: Any) -> "SamplingConfig":
+    def from_trl(cls, args: Any) -> SamplingConfig:
         """Copy ``temperature``, ``top_p``, ``top_k``, ``repetition_penalty`` from a ``GRPOConfig``."""
         top_k = getattr(args, "top_k", None)
         return cls(
@@ -85,8 +86,13 @@ class BackendStats:
     decode_slots: int = 0
 
     def as_dict(self) -> dict:
-        return {"calls": self.calls, "sequences": self.sequences, "tokens": self.tokens, "seconds": self.seconds,
-                "decode_slots": self.decode_slots}
+        return {
+            "calls": self.calls,
+            "sequences": self.sequences,
+            "tokens": self.tokens,
+            "seconds": self.seconds,
+            "decode_slots": self.decode_slots,
+        }
 
 
 def cut_generation(ids: Sequence[int], logprobs: Sequence[float], cap: int, eos_ids: Iterable[int]) -> Generation:
@@ -143,7 +149,7 @@ class GenerationBackend:
         return list(values)
 
     def generate(
-        self, contexts: list[list[int]], caps: list[int], call_max_tokens: Optional[int] = None
+        self, contexts: list[list[int]], caps: list[int], call_max_tokens: int | None = None
     ) -> list[Generation]:
         """Generate one turn for each context.
 
@@ -175,7 +181,9 @@ class GenerationBackend:
         self.stats.decode_slots += len(out) * max((len(g.ids) for g in out), default=0)
         return out
 
-    def _generate(self, contexts: list[list[int]], caps: list[int], call_max: int) -> list[Generation]:  # pragma: no cover
+    def _generate(
+        self, contexts: list[list[int]], caps: list[int], call_max: int
+    ) -> list[Generation]:  # pragma: no cover
         raise NotImplementedError
 
     @contextlib.contextmanager
@@ -250,12 +258,12 @@ class TransformersBackend(GenerationBackend):
         self,
         *,
         model: Any = None,
-        model_context: Optional[Callable[[], Any]] = None,
+        model_context: Callable[[], Any] | None = None,
         pad_token_id: int,
         eos_ids: Iterable[int],
-        sampling: Optional[SamplingConfig] = None,
+        sampling: SamplingConfig | None = None,
         device: Any = None,
-        extra_processors: Optional[Callable[[list[list[int]], list[int], int], list]] = None,
+        extra_processors: Callable[[list[list[int]], list[int], int], list] | None = None,
     ) -> None:
         super().__init__(eos_ids)
         self.extra_processors = extra_processors
@@ -321,8 +329,8 @@ class TransformersBackend(GenerationBackend):
         input_ids = torch.full((len(contexts), width), self.pad_token_id, dtype=torch.long)
         attention = torch.zeros((len(contexts), width), dtype=torch.long)
         for i, c in enumerate(contexts):
-            input_ids[i, width - len(c):] = torch.tensor(c, dtype=torch.long)
-            attention[i, width - len(c):] = 1
+            input_ids[i, width - len(c) :] = torch.tensor(c, dtype=torch.long)
+            attention[i, width - len(c) :] = 1
         with self._context() as model:
             device = self.device if self.device is not None else next(model.parameters()).device
             was_training = model.training
@@ -404,13 +412,16 @@ class TrlVLLMBackend(GenerationBackend):
         result = []
         for i, cap in enumerate(caps):
             ids = list(completion_ids[i])
-            lps = sampled_logprobs(ids, logprobs[i] if logprobs is not None else None,
-                                   logprob_token_ids[i] if logprob_token_ids is not None else None)
+            lps = sampled_logprobs(
+                ids,
+                logprobs[i] if logprobs is not None else None,
+                logprob_token_ids[i] if logprob_token_ids is not None else None,
+            )
             result.append(cut_generation(ids, lps, cap, self.eos_ids))
         return result
 
 
-def sampled_logprobs(ids: list[int], logprobs: Optional[list], token_ids: Optional[list]) -> list[float]:
+def sampled_logprobs(ids: list[int], logprobs: list | None, token_ids: list | None) -> list[float]:
     """The log-prob of each sampled id from vLLM's per-position top-k lists.
 
     Args:

@@ -21,12 +21,21 @@ import json
 import sys
 import time
 from pathlib import Path
-from typing import Optional
 
 #: ``Qwen/Qwen2.5-0.5B-Instruct``'s ``config.json`` (architecture fields; 494M parameters).
-QWEN25_05B = dict(hidden_size=896, intermediate_size=4864, num_hidden_layers=24, num_attention_heads=14,
-                  num_key_value_heads=2, max_position_embeddings=32768, rope_theta=1000000.0, rms_norm_eps=1e-6,
-                  tie_word_embeddings=True, vocab_size=151936, hidden_act="silu")
+QWEN25_05B = dict(
+    hidden_size=896,
+    intermediate_size=4864,
+    num_hidden_layers=24,
+    num_attention_heads=14,
+    num_key_value_heads=2,
+    max_position_embeddings=32768,
+    rope_theta=1000000.0,
+    rms_norm_eps=1e-6,
+    tie_word_embeddings=True,
+    vocab_size=151936,
+    hidden_act="silu",
+)
 
 
 def build_policy(tiny: bool, dtype: str, device: str, seed: int = 0):
@@ -42,8 +51,12 @@ def build_policy(tiny: bool, dtype: str, device: str, seed: int = 0):
     if tiny:
         model = build_tiny_model(tok, seed=seed)
     else:
-        cfg = Qwen2Config(**{**QWEN25_05B, "vocab_size": max(QWEN25_05B["vocab_size"], len(tok))},
-                          pad_token_id=tok.pad_token_id, eos_token_id=tok.eos_token_id, bos_token_id=None)
+        cfg = Qwen2Config(
+            **{**QWEN25_05B, "vocab_size": max(QWEN25_05B["vocab_size"], len(tok))},
+            pad_token_id=tok.pad_token_id,
+            eos_token_id=tok.eos_token_id,
+            bos_token_id=None,
+        )
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(seed)
             model = Qwen2ForCausalLM(cfg)
@@ -53,7 +66,7 @@ def build_policy(tiny: bool, dtype: str, device: str, seed: int = 0):
     return LoadedPolicy(model, tok, "qwen2.5-0.5b-config-random" if not tiny else "tiny", str(tok_dir))
 
 
-def main(argv: Optional[list[str]] = None) -> int:
+def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m training.gpu_check", description=__doc__.splitlines()[0])
     p.add_argument("--device", default="cuda")
     p.add_argument("--tiny", action="store_true", help="The tiny 2-layer model instead of the 0.5B configuration.")
@@ -68,20 +81,43 @@ def main(argv: Optional[list[str]] = None) -> int:
     import torch
 
     if args.device.startswith("cuda") and not torch.cuda.is_available():
-        print("error: --device cuda but torch.cuda.is_available() is False (use --device cpu --tiny for the CPU path)",
-              file=sys.stderr)
+        print(
+            "error: --device cuda but torch.cuda.is_available() is False (use --device cpu --tiny for the CPU path)",
+            file=sys.stderr,
+        )
         return 2
     from reasoning_env.config import EnvConfig
     from training.grpo_train import build_trainer, parse_args
 
     bf16 = args.device.startswith("cuda") and torch.cuda.is_bf16_supported()
     policy = build_policy(args.tiny, "bfloat16" if bf16 else "float32", args.device)
-    env = EnvConfig(sources=["reasoning_gym"], num_questions=args.num_questions, max_tokens_per_step=args.max_tokens_per_step)
-    train_argv = ["--model", policy.name, "--output_dir", args.output_dir, "--backend", "transformers", "--report_to", "none",
-                  "--num_generations", str(args.num_generations), "--per_device_train_batch_size",
-                  str(args.num_generations * args.groups), "--max_steps", str(args.steps), "--num_episodes",
-                  str(args.steps * args.groups), "--max_episode_tokens", str(512 + args.num_questions * (args.max_tokens_per_step + 200)),
-                  "--bf16", "true" if bf16 else "false", "--learning_rate", "1e-5"]
+    env = EnvConfig(
+        sources=["reasoning_gym"], num_questions=args.num_questions, max_tokens_per_step=args.max_tokens_per_step
+    )
+    train_argv = [
+        "--model",
+        policy.name,
+        "--output_dir",
+        args.output_dir,
+        "--backend",
+        "transformers",
+        "--report_to",
+        "none",
+        "--num_generations",
+        str(args.num_generations),
+        "--per_device_train_batch_size",
+        str(args.num_generations * args.groups),
+        "--max_steps",
+        str(args.steps),
+        "--num_episodes",
+        str(args.steps * args.groups),
+        "--max_episode_tokens",
+        str(512 + args.num_questions * (args.max_tokens_per_step + 200)),
+        "--bf16",
+        "true" if bf16 else "false",
+        "--learning_rate",
+        "1e-5",
+    ]
     setup = build_trainer(parse_args(train_argv), policy=policy, env_config=env)
     if args.device.startswith("cuda"):
         torch.cuda.reset_peak_memory_stats()
@@ -101,9 +137,15 @@ def main(argv: Optional[list[str]] = None) -> int:
         "generated_tokens": stats.tokens,
         "generated_tokens_per_s": round(stats.tokens / stats.seconds, 1) if stats.seconds else None,
         "generate_seconds": round(stats.seconds, 3),
-        "peak_gpu_memory_gib": round(torch.cuda.max_memory_allocated() / 2**30, 2) if args.device.startswith("cuda") else None,
-        "first_metrics": {k: metrics[0].get(k) for k in ("reward", "accuracy", "tokens_per_question", "loss")} if metrics else None,
-        "last_metrics": {k: metrics[-1].get(k) for k in ("reward", "accuracy", "tokens_per_question", "loss")} if metrics else None,
+        "peak_gpu_memory_gib": round(torch.cuda.max_memory_allocated() / 2**30, 2)
+        if args.device.startswith("cuda")
+        else None,
+        "first_metrics": {k: metrics[0].get(k) for k in ("reward", "accuracy", "tokens_per_question", "loss")}
+        if metrics
+        else None,
+        "last_metrics": {k: metrics[-1].get(k) for k in ("reward", "accuracy", "tokens_per_question", "loss")}
+        if metrics
+        else None,
     }
     print(json.dumps(result, indent=2))
     return 0

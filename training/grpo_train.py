@@ -30,8 +30,9 @@ import os
 import sys
 import time
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
+from reasoning_env.errors import ReasoningEconomicsError
 from training.trainer import DEFAULT_IS_MODE, IS_MODES
 
 logger = logging.getLogger("training.grpo_train")
@@ -56,65 +57,136 @@ MASK_TRUNCATED_MESSAGE = (
 )
 
 
-class TrainSetupError(RuntimeError):
+class TrainSetupError(ReasoningEconomicsError, RuntimeError):
     """A training option is invalid or needs hardware/packages that are missing."""
 
 
 def build_parser() -> argparse.ArgumentParser:
     """The command-line options (see ``--help`` and docs/training.md)."""
-    p = argparse.ArgumentParser(prog="python -m training.grpo_train", description=__doc__.splitlines()[0],
-                                formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    p = argparse.ArgumentParser(
+        prog="python -m training.grpo_train",
+        description=__doc__.splitlines()[0],
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
     g = p.add_argument_group("model")
-    g.add_argument("--model", default=None, help="Hub id, local folder, or 'tiny' (random 2-layer Qwen2 for CPU smoke runs).")
-    g.add_argument("--tokenizer_name", default=None, help="Tokenizer the environment counts with (default: the model's).")
-    g.add_argument("--lora_rank", type=int, default=0, help="LoRA rank (0 = full fine-tuning; --unsloth defaults to 32).")
+    g.add_argument(
+        "--model", default=None, help="Hub id, local folder, or 'tiny' (random 2-layer Qwen2 for CPU smoke runs)."
+    )
+    g.add_argument(
+        "--tokenizer_name", default=None, help="Tokenizer the environment counts with (default: the model's)."
+    )
+    g.add_argument(
+        "--lora_rank", type=int, default=0, help="LoRA rank (0 = full fine-tuning; --unsloth defaults to 32)."
+    )
     g.add_argument("--dtype", default="auto", choices=["auto", "float32", "bfloat16", "float16"])
-    g.add_argument("--unsloth", action="store_true", help="Load with Unsloth (FastLanguageModel + LoRA + fast_inference); CUDA only.")
+    g.add_argument(
+        "--unsloth",
+        action="store_true",
+        help="Load with Unsloth (FastLanguageModel + LoRA + fast_inference); CUDA only.",
+    )
     g.add_argument("--load_in_4bit", action="store_true", help="Unsloth: 4-bit base weights (QLoRA).")
-    g.add_argument("--no_fast_inference", action="store_true", help="Unsloth: no vLLM engine (generate with transformers).")
-    g.add_argument("--reasoning_mode", default="auto", choices=["auto", "on", "off"],
-                   help="Qwen3 thinking: auto = the chat template's default; the text after </think> is graded.")
-    g.add_argument("--history_thinking", default="keep", choices=["keep", "strip"],
-                   help="Earlier <think> blocks in the episode's history: keep (the only history one training sequence "
-                        "per episode can hold; TRL's qwen3_training template does the same). strip is refused.")
+    g.add_argument(
+        "--no_fast_inference", action="store_true", help="Unsloth: no vLLM engine (generate with transformers)."
+    )
+    g.add_argument(
+        "--reasoning_mode",
+        default="auto",
+        choices=["auto", "on", "off"],
+        help="Qwen3 thinking: auto = the chat template's default; the text after </think> is graded.",
+    )
+    g.add_argument(
+        "--history_thinking",
+        default="keep",
+        choices=["keep", "strip"],
+        help="Earlier <think> blocks in the episode's history: keep (the only history one training sequence "
+        "per episode can hold; TRL's qwen3_training template does the same). strip is refused.",
+    )
     g = p.add_argument_group("environment")
-    g.add_argument("--config", default=None, help="Environment YAML (EnvConfig; an 'env:' key is accepted). Default: the project default config.")
-    g.add_argument("--env_base_url", "--server-url", dest="env_base_url", nargs="+", default=None,
-                   help="Play against OpenEnv server(s) at these URLs instead of in-process; several replicas spread the "
-                        "episodes, and an episode whose replica dies is replayed from its seed on another.")
-    g.add_argument("--total_budget", type=int, default=None, help="Fixed budget (tokens) for every episode; default: tokenizer-native.")
-    g.add_argument("--num_episodes", type=int, default=256, help="Distinct episode seeds in the training set (one GRPO group each).")
-    g.add_argument("--max_episode_tokens", type=int, default=8192,
-                   help="Prompt + completion tokens per episode (model context); when full, remaining questions are forfeited.")
+    g.add_argument(
+        "--config",
+        default=None,
+        help="Environment YAML (EnvConfig; an 'env:' key is accepted). Default: the project default config.",
+    )
+    g.add_argument(
+        "--env_base_url",
+        "--server-url",
+        dest="env_base_url",
+        nargs="+",
+        default=None,
+        help="Play against OpenEnv server(s) at these URLs instead of in-process; several replicas spread the "
+        "episodes, and an episode whose replica dies is replayed from its seed on another.",
+    )
+    g.add_argument(
+        "--total_budget",
+        type=int,
+        default=None,
+        help="Fixed budget (tokens) for every episode; default: tokenizer-native.",
+    )
+    g.add_argument(
+        "--num_episodes",
+        type=int,
+        default=256,
+        help="Distinct episode seeds in the training set (one GRPO group each).",
+    )
+    g.add_argument(
+        "--max_episode_tokens",
+        type=int,
+        default=8192,
+        help="Prompt + completion tokens per episode (model context); when full, remaining questions are forfeited.",
+    )
     g = p.add_argument_group("GRPO (TRL GRPOConfig)")
     g.add_argument("--output_dir", default=None, help="Run folder (default runs/grpo-<time>).")
     g.add_argument("--run_name", default=None)
     g.add_argument("--seed", type=int, default=42)
     g.add_argument("--num_generations", type=int, default=4, help="Group size G: rollouts per episode seed.")
-    g.add_argument("--per_device_train_batch_size", type=int, default=None, help="Rollouts per device per step (default 2 x G).")
+    g.add_argument(
+        "--per_device_train_batch_size", type=int, default=None, help="Rollouts per device per step (default 2 x G)."
+    )
     g.add_argument("--gradient_accumulation_steps", type=int, default=1)
     g.add_argument("--learning_rate", type=float, default=5e-6)
     g.add_argument("--num_train_epochs", type=float, default=1.0)
     g.add_argument("--max_steps", type=int, default=-1)
     g.add_argument("--beta", type=float, default=0.0, help="KL coefficient (TRL default 0).")
-    g.add_argument("--loss_type", default=DEFAULT_LOSS_TYPE, choices=LOSS_TYPES,
-                   help="How token losses are aggregated (TRL): dapo = every model token of the batch weighs the same "
-                        "(docs/training.md, 'Advantages and loss').")
-    g.add_argument("--scale_rewards", default=DEFAULT_SCALE_REWARDS, choices=("group", "batch", "none"),
-                   help="Advantage = reward - group mean, divided by the group's std (group), the batch's std (batch) "
-                        "or nothing (none). group turns tiny cost gaps of correctness-tied groups into full-size "
-                        "advantages (docs/training.md).")
-    g.add_argument("--vllm_importance_sampling_mode", default=DEFAULT_IS_MODE, choices=IS_MODES,
-                   help="vLLM importance-sampling correction. A completion is a whole episode, so sequence modes "
-                        "(ratio = exp of the summed log-ratio) mask most episodes from noise; token_truncate clips "
-                        "each token's ratio.")
-    g.add_argument("--vllm_importance_sampling_cap", type=float, default=3.0,
-                   help="Upper bound of the importance-sampling ratio (TRL's vllm_importance_sampling_clip_max).")
-    g.add_argument("--mask_truncated_completions", action="store_true",
-                   help="Refused: TRL would drop every episode that ran out of budget (see the error).")
-    g.add_argument("--group_reward", default=None,
-                   help="Add a group reward shape to the environment's reward: kimi_length, shorter_better, "
-                        "arora_zanette, or a reward spec (YAML/JSON). Scored over whole GRPO groups on every process.")
+    g.add_argument(
+        "--loss_type",
+        default=DEFAULT_LOSS_TYPE,
+        choices=LOSS_TYPES,
+        help="How token losses are aggregated (TRL): dapo = every model token of the batch weighs the same "
+        "(docs/training.md, 'Advantages and loss').",
+    )
+    g.add_argument(
+        "--scale_rewards",
+        default=DEFAULT_SCALE_REWARDS,
+        choices=("group", "batch", "none"),
+        help="Advantage = reward - group mean, divided by the group's std (group), the batch's std (batch) "
+        "or nothing (none). group turns tiny cost gaps of correctness-tied groups into full-size "
+        "advantages (docs/training.md).",
+    )
+    g.add_argument(
+        "--vllm_importance_sampling_mode",
+        default=DEFAULT_IS_MODE,
+        choices=IS_MODES,
+        help="vLLM importance-sampling correction. A completion is a whole episode, so sequence modes "
+        "(ratio = exp of the summed log-ratio) mask most episodes from noise; token_truncate clips "
+        "each token's ratio.",
+    )
+    g.add_argument(
+        "--vllm_importance_sampling_cap",
+        type=float,
+        default=3.0,
+        help="Upper bound of the importance-sampling ratio (TRL's vllm_importance_sampling_clip_max).",
+    )
+    g.add_argument(
+        "--mask_truncated_completions",
+        action="store_true",
+        help="Refused: TRL would drop every episode that ran out of budget (see the error).",
+    )
+    g.add_argument(
+        "--group_reward",
+        default=None,
+        help="Add a group reward shape to the environment's reward: kimi_length, shorter_better, "
+        "arora_zanette, or a reward spec (YAML/JSON). Scored over whole GRPO groups on every process.",
+    )
     g.add_argument("--group_reward_weight", type=float, default=1.0, help="TRL reward weight of --group_reward.")
     g.add_argument("--temperature", type=float, default=1.0)
     g.add_argument("--top_p", type=float, default=1.0)
@@ -122,29 +194,49 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--logging_steps", type=int, default=1)
     g.add_argument("--save_steps", type=int, default=0, help="Checkpoint every N steps (0 = only at the end).")
     g.add_argument("--gradient_checkpointing", action="store_true")
-    g.add_argument("--bf16", default="auto", choices=["auto", "true", "false"], help="auto = on when CUDA supports it.")
+    g.add_argument(
+        "--bf16", default="auto", choices=["auto", "true", "false"], help="auto = on when CUDA supports it."
+    )
     g.add_argument("--report_to", default="trackio", help="trackio, wandb, tensorboard, none (comma-separated).")
     g.add_argument("--project", default="reasoning-economics", help="Trackio project.")
     g = p.add_argument_group("held-out evaluation (docs/training.md)")
-    g.add_argument("--eval_every", type=int, default=0,
-                   help="Evaluate on the held-out seeds every N optimizer steps, before the first and at the end (0 = off).")
-    g.add_argument("--eval_seeds", type=int, default=16, help="Held-out episode seeds (fixed, disjoint from training).")
-    g.add_argument("--eval_temperature", type=float, default=0.0, help="Sampling temperature of the evaluation (0 = greedy).")
-    g.add_argument("--curves", default=None,
-                   help="curves.json (e.g. from a base-model evaluation run) for the regret; default: the simulated solver's.")
+    g.add_argument(
+        "--eval_every",
+        type=int,
+        default=0,
+        help="Evaluate on the held-out seeds every N optimizer steps, before the first and at the end (0 = off).",
+    )
+    g.add_argument(
+        "--eval_seeds", type=int, default=16, help="Held-out episode seeds (fixed, disjoint from training)."
+    )
+    g.add_argument(
+        "--eval_temperature", type=float, default=0.0, help="Sampling temperature of the evaluation (0 = greedy)."
+    )
+    g.add_argument(
+        "--curves",
+        default=None,
+        help="curves.json (e.g. from a base-model evaluation run) for the regret; default: the simulated solver's.",
+    )
     g = p.add_argument_group("generation backend")
-    g.add_argument("--backend", default="auto", choices=["auto", "transformers", "vllm"],
-                   help="auto = vLLM when installed with a CUDA GPU (or Unsloth fast_inference), else transformers.")
+    g.add_argument(
+        "--backend",
+        default="auto",
+        choices=["auto", "transformers", "vllm"],
+        help="auto = vLLM when installed with a CUDA GPU (or Unsloth fast_inference), else transformers.",
+    )
     g.add_argument("--vllm_mode", default="colocate", choices=["colocate", "server"])
     g.add_argument("--vllm_server_base_url", default=None, help="vLLM server mode: URL of `trl vllm-serve`.")
     g.add_argument("--vllm_gpu_memory_utilization", type=float, default=0.3)
-    g.add_argument("--smoke", action="store_true",
-                   help="CPU smoke run: tiny model, 3-question reasoning-gym episodes, budget 40, 16 tokens/turn, "
-                        "2 steps of 2 groups of 2, no tracker.")
+    g.add_argument(
+        "--smoke",
+        action="store_true",
+        help="CPU smoke run: tiny model, 3-question reasoning-gym episodes, budget 40, 16 tokens/turn, "
+        "2 steps of 2 groups of 2, no tracker.",
+    )
     return p
 
 
-def apply_smoke_defaults(args: argparse.Namespace, argv: Optional[list[str]] = None) -> argparse.Namespace:
+def apply_smoke_defaults(args: argparse.Namespace, argv: list[str] | None = None) -> argparse.Namespace:
     """Fill the ``--smoke`` settings for every option not given on the command line ``argv``
     (when ``argv`` is ``None``: every option still at its default)."""
     if not args.smoke:
@@ -156,9 +248,18 @@ def apply_smoke_defaults(args: argparse.Namespace, argv: Optional[list[str]] = N
             given.add(token[2:].split("=", 1)[0])
     # total_budget 40 over 3 questions: members overspend differently (cost penalty) and run dry
     # after 2 turns, so rewards differ within a group and the loss is not zero.
-    smoke = dict(model="tiny", num_episodes=2, num_generations=2, per_device_train_batch_size=4, max_steps=2,
-                 max_episode_tokens=2048, report_to="none", learning_rate=1e-4, backend="transformers",
-                 total_budget=40)
+    smoke = dict(
+        model="tiny",
+        num_episodes=2,
+        num_generations=2,
+        per_device_train_batch_size=4,
+        max_steps=2,
+        max_episode_tokens=2048,
+        report_to="none",
+        learning_rate=1e-4,
+        backend="transformers",
+        total_budget=40,
+    )
     for key, value in smoke.items():
         user_set = key in given if argv is not None else getattr(args, key) != getattr(defaults, key)
         if not user_set:
@@ -166,13 +267,13 @@ def apply_smoke_defaults(args: argparse.Namespace, argv: Optional[list[str]] = N
     return args
 
 
-def parse_args(argv: Optional[list[str]] = None) -> argparse.Namespace:
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     """Parse the command line (``sys.argv[1:]`` by default) and apply the ``--smoke`` settings."""
     argv = list(sys.argv[1:] if argv is None else argv)
     return apply_smoke_defaults(build_parser().parse_args(argv), argv)
 
 
-def load_env_config(path: Optional[str], smoke: bool = False):
+def load_env_config(path: str | None, smoke: bool = False):
     """The :class:`EnvConfig` (``--config`` YAML, or the project default) with the ``--smoke``
     overrides. Raises :class:`reasoning_env.config.ConfigError`."""
     from reasoning_env.config import EnvConfig
@@ -188,7 +289,7 @@ def cuda_available() -> bool:
         import torch
 
         return bool(torch.cuda.is_available())
-    except Exception:
+    except (ImportError, RuntimeError):  # no torch, or a broken CUDA install
         return False
 
 
@@ -324,7 +425,9 @@ def build_trainer(args: argparse.Namespace, *, policy: Any = None, env_config: A
     if args.mask_truncated_completions:
         raise TrainSetupError(MASK_TRUNCATED_MESSAGE)
     if args.vllm_importance_sampling_cap <= 1.0:
-        raise TrainSetupError(f"--vllm_importance_sampling_cap must be > 1 (a ratio bound), got {args.vllm_importance_sampling_cap}")
+        raise TrainSetupError(
+            f"--vllm_importance_sampling_cap must be > 1 (a ratio bound), got {args.vllm_importance_sampling_cap}"
+        )
     if args.history_thinking == "strip":
         raise TrainSetupError(
             "--history_thinking strip cannot be trained: an episode is ONE token sequence (TRL's rollout_func returns "
@@ -357,15 +460,22 @@ def build_trainer(args: argparse.Namespace, *, policy: Any = None, env_config: A
 
     if policy is None:
         policy = load_policy(
-            args.model, lora_rank=args.lora_rank, seed=args.seed, dtype=args.dtype, unsloth=args.unsloth,
-            max_seq_length=args.max_episode_tokens, load_in_4bit=args.load_in_4bit,
-            fast_inference=not args.no_fast_inference, gpu_memory_utilization=args.vllm_gpu_memory_utilization,
+            args.model,
+            lora_rank=args.lora_rank,
+            seed=args.seed,
+            dtype=args.dtype,
+            unsloth=args.unsloth,
+            max_seq_length=args.max_episode_tokens,
+            load_in_4bit=args.load_in_4bit,
+            fast_inference=not args.no_fast_inference,
+            gpu_memory_utilization=args.vllm_gpu_memory_utilization,
         )
     backend = resolve_backend(args, policy)
     tokenizer_name = args.tokenizer_name or policy.tokenizer_name
     chat = ChatFormat(policy.tokenizer, reasoning_mode=args.reasoning_mode)
-    limits = RolloutLimits(max_episode_tokens=args.max_episode_tokens, tokenizer_name=tokenizer_name,
-                           total_budget=args.total_budget)
+    limits = RolloutLimits(
+        max_episode_tokens=args.max_episode_tokens, tokenizer_name=tokenizer_name, total_budget=args.total_budget
+    )
     env_factory = RemoteEnvFactory(args.env_base_url, env_cfg) if args.env_base_url else InProcessEnvFactory(env_cfg)
     meta = {
         "run_id": out.name,
@@ -396,14 +506,20 @@ def build_trainer(args: argparse.Namespace, *, policy: Any = None, env_config: A
         "episode_format": episode_format(chat, args.history_thinking),
         "eval_every": args.eval_every,
     }
-    for stale in [*out.glob("episodes*.jsonl"), *out.glob("trajectories*.jsonl"), out / "metrics.jsonl", out / "group_rewards.jsonl"]:
+    for stale in [
+        *out.glob("episodes*.jsonl"),
+        *out.glob("trajectories*.jsonl"),
+        out / "metrics.jsonl",
+        out / "group_rewards.jsonl",
+    ]:
         if stale.exists():
             stale.unlink()
     if args.group_reward:
         group_reward = group_reward_function(args.group_reward, log_path=out / "group_rewards.jsonl")
     writer = TrainingRunWriter(out, config=env_cfg, meta=meta)
-    rollout = GRPORollout(env_factory, chat, limits, eos_token_ids(policy.tokenizer, policy.model), writer=writer,
-                          run_id=out.name)
+    rollout = GRPORollout(
+        env_factory, chat, limits, eos_token_ids(policy.tokenizer, policy.model), writer=writer, run_id=out.name
+    )
 
     config = _grpo_config(args, backend, env_cfg)
     dataset = build_episode_dataset(args.num_episodes, base_seed=args.seed)
@@ -418,8 +534,15 @@ def build_trainer(args: argparse.Namespace, *, policy: Any = None, env_config: A
                 (out / stale).unlink()
         seeds = held_out_seeds(args.eval_seeds, dataset["seed"])
         curves = curves or SolverCurves()
-        evaluator = HeldOutEvaluator(rollout, seeds, out, curves=curves, config=env_cfg,
-                                     temperature=args.eval_temperature, tokenizer_name=tokenizer_name)
+        evaluator = HeldOutEvaluator(
+            rollout,
+            seeds,
+            out,
+            curves=curves,
+            config=env_cfg,
+            temperature=args.eval_temperature,
+            tokenizer_name=tokenizer_name,
+        )
         eval_callback = make_evaluation_callback(evaluator, args.eval_every)
         callbacks.append(eval_callback)
         writer.meta.update(eval_seeds=seeds, eval_temperature=args.eval_temperature, curves=curves.source)
@@ -441,11 +564,17 @@ def build_trainer(args: argparse.Namespace, *, policy: Any = None, env_config: A
 def episode_format(chat: Any, history_thinking: str = "keep") -> dict:
     """The episode format a run trains in (``run.json`` and ``<model>/episode_format.json``, which
     ``reasoning_env.policies.TransformersPolicy`` reads so the model is evaluated the same way)."""
-    return {"format": "multi_turn", "history_thinking": history_thinking, "reasoning_mode": chat.reasoning_mode,
-            "thinking": chat.thinking, "system_prompt": chat.system_prompt, "history_len": chat.history_len}
+    return {
+        "format": "multi_turn",
+        "history_thinking": history_thinking,
+        "reasoning_mode": chat.reasoning_mode,
+        "thinking": chat.thinking,
+        "system_prompt": chat.system_prompt,
+        "history_len": chat.history_len,
+    }
 
 
-def save_final(setup: "TrainingSetup", folder: Path) -> None:
+def save_final(setup: TrainingSetup, folder: Path) -> None:
     """Save the weights (a LoRA adapter when LoRA is on), the tokenizer and ``episode_format.json``."""
     from reasoning_env.policies.llm import EPISODE_FORMAT_FILE
 
@@ -455,7 +584,7 @@ def save_final(setup: "TrainingSetup", folder: Path) -> None:
         (folder / EPISODE_FORMAT_FILE).write_text(json.dumps(setup.writer.meta["episode_format"], indent=2) + "\n")
 
 
-def main(argv: Optional[list[str]] = None) -> int:
+def main(argv: list[str] | None = None) -> int:
     """Entry point; returns the exit status (2 on a setup error, with the reason on stderr)."""
     args = parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
@@ -468,29 +597,36 @@ def main(argv: Optional[list[str]] = None) -> int:
             require_cuda("--unsloth")
             import unsloth  # noqa: F401
         except (ModelLoadError, ImportError) as exc:
-            reason = str(exc) if isinstance(exc, ModelLoadError) else f"--unsloth needs the unsloth package: install requirements-gpu.txt ({exc})"
+            reason = (
+                str(exc)
+                if isinstance(exc, ModelLoadError)
+                else f"--unsloth needs the unsloth package: install requirements-gpu.txt ({exc})"
+            )
             print(f"error: {reason}", file=sys.stderr)
             return 2
-    from reasoning_env.config import ConfigError
-    from reasoning_env.conversation import ChatFormatError
-    from training.models import ModelLoadError
-
     t0 = time.time()
     try:
         setup = build_trainer(args)
-    except (TrainSetupError, ModelLoadError, ConfigError, ChatFormatError, ImportError, FileNotFoundError) as exc:
+    except (ReasoningEconomicsError, ImportError, FileNotFoundError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    print(f"training: backend={setup.backend} output_dir={setup.output_dir} "
-          f"groups/step={setup.trainer.args.generation_batch_size // args.num_generations}", flush=True)
+    print(
+        f"training: backend={setup.backend} output_dir={setup.output_dir} "
+        f"groups/step={setup.trainer.args.generation_batch_size // args.num_generations}",
+        flush=True,
+    )
     setup.trainer.train()
     if setup.trainer.is_world_process_zero():
         setup.writer.meta["train_seconds"] = round(time.time() - t0, 2)
         setup.writer.write()
     # final weights (a LoRA adapter when LoRA is on: merge it with `python -m training.export`)
     save_final(setup, setup.output_dir / "final")
-    summary = {"output_dir": str(setup.output_dir), "episodes": len(setup.writer.episodes),
-               "seconds": round(time.time() - t0, 2), "generate_calls": setup.rollout.backend.stats.calls if setup.rollout.backend else 0}
+    summary = {
+        "output_dir": str(setup.output_dir),
+        "episodes": len(setup.writer.episodes),
+        "seconds": round(time.time() - t0, 2),
+        "generate_calls": setup.rollout.backend.stats.calls if setup.rollout.backend else 0,
+    }
     print(json.dumps(summary))
     return 0
 

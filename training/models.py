@@ -14,7 +14,9 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
+
+from reasoning_env.errors import ReasoningEconomicsError
 
 TINY_NAMES = ("tiny", "tiny-qwen2")
 
@@ -24,7 +26,7 @@ LORA_TARGETS = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", 
 GPU_REQUIRED = "requires a CUDA GPU; install requirements-gpu.txt"
 
 
-class ModelLoadError(RuntimeError):
+class ModelLoadError(ReasoningEconomicsError, RuntimeError):
     """The model or tokenizer could not be loaded; the message names it and the fix."""
 
 
@@ -105,7 +107,7 @@ def load_tokenizer(name: str) -> Any:
 
     try:
         tok = AutoTokenizer.from_pretrained(str(name))
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - a Hugging Face load raises many types (OSError, ValueError, Hub HTTP errors)
         raise ModelLoadError(
             f"could not load the tokenizer of {name!r}: {type(exc).__name__}: {str(exc)[:300]}. "
             "Pass a local model folder or a Hub id reachable from here (or pre-fill the HF cache)."
@@ -115,12 +117,16 @@ def load_tokenizer(name: str) -> Any:
     return tok
 
 
-def lora_config(rank: int, alpha: Optional[int] = None, dropout: float = 0.0) -> Any:
+def lora_config(rank: int, alpha: int | None = None, dropout: float = 0.0) -> Any:
     """A ``peft.LoraConfig`` on :data:`LORA_TARGETS` (alpha defaults to ``2 * rank``)."""
     from peft import LoraConfig
 
     return LoraConfig(
-        r=rank, lora_alpha=alpha or 2 * rank, lora_dropout=dropout, target_modules=list(LORA_TARGETS), task_type="CAUSAL_LM"
+        r=rank,
+        lora_alpha=alpha or 2 * rank,
+        lora_dropout=dropout,
+        target_modules=list(LORA_TARGETS),
+        task_type="CAUSAL_LM",
     )
 
 
@@ -178,18 +184,24 @@ def load_policy(
     from transformers import AutoModelForCausalLM
 
     tok = load_tokenizer(path if os.path.isdir(path) else name)
-    torch_dtype = {"auto": "auto", "float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}.get(dtype)
+    torch_dtype = {"auto": "auto", "float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}.get(
+        dtype
+    )
     if torch_dtype is None:
         raise ModelLoadError(f"dtype must be auto, float32, bfloat16 or float16, got {dtype!r}")
     try:
         model = AutoModelForCausalLM.from_pretrained(path if os.path.isdir(path) else name, dtype=torch_dtype)
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - a Hugging Face load raises many types (OSError, ValueError, Hub HTTP errors)
         raise ModelLoadError(
             f"could not load model {name!r}: {type(exc).__name__}: {str(exc)[:300]}. "
             "Pass a local model folder or a Hub id reachable from here."
         ) from None
     return LoadedPolicy(
-        model, tok, name, path if os.path.isdir(path) else name, peft_config=lora_config(lora_rank) if lora_rank else None
+        model,
+        tok,
+        name,
+        path if os.path.isdir(path) else name,
+        peft_config=lora_config(lora_rank) if lora_rank else None,
     )
 
 
@@ -199,7 +211,7 @@ def require_cuda(feature: str = "--unsloth") -> None:
         import torch
 
         has_cuda = torch.cuda.is_available()
-    except Exception:
+    except (ImportError, RuntimeError):  # no torch, or a broken CUDA install
         has_cuda = False
     if not has_cuda:
         raise ModelLoadError(f"{feature} {GPU_REQUIRED} (torch.cuda.is_available() is False)")

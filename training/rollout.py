@@ -6,7 +6,7 @@
   by ONE batched generate call; an episode that finishes drops out of the batch. A generation
   batch of ``B`` episodes of ``Q`` questions costs ``Q`` calls instead of ``B x Q``.
 - **Sequential** (:meth:`EpisodeRunner.play_sequential`): one episode at a time, one call per
-  turn (the baseline that ``training.bench_rollout`` compares against).
+  turn (the baseline that ``training.bench.rollout`` compares against).
 
 Each episode is kept as token ids (shapes: ``prompt_ids [P]``, ``completion_ids [C]``,
 ``env_mask [C]``, ``logprobs [C]``):
@@ -32,11 +32,10 @@ from __future__ import annotations
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, Optional
-
-from reasoning_env.records import EpisodeRow, StepRow, episode_row_from_steps, step_row_from_observation
+from typing import Any
 
 from reasoning_env.conversation import ChatFormat, EpisodeTokens
+from reasoning_env.records import EpisodeRow, StepRow, episode_row_from_steps, step_row_from_observation
 from training.generation import Generation, GenerationBackend
 
 
@@ -53,8 +52,8 @@ class EpisodeSpec:
     """
 
     seed: int
-    group: Optional[int] = None
-    member: Optional[int] = None
+    group: int | None = None
+    member: int | None = None
     episode: int = 0
 
 
@@ -75,9 +74,9 @@ class RolloutLimits:
 
     max_episode_tokens: int = 8192
     min_turn_tokens: int = 8
-    tokenizer_name: Optional[str] = None
-    total_budget: Optional[int] = None
-    max_response_chars: Optional[int] = 4000
+    tokenizer_name: str | None = None
+    total_budget: int | None = None
+    max_response_chars: int | None = 4000
 
     def __post_init__(self) -> None:
         if self.max_episode_tokens < 16:
@@ -124,16 +123,16 @@ class EpisodeTrace:
     steps: list[StepRow] = field(default_factory=list)
     turns: list[TurnInfo] = field(default_factory=list)
     reward: float = 0.0
-    env_episode_reward: Optional[float] = None
+    env_episode_reward: float | None = None
     components: dict[str, float] = field(default_factory=dict)
     forfeited: int = 0
-    done_reason: Optional[str] = None
+    done_reason: str | None = None
     reset_metadata: dict = field(default_factory=dict)
     num_questions: int = 0
     #: ``(problem_type, difficulty, gold_answer)`` of every question of the episode, answered or not,
     #: when the environment runs in this process (trusted context for the oracle's regret; never
     #: shown to the policy); ``None`` for a remote environment.
-    questions: Optional[list[tuple]] = None
+    questions: list[tuple] | None = None
 
     @property
     def num_steps(self) -> int:
@@ -198,7 +197,7 @@ class EpisodeTrace:
             assert all(self.env_mask[i] == 1 for i in range(t.start, t.end))
         assert sum(t.end - t.start for t in self.turns) == sum(self.env_mask)
 
-    def episode_row(self) -> Optional[EpisodeRow]:
+    def episode_row(self) -> EpisodeRow | None:
         """The :class:`~reasoning_env.records.EpisodeRow` (``None`` if no step was taken)."""
         if not self.steps:
             return None
@@ -234,11 +233,17 @@ class EpisodeTrace:
             "turn_tokens": [t.end - t.start for t in self.turns],
             "steps": [
                 {
-                    "step": s.step, "problem_type": s.problem_type,
-                    "difficulty": s.difficulty, "forfeit": i >= self.num_answered,
-                    "raw_tokens": s.raw_tokens, "tokens": s.tokens, "correct": s.correct,
-                    "extracted_answer": s.extracted_answer, "gold_answer": s.gold_answer,
-                    "reward": s.reward, "components": s.components,
+                    "step": s.step,
+                    "problem_type": s.problem_type,
+                    "difficulty": s.difficulty,
+                    "forfeit": i >= self.num_answered,
+                    "raw_tokens": s.raw_tokens,
+                    "tokens": s.tokens,
+                    "correct": s.correct,
+                    "extracted_answer": s.extracted_answer,
+                    "gold_answer": s.gold_answer,
+                    "reward": s.reward,
+                    "components": s.components,
                 }
                 for i, s in enumerate(self.steps)
             ],
@@ -248,7 +253,7 @@ class EpisodeTrace:
 class _LiveEpisode:
     """State of an episode being played (internal)."""
 
-    def __init__(self, runner: "EpisodeRunner", spec: EpisodeSpec) -> None:
+    def __init__(self, runner: EpisodeRunner, spec: EpisodeSpec) -> None:
         self.r = runner
         self.trace = EpisodeTrace(spec=spec)
         self.session = runner.env_factory.new_session()
@@ -260,7 +265,9 @@ class _LiveEpisode:
     # -------------------------------------------------------------- lifecycle
     def start(self) -> None:
         lim = self.r.limits
-        obs = self.session.reset(seed=self.trace.spec.seed, tokenizer_name=lim.tokenizer_name, total_budget=lim.total_budget)
+        obs = self.session.reset(
+            seed=self.trace.spec.seed, tokenizer_name=lim.tokenizer_name, total_budget=lim.total_budget
+        )
         self.obs = obs
         self.trace.reset_metadata = dict(obs.metadata or {})
         self.trace.num_questions = int(obs.num_questions)
@@ -311,7 +318,7 @@ class _LiveEpisode:
         tr, tk = self.trace, self.tokens
         tr.completion_ids, tr.env_mask, tr.logprobs = tk.completion_ids, tk.env_mask, tk.logprobs
 
-    def _record(self, obs: Any, response: str, latency_s: Optional[float], grading_response: Optional[str] = None) -> None:
+    def _record(self, obs: Any, response: str, latency_s: float | None, grading_response: str | None = None) -> None:
         self.obs = obs
         tr = self.trace
         row = step_row_from_observation(
@@ -353,7 +360,7 @@ class _LiveEpisode:
         self.done = True
         try:
             self.session.close()
-        except Exception:  # a dropped remote session must not lose the episode
+        except Exception:  # noqa: BLE001 - a dropped remote session must not lose the episode
             pass
 
 
@@ -376,7 +383,7 @@ class EpisodeRunner:
         env_factory: Any,
         chat: ChatFormat,
         *,
-        limits: Optional[RolloutLimits] = None,
+        limits: RolloutLimits | None = None,
         run_id: str = "run",
         policy: str = "grpo",
         env_workers: int = 8,
@@ -430,7 +437,7 @@ class EpisodeRunner:
             gens = self.backend.generate(contexts, caps, call_max_tokens=call_max)
             latency = time.perf_counter() - t0
             pairs = list(zip(live, gens[: len(live)]))
-            self._map(lambda p: p[0].apply(p[1], latency), pairs)
+            self._map(lambda p, latency=latency: p[0].apply(p[1], latency), pairs)
         return [e.trace for e in eps]
 
     def play_sequential(self, specs: list[EpisodeSpec]) -> list[EpisodeTrace]:

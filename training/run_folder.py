@@ -20,7 +20,7 @@ import json
 import math
 import time
 from pathlib import Path
-from typing import Any, Optional, Union
+from typing import Any
 
 from reasoning_env.config import EnvConfig
 from workbench.runs import RunWriter
@@ -40,8 +40,14 @@ class TrainingRunWriter(RunWriter):
         episodes_log: File name of the per-episode JSONL log (``None`` = no log).
     """
 
-    def __init__(self, run_dir: Union[str, Path], *, config: EnvConfig, meta: Optional[dict] = None,
-                 episodes_log: Optional[str] = "episodes.jsonl") -> None:
+    def __init__(
+        self,
+        run_dir: str | Path,
+        *,
+        config: EnvConfig,
+        meta: dict | None = None,
+        episodes_log: str | None = "episodes.jsonl",
+    ) -> None:
         super().__init__(run_dir, kind="training", config=config, meta=meta)
         self.step_train_steps: list[int] = []
         self.episode_train_steps: list[int] = []
@@ -127,7 +133,7 @@ def metrics_row(step: int, logs: dict) -> dict:
     return row
 
 
-def make_metrics_callback(path: Union[str, Path], on_save: Optional[Any] = None):
+def make_metrics_callback(path: str | Path, on_save: Any | None = None):
     """A ``transformers.TrainerCallback`` that appends one :func:`metrics_row` per training log
     (logs holding ``reward``) to ``path`` on the main process, and calls ``on_save()`` after each
     checkpoint save and at the end of training (to rewrite the run folder)."""

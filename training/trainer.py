@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import logging
 import math
-from typing import Any, Optional
+from typing import Any
 
 logger = logging.getLogger("training.trainer")
 
@@ -35,7 +35,9 @@ DEFAULT_IS_MODE = "token_truncate"
 IS_WARN_FRACTION = 0.05
 
 
-def is_masked_fraction(ratio: Any, mask: Any, mode: str, clip_max: Optional[float], clip_min: Optional[float] = None) -> float:
+def is_masked_fraction(
+    ratio: Any, mask: Any, mode: str, clip_max: float | None, clip_min: float | None = None
+) -> float:
     """Share of the importance-sampling weights that TRL zeroed or clipped.
 
     Args:
@@ -97,20 +99,29 @@ def episode_trainer_class():
                 if output.get("tool_mask") is not None:
                     mask = mask * output["tool_mask"]
                 args = self.args
-                local = is_masked_fraction(ratio, mask, args.vllm_importance_sampling_mode,
-                                           args.vllm_importance_sampling_clip_max, args.vllm_importance_sampling_clip_min)
+                local = is_masked_fraction(
+                    ratio,
+                    mask,
+                    args.vllm_importance_sampling_mode,
+                    args.vllm_importance_sampling_clip_max,
+                    args.vllm_importance_sampling_clip_min,
+                )
                 import torch
 
                 value = float(self.accelerator.gather(torch.tensor([local], device=self.accelerator.device)).mean())
                 metrics["sampling/is_masked_fraction"].append(value)
                 if value > IS_WARN_FRACTION and math.isfinite(value):
                     logger.warning(
-                        "step %d: %.1f%% of the %s were masked or clipped by vLLM importance sampling (mode %s, cap %s); "
-                        "the policy learns from the rest only. Check sampling/importance_sampling_ratio/* and consider "
+                        "step %d: %.1f%% of the %s were masked or clipped by vLLM importance sampling "
+                        "(mode %s, cap %s); "
+                        "the policy learns from the rest only. Check "
+                        "sampling/importance_sampling_ratio/* and consider "
                         "--vllm_importance_sampling_mode token_truncate",
-                        self.state.global_step, 100 * value,
+                        self.state.global_step,
+                        100 * value,
                         "episodes" if args.vllm_importance_sampling_mode.startswith("sequence") else "model tokens",
-                        args.vllm_importance_sampling_mode, args.vllm_importance_sampling_clip_max,
+                        args.vllm_importance_sampling_mode,
+                        args.vllm_importance_sampling_clip_max,
                     )
             return output
 

@@ -21,7 +21,8 @@ so each row's prompt carries its episode seed (:func:`episode_prompt`) and the e
 from __future__ import annotations
 
 import re
-from typing import Any, Callable, Optional
+from collections.abc import Callable
+from typing import Any
 
 from reasoning_env.conversation import ChatFormat
 from training.generation import GenerationBackend, SamplingConfig, TransformersBackend, TrlVLLMBackend
@@ -167,7 +168,7 @@ class GRPORollout:
         eos_ids: list[int],
         *,
         writer: Any = None,
-        backend_factory: Optional[Callable[[Any], GenerationBackend]] = None,
+        backend_factory: Callable[[Any], GenerationBackend] | None = None,
         run_id: str = "grpo",
     ) -> None:
         self.env_factory = env_factory
@@ -177,8 +178,8 @@ class GRPORollout:
         self.writer = writer
         self.backend_factory = backend_factory
         self.run_id = run_id
-        self.backend: Optional[GenerationBackend] = None
-        self.runner: Optional[EpisodeRunner] = None
+        self.backend: GenerationBackend | None = None
+        self.runner: EpisodeRunner | None = None
         self.calls = 0
         self.groups_done = 0
         self.last_traces: list[EpisodeTrace] = []
@@ -194,7 +195,9 @@ class GRPORollout:
                 self.backend = TrlVLLMBackend(trainer, self.eos_ids)
             else:
                 self.backend = transformers_backend_for(trainer, self.eos_ids, SamplingConfig.from_trl(trainer.args))
-            self.runner = EpisodeRunner(self.backend, self.env_factory, self.chat, limits=self.limits, run_id=self.run_id)
+            self.runner = EpisodeRunner(
+                self.backend, self.env_factory, self.chat, limits=self.limits, run_id=self.run_id
+            )
         return self.runner
 
     def __call__(self, prompts: list, trainer: Any) -> dict:
@@ -204,7 +207,9 @@ class GRPORollout:
         nproc = trainer.accelerator.num_processes
         seeds = [parse_episode_prompt(p) for p in prompts]
         if (len(seeds) * nproc) % g:
-            raise ValueError(f"the generation batch ({len(seeds)} x {nproc} processes) is not a multiple of num_generations={g}")
+            raise ValueError(
+                f"the generation batch ({len(seeds)} x {nproc} processes) is not a multiple of num_generations={g}"
+            )
         specs = assign_groups(seeds, g, trainer.accelerator.process_index * len(seeds), self.groups_done)
         self.groups_done += len(seeds) * nproc // g
         self.calls += 1
@@ -251,9 +256,17 @@ def episode_stats(trace: EpisodeTrace) -> dict:
         "num_turns": len(trace.turns),
         "cap_hits": trace.cap_hits,
         "steps": [
-            {"question_index": s.step, "correct": bool(s.correct), "has_answer": bool(s.has_answer),
-             "raw_tokens": int(s.raw_tokens), "tokens": int(s.tokens), "spent_before": int(s.spent_before),
-             "difficulty": s.difficulty, "problem_type": s.problem_type, "hard_cap_mode": hard}
+            {
+                "question_index": s.step,
+                "correct": bool(s.correct),
+                "has_answer": bool(s.has_answer),
+                "raw_tokens": int(s.raw_tokens),
+                "tokens": int(s.tokens),
+                "spent_before": int(s.spent_before),
+                "difficulty": s.difficulty,
+                "problem_type": s.problem_type,
+                "hard_cap_mode": hard,
+            }
             for s in trace.answered_steps
         ],
     }
@@ -300,8 +313,16 @@ def batch_metrics(stats: list[dict], groups: list) -> dict[str, float]:
     }
 
 
-def environment_reward(prompts=None, completions=None, episode_reward=None, log_metric=None, episode_stats=None,
-                       episode_group=None, episode_components=None, **kwargs) -> list[float]:
+def environment_reward(
+    prompts=None,
+    completions=None,
+    episode_reward=None,
+    log_metric=None,
+    episode_stats=None,
+    episode_group=None,
+    episode_components=None,
+    **kwargs,
+) -> list[float]:
     """The GRPO reward: each rollout's episode reward as the environment paid it.
 
     Also logs (through TRL's ``log_metric``) the :func:`batch_metrics` of the whole generation
@@ -317,8 +338,12 @@ def environment_reward(prompts=None, completions=None, episode_reward=None, log_
         raise ValueError("environment_reward needs the episode_reward column that GRPORollout returns")
     rewards = [float(r) for r in episode_reward]
     if log_metric is not None and episode_stats is not None:
-        local = [(s, g, c or {}) for s, g, c in zip(episode_stats, episode_group or [None] * len(rewards),
-                                                     episode_components or [{}] * len(rewards))]
+        local = [
+            (s, g, c or {})
+            for s, g, c in zip(
+                episode_stats, episode_group or [None] * len(rewards), episode_components or [{}] * len(rewards)
+            )
+        ]
         rows, _ = gather_rows(local)
         for name, value in batch_metrics([r[0] for r in rows], [r[1] for r in rows]).items():
             log_metric(name, value)
@@ -354,8 +379,15 @@ def group_reward_function(spec: Any, log_path: Any = None) -> Callable[..., list
 
     reward = build_reward(spec, context="training")
 
-    def group_reward(prompts=None, completions=None, episode_stats=None, episode_group=None, episode_member=None,
-                     trainer_state=None, **kwargs) -> list[float]:
+    def group_reward(
+        prompts=None,
+        completions=None,
+        episode_stats=None,
+        episode_group=None,
+        episode_member=None,
+        trainer_state=None,
+        **kwargs,
+    ) -> list[float]:
         if episode_stats is None or episode_group is None:
             raise ValueError("group rewards need the episode_stats/episode_group columns that GRPORollout returns")
         members = episode_member or [None] * len(episode_stats)
@@ -389,8 +421,10 @@ def group_reward_function(spec: Any, log_path: Any = None) -> Callable[..., list
             step = int(getattr(trainer_state, "global_step", 0) or 0)
             with open(log_path, "a", encoding="utf-8") as fh:
                 for (_, g, m), value in zip(rows, totals):
-                    fh.write(json.dumps({"train_step": step, "group": g, "member": m, "group_reward": float(value)}) + "\n")
-        return [float(x) for x in totals[offset:offset + len(episode_stats)]]
+                    fh.write(
+                        json.dumps({"train_step": step, "group": g, "member": m, "group_reward": float(value)}) + "\n"
+                    )
+        return [float(x) for x in totals[offset : offset + len(episode_stats)]]
 
     group_reward.__name__ = f"group_{reward.info.name}"
     group_reward.reward = reward  # type: ignore[attr-defined]

@@ -28,7 +28,7 @@ tokens per question.
 from __future__ import annotations
 
 import math
-from typing import Iterable, Optional, Sequence
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 import pandas as pd
@@ -59,11 +59,21 @@ __all__ = [
 ]
 
 #: Metrics of ``summary.csv`` that carry a 95% bootstrap interval over episodes.
-CI_METRICS = ("accuracy", "expected_accuracy", "tokens_per_question", "utilisation", "run_dry_rate", "reward", "acc_per_1k_tokens", "regret")
+CI_METRICS = (
+    "accuracy",
+    "expected_accuracy",
+    "tokens_per_question",
+    "utilisation",
+    "run_dry_rate",
+    "reward",
+    "acc_per_1k_tokens",
+    "regret",
+)
 #: Episode columns that define a condition of a sweep (one summary row per policy and condition).
 CONDITION_COLUMNS = ("budget_ratio", "token_cap")
 #: Per-episode metrics compared between policies in :func:`paired_comparisons`.
 COMPARISON_METRICS = ("accuracy", "reward", "regret")
+
 
 #: Columns of ``summary.csv`` in order (then any extra reward components, then timing columns).
 def _with_ci(*names: str) -> tuple[str, ...]:
@@ -75,23 +85,45 @@ def _with_ci(*names: str) -> tuple[str, ...]:
     return tuple(out)
 
 
-SUMMARY_COLUMNS = ("policy", "kind", "budget_ratio", "episodes", "questions", "answered", "correct") + _with_ci(
-    "accuracy", "expected_accuracy", "tokens_per_question", "utilisation", "run_dry_rate", "reward",
-) + REWARD_COMPONENT_COLUMNS + _with_ci("acc_per_1k_tokens", "regret") + (
-    "regret_std",
-    "on_frontier",
-    "mean_total_budget",
-    "budget_source",
-    "tokenizer_name",
+SUMMARY_COLUMNS = (
+    ("policy", "kind", "budget_ratio", "episodes", "questions", "answered", "correct")
+    + _with_ci(
+        "accuracy",
+        "expected_accuracy",
+        "tokens_per_question",
+        "utilisation",
+        "run_dry_rate",
+        "reward",
+    )
+    + REWARD_COMPONENT_COLUMNS
+    + _with_ci("acc_per_1k_tokens", "regret")
+    + (
+        "regret_std",
+        "on_frontier",
+        "mean_total_budget",
+        "budget_source",
+        "tokenizer_name",
+    )
 )
 #: Columns of ``comparisons.csv`` (:func:`paired_comparisons`).
-COMPARISON_COLUMNS = ("condition", "metric", "policy_a", "policy_b", "episodes", "difference", "ci_low", "ci_high",
-                      "p_value", "p_holm", "distinguishable")
+COMPARISON_COLUMNS = (
+    "condition",
+    "metric",
+    "policy_a",
+    "policy_b",
+    "episodes",
+    "difference",
+    "ci_low",
+    "ci_high",
+    "p_value",
+    "p_holm",
+    "distinguishable",
+)
 #: Columns that measure time and so differ between reruns.
 TIMING_COLUMNS = ("wall_s", "latency_s_mean")
 
 
-def policy_order(frame: pd.DataFrame, preferred: Optional[Sequence[str]] = None) -> list[str]:
+def policy_order(frame: pd.DataFrame, preferred: Sequence[str] | None = None) -> list[str]:
     """Policies of ``frame`` in ``preferred`` order, then in order of first appearance."""
     if frame is None or frame.empty or "policy" not in frame:
         return []
@@ -127,13 +159,13 @@ def _condition_groups(ep: pd.DataFrame, conds: Sequence[str]) -> list[tuple[tupl
     return out
 
 
-def _interval_row(row: dict, name: str, interval: Optional[stats.Interval]) -> None:
+def _interval_row(row: dict, name: str, interval: stats.Interval | None) -> None:
     lo, hi = stats.ci_columns(name)
     row[lo] = np.nan if interval is None else interval.low
     row[hi] = np.nan if interval is None else interval.high
 
 
-def _safe(fn, *args, **kw) -> Optional[stats.Interval]:
+def _safe(fn, *args, **kw) -> stats.Interval | None:
     try:
         return fn(*args, **kw)
     except ValueError:  # an undefined ratio (nothing served or answered) or NaN values
@@ -142,9 +174,9 @@ def _safe(fn, *args, **kw) -> Optional[stats.Interval]:
 
 def summary_table(
     episodes: pd.DataFrame,
-    steps: Optional[pd.DataFrame] = None,
+    steps: pd.DataFrame | None = None,
     *,
-    order: Optional[Sequence[str]] = None,
+    order: Sequence[str] | None = None,
     decimals: int = 6,
     confidence: float = stats.CONFIDENCE,
     n_resamples: int = stats.N_RESAMPLES,
@@ -177,8 +209,14 @@ def summary_table(
             answered = int(ep["num_answered"].sum())
             correct = int(ep["num_correct"].sum())
             spent = float(ep["total_spent"].sum())
-            kind = ep["kind"].iloc[0] if "kind" in ep.columns else (
-                steps.loc[steps["policy"] == pol, "kind"].iloc[0] if steps is not None and "kind" in steps.columns and (steps["policy"] == pol).any() else ""
+            kind = (
+                ep["kind"].iloc[0]
+                if "kind" in ep.columns
+                else (
+                    steps.loc[steps["policy"] == pol, "kind"].iloc[0]
+                    if steps is not None and "kind" in steps.columns and (steps["policy"] == pol).any()
+                    else ""
+                )
             )
             exp = _col(ep, "expected_correct")
             regret = _col(ep, "regret")
@@ -191,9 +229,17 @@ def summary_table(
             _interval_row(row, "accuracy", _safe(stats.ratio_interval, ep["num_correct"], ep["num_questions"], **kw))
             ok_exp = bool(questions) and exp.notna().all()
             row["expected_accuracy"] = float(exp.sum()) / questions if ok_exp else np.nan
-            _interval_row(row, "expected_accuracy", _safe(stats.ratio_interval, exp, ep["num_questions"], **kw) if ok_exp else None)
+            _interval_row(
+                row,
+                "expected_accuracy",
+                _safe(stats.ratio_interval, exp, ep["num_questions"], **kw) if ok_exp else None,
+            )
             row["tokens_per_question"] = spent / answered if answered else np.nan
-            _interval_row(row, "tokens_per_question", _safe(stats.ratio_interval, ep["total_spent"], ep["num_answered"], **kw) if answered else None)
+            _interval_row(
+                row,
+                "tokens_per_question",
+                _safe(stats.ratio_interval, ep["total_spent"], ep["num_answered"], **kw) if answered else None,
+            )
             row["utilisation"] = float(ep["utilisation"].mean())
             _interval_row(row, "utilisation", _safe(stats.mean_interval, ep["utilisation"], **kw))
             row["run_dry_rate"] = float(ep["ran_dry"].astype(float).mean())
@@ -203,7 +249,11 @@ def summary_table(
             for c in comp_cols:
                 row[c] = float(ep[c].mean())
             row["acc_per_1k_tokens"] = 1000.0 * correct / spent if spent else np.nan
-            _interval_row(row, "acc_per_1k_tokens", _safe(stats.ratio_interval, 1000.0 * ep["num_correct"], ep["total_spent"], **kw) if spent else None)
+            _interval_row(
+                row,
+                "acc_per_1k_tokens",
+                _safe(stats.ratio_interval, 1000.0 * ep["num_correct"], ep["total_spent"], **kw) if spent else None,
+            )
             ok_regret = regret.notna().all()
             row["regret"] = float(regret.mean()) if ok_regret else np.nan
             _interval_row(row, "regret", _safe(stats.mean_interval, regret, **kw) if ok_regret else None)
@@ -228,7 +278,9 @@ def summary_table(
     return df
 
 
-def pareto_frontier(summary: pd.DataFrame, *, accuracy: str = "accuracy", cost: str = "tokens_per_question") -> pd.Series:
+def pareto_frontier(
+    summary: pd.DataFrame, *, accuracy: str = "accuracy", cost: str = "tokens_per_question"
+) -> pd.Series:
     """Whether each row is on the Pareto frontier of accuracy against tokens per question: no
     other row has at least its accuracy with at most its tokens, one of them strictly (rows with
     a missing value are not on it). Budget-baseline, simulated, oracle and LLM rows all compete."""
@@ -282,7 +334,7 @@ def paired_comparisons(
     episodes: pd.DataFrame,
     *,
     metrics: Sequence[str] = COMPARISON_METRICS,
-    order: Optional[Sequence[str]] = None,
+    order: Sequence[str] | None = None,
     on: str = "episode",
     confidence: float = stats.CONFIDENCE,
     n_resamples: int = stats.N_RESAMPLES,
@@ -311,7 +363,7 @@ def paired_comparisons(
         for metric in metrics:
             block = []
             for ia, a in enumerate(pols):
-                for b in pols[ia + 1:]:
+                for b in pols[ia + 1 :]:
                     ea = ep[ep["policy"] == a].drop_duplicates(on).set_index(on)
                     eb = ep[ep["policy"] == b].drop_duplicates(on).set_index(on)
                     common = ea.index.intersection(eb.index)
@@ -322,11 +374,28 @@ def paired_comparisons(
                     keep = va.notna() & vb.notna()
                     if not keep.any():
                         continue
-                    cmp = stats.paired_difference(va[keep].to_numpy(), vb[keep].to_numpy(), confidence=confidence, n_resamples=n_resamples, seed=seed)
+                    cmp = stats.paired_difference(
+                        va[keep].to_numpy(),
+                        vb[keep].to_numpy(),
+                        confidence=confidence,
+                        n_resamples=n_resamples,
+                        seed=seed,
+                    )
                     d = cmp.difference
-                    block.append(dict(condition=label, metric=metric, policy_a=a, policy_b=b, episodes=int(keep.sum()),
-                                      difference=d.estimate, ci_low=d.low, ci_high=d.high, p_value=cmp.p_value,
-                                      distinguishable=bool(cmp.distinguishable)))
+                    block.append(
+                        dict(
+                            condition=label,
+                            metric=metric,
+                            policy_a=a,
+                            policy_b=b,
+                            episodes=int(keep.sum()),
+                            difference=d.estimate,
+                            ci_low=d.low,
+                            ci_high=d.high,
+                            p_value=cmp.p_value,
+                            distinguishable=bool(cmp.distinguishable),
+                        )
+                    )
             if block:
                 adj = _holm(np.array([r["p_value"] for r in block], dtype=float))
                 for r, ph in zip(block, adj):
@@ -367,7 +436,7 @@ def indistinguishable(comparisons: pd.DataFrame, summary: pd.DataFrame, *, metri
     return out
 
 
-def seed_table(episodes: pd.DataFrame, *, order: Optional[Sequence[str]] = None) -> pd.DataFrame:
+def seed_table(episodes: pd.DataFrame, *, order: Sequence[str] | None = None) -> pd.DataFrame:
     """Per evaluation seed (``base_seed``), sweep condition and policy: accuracy, mean episode
     reward, regret, and the policy's rank by reward among that seed's policies (1 = best): how
     much a single-seed result would have moved. Empty unless the run has several seeds."""
@@ -382,9 +451,17 @@ def seed_table(episodes: pd.DataFrame, *, order: Optional[Sequence[str]] = None)
             for pol in policy_order(ep, order):
                 e = ep[ep["policy"] == pol]
                 reg = _col(e, "regret")
-                block.append({"base_seed": int(s), **dict(zip(conds, key)), "policy": pol, "episodes": len(e),
-                              "accuracy": float(e["num_correct"].sum() / e["num_questions"].sum()),
-                              "reward": float(e["episode_reward"].mean()), "regret": float(reg.mean()) if reg.notna().all() else np.nan})
+                block.append(
+                    {
+                        "base_seed": int(s),
+                        **dict(zip(conds, key)),
+                        "policy": pol,
+                        "episodes": len(e),
+                        "accuracy": float(e["num_correct"].sum() / e["num_questions"].sum()),
+                        "reward": float(e["episode_reward"].mean()),
+                        "regret": float(reg.mean()) if reg.notna().all() else np.nan,
+                    }
+                )
             ranks = pd.Series([b["reward"] for b in block]).rank(ascending=False, method="min").astype(int)
             for b, r in zip(block, ranks):
                 b["reward_rank"] = int(r)
@@ -412,7 +489,14 @@ def spend_curve(steps: pd.DataFrame) -> pd.DataFrame:
         wide = ps.pivot_table(index="episode", columns="step", values="spent_after", aggfunc="last")
         wide = wide.reindex(columns=range(n_q)).ffill(axis=1)
         for q in range(n_q):
-            out.append({"policy": pol, "question": q + 1, "spent_fraction": float(wide[q].mean()), "episodes": int(wide[q].notna().sum())})
+            out.append(
+                {
+                    "policy": pol,
+                    "question": q + 1,
+                    "spent_fraction": float(wide[q].mean()),
+                    "episodes": int(wide[q].notna().sum()),
+                }
+            )
     return pd.DataFrame(out)
 
 
@@ -432,13 +516,17 @@ def by_group(steps: pd.DataFrame, by: str) -> pd.DataFrame:
         s[by] = s[by].map(lambda v: "n/a" if v is None or (isinstance(v, float) and math.isnan(v)) else str(int(v)))
     else:
         s[by] = s[by].fillna("n/a").astype(str)
-    g = s.groupby(["policy", by], sort=True).agg(tokens=("tokens", "mean"), accuracy=("correct", "mean"), n=("tokens", "size")).reset_index()
+    g = (
+        s.groupby(["policy", by], sort=True)
+        .agg(tokens=("tokens", "mean"), accuracy=("correct", "mean"), n=("tokens", "size"))
+        .reset_index()
+    )
     order = {p: i for i, p in enumerate(policy_order(steps))}
     g["_o"] = g["policy"].map(order)
     return g.sort_values(["_o", by]).drop(columns="_o").reset_index(drop=True)
 
 
-def accuracy_vs_tokens(steps: pd.DataFrame, bins: Optional[Iterable[float]] = None) -> pd.DataFrame:
+def accuracy_vs_tokens(steps: pd.DataFrame, bins: Iterable[float] | None = None) -> pd.DataFrame:
     """Accuracy of answered questions by charged-token bin, per policy.
 
     Args:
@@ -465,7 +553,9 @@ def accuracy_vs_tokens(steps: pd.DataFrame, bins: Optional[Iterable[float]] = No
         g["expected"] = np.nan
     order = {p: i for i, p in enumerate(policy_order(steps))}
     g["_o"] = g["policy"].map(order)
-    return g.sort_values(["_o", "tokens_mid"])[["policy", "tokens_mid", "accuracy", "expected", "n"]].reset_index(drop=True)
+    return g.sort_values(["_o", "tokens_mid"])[["policy", "tokens_mid", "accuracy", "expected", "n"]].reset_index(
+        drop=True
+    )
 
 
 def reward_components(episodes: pd.DataFrame) -> pd.DataFrame:
@@ -481,7 +571,7 @@ def reward_components(episodes: pd.DataFrame) -> pd.DataFrame:
     for pol in policy_order(episodes):
         ep = episodes[episodes["policy"] == pol]
         for c in comps:
-            out.append({"policy": pol, "component": c[len("reward_"):], "value": float(ep[c].mean())})
+            out.append({"policy": pol, "component": c[len("reward_") :], "value": float(ep[c].mean())})
     return pd.DataFrame(out)
 
 
@@ -525,7 +615,10 @@ def format_table(summary: pd.DataFrame) -> str:
     if summary is None or summary.empty:
         return "(no episodes)"
     cols = [c for c in _TABLE_COLS if c[0] in summary.columns]
-    if "reward_overspend_penalty" in summary.columns and not summary["reward_overspend_penalty"].fillna(0).abs().gt(0).any():
+    if (
+        "reward_overspend_penalty" in summary.columns
+        and not summary["reward_overspend_penalty"].fillna(0).abs().gt(0).any()
+    ):
         cols = [c for c in cols if c[0] != "reward_overspend_penalty"]
     if "budget_ratio" in summary.columns and summary["budget_ratio"].nunique(dropna=True) < 2:
         cols = [c for c in cols if c[0] != "budget_ratio"]
@@ -548,7 +641,9 @@ def format_table(summary: pd.DataFrame) -> str:
     return "\n".join(lines)
 
 
-def format_comparisons(comparisons: pd.DataFrame, summary: pd.DataFrame, *, metrics: Sequence[str] = ("accuracy", "reward")) -> str:
+def format_comparisons(
+    comparisons: pd.DataFrame, summary: pd.DataFrame, *, metrics: Sequence[str] = ("accuracy", "reward")
+) -> str:
     """Paired comparisons as text: per condition and metric, the best policy, the policies that
     cannot be told apart from it (95% paired interval includes 0), and its difference to each."""
     if comparisons is None or comparisons.empty:
@@ -566,6 +661,9 @@ def format_comparisons(comparisons: pd.DataFrame, summary: pd.DataFrame, *, metr
                 sign = 1.0 if r["policy_a"] == item["best"] else -1.0
                 other = r["policy_b"] if sign > 0 else r["policy_a"]
                 lo, hi = sorted((sign * r["ci_low"], sign * r["ci_high"]))
-                lines.append(f"  {item['best']} - {other}: {sign * r['difference']:+.3f} [{lo:+.3f}, {hi:+.3f}], "
-                             f"p = {r['p_value']:.3g} (Holm {r['p_holm']:.3g}){'' if r['distinguishable'] else '  <- not distinguishable'}")
+                lines.append(
+                    f"  {item['best']} - {other}: {sign * r['difference']:+.3f} [{lo:+.3f}, {hi:+.3f}], "
+                    f"p = {r['p_value']:.3g} (Holm "
+                    f"{r['p_holm']:.3g}){'' if r['distinguishable'] else '  <- not distinguishable'}"
+                )
     return "\n".join(lines)

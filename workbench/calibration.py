@@ -34,11 +34,12 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Optional, Sequence, Union
 
 import pandas as pd
 
+from reasoning_env.errors import ReasoningEconomicsError
 from reasoning_env.policies import SolverCurves
 from reasoning_env.policies.curve_fit import format_fit
 
@@ -53,13 +54,25 @@ def default_fit_policies(episodes: pd.DataFrame) -> list[str]:
     any, else every policy."""
     if episodes is None or episodes.empty:
         return []
-    kinds = episodes.drop_duplicates("policy").set_index("policy")["kind"] if "kind" in episodes.columns else pd.Series(dtype=str)
+    kinds = (
+        episodes.drop_duplicates("policy").set_index("policy")["kind"]
+        if "kind" in episodes.columns
+        else pd.Series(dtype=str)
+    )
     llm = [p for p, k in kinds.items() if k == "llm"]
     return llm or list(dict.fromkeys(episodes["policy"]))
 
 
-def calibrate(run: Union[str, Path], *, policies: Optional[Sequence[str]] = None, per: str = "type", min_rows: int = 30,
-              ceiling: Union[float, str, None] = "fit", base: Optional[SolverCurves] = None, save: bool = True) -> SolverCurves:
+def calibrate(
+    run: str | Path,
+    *,
+    policies: Sequence[str] | None = None,
+    per: str = "type",
+    min_rows: int = 30,
+    ceiling: float | str | None = "fit",
+    base: SolverCurves | None = None,
+    save: bool = True,
+) -> SolverCurves:
     """Fit the solver curves to a cap-sweep run and save them as ``<run>/fitted_curves.json``.
 
     Args:
@@ -81,12 +94,19 @@ def calibrate(run: Union[str, Path], *, policies: Optional[Sequence[str]] = None
     r = load_run(run)
     steps = r.steps
     if "token_cap" not in steps.columns or steps["token_cap"].isna().all():
-        raise ValueError(f"{str(run)!r} is not a cap sweep (no token_cap column): run python -m workbench.evaluate --caps 64,128,... first")
+        raise ValueError(
+            f"{str(run)!r} is not a cap sweep (no token_cap column): run python -m "
+            "workbench.evaluate --caps 64,128,... first"
+        )
     pols = list(policies) if policies else default_fit_policies(r.episodes)
     rows = steps[steps["policy"].isin(pols)]
     if rows.empty:
-        raise ValueError(f"no rows of policies {pols} in {str(run)!r} (policies there: {sorted(set(steps['policy']))})")
-    curves = SolverCurves.fit(rows, per=per, min_rows=min_rows, ceiling=ceiling, base=base, x="token_cap", cluster="question_id")
+        raise ValueError(
+            f"no rows of policies {pols} in {str(run)!r} (policies there: {sorted(set(steps['policy']))})"
+        )
+    curves = SolverCurves.fit(
+        rows, per=per, min_rows=min_rows, ceiling=ceiling, base=base, x="token_cap", cluster="question_id"
+    )
     curves.source += f" from {Path(run).name} (policies {', '.join(pols)})"
     if save:
         curves.save(Path(run) / CALIBRATION_FILE)
@@ -98,12 +118,11 @@ def fit_summary(fit: dict) -> str:
     return format_fit(fit)
 
 
-def main(argv: Optional[list[str]] = None) -> int:
+def main(argv: list[str] | None = None) -> int:
     """``python -m workbench.calibration RUN [--by type|family] [--policies a,b]``: fit and save."""
-    from reasoning_env.policies import CurveFitError
-    from workbench.runs import RunFolderError
-
-    p = argparse.ArgumentParser(prog="python -m workbench.calibration", description="Fit the solver curves to a cap-sweep run folder.")
+    p = argparse.ArgumentParser(
+        prog="python -m workbench.calibration", description="Fit the solver curves to a cap-sweep run folder."
+    )
     p.add_argument("run")
     p.add_argument("--by", choices=("type", "family"), default="type")
     p.add_argument("--policies", help="comma list of policies to fit (default: the LLM policies, else all)")
@@ -112,7 +131,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     try:
         pols = [s.strip() for s in args.policies.split(",")] if args.policies else None
         curves = calibrate(args.run, policies=pols, per=args.by, min_rows=args.min_rows)
-    except (RunFolderError, CurveFitError, ValueError, OSError) as exc:
+    except (ReasoningEconomicsError, ValueError, OSError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     for rep in curves.fits.values():

@@ -33,8 +33,9 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from reasoning_env.errors import ReasoningEconomicsError
 from workbench import analysis, plots
-from workbench.runs import RUN_KINDS, Run, RunFolderError, load_run
+from workbench.runs import RUN_KINDS, Run, load_run
 
 __all__ = [
     "RunEntry",
@@ -307,7 +308,8 @@ class RunSet:
             pols = analysis.policy_order(run.episodes) if not run.episodes.empty else []
             extra = f", {len(run.metrics)} logged training steps" if run.metrics is not None else ""
             lines.append(
-                f"- **{label}** ({RUN_KINDS.get(run.kind, run.kind)}): {len(pols)} policies, {len(run.episodes)} episodes, "
+                f"- **{label}** ({RUN_KINDS.get(run.kind, run.kind)}): {len(pols)} policies, "
+                f"{len(run.episodes)} episodes, "
                 f"{len(run.steps)} steps{extra}"
             )
             for note in list(run.notes) + list(run.meta.get("notes") or []):
@@ -329,7 +331,7 @@ def load_runs(paths: Iterable[str | Path]) -> RunSet:
         path = Path(str(p).strip()).expanduser()
         try:
             run = load_run(path)
-        except (RunFolderError, OSError, ValueError) as exc:
+        except (ReasoningEconomicsError, ValueError, OSError) as exc:
             out.errors[str(path)] = str(exc)
             continue
         label = run.name
@@ -387,7 +389,10 @@ def utilisation_figure(runs: RunSet) -> go.Figure:
     styles = plots.series_styles(eps)
     text = [f"{u:.2f} · ran dry {d:.0%}" for u, d in zip(g["util"].astype(float), g["dry"].astype(float))]
     custom = [[float(d), int(n), styles[p].hover] for p, d, n in zip(order, g["dry"], g["n"])]
-    hover = "%{customdata[2]}<br>utilisation %{x:.2f}<br>ran dry in %{customdata[0]:.0%} of %{customdata[1]} episodes<extra></extra>"
+    hover = (
+        "%{customdata[2]}<br>utilisation %{x:.2f}<br>ran dry in %{customdata[0]:.0%} of %{customdata[1]} episodes"
+        "<extra></extra>"
+    )
     if not plots.is_grouped(eps):
         fig = go.Figure(
             go.Bar(
@@ -756,7 +761,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ]
     with open(out / "figures.html", "w", encoding="utf-8") as f:
         f.write(
-            "<!DOCTYPE html><html><head><meta charset='utf-8'><title>Run comparison</title></head><body style='max-width:1240px;margin:auto'>"
+            "<!DOCTYPE html><html><head><meta charset='utf-8'><title>Run "
+            "comparison</title></head><body style='max-width:1240px;margin:auto'>"
         )
         for i, fig in enumerate(figs):
             f.write(fig.to_html(full_html=False, include_plotlyjs=i == 0, default_width="100%"))

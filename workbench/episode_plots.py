@@ -14,7 +14,7 @@ Every builder returns a titled figure, also for an episode with no steps yet.
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any
 
 import pandas as pd
 import plotly.colors
@@ -27,17 +27,38 @@ from reasoning_env.sources.metamathqa import METAMATHQA_TYPES
 from reasoning_env.sources.numina_tir import PROBLEM_TYPE as NUMINA_TYPE
 from reasoning_env.sources.reasoning_gym_source import DEFAULT_DATASETS as REASONING_GYM_DATASETS
 
-__all__ = ["KNOWN_TYPES", "TYPE_COLORS", "spend_figure", "step_rewards_figure", "tokens_per_question_figure", "type_color"]
+__all__ = [
+    "KNOWN_TYPES",
+    "TYPE_COLORS",
+    "spend_figure",
+    "step_rewards_figure",
+    "tokens_per_question_figure",
+    "type_color",
+]
 
 #: The look of Plotly's ``plotly_white`` for the 2-D charts drawn here, without the rest of that
 #: template (its defaults for every trace type, colour scales, 3-D and map axes): the full template
 #: is ~6 KB of JSON that Plotly copies into each figure, the browser re-reads on every update, and
 #: made building and redrawing the three live charts take most of a typed answer's round trip.
-_TEMPLATE = go.layout.Template(layout={
-    key: pio.templates["plotly_white"].layout[key]
-    for key in ("annotationdefaults", "autotypenumbers", "colorway", "font", "hoverlabel", "hovermode", "paper_bgcolor",
-                "plot_bgcolor", "shapedefaults", "title", "xaxis", "yaxis")
-})
+_TEMPLATE = go.layout.Template(
+    layout={
+        key: pio.templates["plotly_white"].layout[key]
+        for key in (
+            "annotationdefaults",
+            "autotypenumbers",
+            "colorway",
+            "font",
+            "hoverlabel",
+            "hovermode",
+            "paper_bgcolor",
+            "plot_bgcolor",
+            "shapedefaults",
+            "title",
+            "xaxis",
+            "yaxis",
+        )
+    }
+)
 _HEIGHT = 380
 _MARGIN = dict(l=55, r=15, t=45, b=40)
 #: Colours of problem types: the project's known types (the sources' types and the default
@@ -45,7 +66,8 @@ _MARGIN = dict(l=55, r=15, t=45, b=40)
 #: a stable hash (the same in every session).
 TYPE_COLORS = tuple(plotly.colors.qualitative.Dark24)
 KNOWN_TYPES = (
-    METAMATHQA_TYPES + (NUMINA_TYPE, GSM8K_TYPE, MATH500_TYPE, "reasoning_gym")
+    METAMATHQA_TYPES
+    + (NUMINA_TYPE, GSM8K_TYPE, MATH500_TYPE, "reasoning_gym")
     + tuple(f"reasoning_gym/{name}" for name in REASONING_GYM_DATASETS)
 )
 _COMPONENT_COLORS = {
@@ -68,24 +90,49 @@ def type_color(problem_type: str) -> str:
     return TYPE_COLORS[h % len(TYPE_COLORS)]
 
 
-def _hline(y: float, color: str, dash: Optional[str] = None, width: float = 1, text: Optional[str] = None) -> tuple[list, list]:
+def _hline(
+    y: float, color: str, dash: str | None = None, width: float = 1, text: str | None = None
+) -> tuple[list, list]:
     """A horizontal line across the plot at ``y`` (a layout shape) and its label: ``(shapes, annotations)``."""
-    shape = dict(type="line", xref="paper", x0=0, x1=1, yref="y", y0=y, y1=y, line=dict(color=color, width=width, dash=dash))
-    notes = [dict(text=text, xref="paper", x=0, xanchor="left", yref="y", y=y, yanchor="bottom", showarrow=False,
-                  font=dict(size=11))] if text else []
+    shape = dict(
+        type="line", xref="paper", x0=0, x1=1, yref="y", y0=y, y1=y, line=dict(color=color, width=width, dash=dash)
+    )
+    notes = (
+        [
+            dict(
+                text=text,
+                xref="paper",
+                x=0,
+                xanchor="left",
+                yref="y",
+                y=y,
+                yanchor="bottom",
+                showarrow=False,
+                font=dict(size=11),
+            )
+        ]
+        if text
+        else []
+    )
     return [shape], notes
 
 
 def _layout(title: str, xaxis: dict, yaxis: dict, **extra: Any) -> dict:
     """The charts' shared layout: title, the small template, height, margins, legend below."""
     return dict(
-        title=dict(text=title, x=0.01, font=dict(size=15)), template=_TEMPLATE, height=_HEIGHT, margin=_MARGIN,
+        title=dict(text=title, x=0.01, font=dict(size=15)),
+        template=_TEMPLATE,
+        height=_HEIGHT,
+        margin=_MARGIN,
         legend=dict(orientation="h", yanchor="top", y=-0.2, xanchor="left", x=0.0, font=dict(size=11)),
-        hoverlabel=dict(font_size=12), xaxis=xaxis, yaxis=yaxis, **extra,
+        hoverlabel=dict(font_size=12),
+        xaxis=xaxis,
+        yaxis=yaxis,
+        **extra,
     )
 
 
-def _rows(steps: Optional[pd.DataFrame], columns: tuple[str, ...]) -> dict[str, list]:
+def _rows(steps: pd.DataFrame | None, columns: tuple[str, ...]) -> dict[str, list]:
     """The step rows sorted by ``step``, as one plain list per column (``[]`` for no steps).
 
     The figures read a handful of values per step; plain lists avoid pandas' per-call overhead
@@ -98,7 +145,9 @@ def _rows(steps: Optional[pd.DataFrame], columns: tuple[str, ...]) -> dict[str, 
 
 
 def _empty_note() -> dict:
-    return dict(text="no answers yet", showarrow=False, xref="paper", yref="paper", x=0.5, y=0.5, font=dict(color="#999"))
+    return dict(
+        text="no answers yet", showarrow=False, xref="paper", yref="paper", x=0.5, y=0.5, font=dict(color="#999")
+    )
 
 
 def spend_figure(steps: pd.DataFrame, total_budget: int, num_questions: int) -> go.Figure:
@@ -114,10 +163,22 @@ def spend_figure(steps: pd.DataFrame, total_budget: int, num_questions: int) -> 
     budget = max(0, int(total_budget))
     r = _rows(steps, ("step", "tokens", "spent_before", "correct", "problem_type"))
     traces = [
-        go.Scatter(x=[0, n], y=[0, budget], mode="lines", name="fair share", line=dict(color="#999", dash="dot"),
-                   hovertemplate="fair share after %{x} questions: %{y:,.0f} tokens<extra></extra>"),
-        go.Scatter(x=[0, n], y=[budget, budget], mode="lines", name="budget", line=dict(color="#333", width=1.5),
-                   hovertemplate=f"budget {budget:,} tokens<extra></extra>"),
+        go.Scatter(
+            x=[0, n],
+            y=[0, budget],
+            mode="lines",
+            name="fair share",
+            line=dict(color="#999", dash="dot"),
+            hovertemplate="fair share after %{x} questions: %{y:,.0f} tokens<extra></extra>",
+        ),
+        go.Scatter(
+            x=[0, n],
+            y=[budget, budget],
+            mode="lines",
+            name="budget",
+            line=dict(color="#333", width=1.5),
+            hovertemplate=f"budget {budget:,} tokens<extra></extra>",
+        ),
     ]
     ymax = budget
     if r["step"]:
@@ -125,20 +186,34 @@ def spend_figure(steps: pd.DataFrame, total_budget: int, num_questions: int) -> 
         y = [0] + [int(b + t) for b, t in zip(r["spent_before"], r["tokens"])]
         ok = [bool(c) for c in r["correct"]]
         custom = [[str(p), int(t), "correct" if c else "wrong"] for p, t, c in zip(r["problem_type"], r["tokens"], ok)]
-        traces.append(go.Scatter(x=x, y=y, mode="lines", name="spent", line=dict(color="#4c78a8", width=3), hoverinfo="skip"))
-        traces.append(go.Scatter(
-            x=x[1:], y=y[1:], mode="markers", name="answer", showlegend=False,
-            marker=dict(size=10, color=["#54a24b" if c else "#e45756" for c in ok], line=dict(width=1, color="white")), customdata=custom,
-            hovertemplate="Q%{x} %{customdata[0]}: %{customdata[1]:,} tokens, %{customdata[2]}<br>spent %{y:,} tokens<extra></extra>",
-        ))
+        traces.append(
+            go.Scatter(x=x, y=y, mode="lines", name="spent", line=dict(color="#4c78a8", width=3), hoverinfo="skip")
+        )
+        traces.append(
+            go.Scatter(
+                x=x[1:],
+                y=y[1:],
+                mode="markers",
+                name="answer",
+                showlegend=False,
+                marker=dict(
+                    size=10, color=["#54a24b" if c else "#e45756" for c in ok], line=dict(width=1, color="white")
+                ),
+                customdata=custom,
+                hovertemplate="Q%{x} %{customdata[0]}: %{customdata[1]:,} tokens, %{customdata[2]}<br>spent "
+                "%{y:,} tokens<extra></extra>",
+            )
+        )
         ymax = max([budget] + y)
-    layout = _layout("Cumulative spend vs budget",
-                     xaxis=dict(title=dict(text="questions answered"), range=[-0.2, n + 0.2], dtick=1 if n <= 20 else None),
-                     yaxis=dict(title=dict(text="tokens charged"), range=[0, ymax * 1.08 + 1], tickformat=","))
+    layout = _layout(
+        "Cumulative spend vs budget",
+        xaxis=dict(title=dict(text="questions answered"), range=[-0.2, n + 0.2], dtick=1 if n <= 20 else None),
+        yaxis=dict(title=dict(text="tokens charged"), range=[0, ymax * 1.08 + 1], tickformat=","),
+    )
     return go.Figure(data=traces, layout=layout)
 
 
-def _slots(steps: Optional[pd.DataFrame], num_questions: Optional[int]) -> list[str]:
+def _slots(steps: pd.DataFrame | None, num_questions: int | None) -> list[str]:
     n = int(num_questions or 0)
     if steps is not None and not steps.empty:
         n = max(n, int(steps["step"].max()) + 1)
@@ -152,7 +227,9 @@ def _category_axis(title: str, slots: list[str]) -> dict:
     return axis
 
 
-def tokens_per_question_figure(steps: pd.DataFrame, fair_share: Optional[float] = None, num_questions: Optional[int] = None) -> go.Figure:
+def tokens_per_question_figure(
+    steps: pd.DataFrame, fair_share: float | None = None, num_questions: int | None = None
+) -> go.Figure:
     """Tokens charged per question (bars coloured by problem type; grey on top: tokens the hard
     cap clipped), with the fair share as a dotted line.
 
@@ -171,29 +248,54 @@ def tokens_per_question_figure(steps: pd.DataFrame, fair_share: Optional[float] 
         types = [str(p) for p in r["problem_type"]]
         for ptype in dict.fromkeys(types):
             idx = [i for i, p in enumerate(types) if p == ptype]
-            custom = [["correct" if r["correct"][i] else "wrong", "n/a" if pd.isna(r["difficulty"][i]) else str(int(r["difficulty"][i]))]
-                      for i in idx]
-            traces.append(go.Bar(
-                x=[labels[i] for i in idx], y=[int(r["tokens"][i]) for i in idx], name=ptype, marker_color=type_color(ptype),
-                customdata=custom,
-                hovertemplate=f"%{{x}} {ptype} (difficulty %{{customdata[1]}})<br>%{{y:,}} tokens charged, %{{customdata[0]}}<extra></extra>",
-            ))
+            custom = [
+                [
+                    "correct" if r["correct"][i] else "wrong",
+                    "n/a" if pd.isna(r["difficulty"][i]) else str(int(r["difficulty"][i])),
+                ]
+                for i in idx
+            ]
+            traces.append(
+                go.Bar(
+                    x=[labels[i] for i in idx],
+                    y=[int(r["tokens"][i]) for i in idx],
+                    name=ptype,
+                    marker_color=type_color(ptype),
+                    customdata=custom,
+                    hovertemplate=f"%{{x}} {ptype} (difficulty %{{customdata[1]}})<br>%{{y:,}} tokens charged, "
+                    f"%{{customdata[0]}}<extra></extra>",
+                )
+            )
         clipped = [max(0, int(raw) - int(t)) for raw, t in zip(r["raw_tokens"], r["tokens"])]
         if any(clipped):
-            traces.append(go.Bar(x=labels, y=clipped, name="clipped (not charged)", marker_color="#cccccc", marker_pattern_shape="/",
-                                 hovertemplate="%{x}: %{y:,} tokens past the budget, not charged<extra></extra>"))
+            traces.append(
+                go.Bar(
+                    x=labels,
+                    y=clipped,
+                    name="clipped (not charged)",
+                    marker_color="#cccccc",
+                    marker_pattern_shape="/",
+                    hovertemplate="%{x}: %{y:,} tokens past the budget, not charged<extra></extra>",
+                )
+            )
     else:
         notes.append(_empty_note())
     if fair_share:
         line, label = _hline(float(fair_share), "#999", dash="dot", text=f"fair share {fair_share:,.0f}")
         shapes += line
         notes += label
-    layout = _layout("Tokens per question, by type", xaxis=_category_axis("question", slots),
-                     yaxis=dict(title=dict(text="tokens"), tickformat=",", rangemode="tozero"), barmode="stack", shapes=shapes, annotations=notes)
+    layout = _layout(
+        "Tokens per question, by type",
+        xaxis=_category_axis("question", slots),
+        yaxis=dict(title=dict(text="tokens"), tickformat=",", rangemode="tozero"),
+        barmode="stack",
+        shapes=shapes,
+        annotations=notes,
+    )
     return go.Figure(data=traces, layout=layout)
 
 
-def step_rewards_figure(steps: pd.DataFrame, num_questions: Optional[int] = None) -> go.Figure:
+def step_rewards_figure(steps: pd.DataFrame, num_questions: int | None = None) -> go.Figure:
     """Reward per step stacked by component (``reward_<component>`` columns; components that are
     zero on every step are left out), with each step's total as a black marker.
 
@@ -213,18 +315,39 @@ def step_rewards_figure(steps: pd.DataFrame, num_questions: Optional[int] = None
             vals = [0.0 if pd.isna(v) else float(v) for v in r[c]]
             if not any(vals):
                 continue
-            name = c[len("reward_"):]
+            name = c[len("reward_") :]
             color = _COMPONENT_COLORS.get(name)
             if color is None:
                 color = _OTHER_COMPONENT_COLORS[k % len(_OTHER_COMPONENT_COLORS)]
                 k += 1
-            traces.append(go.Bar(x=labels, y=vals, name=name, marker_color=color, hovertemplate=f"%{{x}} {name}: %{{y:+.3f}}<extra></extra>"))
-        traces.append(go.Scatter(x=labels, y=[float(v) for v in r["reward"]], mode="markers", name="total",
-                                 marker=dict(color="black", size=11, symbol="line-ew-open", line=dict(width=3)),
-                                 hovertemplate="%{x} reward %{y:+.3f}<extra></extra>"))
+            traces.append(
+                go.Bar(
+                    x=labels,
+                    y=vals,
+                    name=name,
+                    marker_color=color,
+                    hovertemplate=f"%{{x}} {name}: %{{y:+.3f}}<extra></extra>",
+                )
+            )
+        traces.append(
+            go.Scatter(
+                x=labels,
+                y=[float(v) for v in r["reward"]],
+                mode="markers",
+                name="total",
+                marker=dict(color="black", size=11, symbol="line-ew-open", line=dict(width=3)),
+                hovertemplate="%{x} reward %{y:+.3f}<extra></extra>",
+            )
+        )
     else:
         notes.append(_empty_note())
     shapes, _ = _hline(0.0, "#666", width=1)
-    layout = _layout("Reward per step, by component", xaxis=_category_axis("question", slots), yaxis=dict(title=dict(text="reward")),
-                     barmode="relative", shapes=shapes, annotations=notes)
+    layout = _layout(
+        "Reward per step, by component",
+        xaxis=_category_axis("question", slots),
+        yaxis=dict(title=dict(text="reward")),
+        barmode="relative",
+        shapes=shapes,
+        annotations=notes,
+    )
     return go.Figure(data=traces, layout=layout)

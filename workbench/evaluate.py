@@ -26,94 +26,200 @@ import shlex
 import sys
 import time
 import warnings
-from typing import Any, Optional
+from typing import Any
 
-from reasoning_env.config import ConfigError, EnvConfig
-from reasoning_env.remote import RemoteEnv
+from reasoning_env.config import EnvConfig
+from reasoning_env.errors import ReasoningEconomicsError
 from reasoning_env.policies import (
     BUDGET_BASELINES,
     DEFAULT_POLICIES,
+    POLICIES,
     POLICY_NAMES,
     BasePolicy,
     SolverCurves,
     fit_run,
     make_policy,
 )
+from reasoning_env.policies import describe as describe_policies
 from reasoning_env.policies.oracle import OracleCache
+from reasoning_env.remote import RemoteEnv
 from workbench.evaluation.episodes import EpisodeResult, episode_seed, make_episode_info, run_episode
 from workbench.evaluation.runner import EvalResult, connect_remote, evaluate
 
 logger = logging.getLogger(__name__)
 
 __all__ = [
-    "EpisodeResult", "EvalResult", "OracleCache", "RemoteEnv", "connect_remote", "episode_seed", "evaluate", "main",
-    "make_episode_info", "run_episode",
+    "EpisodeResult",
+    "EvalResult",
+    "OracleCache",
+    "RemoteEnv",
+    "connect_remote",
+    "episode_seed",
+    "evaluate",
+    "main",
+    "make_episode_info",
+    "run_episode",
 ]
 
 #: ``--budget`` choices (a fixed budget is ``--total-budget``).
 BUDGET_CHOICES = ("tokenizer_native", "config")
 
 
+class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter, argparse.RawDescriptionHelpFormatter):
+    """Defaults after each option; the epilog (the policy list) as written."""
+
+
 # ----------------------------------------------------------------------------- command line
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="python -m workbench.evaluate",
-        description="Evaluate policies on seeded episodes of the Reasoning Economics environment and write a run folder.",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        description="Evaluate policies on seeded episodes of the Reasoning Economics environment "
+        "and write a run folder.",
+        formatter_class=_HelpFormatter,
+        epilog="policies:\n"
+        + "\n".join(f"  {n:18s} {d['kind']}: {d['summary']}" for n, d in describe_policies().items()),
     )
     p.add_argument("--n_episodes", "--n-episodes", dest="n_episodes", type=int, default=20, help="episodes per policy")
-    p.add_argument("--seed", type=int, default=None, help="base seed (episode i uses a seed derived from it and i; default: the --config file's seed, else 42)")
-    p.add_argument("--seeds", help="comma list of base seeds: n_episodes per seed, pooled in the summary (with a per-seed table, seeds.csv)")
-    p.add_argument("--policies", "--baselines", dest="policies", default=None,
-                   help=f"comma list of: {', '.join(POLICY_NAMES)} (default: {','.join(DEFAULT_POLICIES)}; with --server-url "
-                        f"the budget baselines {','.join(BUDGET_BASELINES)}, since the others need gold answers a server never sends)")
-    p.add_argument("--include_llm", "--include-llm", dest="include_llm", action="store_true", help="also run llm_api / llm_local when their BASELINE_* variables are set (seed compatibility)")
+    p.add_argument(
+        "--seed",
+        type=int,
+        default=None,
+        help="base seed (episode i uses a seed derived from it and i; default: the --config file's seed, else 42)",
+    )
+    p.add_argument(
+        "--seeds",
+        help="comma list of base seeds: n_episodes per seed, pooled in the summary (with a per-seed table, seeds.csv)",
+    )
+    p.add_argument(
+        "--policies",
+        "--baselines",
+        dest="policies",
+        default=None,
+        help=f"comma list of: {', '.join(POLICY_NAMES)} (default: {','.join(DEFAULT_POLICIES)}; with --server-url "
+        f"the budget baselines {','.join(BUDGET_BASELINES)}, since the others need gold answers a server never sends)",
+    )
+    p.add_argument(
+        "--include_llm",
+        "--include-llm",
+        dest="include_llm",
+        action="store_true",
+        help="also run llm_api / llm_local when their BASELINE_* variables are set (seed compatibility)",
+    )
     p.add_argument("--config", help="EnvConfig YAML file (an env: top-level key is accepted)")
-    p.add_argument("--data-dir", "--data_dir", dest="data_dir", help="folder with local data files (e.g. ../shared/data)")
+    p.add_argument(
+        "--data-dir", "--data_dir", dest="data_dir", help="folder with local data files (e.g. ../shared/data)"
+    )
     p.add_argument("--sources", help="comma list of question sources, e.g. gsm8k,math500 (overrides the config's)")
     p.add_argument("--out", help="run folder (default runs/eval-<timestamp>)")
-    p.add_argument("--server-url", "--env_base_url", dest="server_url", nargs="+", default=None,
-                   help="play against remote OpenEnv server(s) instead of in-process; several replicas spread the episodes, "
-                        "and an episode whose replica dies is replayed from its seed on another")
+    p.add_argument(
+        "--server-url",
+        "--env_base_url",
+        dest="server_url",
+        nargs="+",
+        default=None,
+        help="play against remote OpenEnv server(s) instead of in-process; several replicas spread the episodes, "
+        "and an episode whose replica dies is replayed from its seed on another",
+    )
     p.add_argument("--workers", type=int, default=1, help="episodes in parallel per policy (threads)")
-    p.add_argument("--budget", choices=BUDGET_CHOICES, default="tokenizer_native", help="tokenizer_native: reset with the policy tokenizer; config: the config formula")
-    p.add_argument("--total-budget", dest="total_budget", type=int, help="fixed budget per episode in tokens (overrides --budget)")
-    p.add_argument("--budget-ratio", dest="budget_ratio", type=float, help="the budget formulas' ratio (overrides the config's budget_ratio, default 4)")
-    p.add_argument("--budget-ratios", dest="budget_ratios", help="comma list of budget ratios: a budget sweep on the same episodes (accuracy vs budget, frontier)")
-    p.add_argument("--caps", help="comma list of per-question caps (tokens): a calibration sweep (budget = cap x questions); the solver curves "
-                                 "are then fitted to the run and saved as fitted_curves.json (see docs/evaluation.md, Calibration)")
-    p.add_argument("--fit-by", dest="fit_by", choices=("type", "family"), default="type", help="with --caps: one curve per problem type (families as fallback) or per family")
-    p.add_argument("--baseline-answer", dest="baseline_answer", choices=("solver", "placeholder"), default=None,
-                   help="budget baselines answer like the simulated solver at the length they spend (solver; the default in-process) "
-                        "or with \\boxed{0} (placeholder: the seed's smoke test; the default with --server-url, where gold answers are not known)")
+    p.add_argument(
+        "--budget",
+        choices=BUDGET_CHOICES,
+        default="tokenizer_native",
+        help="tokenizer_native: reset with the policy tokenizer; config: the config formula",
+    )
+    p.add_argument(
+        "--total-budget", dest="total_budget", type=int, help="fixed budget per episode in tokens (overrides --budget)"
+    )
+    p.add_argument(
+        "--budget-ratio",
+        dest="budget_ratio",
+        type=float,
+        help="the budget formulas' ratio (overrides the config's budget_ratio, default 4)",
+    )
+    p.add_argument(
+        "--budget-ratios",
+        dest="budget_ratios",
+        help="comma list of budget ratios: a budget sweep on the same episodes (accuracy vs budget, frontier)",
+    )
+    p.add_argument(
+        "--caps",
+        help="comma list of per-question caps (tokens): a calibration sweep (budget = cap x "
+        "questions); the solver curves "
+        "are then fitted to the run and saved as fitted_curves.json (see docs/evaluation.md, Calibration)",
+    )
+    p.add_argument(
+        "--fit-by",
+        dest="fit_by",
+        choices=("type", "family"),
+        default="type",
+        help="with --caps: one curve per problem type (families as fallback) or per family",
+    )
+    p.add_argument(
+        "--baseline-answer",
+        dest="baseline_answer",
+        choices=("solver", "placeholder"),
+        default=None,
+        help="budget baselines answer like the simulated solver at the length they spend "
+        "(solver; the default in-process) "
+        "or with \\boxed{0} (placeholder: the seed's smoke test; the default with "
+        "--server-url, where gold answers are not known)",
+    )
     p.add_argument("--curves", help="solver curves JSON (a run folder's curves.json or SolverCurves.save output)")
-    p.add_argument("--fit-curves", dest="fit_curves", help="fit the solver curves from this run folder's trajectories first")
-    p.add_argument("--fit-policies", dest="fit_policies", help="comma list of policies whose rows --fit-curves (or --caps) fits (default: all; with --caps the LLM policies when any)")
+    p.add_argument(
+        "--fit-curves", dest="fit_curves", help="fit the solver curves from this run folder's trajectories first"
+    )
+    p.add_argument(
+        "--fit-policies",
+        dest="fit_policies",
+        help="comma list of policies whose rows --fit-curves (or --caps) fits (default: "
+        "all; with --caps the LLM policies when any)",
+    )
     p.add_argument("--resamples", type=int, default=2000, help="bootstrap resamples of the 95%% intervals")
-    p.add_argument("--max-response-chars", dest="max_response_chars", type=int, help="truncate stored responses to this many characters")
+    p.add_argument(
+        "--max-response-chars",
+        dest="max_response_chars",
+        type=int,
+        help="truncate stored responses to this many characters",
+    )
     p.add_argument("--no-progress", dest="progress", action="store_false", help="no progress bars")
     p.add_argument("--no-report", dest="report", action="store_false", help="do not write report.html")
     g = p.add_argument_group("LLM policies (llm_api: BASELINE_API_*, llm_local: BASELINE_LOCAL_*; flags win)")
     g.add_argument("--llm-base-url", dest="llm_base_url")
     g.add_argument("--llm-api-key", dest="llm_api_key")
     g.add_argument("--llm-model", dest="llm_model")
-    g.add_argument("--llm-tokenizer", dest="llm_tokenizer", help="tokenizer the env counts with (default: the model name if it loads, else the config's)")
+    g.add_argument(
+        "--llm-tokenizer",
+        dest="llm_tokenizer",
+        help="tokenizer the env counts with (default: the model name if it loads, else the config's)",
+    )
     g.add_argument("--llm-temperature", dest="llm_temperature", type=float)
-    g.add_argument("--llm-max-tokens", dest="llm_max_tokens", type=int, help="extra cap on tokens per step (below step_token_cap)")
+    g.add_argument(
+        "--llm-max-tokens", dest="llm_max_tokens", type=int, help="extra cap on tokens per step (below step_token_cap)"
+    )
     g.add_argument("--llm-timeout", dest="llm_timeout", type=float, help="seconds per request")
     g.add_argument("--llm-retries", dest="llm_retries", type=int)
-    g.add_argument("--llm-format", dest="llm_format", choices=["multi_turn", "single_turn"],
-                   help="episode format of the LLM policies: multi_turn (default: one conversation per episode, as GRPO "
-                        "training plays it; hf_local reads a trained folder's episode_format.json) or single_turn")
-    g.add_argument("--history-thinking", dest="history_thinking", choices=["keep", "strip"],
-                   help="earlier <think> blocks in the multi-turn history: keep (default, as trained) or strip")
-    g.add_argument("--hf-model", dest="hf_model", help="hf_local: local folder or Hub id (default BASELINE_LOCAL_MODEL)")
+    g.add_argument(
+        "--llm-format",
+        dest="llm_format",
+        choices=["multi_turn", "single_turn"],
+        help="episode format of the LLM policies: multi_turn (default: one conversation per episode, as GRPO "
+        "training plays it; hf_local reads a trained folder's episode_format.json) or single_turn",
+    )
+    g.add_argument(
+        "--history-thinking",
+        dest="history_thinking",
+        choices=["keep", "strip"],
+        help="earlier <think> blocks in the multi-turn history: keep (default, as trained) or strip",
+    )
+    g.add_argument(
+        "--hf-model", dest="hf_model", help="hf_local: local folder or Hub id (default BASELINE_LOCAL_MODEL)"
+    )
     g.add_argument("--hf-device", dest="hf_device")
     g.add_argument("--hf-dtype", dest="hf_dtype")
     return p
 
 
-def _numbers(text: Optional[str], what: str, cast=float) -> Optional[list]:
+def _numbers(text: str | None, what: str, cast=float) -> list | None:
     if text is None:
         return None
     items = [t.strip() for t in str(text).replace(";", ",").split(",") if t.strip()]
@@ -141,7 +247,7 @@ def _policies_from_args(args: argparse.Namespace, curves: SolverCurves) -> list[
         for kind, prefix in (("llm_api", "BASELINE_API_"), ("llm_local", "BASELINE_LOCAL_")):
             if kind not in names and os.environ.get(prefix + "BASE_URL") and os.environ.get(prefix + "MODEL"):
                 names.append(kind)
-    unknown = [n for n in names if n not in POLICY_NAMES and n != "oracle"]
+    unknown = [n for n in names if n not in POLICIES]
     if unknown:
         raise ValueError(f"unknown policies {unknown}; available: {', '.join(POLICY_NAMES)}")
     llm = {
@@ -157,12 +263,21 @@ def _policies_from_args(args: argparse.Namespace, curves: SolverCurves) -> list[
         "history_thinking": args.history_thinking,
         "seed": args.seed,
     }
-    hf = {"model": args.hf_model, "tokenizer_name": args.llm_tokenizer, "temperature": args.llm_temperature, "max_tokens": args.llm_max_tokens, "device": args.hf_device, "dtype": args.hf_dtype, "seed": args.seed,
-          "format": args.llm_format, "history_thinking": args.history_thinking}
+    hf = {
+        "model": args.hf_model,
+        "tokenizer_name": args.llm_tokenizer,
+        "temperature": args.llm_temperature,
+        "max_tokens": args.llm_max_tokens,
+        "device": args.hf_device,
+        "dtype": args.hf_dtype,
+        "seed": args.seed,
+        "format": args.llm_format,
+        "history_thinking": args.history_thinking,
+    }
     return [make_policy(n, curves=curves, llm=llm, hf=hf, baseline_answer=_baseline_answer(args)) for n in names]
 
 
-def default_policy_names(server_url: Optional[str]) -> str:
+def default_policy_names(server_url: str | None) -> str:
     """The ``--policies`` default: every in-process policy, or only the budget baselines against a
     server (the simulated solver and the oracle need gold answers, which a server never sends)."""
     return ",".join(BUDGET_BASELINES if server_url else DEFAULT_POLICIES)
@@ -177,7 +292,7 @@ def _baseline_answer(args: argparse.Namespace) -> str:
     return "placeholder" if getattr(args, "server_url", None) else "solver"
 
 
-def main(argv: Optional[list[str]] = None) -> int:
+def main(argv: list[str] | None = None) -> int:
     """Command-line entry point; returns the exit status (0 ok, 1 a policy failed, 2 bad usage)."""
     from workbench import analysis
 
@@ -198,7 +313,7 @@ def main(argv: Optional[list[str]] = None) -> int:
         policies = _policies_from_args(args, curves)
         ratios = _numbers(args.budget_ratios, "--budget-ratios")
         caps = _numbers(args.caps, "--caps", int)
-    except (ConfigError, ValueError, FileNotFoundError) as exc:
+    except (ReasoningEconomicsError, ValueError, FileNotFoundError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     try:
@@ -220,7 +335,9 @@ def main(argv: Optional[list[str]] = None) -> int:
             report=args.report,
             max_response_chars=args.max_response_chars,
             n_resamples=args.resamples,
-            run_meta={"command": "python -m workbench.evaluate " + shlex.join(sys.argv[1:] if argv is None else list(argv))},
+            run_meta={
+                "command": "python -m workbench.evaluate " + shlex.join(sys.argv[1:] if argv is None else list(argv))
+            },
         )
     except (ValueError, RuntimeError) as exc:
         print(f"error: {exc}", file=sys.stderr)
@@ -235,10 +352,12 @@ def main(argv: Optional[list[str]] = None) -> int:
     print()
     print(result.meta["budget_note"])
     print(
-        "acc: correct / questions (unanswered = wrong), 95% CI: bootstrap over episodes; exp_acc: expected under the solver curves "
+        "acc: correct / questions (unanswered = wrong), 95% CI: bootstrap over "
+        "episodes; exp_acc: expected under the solver curves "
         f"({result.meta['curves']}); tok/q: tokens per answered question; util: spent / budget; dry: share of "
         "episodes that ran out of budget; reward columns: mean per episode; regret: oracle allocation's expected "
-        "correct answers minus the policy's, per episode. Paired comparisons: same episodes, sign-flip permutation p-values "
+        "correct answers minus the policy's, per episode. Paired comparisons: same "
+        "episodes, sign-flip permutation p-values "
         "(Holm-adjusted over the pairs); all in comparisons.csv."
     )
     if caps:
@@ -252,12 +371,15 @@ def main(argv: Optional[list[str]] = None) -> int:
 def _calibrate(result: EvalResult, args: argparse.Namespace) -> None:
     """After a cap sweep: fit the solver curves to the run and save ``fitted_curves.json``."""
     from workbench.calibration import CALIBRATION_FILE, calibrate, default_fit_policies
-    from reasoning_env.policies import CurveFitError
 
-    pols = [s.strip() for s in args.fit_policies.split(",")] if args.fit_policies else default_fit_policies(result.episodes)
+    pols = (
+        [s.strip() for s in args.fit_policies.split(",")]
+        if args.fit_policies
+        else default_fit_policies(result.episodes)
+    )
     try:
         fitted = calibrate(result.run_dir, policies=pols, per=args.fit_by)
-    except (CurveFitError, ValueError) as exc:
+    except (ReasoningEconomicsError, ValueError) as exc:
         print(f"calibration: no curves fitted ({exc})")
         return
     print(f"calibration: curves fitted to {', '.join(pols)} and saved as {result.run_dir / CALIBRATION_FILE}")

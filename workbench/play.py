@@ -39,8 +39,9 @@ import pandas as pd
 
 from reasoning_env.client import make_action
 from reasoning_env.config import DEFAULT_TOKENIZER_NAME, MAX_TOTAL_BUDGET, ConfigError, EnvConfig
-from reasoning_env.env import EpisodeError, ReasoningEconomicsEnv
-from reasoning_env.models import ReasonBudgetObservation
+from reasoning_env.env import ReasoningEconomicsEnv
+from reasoning_env.errors import ReasoningEconomicsError
+from reasoning_env.models import ReasoningEconomicsObservation
 from reasoning_env.policies import (
     DEFAULT_POLICIES,
     BasePolicy,
@@ -83,7 +84,7 @@ MAX_RESPONSE_CHARS = 200_000
 MAX_PLAY_QUESTIONS = 100
 
 
-class PlayError(ValueError):
+class PlayError(ReasoningEconomicsError, ValueError):
     """A user-facing problem with a Play action; the message says what is wrong and how to fix it."""
 
 
@@ -327,7 +328,7 @@ class StepResult:
         latency_s: Seconds the policy took to answer (``None`` for typed answers).
     """
 
-    observation: ReasonBudgetObservation
+    observation: ReasoningEconomicsObservation
     row: StepRow
     actor: str
     response: str
@@ -339,8 +340,8 @@ class StepResult:
 class _Episode:
     settings: PlaySettings
     config: EnvConfig
-    reset_obs: ReasonBudgetObservation
-    obs: ReasonBudgetObservation
+    reset_obs: ReasoningEconomicsObservation
+    obs: ReasoningEconomicsObservation
     results: list[StepResult] = field(default_factory=list)
     policies: dict[str, BasePolicy] = field(default_factory=dict)
     saved_to: Path | None = None
@@ -388,12 +389,12 @@ class PlaySession:
         return self._episode is not None
 
     @property
-    def observation(self) -> ReasonBudgetObservation | None:
+    def observation(self) -> ReasoningEconomicsObservation | None:
         """The latest observation (``None`` before the first reset)."""
         return self._episode.obs if self._episode else None
 
     @property
-    def reset_observation(self) -> ReasonBudgetObservation | None:
+    def reset_observation(self) -> ReasoningEconomicsObservation | None:
         """The current episode's reset observation (its ``metadata`` has budget, seed, sources)."""
         return self._episode.reset_obs if self._episode else None
 
@@ -472,7 +473,7 @@ class PlaySession:
             self._env_key = key
         return self._env
 
-    def reset(self, settings: PlaySettings | None = None) -> ReasonBudgetObservation:
+    def reset(self, settings: PlaySettings | None = None) -> ReasoningEconomicsObservation:
         """Start a new episode (the previous one is dropped; save it first to keep it).
 
         Returns:
@@ -507,9 +508,10 @@ class PlaySession:
                 raise PlayError(f"tokenizer {settings.tokenizer_name!r} cannot be loaded here: {exc}") from None
             except (SourceUnavailable, SourceError) as exc:
                 raise PlayError(f"the questions cannot be loaded: {exc}") from None
-            except (EpisodeError, ConfigError) as exc:
-                raise PlayError(str(exc)) from None
-            except ValueError as exc:  # e.g. a reward spec the environment rejects
+            except (
+                ReasoningEconomicsError,
+                ValueError,
+            ) as exc:  # a bad setting, a reward spec the environment rejects
                 raise PlayError(str(exc)) from None
             for pol in self._episode.policies.values() if self._episode else ():
                 pol.close()
@@ -538,7 +540,7 @@ class PlaySession:
             action = make_action(response, grading_response, num_generated_tokens=num_generated_tokens)
             md = action.metadata
             obs = self._env.step(action)
-        except (EpisodeError, TokenizerLoadError) as exc:
+        except ReasoningEconomicsError as exc:  # a refused step (bad metadata, a tokenizer that cannot load)
             raise PlayError(str(exc)) from None
         if obs.last_step is None:  # the environment refused (after the end): nothing changed
             raise PlayError(str(obs.metadata.get("error") or "the episode is over: press Reset"))
@@ -621,9 +623,7 @@ class PlaySession:
             latency = time.perf_counter() - t0
             return self._apply(ep, name, out.response, out.grading_response, latency, out.num_generated_tokens)
 
-    def run_iter(
-        self, name: str, *, max_steps: int | None = None, llm: dict | None = None
-    ) -> Iterator[StepResult]:
+    def run_iter(self, name: str, *, max_steps: int | None = None, llm: dict | None = None) -> Iterator[StepResult]:
         """Let policy ``name`` answer until the episode ends (or ``max_steps`` steps), yielding
         each step's result as it happens.
 
@@ -831,7 +831,8 @@ class PlaySession:
                         "notes": []
                         if ep.obs.done
                         else [
-                            f"saved before the end: {len(ep.results)} of {ep.reset_obs.num_questions} questions answered"
+                            f"saved before the end: {len(ep.results)} of {ep.reset_obs.num_questions} "
+                            "questions answered"
                         ],
                     },
                 )

@@ -15,7 +15,7 @@ import html
 import json
 import math
 from pathlib import Path
-from typing import Any, Optional, Union
+from typing import Any
 
 import pandas as pd
 
@@ -24,7 +24,7 @@ from workbench import analysis, plots, stats, sweep_plots
 __all__ = ["build_report", "report_figures", "write_report"]
 
 
-def report_figures(steps: pd.DataFrame, episodes: pd.DataFrame, summary: Optional[pd.DataFrame] = None) -> list:
+def report_figures(steps: pd.DataFrame, episodes: pd.DataFrame, summary: pd.DataFrame | None = None) -> list:
     """The report's figures, in order: budget spend, tokens by problem type, tokens by
     difficulty, accuracy vs tokens, reward components, regret, length histogram."""
     return [
@@ -39,24 +39,52 @@ def report_figures(steps: pd.DataFrame, episodes: pd.DataFrame, summary: Optiona
 
 
 _CSS = """
-body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:1.5rem auto;max-width:1240px;padding:0 12px;color:#222}
-table{border-collapse:collapse;font-size:12.5px;max-width:100%}td,th{border:1px solid #ddd;padding:3px 6px;text-align:right;vertical-align:top}
+body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:1.5rem auto;max-width:1240px;
+  padding:0 12px;color:#222}
+table{border-collapse:collapse;font-size:12.5px;max-width:100%}
+td,th{border:1px solid #ddd;padding:3px 6px;text-align:right;vertical-align:top}
 th{background:#f4f4f4;font-weight:600}td:first-child,th:first-child{text-align:left}
 .ci{display:block;color:#777;font-size:11px;white-space:nowrap}
-.meta{font-size:13px;color:#555;overflow-wrap:anywhere}.note{background:#fffbe6;border:1px solid #f0e0a0;padding:6px 10px;font-size:13px;overflow-wrap:anywhere}
+.meta{font-size:13px;color:#555;overflow-wrap:anywhere}
+.note{background:#fffbe6;border:1px solid #f0e0a0;padding:6px 10px;font-size:13px;overflow-wrap:anywhere}
 .prov{background:#fdecea;border:1px solid #e6a4a0;padding:8px 12px;font-size:14px;overflow-wrap:anywhere}
 .prov b{color:#8a1f17}.ok{background:#eaf6ec;border:1px solid #9fd3a8;padding:8px 12px;font-size:14px}
-pre.json{white-space:pre-wrap;overflow-wrap:anywhere;word-break:break-word;max-width:100%;background:#fafafa;border:1px solid #eee;padding:8px}
+pre.json{white-space:pre-wrap;overflow-wrap:anywhere;word-break:break-word;max-width:100%;background:#fafafa;
+  border:1px solid #eee;padding:8px}
 .plot{max-width:100%;overflow:hidden}
 """
 
 #: Summary columns of the main table (value, with its interval beneath when it has one).
-_MAIN = ["policy", "kind", "budget_ratio", "token_cap", "episodes", "accuracy", "expected_accuracy", "tokens_per_question", "utilisation",
-         "run_dry_rate", "reward", "acc_per_1k_tokens", "regret", "on_frontier", "wall_s"]
-_COMPONENTS = ["policy", "budget_ratio", "reward", "reward_correctness", "reward_efficiency_bonus", "reward_cost_penalty",
-               "reward_overspend_penalty", "reward_episode_bonus"]
+_MAIN = [
+    "policy",
+    "kind",
+    "budget_ratio",
+    "token_cap",
+    "episodes",
+    "accuracy",
+    "expected_accuracy",
+    "tokens_per_question",
+    "utilisation",
+    "run_dry_rate",
+    "reward",
+    "acc_per_1k_tokens",
+    "regret",
+    "on_frontier",
+    "wall_s",
+]
+_COMPONENTS = [
+    "policy",
+    "budget_ratio",
+    "reward",
+    "reward_correctness",
+    "reward_efficiency_bonus",
+    "reward_cost_penalty",
+    "reward_overspend_penalty",
+    "reward_episode_bonus",
+]
 _SHORT = {
-    "budget_ratio": "budget ratio", "token_cap": "cap",
+    "budget_ratio": "budget ratio",
+    "token_cap": "cap",
     "expected_accuracy": "exp. accuracy",
     "tokens_per_question": "tokens / q",
     "utilisation": "util.",
@@ -95,7 +123,11 @@ def _fmt_for(col: str) -> str:
 
 
 def _table(frame: pd.DataFrame, columns: list[str], *, intervals: bool = True) -> str:
-    cols = [c for c in columns if c in frame.columns and not (c in ("budget_ratio", "token_cap") and frame[c].nunique(dropna=True) < 2)]
+    cols = [
+        c
+        for c in columns
+        if c in frame.columns and not (c in ("budget_ratio", "token_cap") and frame[c].nunique(dropna=True) < 2)
+    ]
     if "reward_overspend_penalty" in cols and not frame["reward_overspend_penalty"].fillna(0).abs().gt(0).any():
         cols.remove("reward_overspend_penalty")
     head = "".join(f"<th>{html.escape(_SHORT.get(c, c))}</th>" for c in cols)
@@ -117,22 +149,32 @@ def _provenance(meta: dict[str, Any]) -> str:
     prov = meta.get("provenance") or {}
     warnings = prov.get("warnings") or []
     if not warnings:
-        return "<p class='ok'>Answers come from the evaluated models and the questions from the configured data sources.</p>"
+        return (
+            "<p class='ok'>Answers come from the evaluated models and the questions from "
+            "the configured data sources.</p>"
+        )
     items = "".join(f"<li>{html.escape(w)}</li>" for w in warnings)
     return f"<div class='prov'><b>Read this first: where these numbers come from.</b><ul>{items}</ul></div>"
 
 
-def _comparisons(comparisons: Optional[pd.DataFrame], summary: pd.DataFrame) -> str:
+def _comparisons(comparisons: pd.DataFrame | None, summary: pd.DataFrame) -> str:
     if comparisons is None or comparisons.empty:
         return "<p class='meta'>Fewer than two policies with common episodes: nothing to compare.</p>"
-    parts = ["<p class='meta'>Policies played the same seeded episodes, so they are compared episode by episode: the mean "
-             "difference, its 95% paired bootstrap interval, and a two-sided sign-flip permutation p-value (Holm-adjusted over "
-             "the pairs of each metric). Every pair is in <code>comparisons.csv</code>.</p>"]
+    parts = [
+        "<p class='meta'>Policies played the same seeded episodes, so they are compared episode by episode: the mean "
+        "difference, its 95% paired bootstrap interval, and a two-sided sign-flip "
+        "permutation p-value (Holm-adjusted over "
+        "the pairs of each metric). Every pair is in <code>comparisons.csv</code>.</p>"
+    ]
     for metric in ("accuracy", "reward", "regret"):
         for item in analysis.indistinguishable(comparisons, summary, metric=metric):
             where = f" ({html.escape(item['condition'])})" if item["condition"] else ""
             tied = ", ".join(map(html.escape, item["tied"]))
-            verdict = (f"cannot be told apart from <b>{tied}</b> at 95%" if item["tied"] else "is separated from every other policy at 95%")
+            verdict = (
+                f"cannot be told apart from <b>{tied}</b> at 95%"
+                if item["tied"]
+                else "is separated from every other policy at 95%"
+            )
             parts.append(f"<p><b>{metric}</b>{where}: the best, <b>{html.escape(item['best'])}</b>, {verdict}.</p>")
             sub = comparisons[(comparisons["metric"] == metric) & (comparisons["condition"] == item["condition"])]
             rows = []
@@ -142,16 +184,28 @@ def _comparisons(comparisons: Optional[pd.DataFrame], summary: pd.DataFrame) -> 
                 sign = 1.0 if r["policy_a"] == item["best"] else -1.0
                 other = r["policy_b"] if sign > 0 else r["policy_a"]
                 lo, hi = sorted((sign * r["ci_low"], sign * r["ci_high"]))
-                rows.append(f"<tr><td>{html.escape(item['best'])} − {html.escape(other)}</td><td>{sign * r['difference']:+.3f}</td>"
-                            f"<td>[{lo:+.3f}, {hi:+.3f}]</td><td>{r['p_value']:.3g}</td><td>{r['p_holm']:.3g}</td>"
-                            f"<td>{'yes' if r['distinguishable'] else 'no'}</td><td>{int(r['episodes'])}</td></tr>")
-            parts.append("<table><thead><tr><th>difference</th><th>mean</th><th>95% interval</th><th>p</th><th>p (Holm)</th>"
-                         f"<th>told apart</th><th>episodes</th></tr></thead><tbody>{''.join(rows)}</tbody></table>")
+                rows.append(
+                    f"<tr><td>{html.escape(item['best'])} − "
+                    f"{html.escape(other)}</td><td>{sign * r['difference']:+.3f}</td>"
+                    f"<td>[{lo:+.3f}, {hi:+.3f}]</td><td>{r['p_value']:.3g}</td><td>{r['p_holm']:.3g}</td>"
+                    f"<td>{'yes' if r['distinguishable'] else 'no'}</td><td>{int(r['episodes'])}</td></tr>"
+                )
+            parts.append(
+                "<table><thead><tr><th>difference</th><th>mean</th><th>95% interval</th><th>p</th><th>p (Holm)</th>"
+                f"<th>told apart</th><th>episodes</th></tr></thead><tbody>{''.join(rows)}</tbody></table>"
+            )
     return "\n".join(parts)
 
 
-def build_report(steps: pd.DataFrame, episodes: pd.DataFrame, summary: pd.DataFrame, meta: Optional[dict[str, Any]] = None, *,
-                 comparisons: Optional[pd.DataFrame] = None, seeds: Optional[pd.DataFrame] = None) -> str:
+def build_report(
+    steps: pd.DataFrame,
+    episodes: pd.DataFrame,
+    summary: pd.DataFrame,
+    meta: dict[str, Any] | None = None,
+    *,
+    comparisons: pd.DataFrame | None = None,
+    seeds: pd.DataFrame | None = None,
+) -> str:
     """The report as an HTML string.
 
     Args:
@@ -166,12 +220,33 @@ def build_report(steps: pd.DataFrame, episodes: pd.DataFrame, summary: pd.DataFr
     if seeds is None:
         seeds = analysis.seed_table(episodes)
     title = f"Evaluation {meta.get('run_id', '')}".strip()
-    parts = [f"<!DOCTYPE html><html><head><meta charset='utf-8'><meta name='viewport' content='width=device-width'><title>{html.escape(title)}</title><style>{_CSS}</style></head><body>"]
+    parts = [
+        "<!DOCTYPE html><html><head><meta charset='utf-8'><meta name='viewport' "
+        f"content='width=device-width'><title>{html.escape(title)}</title><style>{_CSS}</style></head><body>"
+    ]
     parts.append(f"<h1>{html.escape(title)}</h1>")
     parts.append(_provenance(meta))
-    facts = {k: meta.get(k) for k in ("created_at", "command", "n_episodes", "seeds", "budget_mode", "budget_ratios", "caps", "tokenizer_name", "curves", "server_url")
-             if meta.get(k) is not None}
-    parts.append("<p class='meta'>" + "<br>".join(f"<b>{html.escape(k)}</b>: {html.escape(str(v))}" for k, v in facts.items()) + "</p>")
+    facts = {
+        k: meta.get(k)
+        for k in (
+            "created_at",
+            "command",
+            "n_episodes",
+            "seeds",
+            "budget_mode",
+            "budget_ratios",
+            "caps",
+            "tokenizer_name",
+            "curves",
+            "server_url",
+        )
+        if meta.get(k) is not None
+    }
+    parts.append(
+        "<p class='meta'>"
+        + "<br>".join(f"<b>{html.escape(k)}</b>: {html.escape(str(v))}" for k, v in facts.items())
+        + "</p>"
+    )
     if meta.get("budget_note"):
         parts.append(f"<p class='note'>{html.escape(str(meta['budget_note']))}</p>")
     for note in meta.get("notes") or []:
@@ -181,10 +256,14 @@ def build_report(steps: pd.DataFrame, episodes: pd.DataFrame, summary: pd.DataFr
         parts.append("<h2>Summary</h2>")
         parts.append(_table(summary, _MAIN))
         parts.append(
-            "<p class='meta'>Under each value: its 95% bootstrap interval over episodes (ratios such as accuracy resample each "
-            "episode's counts together). accuracy: correct / questions served (unanswered = wrong); exp. accuracy: under the "
-            "solver curves at the charged tokens; tokens / q: per answered question; regret: the oracle allocation's expected "
-            "correct answers minus the policy's, per episode; frontier: no other row has at least its accuracy with at most "
+            "<p class='meta'>Under each value: its 95% bootstrap interval over episodes "
+            "(ratios such as accuracy resample each "
+            "episode's counts together). accuracy: correct / questions served (unanswered "
+            "= wrong); exp. accuracy: under the "
+            "solver curves at the charged tokens; tokens / q: per answered question; "
+            "regret: the oracle allocation's expected "
+            "correct answers minus the policy's, per episode; frontier: no other row has "
+            "at least its accuracy with at most "
             "its tokens per question.</p>"
         )
         parts.append("<h3>Reward components (mean per episode)</h3>" + _table(summary, _COMPONENTS, intervals=False))
@@ -195,29 +274,56 @@ def build_report(steps: pd.DataFrame, episodes: pd.DataFrame, summary: pd.DataFr
         if sweep:
             figs.append(sweep_plots.accuracy_vs_budget_figure(summary))
         else:
-            parts.append("<p class='meta'>One budget: run <code>--budget-ratios 1,2,4,8</code> for accuracy against budget.</p>")
+            parts.append(
+                "<p class='meta'>One budget: run <code>--budget-ratios 1,2,4,8</code> for accuracy against budget.</p>"
+            )
         figs.append(sweep_plots.frontier_figure(summary))
         figs.append(sweep_plots.interval_figure(summary, "accuracy"))
     first = True
     for fig in figs:
-        parts.append("<div class='plot'>" + fig.to_html(full_html=False, include_plotlyjs=first, default_height="440px", default_width="100%") + "</div>")
+        parts.append(
+            "<div class='plot'>"
+            + fig.to_html(full_html=False, include_plotlyjs=first, default_height="440px", default_width="100%")
+            + "</div>"
+        )
         first = False
     if seeds is not None and not seeds.empty:
-        parts.append("<h2>Per evaluation seed</h2><p class='meta'>How much one seed's result would have moved (reward_rank: 1 = best "
-                     "by mean episode reward among that seed's policies).</p>")
-        parts.append(_table(seeds.rename(columns={"reward_rank": "rank"}), [c if c != "reward_rank" else "rank" for c in seeds.columns], intervals=False))
+        parts.append(
+            "<h2>Per evaluation seed</h2><p class='meta'>How much one seed's result would "
+            "have moved (reward_rank: 1 = best "
+            "by mean episode reward among that seed's policies).</p>"
+        )
+        parts.append(
+            _table(
+                seeds.rename(columns={"reward_rank": "rank"}),
+                [c if c != "reward_rank" else "rank" for c in seeds.columns],
+                intervals=False,
+            )
+        )
     parts.append("<h2>Figures</h2>")
     for fig in report_figures(steps, episodes, summary):
-        parts.append("<div class='plot'>" + fig.to_html(full_html=False, include_plotlyjs=first, default_height="460px", default_width="100%") + "</div>")
+        parts.append(
+            "<div class='plot'>"
+            + fig.to_html(full_html=False, include_plotlyjs=first, default_height="460px", default_width="100%")
+            + "</div>"
+        )
         first = False
     if meta.get("sources_used"):
-        parts.append("<h2>Data</h2><pre class='json meta'>" + html.escape(json.dumps(meta["sources_used"], indent=1)) + "</pre>")
+        parts.append(
+            "<h2>Data</h2><pre class='json meta'>" + html.escape(json.dumps(meta["sources_used"], indent=1)) + "</pre>"
+        )
     parts.append("</body></html>")
     return "\n".join(parts)
 
 
-def write_report(run_dir: Union[str, Path], steps: pd.DataFrame, episodes: pd.DataFrame, summary: pd.DataFrame,
-                 meta: Optional[dict[str, Any]] = None, **kwargs: Any) -> Path:
+def write_report(
+    run_dir: str | Path,
+    steps: pd.DataFrame,
+    episodes: pd.DataFrame,
+    summary: pd.DataFrame,
+    meta: dict[str, Any] | None = None,
+    **kwargs: Any,
+) -> Path:
     """Write ``<run_dir>/report.html`` (keyword arguments as :func:`build_report`); returns its path."""
     path = Path(run_dir) / "report.html"
     path.write_text(build_report(steps, episodes, summary, meta, **kwargs), encoding="utf-8")

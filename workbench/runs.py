@@ -9,19 +9,20 @@ Layout of ``<run_dir>/`` (schema version 1):
   ``notes`` (warnings such as a tokenizer fallback); ``policies`` is a list of
   ``{"name", "kind", "class", ...settings}``.
 - ``config.yaml``: the :class:`~reasoning_env.config.EnvConfig` the episodes ran with.
-- ``trajectories.parquet`` and ``trajectories.jsonl``: one row per step,
-  columns :data:`reasoning_env.records.STEP_COLUMNS` (``reward_<component>`` flattened), then
-  any extra columns a writer adds (:meth:`RunWriter.add_steps` ``extras``). Evaluation adds
-  (:data:`EVAL_STEP_EXTRAS`): ``kind`` (policy kind), ``graded_text`` (``response``, ``grading_response`` or ``paid_prefix``), ``expected_correct`` (the solver curve's probability of a correct answer at the charged tokens:
-  the basis of the regret; 0 for no tokens), and ``policy_<key>`` columns from the policy's
-  diagnostics (``policy_target_tokens``: length aimed for; ``policy_tokens``: tokens the
-  generator/endpoint reported; ``policy_prompt_tokens``; ``policy_max_tokens``: the generation
-  cap sent; ``policy_finish_reason``; ``policy_p_correct`` / ``policy_u`` /
-  ``policy_intended_correct``: the simulated solver's probability, seeded draw and decision;
-  ``policy_attempts``: HTTP attempts), present only for policies that report them; and the
-  condition of the episode (:data:`EVAL_CONDITION_EXTRAS`): ``base_seed`` (the evaluation seed),
-  ``budget_ratio`` (the budget formula's ratio; NaN for a fixed budget) and, in a calibration
-  sweep, ``token_cap`` (the per-question cap).
+- ``trajectories.parquet`` and ``trajectories.jsonl``: one row per step, columns
+  :data:`reasoning_env.records.STEP_COLUMNS` (``reward_<component>`` flattened), then any extra
+  columns a writer adds (:meth:`RunWriter.add_steps` ``extras``). Evaluation adds
+  (:data:`EVAL_STEP_EXTRAS`): ``kind`` (policy kind), ``graded_text`` (``response``,
+  ``grading_response`` or ``paid_prefix``), ``expected_correct`` (the solver curve's probability
+  of a correct answer at the charged tokens: the basis of the regret; 0 for no tokens), and
+  ``policy_<key>`` columns from the policy's diagnostics (``policy_target_tokens``: length aimed
+  for; ``policy_tokens``: tokens the generator/endpoint reported; ``policy_prompt_tokens``;
+  ``policy_max_tokens``: the generation cap sent; ``policy_finish_reason``; ``policy_p_correct`` /
+  ``policy_u`` / ``policy_intended_correct``: the simulated solver's probability, seeded draw and
+  decision; ``policy_attempts``: HTTP attempts), present only for policies that report them; and
+  the condition of the episode (:data:`EVAL_CONDITION_EXTRAS`): ``base_seed`` (the evaluation
+  seed), ``budget_ratio`` (the budget formula's ratio; NaN for a fixed budget) and, in a
+  calibration sweep, ``token_cap`` (the per-question cap).
 - ``episodes.parquet``: one row per episode, columns :data:`reasoning_env.records.EPISODE_COLUMNS`,
   then extras; evaluation adds (:data:`EVAL_EPISODE_EXTRAS`) ``kind``, ``unanswered``,
   ``expected_correct`` (sum of the steps'), ``oracle_expected_correct`` (the oracle allocation's
@@ -69,7 +70,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from reasoning_env.config import EnvConfig
+from reasoning_env.config import ConfigError, EnvConfig
+from reasoning_env.errors import ReasoningEconomicsError
 from reasoning_env.records import EPISODE_COLUMNS, STEP_COLUMNS, EpisodeRow, StepRow
 
 SCHEMA_VERSION = 1
@@ -94,7 +96,7 @@ def run_kind(meta: dict) -> str:
     return kind if kind in RUN_KINDS else "?"
 
 
-class RunFolderError(ValueError):
+class RunFolderError(ReasoningEconomicsError, ValueError):
     """A folder is not a readable run folder; the message says what is missing."""
 
 
@@ -131,9 +133,7 @@ class RunWriter:
         RunFolderError: the folder cannot be created (a file is in the way, no permission).
     """
 
-    def __init__(
-        self, run_dir: str | Path, *, kind: str, config: EnvConfig, meta: dict | None = None
-    ) -> None:
+    def __init__(self, run_dir: str | Path, *, kind: str, config: EnvConfig, meta: dict | None = None) -> None:
         if kind not in RUN_KINDS:
             raise ValueError(f"kind must be one of {', '.join(map(repr, RUN_KINDS))}, got {kind!r}")
         self.run_dir = Path(run_dir)
@@ -285,7 +285,7 @@ def load_run(path: str | Path) -> Run:
     if (p / "config.yaml").is_file():
         try:
             config = EnvConfig.from_yaml(p / "config.yaml")
-        except Exception as exc:  # a config written by a newer version
+        except ConfigError as exc:  # a config written by a newer version
             notes.append(f"config.yaml not loaded: {exc}")
     steps = (
         pd.read_parquet(p / "trajectories.parquet")

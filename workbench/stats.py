@@ -23,8 +23,8 @@ from __future__ import annotations
 
 import math
 import warnings
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import numpy as np
 from scipy import stats as _st
@@ -112,8 +112,9 @@ def _check(confidence: float, n_resamples: int) -> None:
         raise ValueError(f"n_resamples must be at least 100, got {n_resamples!r}")
 
 
-def _bootstrap(data: tuple[np.ndarray, ...], statistic, estimate: float, *, confidence: float,
-               n_resamples: int, seed: int) -> Interval:
+def _bootstrap(
+    data: tuple[np.ndarray, ...], statistic, estimate: float, *, confidence: float, n_resamples: int, seed: int
+) -> Interval:
     n = len(data[0])
     if n < 2:
         return Interval(estimate, math.nan, math.nan, n, confidence, "none")
@@ -122,8 +123,16 @@ def _bootstrap(data: tuple[np.ndarray, ...], statistic, estimate: float, *, conf
     for method in ("BCa", "percentile"):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # scipy warns on degenerate BCa; we fall back instead
-            res = _st.bootstrap(data, statistic, paired=len(data) > 1, vectorized=True, confidence_level=confidence,
-                                n_resamples=n_resamples, method=method, rng=np.random.default_rng(seed))
+            res = _st.bootstrap(
+                data,
+                statistic,
+                paired=len(data) > 1,
+                vectorized=True,
+                confidence_level=confidence,
+                n_resamples=n_resamples,
+                method=method,
+                rng=np.random.default_rng(seed),
+            )
         low, high = float(res.confidence_interval.low), float(res.confidence_interval.high)
         if not (math.isnan(low) or math.isnan(high)):
             return Interval(estimate, min(low, estimate), max(high, estimate), n, confidence, method)
@@ -134,8 +143,9 @@ def _mean(x: np.ndarray, axis: int = -1) -> np.ndarray:
     return np.mean(x, axis=axis)
 
 
-def mean_interval(values: Sequence[float], *, confidence: float = CONFIDENCE, n_resamples: int = N_RESAMPLES,
-                  seed: int = 0) -> Interval:
+def mean_interval(
+    values: Sequence[float], *, confidence: float = CONFIDENCE, n_resamples: int = N_RESAMPLES, seed: int = 0
+) -> Interval:
     """Mean of a per-episode quantity with its bootstrap interval over episodes.
 
     Args:
@@ -163,8 +173,14 @@ def _ratio(num: np.ndarray, den: np.ndarray, axis: int = -1) -> np.ndarray:
         return np.where(d > 0, np.sum(num, axis=axis) / np.where(d > 0, d, 1), np.nan)
 
 
-def ratio_interval(numerators: Sequence[float], denominators: Sequence[float], *, confidence: float = CONFIDENCE,
-                   n_resamples: int = N_RESAMPLES, seed: int = 0) -> Interval:
+def ratio_interval(
+    numerators: Sequence[float],
+    denominators: Sequence[float],
+    *,
+    confidence: float = CONFIDENCE,
+    n_resamples: int = N_RESAMPLES,
+    seed: int = 0,
+) -> Interval:
     """Pooled ratio ``sum(numerators) / sum(denominators)`` with its bootstrap interval over episodes.
 
     Use it for figures defined as totals over episodes (accuracy = correct / questions served,
@@ -201,8 +217,14 @@ def ratio_interval(numerators: Sequence[float], denominators: Sequence[float], *
     return _bootstrap((num, den), _ratio, estimate, confidence=confidence, n_resamples=n_resamples, seed=seed)
 
 
-def paired_difference(a: Sequence[float], b: Sequence[float], *, confidence: float = CONFIDENCE,
-                      n_resamples: int = N_RESAMPLES, seed: int = 0) -> PairedComparison:
+def paired_difference(
+    a: Sequence[float],
+    b: Sequence[float],
+    *,
+    confidence: float = CONFIDENCE,
+    n_resamples: int = N_RESAMPLES,
+    seed: int = 0,
+) -> PairedComparison:
     """Compare two policies played on the same episode seeds, episode by episode.
 
     Args:
@@ -232,8 +254,14 @@ def paired_difference(a: Sequence[float], b: Sequence[float], *, confidence: flo
         p = 1.0
     else:
         exact = d.size <= _EXACT_PAIRS
-        res = _st.permutation_test((d,), _mean, permutation_type="samples", vectorized=True,
-                                   n_resamples=np.inf if exact else n_resamples, alternative="two-sided",
-                                   rng=np.random.default_rng(seed))
+        res = _st.permutation_test(
+            (d,),
+            _mean,
+            permutation_type="samples",
+            vectorized=True,
+            n_resamples=np.inf if exact else n_resamples,
+            alternative="two-sided",
+            rng=np.random.default_rng(seed),
+        )
         p = float(res.pvalue)
     return PairedComparison(diff, p)

@@ -11,6 +11,7 @@ Modules, one job each:
 - :mod:`~reasoning_env.grading.compare`: equivalence without sympy (numbers, expressions at random
   points, equations up to a factor, intervals, sets, tuples, matrices...).
 - :mod:`~reasoning_env.grading.gold`: gold answers parsed once and cached; load-time reports.
+- :mod:`~reasoning_env.grading.restate`: answers that copy an expression of the question.
 - :mod:`~reasoning_env.grading.pool` (+ ``_worker.py``): math-verify in killable worker
   processes for what the fast path cannot decide.
 - :mod:`~reasoning_env.grading.grader`: :class:`Grader`, :class:`GradeResult`, :data:`REASONS`.
@@ -23,7 +24,7 @@ from __future__ import annotations
 
 from reasoning_env.grading.extract import Extraction, extract_final_answer
 from reasoning_env.grading.gold import GoldInfo, GoldReport, log_gold_issues, prepare_gold
-from reasoning_env.grading.grader import DEFAULT_TIMEOUT_S, REASONS, GradeResult, Grader
+from reasoning_env.grading.grader import DEFAULT_TIMEOUT_S, REASONS, Grader, GradeResult
 from reasoning_env.grading.normalize import normalize_answer
 
 __all__ = [
@@ -42,7 +43,9 @@ __all__ = [
 ]
 
 
-def grade(response: str, gold: str, *, timeout_s: float = DEFAULT_TIMEOUT_S) -> GradeResult:
+def grade(
+    response: str, gold: str, *, timeout_s: float = DEFAULT_TIMEOUT_S, question: str | None = None
+) -> GradeResult:
     """Grade one response against a gold answer (see :meth:`Grader.grade`).
 
     A :class:`Grader` is cheap to build: the gold cache and the worker pool are process-wide.
@@ -51,7 +54,8 @@ def grade(response: str, gold: str, *, timeout_s: float = DEFAULT_TIMEOUT_S) -> 
         response: Full model output.
         gold: Gold answer string.
         timeout_s: Time limit (seconds).
+        question: The question text, when known (a copy of one of its expressions is wrong).
     Raises:
         TypeError / ValueError: see :meth:`Grader.grade`.
     """
-    return Grader(timeout_s).grade(response, gold, timeout_s=timeout_s)
+    return Grader(timeout_s).grade(response, gold, timeout_s=timeout_s, question=question)

@@ -22,9 +22,10 @@ import signal
 
 signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's business (see pool.py)
 
+# The imports below come after ignoring Ctrl-C on purpose: a signal during them must not print a traceback.
 import os  # noqa: E402
 import sys  # noqa: E402
-from functools import lru_cache
+from functools import lru_cache  # noqa: E402
 
 _CONFIG = None
 
@@ -49,7 +50,7 @@ def mv_equal(pred: str, gold: str) -> bool:
     """math-verify's verdict on ``pred`` (a normalised answer) against ``gold``.
 
     Both are wrapped in ``$...$`` so math-verify's LaTeX extractor reads them as maths (bare
-    gold strings may be skipped, FIELD_NOTES section 4). No timeouts here: the parent kills the
+    gold strings may be skipped or misread by math-verify 0.9). No timeouts here: the parent kills the
     process when its deadline passes.
     """
     from math_verify import parse, verify
@@ -96,7 +97,7 @@ def serve(conn, memory_budget_bytes: int, nice: int = 0) -> None:
     sys.setrecursionlimit(max(sys.getrecursionlimit(), 3000))
     try:
         mv_equal("1", "1")  # warm math-verify's parser before reporting ready
-    except Exception:
+    except Exception:  # noqa: BLE001 - a failed warm-up is not fatal: the first real call reports its error
         pass
     conn.send(("ready", os.getpid()))
     while True:
@@ -118,7 +119,7 @@ def serve(conn, memory_budget_bytes: int, nice: int = 0) -> None:
             conn.send(("error", "MemoryError"))
         except RecursionError:
             conn.send(("error", "RecursionError"))
-        except Exception as exc:  # math-verify / sympy failures are verdicts, not crashes
+        except Exception as exc:  # noqa: BLE001 - math-verify / sympy failures are verdicts, not crashes
             try:
                 conn.send(("error", type(exc).__name__))
             except (OSError, ValueError):

@@ -34,14 +34,16 @@ Rules, in priority order (``extract_final_answer``):
 
 No final answer means ``None``: we never fall back to "the last number in the text", which
 would reward truncated traces for intermediate values (bug reports: lm-evaluation-harness
-flexible-extract, simple-evals first-match; see ``../shared/cases/grading_cases.jsonl``).
+flexible-extract, simple-evals first-match; see the labelled cases of docs/grading.md).
 """
 
 from __future__ import annotations
 
+import bisect
 import re
 from dataclasses import dataclass
-from typing import Optional
+
+from reasoning_env.grading.normalize import MEANING_WORDS
 
 __all__ = [
     "Extraction",
@@ -77,6 +79,7 @@ _MATH_THEN_SENTENCE_RE = re.compile(r"[ \t]*(\$[^$\n]+\$)[ \t]*[.!。][ \t]+\S")
 _SENTENCE_END_RE = re.compile(r"[.!?。](?:\*\*)?[ \t]+(?=\S)")
 # Closing sentences of words only: nothing that could be (part of) a value.
 _WORDS_ONLY_RE = re.compile(r"[^\d$\\{}=<>^_]*")
+_VALUE_CHAR_RE = re.compile(r"[\d$\\{}=<>^_]")
 # Closing words that take the answer back ("5. Wait, no."): the line is then not an answer.
 _RETRACTION_RE = re.compile(
     r"(?<![A-Za-z])(?:no|not|nope|wait|maybe|perhaps|but|however|actually|wrong|incorrect|mistake|error|"
@@ -87,10 +90,15 @@ _RETRACTION_RE = re.compile(
 _PROSE_VERB_RE = re.compile(r"(?:(?<![A-Za-z])(?:is|are|equals|was|were)(?![A-Za-z])|=)[ \t]*")
 _PROSE_REFUSED_RE = re.compile(
     r"(?<![A-Za-z])(?:is|are|was|were|equals?|or|either|nor|neither|not|no|maybe|perhaps|possibly|"
-    r"probably|unless|if|except|but|between|than)(?![A-Za-z])|[=<>]|\\(?:le|ge|ne|neq|leq|geq|approx|pm)(?![A-Za-z])",
+    r"probably|unless|if|except|but|between|than|guess|suppose|plus|minus|twice|double|half|reciprocal|squared|cubed)(?![A-Za-z])|[A-Za-z]n't(?![A-Za-z])|[=<>]"
+    r"|\\(?:le|ge|ne|neq|leq|geq|approx|pm)(?![A-Za-z])",
     re.IGNORECASE,
 )
-_APPROX_WORD_RE = re.compile(r"^(?:approximately|approx\.?|about|roughly|around|nearly)[ \t]+", re.IGNORECASE)
+# ("nearly"/"almost" say the value is not reached: they are hedges, never "\approx".)
+_DOLLAR_RE = re.compile(r"(?<!\\)\$")
+_COMMAND_RE = re.compile(r"\\[A-Za-z]+")
+_LETTER_RE = re.compile(r"[A-Za-z]")
+_APPROX_WORD_RE = re.compile(r"^(?:approximately|approx\.?|about|roughly|around)[ \t]+", re.IGNORECASE)
 # Braces and backslashes: the only characters the brace matcher needs to look at.
 _BRACE_RE = re.compile(r"[\\{}]")
 # Closing statement: "... is $29.00." / "... equals 42 dollars." at the very end of the text.
@@ -116,7 +124,7 @@ class Extraction:
             otherwise empty.
     """
 
-    answer: Optional[str]
+    answer: str | None
     method: str
     parts: tuple = ()
 
@@ -130,14 +138,14 @@ def strip_think(text: str) -> str:
     """
     close = text.rfind("</think>")
     if close != -1:
-        text = text[close + len("</think>"):]
+        text = text[close + len("</think>") :]
     open_ = text.find("<think>")
     if open_ != -1:
         text = text[:open_]
     return text
 
 
-def match_brace(text: str, open_idx: int, limit: Optional[int] = None) -> int:
+def match_brace(text: str, open_idx: int, limit: int | None = None) -> int:
     """Index of the ``}`` matching the ``{`` at ``open_idx``, or -1 if it does not close before
     ``limit`` (default: the end of ``text``). ``\\{``, ``\\}`` and ``\\\\`` are escapes.
 
@@ -182,7 +190,7 @@ def _box_starts(text: str):
         pos[cmd] = text.rfind(cmd, 0, start)
 
 
-def _box_at(text: str, start: int, cmd_len: int) -> Optional[tuple]:
+def _box_at(text: str, start: int, cmd_len: int) -> tuple | None:
     """The box whose command starts at ``start``: ``(content, end)`` with ``end`` just past it;
     ``("", end)`` for an empty or unusable box; ``None`` for an unclosed one; ``False`` when the
     command is a longer macro name (``\\boxedfoo``)."""
@@ -197,7 +205,7 @@ def _box_at(text: str, start: int, cmd_len: int) -> Optional[tuple]:
         close = match_brace(text, k)
         if close == -1:
             return None
-        return text[k + 1:close].strip(), close + 1
+        return text[k + 1 : close].strip(), close + 1
     if j < k < n:
         m = k
         while m < n and not text[m].isspace() and text[m] != "$":
@@ -208,7 +216,7 @@ def _box_at(text: str, start: int, cmd_len: int) -> Optional[tuple]:
     return "", j
 
 
-def _stray_escape_close(text: str, open_idx: int) -> Optional[str]:
+def _stray_escape_close(text: str, open_idx: int) -> str | None:
     """Content of a box opened at ``open_idx`` that a stray ``\\}`` closes (``\\boxed{12\\}``): the
     first ``\\}`` at the box's own level, when no ``\\{`` comes before it; else ``None``."""
     depth = 0
@@ -221,18 +229,18 @@ def _stray_escape_close(text: str, open_idx: int) -> Optional[str]:
         i = m.start()
         c = text[i]
         if c == "\\":
-            nxt = text[i + 1:i + 2]
+            nxt = text[i + 1 : i + 2]
             if nxt == "{":
                 return None
             if nxt == "}" and depth == 1:
-                return text[open_idx + 1:i].strip() or None
+                return text[open_idx + 1 : i].strip() or None
             pos = i + 2
             continue
         depth += 1 if c == "{" else -1
         pos = i + 1
 
 
-def last_boxed(text: str) -> Optional[str]:
+def last_boxed(text: str) -> str | None:
     """Content of the last ``\\boxed{...}`` / ``\\fbox{...}`` with matched braces.
 
     Returns ``None`` when there is no box, when the last box is opened but never closed (a
@@ -251,8 +259,10 @@ def last_boxed(text: str) -> Optional[str]:
     return None
 
 
-#: Most boxes read as one multi-part answer.
+#: Most boxes read as one multi-part answer (more ending the answer together: no answer).
 MAX_BOX_PARTS = 16
+#: Most boxes enclosing the last one that are followed outwards (each costs a scan of its text).
+MAX_BOX_NESTING = 8
 # Text allowed between the boxes of one multi-part answer.
 _BOX_SEP_RE = re.compile(
     r"(?:\s|\$|\\[()\[\]]|[,;.&~]|\\q?quad(?![A-Za-z])|\\[,;: !]|\\\\|(?<![A-Za-z])(?:and|or)(?![A-Za-z])"
@@ -271,13 +281,16 @@ def _name_before(text: str, lo: int, hi: int) -> tuple:
     return (m.group("name"), m.start()) if m is not None else (None, hi)
 
 
-def last_boxed_group(text: str) -> Optional[tuple]:
+def last_boxed_group(text: str) -> tuple | None:
     """The boxes that end the answer together, oldest first, as ``(name, content)`` pairs (the
     name written just before a box, ``x = \\boxed{3}``, or ``None``; looked up only when there are
-    several boxes); ``None`` under the same conditions as :func:`last_boxed`. At most
-    :data:`MAX_BOX_PARTS`; linear time.
+    several boxes); ``None`` under the same conditions as :func:`last_boxed`, when more than
+    :data:`MAX_BOX_PARTS` boxes end the answer together, or when the last box is nested in more
+    than :data:`MAX_BOX_NESTING` others. A box enclosing the last ones is the answer they belong
+    to (``\\boxed{12, \\boxed{13}}`` is ``12, \\boxed{13}``, not ``13``). Linear time.
     """
-    items: list = []  # [start, content, name], latest first
+    items: list = []  # [start, end, content, name], latest first
+    nesting = 0
     for start, cmd_len in _box_starts(text):
         box = _box_at(text, start, cmd_len)
         if box is False:
@@ -288,23 +301,57 @@ def last_boxed_group(text: str) -> Optional[tuple]:
                 return None if content is None else ((None, content),)
             if not box[0]:
                 return None
-            items.append([start, box[0], None])
+            items.append([start, box[1], box[0], None])
             continue
-        nxt = items[-1]
-        if box is None or not box[0] or box[1] > nxt[0]:
-            break  # unclosed, empty, or enclosing the next box: not part of the group
-        name, name_start = _name_before(text, box[1], nxt[0])
-        if _BOX_SEP_RE.fullmatch(text, box[1], name_start) is None:
+        if box is None or not box[0]:
+            break  # unclosed or empty: not part of the group
+        if box[1] > items[-1][0]:
+            # This box encloses the latest ones: it is the answer they are part of.
+            nesting += 1
+            if nesting > MAX_BOX_NESTING:
+                return None
+            while items and items[-1][0] < box[1]:
+                items.pop()
+            if items and not _joins_group(text, box[1], items):
+                break
+            items.append([start, box[1], box[0], None])
+            continue
+        if not _joins_group(text, box[1], items):
+            if _closes_then_joins(text, box[1], items[-1][0]):
+                nesting += 1  # inside a brace group that closes just here: maybe a box enclosing it
+                if nesting > MAX_BOX_NESTING:
+                    return None
+                continue
             break
-        nxt[2] = name
-        items.append([start, box[0], None])
         if len(items) >= MAX_BOX_PARTS:
-            break
+            return None  # more boxes than any answer has: a list of guesses
+        items.append([start, box[1], box[0], None])
     if not items:
         return None
     if len(items) > 1:
-        items[-1][2] = _name_before(text, 0, items[-1][0])[0]
-    return tuple((name, content) for _, content, name in reversed(items))
+        items[-1][3] = _name_before(text, 0, items[-1][0])[0]
+    return tuple((name, content) for _, _, content, name in reversed(items))
+
+
+_CLOSING_BRACES_RE = re.compile(r"\s*\}[\s}]*")
+
+
+def _closes_then_joins(text: str, end: int, nxt_start: int) -> bool:
+    """Whether ``text[end:nxt_start]`` is closing braces followed only by separators (the box
+    ending at ``end`` sits in a group, maybe a box, that would join the next box)."""
+    m = _CLOSING_BRACES_RE.match(text, end, nxt_start)
+    return m is not None and _BOX_SEP_RE.fullmatch(text, m.end(), nxt_start) is not None
+
+
+def _joins_group(text: str, end: int, items: list) -> bool:
+    """Whether a box ending at ``end`` is separated from the group's earliest box only by
+    separators (a ``name =`` just before that box is recorded as its name)."""
+    nxt = items[-1]
+    name, name_start = _name_before(text, end, nxt[0])
+    if _BOX_SEP_RE.fullmatch(text, end, name_start) is None:
+        return False
+    nxt[3] = name
+    return True
 
 
 def _has_real_box(text: str) -> bool:
@@ -317,7 +364,7 @@ def _has_real_box(text: str) -> bool:
     return False
 
 
-def _clean_line_answer(s: str) -> Optional[str]:
+def _clean_line_answer(s: str) -> str | None:
     s = s.strip()
     # Strip wrapping markdown bold / math delimiters and trailing sentence punctuation.
     for _ in range(4):
@@ -347,7 +394,7 @@ def _line_after(text: str, pos: int) -> str:
     return text[pos:] if line_end == -1 else text[pos:line_end]
 
 
-def last_phrase_answer(text: str) -> Optional[str]:
+def last_phrase_answer(text: str) -> str | None:
     """Answer after the last answer phrase (``The answer is``, ``Final answer:``, ``Answer:``).
 
     The answer runs to the end of the phrase's line; a box on that line wins, and a ``$...$``
@@ -366,6 +413,9 @@ def last_phrase_answer(text: str) -> Optional[str]:
         return inner
     m = _MATH_THEN_SENTENCE_RE.match(line)
     if m is not None:  # Minerva: "The final answer is $5$. I hope it is correct."
+        rest = m.end() - 1  # the regex read the first character of the next sentence
+        if _WORDS_ONLY_RE.fullmatch(line, rest) is None or _changes_answer(line[rest:]):
+            return None  # "$12$. Another answer is $13$.", "$12$. Or maybe 13.": not one answer
         return _clean_line_answer(m.group(1))
     line = _drop_closing_words(line)
     prose = _prose_value(line)
@@ -375,15 +425,40 @@ def last_phrase_answer(text: str) -> Optional[str]:
 def _drop_closing_words(line: str) -> str:
     """``line`` without closing sentences of words only (``12,000,023. I hope it is correct.``
     gives ``12,000,023``)."""
-    for m in _SENTENCE_END_RE.finditer(line):
-        if _WORDS_ONLY_RE.fullmatch(line, m.end()) is not None:
-            if _RETRACTION_RE.search(line, m.end()) is not None:
-                return line  # "5. Wait, no.": taken back
-            return line[:m.start()]
+    # The first sentence end after the line's last character that could be part of a value
+    # (one pass each: testing every sentence end's rest was quadratic, 11 s for 100 KB).
+    last_value_char = -1
+    for m in _VALUE_CHAR_RE.finditer(line):
+        last_value_char = m.start()
+    for m in _SENTENCE_END_RE.finditer(line, max(0, last_value_char)):
+        if m.end() > last_value_char:
+            if _changes_answer(line[m.end() :]):
+                return line  # "5. Wait, no.", "12. Plus one.": taken back or changed
+            return line[: m.start()]
     return line
 
 
-def _prose_value(line: str) -> Optional[str]:
+# Words of a closing sentence that take the answer back or change it ("12. Plus one.", "12.
+# Thousand.", "12. Just kidding.", "12. Also possible: thirteen."): the meaning words of a unit
+# tail (normalize.MEANING_WORDS) but the few a closing courtesy uses, and a few verbs.
+_CLOSING_HARMLESS = frozenset(
+    "is are was were be being been am and true correct right yes if then positive single once".split()
+)
+_CLOSING_CHANGE_WORDS = (MEANING_WORDS - _CLOSING_HARMLESS) | frozenset(
+    "also alternatively other could might kidding joking joke times divide multiply add subtract "
+    "reverse reversed round base digits".split()
+)
+_WORD_RE = re.compile(r"[A-Za-z]+")
+
+
+def _changes_answer(closing: str) -> bool:
+    """Whether closing sentences of words only take back or change the answer before them."""
+    if _RETRACTION_RE.search(closing) is not None:
+        return True
+    return any(w.lower() in _CLOSING_CHANGE_WORDS for w in _WORD_RE.findall(closing))
+
+
+def _prose_value(line: str) -> str | None:
     """The value after the last ``is``/``are``/``equals``/``was``/``=`` of a prose answer line
     (``The smallest $k$ is 12.`` gives ``12``), or ``None``: the line must open with a word, and
     the words before that verb may hold no other verb, no hedge (``or``, ``maybe``, ``not``...)
@@ -391,23 +466,43 @@ def _prose_value(line: str) -> Optional[str]:
     head = line.strip().lstrip("*").lstrip()
     if not head[:1].isalpha():
         return None
+    # the verb must be outside $...$ math ("The smallest value is $x=5$" gives "$x=5$"); with an
+    # odd number of "$" they are currency signs and every verb counts
+    dollars = [m.start() for m in _DOLLAR_RE.finditer(head)]
+    math_spans = len(dollars) % 2 == 0
     last = None
     for m in _PROSE_VERB_RE.finditer(head):
-        last = m
+        if not (math_spans and bisect.bisect_left(dollars, m.start()) % 2 == 1):
+            last = m
     if last is None:
         return None
-    subject, value = head[:last.start()], head[last.end():].strip()
+    subject, value = head[: last.start()], head[last.end() :].strip()
     if not value or _PROSE_REFUSED_RE.search(subject) is not None:
         return None
     if last.group(0).startswith("=") and subject.rstrip().endswith("$"):
         return None  # "... $x$ = 5": an equation written in prose, not a named value
     m = _APPROX_WORD_RE.match(value)
     if m is not None:
-        value = "\\approx " + value[m.end():]
-    return value
+        value = "\\approx " + value[m.end() :]
+    last_side = _chain_last_side(value)
+    return value if last_side is None else "$" + last_side + "$"
 
 
-def last_gsm8k_answer(text: str) -> Optional[str]:
+def _chain_last_side(value: str) -> str | None:
+    """The last side of a prose value that is one ``$...$`` chain of equalities opening with a
+    computation (``$\\binom{8}{3} = 56$`` gives ``56``: the prose subject names the chain, as a
+    chain that opens with a name is its last side); ``None`` for anything else (``$x = 5$``,
+    ``$5x - 7y + 4 = 0$`` keep their equation). Linear time."""
+    v = value.rstrip(" \t.")
+    if not (v.startswith("$") and v.endswith("$") and v.count("$") == 2) or "<" in v or ">" in v:
+        return None
+    sides = v[1:-1].split("=")
+    if len(sides) < 2 or not sides[-1].strip() or _LETTER_RE.search(_COMMAND_RE.sub("", sides[0])) is not None:
+        return None
+    return sides[-1].strip()
+
+
+def last_gsm8k_answer(text: str) -> str | None:
     """Answer after the last GSM8K ``#### `` marker, to the end of its line."""
     last = None
     for m in _GSM_RE.finditer(text):
@@ -417,7 +512,7 @@ def last_gsm8k_answer(text: str) -> Optional[str]:
     return _clean_line_answer(_line_after(text, last.end()))
 
 
-def last_statement_answer(text: str) -> Optional[str]:
+def last_statement_answer(text: str) -> str | None:
     """The number closing the response's final sentence (``... the total is $29.00.``).
 
     Only the last 300 characters are examined, and only a complete sentence (ending in ``.``
@@ -472,7 +567,7 @@ def extract_final_answer(text: str) -> Extraction:
 _METAMATH_RE = re.compile(r"The answer is:?\s*(.+?)\s*$", re.IGNORECASE | re.DOTALL)
 
 
-def gold_from_metamathqa(response: str) -> Optional[str]:
+def gold_from_metamathqa(response: str) -> str | None:
     """Gold answer of a MetaMathQA row: the text after the last ``The answer is:`` (dataset card)."""
     idx = response.lower().rfind("the answer is")
     if idx == -1:
@@ -485,7 +580,7 @@ def gold_from_metamathqa(response: str) -> Optional[str]:
     return ans
 
 
-def gold_from_gsm8k(answer: str) -> Optional[str]:
+def gold_from_gsm8k(answer: str) -> str | None:
     """Gold answer of a GSM8K row: the text after ``#### ``, thousands separators removed."""
     ans = last_gsm8k_answer(answer)
     if ans is None:
@@ -493,6 +588,6 @@ def gold_from_gsm8k(answer: str) -> Optional[str]:
     return ans.replace(",", "").strip() or None
 
 
-def gold_from_boxed(solution: str) -> Optional[str]:
+def gold_from_boxed(solution: str) -> str | None:
     """Gold answer of a MATH / NuminaMath row: the last ``\\boxed{}`` with matched braces."""
     return last_boxed(solution)

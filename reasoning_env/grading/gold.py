@@ -11,7 +11,7 @@ import logging
 import threading
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any, Optional
+from typing import Any
 
 from reasoning_env.grading.compare import describe_kind
 from reasoning_env.grading.latex import ParseError, parse_answer
@@ -47,8 +47,8 @@ class GoldInfo:
     key: str
     value: Any
     kind: str
-    issue: Optional[str] = None
-    unit: Optional[str] = None
+    issue: str | None = None
+    unit: str | None = None
 
 
 @dataclass(frozen=True)
@@ -117,5 +117,7 @@ def log_gold_issues(report: GoldReport) -> None:
     logger.warning(
         "%d of %d gold answers are outside the fast grader's subset; they are graded by exact "
         "match and math-verify (slower). Examples: %s",
-        len(new), report.total, examples,
+        len(new),
+        report.total,
+        examples,
     )

@@ -27,8 +27,8 @@ import math
 import re
 import threading
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Iterable, Optional
 
 from reasoning_env.grading.compare import Verdict, compare
 from reasoning_env.grading.extract import extract_final_answer
@@ -37,13 +37,17 @@ from reasoning_env.grading.latex import (
     MAX_PARSE_CHARS,
     ChoiceJunk,
     ParseError,
+    answer_sum_work,
     has_connective,
     has_hedge_word,
+    not_for_math_verify,
     parse_answer,
     words_after_number,
     words_between_numbers,
 )
 from reasoning_env.grading.normalize import is_wrapped_text, match_key, normalize_with_unit
+from reasoning_env.grading.restate import restates_question
+from reasoning_env.grading.values import MAX_SUM_WORK
 
 __all__ = ["GradeResult", "Grader", "REASONS", "DEFAULT_TIMEOUT_S"]
 
@@ -51,6 +55,9 @@ logger = logging.getLogger(__name__)
 
 #: Default time limit of one grade (seconds).
 DEFAULT_TIMEOUT_S = 2.0
+#: Seconds of the limit kept back from math-verify's worker for killing and reaping it when it
+#: runs out (a grade then still returns within ``timeout_s``; at most a tenth of the limit).
+KILL_MARGIN_S = 0.1
 
 #: Every ``GradeResult.reason`` value and its meaning.
 REASONS = {
@@ -81,7 +88,7 @@ class GradeResult:
     """
 
     correct: bool
-    extracted: Optional[str]
+    extracted: str | None
     reason: str
     time_s: float
     method: str = "none"
@@ -182,15 +189,20 @@ class Grader:
         return self.pool.warm_up(wait_s)
 
     # ------------------------------------------------------------------ grading
-    def grade(self, response: str, gold: str, *, timeout_s: Optional[float] = None) -> GradeResult:
+    def grade(
+        self, response: str, gold: str, *, timeout_s: float | None = None, question: str | None = None
+    ) -> GradeResult:
         """Grade ``response`` (full model output) against ``gold`` (a bare answer string).
 
         Args:
             response: The text to grade (hostile input: any size or content).
             gold: The gold answer (LaTeX or plain; prepared once and cached).
             timeout_s: Time limit for this grade (seconds; default ``self.timeout_s``). The
-                call returns within it (plus process-kill latency); running out is the verdict
+                call returns within it (the worker gets it less :data:`KILL_MARGIN_S`); running out is the verdict
                 ``timeout``.
+            question: The question text, when known: an answer that copies one of its math
+                expressions (``\\boxed{513^2 - 487^2}`` for "Compute $513^2 - 487^2$") and is not the
+                gold itself is a ``mismatch`` (:mod:`~reasoning_env.grading.restate`).
         Returns:
             A :class:`GradeResult`.
         Raises:
@@ -210,30 +222,77 @@ class Grader:
         ext = extract_final_answer(response)
         if ext.answer is None:
             return GradeResult(False, None, "no_answer", time.perf_counter() - t0, ext.method)
+        result = self._grade_extraction(ext, info, t0, deadline, timeout_s)
+        if result.correct and question is not None and result.reason != "exact":
+            for part in (ext.answer,) + ext.parts:
+                if restates_question(part, question, info.key, lambda n, p=part: self._is_gold_expression(n, p, info)):
+                    return GradeResult(
+                        False,
+                        ext.answer,
+                        "mismatch",
+                        time.perf_counter() - t0,
+                        ext.method,
+                        f"{part!r} restates an expression of the question (copying it is not answering it)",
+                    )
+        return result
+
+    @staticmethod
+    def _is_gold_expression(normalised: str, raw: str, info: GoldInfo) -> bool:
+        """Whether a normalised answer parses to the gold's own expression (``\\frac{3}{4}`` is the
+        gold ``\\frac34``, written with braces)."""
+        try:
+            return info.value is not None and parse_answer(normalised, is_wrapped_text(raw)) == info.value
+        except ParseError:
+            return False
+
+    def _grade_extraction(self, ext, info: GoldInfo, t0: float, deadline: float, timeout_s: float) -> GradeResult:
+        """Stages 2-5 for an extraction: its answer, and else each of several boxes."""
         result = self._grade_answer(ext.answer, ext.method, info, t0, deadline, timeout_s)
         if result.correct or not ext.parts:
             return result
         # Several boxes end the answer: together they are not the gold; they still count when
         # each of them is the gold (one answer written twice, 15\frac{39}{40} and \frac{639}{40}).
         # One box among different guesses never counts (hedging is a reward hack).
+        work = sum(answer_sum_work(normalize_with_unit(part)[0], is_wrapped_text(part)) for part in ext.parts)
+        if work > MAX_SUM_WORK:  # each box's sums fit, not all of them: bounded time
+            return GradeResult(
+                False,
+                ext.answer,
+                "mismatch",
+                time.perf_counter() - t0,
+                ext.method,
+                f"several boxed answers: together not the gold ({result.detail}), "
+                "and their sums are too long to grade each",
+            )
         for part in ext.parts:
             one = self._grade_answer(part, ext.method, info, t0, deadline, timeout_s)
             if not one.correct:
                 return GradeResult(
-                    False, ext.answer, "timeout" if one.reason == "timeout" else "mismatch",
-                    time.perf_counter() - t0, ext.method,
+                    False,
+                    ext.answer,
+                    "timeout" if one.reason == "timeout" else "mismatch",
+                    time.perf_counter() - t0,
+                    ext.method,
                     f"several boxed answers: together not the gold ({result.detail}), and {part!r} is not it",
                 )
-        return GradeResult(True, ext.answer, one.reason, time.perf_counter() - t0, ext.method, "every boxed answer equals the gold")
+        return GradeResult(
+            True, ext.answer, one.reason, time.perf_counter() - t0, ext.method, "every boxed answer equals the gold"
+        )
 
-    def _grade_answer(self, answer: str, method: str, info: GoldInfo, t0: float, deadline: float, timeout_s: float) -> GradeResult:
+    def _grade_answer(
+        self, answer: str, method: str, info: GoldInfo, t0: float, deadline: float, timeout_s: float
+    ) -> GradeResult:
         """Stages 2-5 of :meth:`grade` for one extracted answer."""
         if answer == info.gold or answer == info.normalised:  # verbatim: no normalising needed
             return GradeResult(True, answer, "exact", time.perf_counter() - t0, method)
         normalised, unit = normalize_with_unit(answer)
         if unit is not None and info.unit is not None and unit != info.unit:
             return GradeResult(
-                False, answer, "mismatch", time.perf_counter() - t0, method,
+                False,
+                answer,
+                "mismatch",
+                time.perf_counter() - t0,
+                method,
                 f"different units ({unit} vs {info.unit})",
             )
         if match_key(normalised) == info.key:
@@ -242,13 +301,21 @@ class Grader:
             # "x=3 \lor x=4", "3 \equiv 4": math-verify grades the last equation (a reward
             # hack); a logic connective, implication, equivalence or "\neq" is exact-match only.
             return GradeResult(
-                False, answer, "mismatch", time.perf_counter() - t0, method,
+                False,
+                answer,
+                "mismatch",
+                time.perf_counter() - t0,
+                method,
                 "logic connective or relation (only an exact match counts)",
             )
 
         if len(normalised) > max(MAX_PARSE_CHARS, 4 * len(info.normalised)):
             return GradeResult(
-                False, _clip(answer), "mismatch", time.perf_counter() - t0, method,
+                False,
+                _clip(answer),
+                "mismatch",
+                time.perf_counter() - t0,
+                method,
                 "answer too long to be the gold",
             )
         detail = ""
@@ -257,7 +324,11 @@ class Grader:
                 pred_value = parse_answer(normalised, is_wrapped_text(answer))
             except ChoiceJunk as exc:
                 return GradeResult(
-                    False, answer, "mismatch", time.perf_counter() - t0, method,
+                    False,
+                    answer,
+                    "mismatch",
+                    time.perf_counter() - t0,
+                    method,
                     f"choice letter with other text (only an exact match counts): {exc}",
                 )
             except ParseError as exc:
@@ -284,25 +355,45 @@ class Grader:
             # "5 hours 30 minutes" vs 5: math-verify would read the first number only (a reward
             # hack). Several quantities separated by words count only as an exact match.
             return GradeResult(
-                False, answer, "mismatch", time.perf_counter() - t0, method,
+                False,
+                answer,
+                "mismatch",
+                time.perf_counter() - t0,
+                method,
                 "several numbers separated by words (only an exact match counts)",
             )
         if has_hedge_word(normalised):
             # "not 12", "either 12, 13", "maybe 48": math-verify may read the number alone.
             return GradeResult(
-                False, answer, "mismatch", time.perf_counter() - t0, method,
+                False,
+                answer,
+                "mismatch",
+                time.perf_counter() - t0,
+                method,
                 "a hedge or negation word (only an exact match counts)",
             )
         if words_after_number(normalised):
             # "3 thousand", "3 is wrong", "3 not": words that were not dropped as units change
             # what the number means; math-verify may read the number alone.
             return GradeResult(
-                False, answer, "mismatch", time.perf_counter() - t0, method,
+                False,
+                answer,
+                "mismatch",
+                time.perf_counter() - t0,
+                method,
                 "a number followed by words (only an exact match counts)",
+            )
+        refused = not_for_math_verify(normalised)
+        if refused is not None:
+            # "The result is 12 = 13", "x \approx 3 \pm 1", "5+": math-verify reads one number.
+            return GradeResult(
+                False, answer, "mismatch", time.perf_counter() - t0, method, f"{refused} (only an exact match counts)"
             )
         if not self.use_worker:
             return GradeResult(False, answer, "mismatch", time.perf_counter() - t0, method, f"undecided: {detail}")
-        remaining = deadline - time.perf_counter()
+        # the worker is killed at its deadline and reaped before verify() returns: keep that
+        # latency (tens of ms on a loaded machine) inside timeout_s
+        remaining = deadline - time.perf_counter() - min(KILL_MARGIN_S, 0.1 * timeout_s)
         if remaining <= 0:
             return GradeResult(False, answer, "timeout", time.perf_counter() - t0, method, detail)
         status, value = self.pool.verify(_for_math_verify(answer), _for_math_verify(info.gold), remaining)

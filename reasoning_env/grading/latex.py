@@ -28,11 +28,12 @@ from __future__ import annotations
 import re
 from fractions import Fraction
 from functools import lru_cache
-from typing import Any, Optional
+from typing import Any
 
 from reasoning_env.grading.values import (
     APPROX_SUBJECT,
     MAX_SUM_WORK,
+    POINT_EVALUATIONS,
     Assign,
     Choice,
     Matrix,
@@ -45,11 +46,29 @@ from reasoning_env.grading.values import (
     has_pm,
     iter_nodes,
     sum_work,
+    value_free_vars,
     value_name,
 )
 
-__all__ = ["ParseError", "NotMath", "ChoiceJunk", "parse_answer", "words_between_numbers", "words_after_number", "has_connective", "has_hedge_word", "number_from_words", "MAX_PARSE_CHARS", "MAX_DEPTH"]
+__all__ = [
+    "ParseError",
+    "NotMath",
+    "ChoiceJunk",
+    "parse_answer",
+    "answer_sum_work",
+    "SUMS_TOO_LONG",
+    "words_between_numbers",
+    "words_after_number",
+    "has_connective",
+    "has_hedge_word",
+    "not_for_math_verify",
+    "number_from_words",
+    "MAX_PARSE_CHARS",
+    "MAX_DEPTH",
+]
 
+#: Why an answer whose sums cost more than ``values.MAX_SUM_WORK`` is not parsed.
+SUMS_TOO_LONG = "sums too long to evaluate here"
 #: Longest normalised answer the parser reads (characters); longer ones are not parsed.
 MAX_PARSE_CHARS = 1000
 #: Deepest nesting of brackets/operators accepted.
@@ -87,12 +106,32 @@ _TOKEN_RE = re.compile(
 )
 
 _FUNCS = {
-    "sin": "sin", "cos": "cos", "tan": "tan", "sec": "sec", "csc": "csc", "cot": "cot",
-    "arcsin": "asin", "arccos": "acos", "arctan": "atan", "asin": "asin", "acos": "acos",
-    "atan": "atan", "sinh": "sinh", "cosh": "cosh", "tanh": "tanh", "ln": "ln", "log": "log",
-    "lg": "lg", "exp": "exp", "sqrt": "sqrt", "abs": "abs",
+    "sin": "sin",
+    "cos": "cos",
+    "tan": "tan",
+    "sec": "sec",
+    "csc": "csc",
+    "cot": "cot",
+    "arcsin": "asin",
+    "arccos": "acos",
+    "arctan": "atan",
+    "asin": "asin",
+    "acos": "acos",
+    "atan": "atan",
+    "sinh": "sinh",
+    "cosh": "cosh",
+    "tanh": "tanh",
+    "ln": "ln",
+    "log": "log",
+    "lg": "lg",
+    "exp": "exp",
+    "sqrt": "sqrt",
+    "abs": "abs",
 }
 _INVERSE = {"sin": "asin", "cos": "acos", "tan": "atan"}
+#: Letters read as a function when followed by a number in parentheses and "=" (``f(3) = 7`` is
+#: the value of f at 3; ``a(3) = 6`` stays the product 3a = 6).
+_FUNCTION_LETTERS = frozenset("f g h p q F G H P Q".split())
 _CONSTS = {"pi": "pi", "infty": "inf", "infinity": "inf", "inf": "inf"}
 _GREEK = frozenset(
     "alpha beta gamma delta epsilon varepsilon zeta eta theta vartheta iota kappa lambda mu nu xi "
@@ -102,17 +141,41 @@ _GREEK = frozenset(
 # Names recognised inside a plain-text letter run (longest first).
 _WORD_NAMES = sorted(list(_FUNCS) + list(_CONSTS), key=len, reverse=True)
 _CMD_TOKENS = {
-    "cdot": ("op", "*"), "times": ("op", "*"), "ast": ("op", "*"), "div": ("op", "/"),
-    "pm": ("pm", "+"), "mp": ("pm", "-"),
-    "le": ("rel", "<="), "leq": ("rel", "<="), "leqslant": ("rel", "<="),
-    "ge": ("rel", ">="), "geq": ("rel", ">="), "geqslant": ("rel", ">="),
-    "lt": ("rel", "<"), "gt": ("rel", ">"), "ne": ("rel", "!="), "neq": ("rel", "!="),
-    "approx": ("rel", "~"), "thickapprox": ("rel", "~"), "in": ("rel", "in"), "cup": ("cup", ""),
-    "frac": ("frac", ""), "sqrt": ("sqrt", ""), "binom": ("binom", ""),
-    "lfloor": ("lfloor", ""), "rfloor": ("rfloor", ""), "lceil": ("lceil", ""), "rceil": ("rceil", ""),
-    "overline": ("overline", ""), "infty": ("const", "inf"), "pi": ("const", "pi"),
-    "mid": ("op", "|"), "colon": ("op", ":"),
-    "sum": ("bigop", "sum"), "prod": ("bigop", "prod"), "angle": ("angle", ""),
+    "cdot": ("op", "*"),
+    "times": ("op", "*"),
+    "ast": ("op", "*"),
+    "div": ("op", "/"),
+    "pm": ("pm", "+"),
+    "mp": ("pm", "-"),
+    "le": ("rel", "<="),
+    "leq": ("rel", "<="),
+    "leqslant": ("rel", "<="),
+    "ge": ("rel", ">="),
+    "geq": ("rel", ">="),
+    "geqslant": ("rel", ">="),
+    "lt": ("rel", "<"),
+    "gt": ("rel", ">"),
+    "ne": ("rel", "!="),
+    "neq": ("rel", "!="),
+    "approx": ("rel", "~"),
+    "thickapprox": ("rel", "~"),
+    "in": ("rel", "in"),
+    "cup": ("cup", ""),
+    "frac": ("frac", ""),
+    "sqrt": ("sqrt", ""),
+    "binom": ("binom", ""),
+    "lfloor": ("lfloor", ""),
+    "rfloor": ("rfloor", ""),
+    "lceil": ("lceil", ""),
+    "rceil": ("rceil", ""),
+    "overline": ("overline", ""),
+    "infty": ("const", "inf"),
+    "pi": ("const", "pi"),
+    "mid": ("op", "|"),
+    "colon": ("op", ":"),
+    "sum": ("bigop", "sum"),
+    "prod": ("bigop", "prod"),
+    "angle": ("angle", ""),
 }
 # Commands that only change how something is typeset.
 _IGNORED_CMDS = frozenset(("limits", "nolimits"))
@@ -221,12 +284,14 @@ def words_between_numbers(s: str) -> bool:
 
 def _names_points(toks: list) -> bool:
     """Whether the next letters name points: after ``\\angle`` or ``\\overline{``."""
-    return bool(toks) and (toks[-1][0] == "angle" or (toks[-1] == ("op", "{") and len(toks) > 1 and toks[-2][0] == "overline"))
+    return bool(toks) and (
+        toks[-1][0] == "angle" or (toks[-1] == ("op", "{") and len(toks) > 1 and toks[-2][0] == "overline")
+    )
 
 
 _HEDGE_RE = re.compile(
     r"(?<![A-Za-z\\])(?:not|no|none|nor|neither|either|maybe|perhaps|possibly|probably|unless|except|"
-    r"approximately|roughly|about|around|isnt|wrong|incorrect|unsure|guess)(?![A-Za-z])",
+    r"approximately|roughly|about|around|nearly|almost|circa|ish|isnt|wrong|incorrect|unsure|guess)(?![A-Za-z])",
     re.IGNORECASE,
 )
 
@@ -236,6 +301,32 @@ def has_hedge_word(s: str) -> bool:
     12``, ``either 12, 13``, ``maybe 48``): such an answer counts only as an exact match
     (math-verify may read the number alone)."""
     return _HEDGE_RE.search(s) is not None
+
+
+_NOT_FOR_MATH_VERIFY = (
+    (
+        re.compile(r"(?<![A-Za-z\\])(?:is|are|was|were|equals|be)(?![A-Za-z])", re.IGNORECASE),
+        "a sentence (is/are/was/equals): math-verify would read one of its numbers",
+    ),
+    (re.compile(r"\\approx(?![A-Za-z])"), "an approximation the \\approx rule could not grade"),
+    (
+        re.compile(r"(?:[-+*/^=<>,]|\\(?:cdot|times|div|pm|mp|le|leq|ge|geq|approx))\s*$"),
+        "ends in an operator or relation (5+ is not 5)",
+    ),
+    (re.compile(r"\?"), "a question mark (a doubt, not an answer)"),
+)
+
+
+def not_for_math_verify(s: str) -> str | None:
+    """Why a normalised answer the fast path could not decide must not go to math-verify, or
+    ``None``. A sentence (``The result is 12 = 13``), an approximation the ``\\approx`` rule of
+    :mod:`~reasoning_env.grading.compare` could not grade, an answer ending in an operator
+    (``5+``: "5 or more") and one with a question mark (``3 \\text{?}``) are graded by a rule
+    math-verify does not have: it reads one number or equation of them (and accepts them)."""
+    for pattern, why in _NOT_FOR_MATH_VERIFY:
+        if pattern.search(s) is not None:
+            return why
+    return None
 
 
 def tokenize(s: str) -> list:
@@ -349,7 +440,7 @@ def _num_node(text: str) -> tuple:
     return power if digits == "1" else ("*", (m, power))
 
 
-def _mixed_whole(prev: Any) -> Optional[tuple]:
+def _mixed_whole(prev: Any) -> tuple | None:
     """The integer literal of a possible mixed number's whole part (``1`` or ``-1``), or None."""
     if _is_node(prev) and prev[0] == "-":
         prev = prev[1]
@@ -365,6 +456,7 @@ class _Parser:
         self.depth = 0
         self.abs_open = 0
         self.sum_work = 0  # evaluation cost of the sums parsed so far (values.sum_work)
+        self.big_op_depth = 0  # sums being parsed around the current position
 
     # -- token access
     def peek(self, k: int = 0) -> tuple:
@@ -376,11 +468,11 @@ class _Parser:
         self.i += 1
         return tok
 
-    def at(self, kind: str, value: Optional[str] = None, k: int = 0) -> bool:
+    def at(self, kind: str, value: str | None = None, k: int = 0) -> bool:
         tok = self.peek(k)
         return tok[0] == kind and (value is None or tok[1] == value)
 
-    def expect(self, kind: str, value: Optional[str] = None) -> tuple:
+    def expect(self, kind: str, value: str | None = None) -> tuple:
         if not self.at(kind, value):
             raise ParseError(f"expected {value or kind}, got {self.peek()[1] or self.peek()[0]}")
         return self.next()
@@ -413,10 +505,16 @@ class _Parser:
             groups[-1].append(self.parse_relation())
         return groups
 
-    def _function_head(self) -> Optional[str]:
-        # id '(' id (',' id)* ')' '='
+    def _function_head(self) -> str | None:
+        # id '(' id (',' id)* ')' '=', or a function's value: f '(' ['-'] num ')' '=' (f(3) = 7)
         if not (self.at("id") and self.at("op", "(", 1)):
             return None
+        if self.peek()[1] in _FUNCTION_LETTERS:
+            j = 3 if self.at("op", "-", 2) else 2
+            if self.at("num", None, j) and self.at("op", ")", j + 1) and self.at("rel", "=", j + 2):
+                head = f"{self.peek()[1]}({'-' if j == 3 else ''}{self.peek(j)[1]})"
+                self.i += j + 2  # up to and including ')'
+                return head
         j = 2
         names = []
         while True:
@@ -444,6 +542,12 @@ class _Parser:
             while self.at("rel", "=") or self.at("rel", "~"):
                 ops.append(self.next()[1])
                 sides.append(self.parse_union())
+            name, _, arg = head[:-1].partition("(")
+            if arg[:1] in "-0123456789." and any(_is_node(x) and free_vars(x) for x in sides[1:]):
+                # f(3) = 2x is no value of f: read it as written (3f = 2x), an equation
+                number = _num_node(arg.lstrip("-"))
+                sides[0] = ("*", (("v", name), ("-", number) if arg[0] == "-" else number))
+                return Relation(tuple(ops), tuple(sides))
             if ops == ["="]:
                 return Assign(head, sides[1])
             return Relation(tuple(ops), tuple(sides))
@@ -504,7 +608,22 @@ class _Parser:
 
     def _starts_atom(self, tok: tuple) -> bool:
         kind = tok[0]
-        if kind in ("num", "id", "const", "fn", "sqrt", "frac", "binom", "lfloor", "lceil", "lset", "begin", "bigop", "angle", "overline"):
+        if kind in (
+            "num",
+            "id",
+            "const",
+            "fn",
+            "sqrt",
+            "frac",
+            "binom",
+            "lfloor",
+            "lceil",
+            "lset",
+            "begin",
+            "bigop",
+            "angle",
+            "overline",
+        ):
             return True
         if kind == "op":
             v = tok[1]
@@ -544,7 +663,13 @@ class _Parser:
                     frac = self.parse_power()
                     pct = frac[0] == "%"
                     inner = frac[1] if pct else frac
-                    if inner[0] == "/" and inner[1][0] == "n" and inner[2][0] == "n" and inner[1][2] is None and inner[2][2] is None:
+                    if (
+                        inner[0] == "/"
+                        and inner[1][0] == "n"
+                        and inner[2][0] == "n"
+                        and inner[1][2] is None
+                        and inner[2][2] is None
+                    ):
                         factors = [self._mixed(prev, inner, pct)]  # mixed number 1\frac{4}{5}
                         continue
                     factors.append(frac)
@@ -945,20 +1070,21 @@ class _Parser:
         if var is None or hi is None:
             raise ParseError("sum without both bounds")
         self.enter()
+        self.big_op_depth += 1
         try:
             body = self.parse_term()
         finally:
             self.depth -= 1
+            self.big_op_depth -= 1
         if not (_is_node(lo) and _is_node(hi) and _is_node(body)):
             raise ParseError("sum of a non-scalar")
         if var in ("i", "e"):  # the index named i or e is a variable in the body, not a constant
             body = _const_to_var(body, var)
         node = (kind, var, lo, hi, body)
-        work = sum_work(node)
-        if work is not None:
-            self.sum_work += work
+        if self.big_op_depth == 0:  # a nested sum is part of the enclosing one's work
+            self.sum_work += sum_work(node)
             if self.sum_work > MAX_SUM_WORK:
-                raise ParseError("sums too long to evaluate here")
+                raise ParseError(SUMS_TOO_LONG)
         return node
 
 
@@ -1018,7 +1144,7 @@ def _finish_value(v: Any) -> Any:
     return pm if pm is not None else v
 
 
-def _assigned_name(lhs: Any, rhs: Any) -> Optional[str]:
+def _assigned_name(lhs: Any, rhs: Any) -> str | None:
     """The name ``lhs`` gives to ``rhs`` in ``lhs = rhs``, or ``None``."""
     rhs_vars = free_vars(rhs) if _is_node(rhs) else _seq_vars(rhs)
     if _is_node(lhs):
@@ -1027,10 +1153,15 @@ def _assigned_name(lhs: Any, rhs: Any) -> Optional[str]:
             return name
         return None
     if (
-        isinstance(lhs, Seq) and lhs.kind == "tuple" and (lhs.open, lhs.close) == ("(", ")")
+        isinstance(lhs, Seq)
+        and lhs.kind == "tuple"
+        and (lhs.open, lhs.close) == ("(", ")")
         and all(_is_node(x) and x[0] == "v" for x in lhs.items)
         and len({x[1] for x in lhs.items}) == len(lhs.items)
-        and isinstance(rhs, Seq) and rhs.kind == "tuple" and len(rhs.items) == len(lhs.items)
+        and isinstance(rhs, Seq)
+        and rhs.kind == "tuple"
+        and (rhs.open, rhs.close) == ("(", ")")
+        and len(rhs.items) == len(lhs.items)
         and not ({x[1] for x in lhs.items} & rhs_vars)
     ):
         return "(" + ",".join(x[1] for x in lhs.items) + ")"
@@ -1077,7 +1208,7 @@ def _finish_items(items: list) -> Any:
     return Seq("list", tuple(expanded))
 
 
-def _pm_tuple(v: Any) -> Optional[Seq]:
+def _pm_tuple(v: Any) -> Seq | None:
     """Both readings of a point with one ``\\pm`` (``(1, \\pm 2)`` is ``(1, 2), (1, -2)``) as a list;
     ``None`` for anything else (two ``\\pm`` in one point are ambiguous: the same sign, or all
     four combinations?)."""
@@ -1087,7 +1218,9 @@ def _pm_tuple(v: Any) -> Optional[Seq]:
     if len(with_pm) != 1 or sum(1 for x in iter_nodes(v.items[with_pm[0]]) if x[0] == "pm") != 1:
         return None
     i = with_pm[0]
-    return Seq("list", tuple(Seq("tuple", v.items[:i] + (r,) + v.items[i + 1:], "(", ")") for r in expand_pm(v.items[i])))
+    return Seq(
+        "list", tuple(Seq("tuple", v.items[:i] + (r,) + v.items[i + 1 :], "(", ")") for r in expand_pm(v.items[i]))
+    )
 
 
 _CHOICE_VALUE_START_RE = re.compile(r"^(?:-\s*)?(?:\d|\.\d|\\(?:frac|sqrt|pi)(?![A-Za-z]))")
@@ -1117,7 +1250,9 @@ _NUMBER_UNITS = (
 ).split()
 _NUMBER_TENS = "twenty thirty forty fifty sixty seventy eighty ninety".split()
 _NUMBER_SCALES = ((10**9, "billion"), (10**6, "million"), (1000, "thousand"))
-_NUMBER_WORD_VALUES = {w: i for i, w in enumerate(_NUMBER_UNITS)} | {w: 20 + 10 * i for i, w in enumerate(_NUMBER_TENS)}
+_NUMBER_WORD_VALUES = {w: i for i, w in enumerate(_NUMBER_UNITS)} | {
+    w: 20 + 10 * i for i, w in enumerate(_NUMBER_TENS)
+}
 
 
 def _spell_number(n: int) -> str:
@@ -1135,7 +1270,7 @@ def _spell_number(n: int) -> str:
     raise ValueError(n)  # pragma: no cover - n < 1000 handled above
 
 
-def number_from_words(text: str) -> Optional[int]:
+def number_from_words(text: str) -> int | None:
     """The integer a whole answer spells out in English (``"five"``, ``"twenty-one"``, ``"one
     hundred and five"``, ``"three thousand"``), or ``None``. Only the canonical spelling counts
     (``"hundred"`` alone or ``"five twenty"`` is not a number)."""
@@ -1175,7 +1310,6 @@ def _canon_text(s: str) -> str:
     return " ".join(words)
 
 
-@lru_cache(maxsize=16384)
 def parse_answer(s: str, as_text: bool = False) -> Any:
     """Parse a normalised answer into an answer value (see :mod:`reasoning_env.grading.values`).
 
@@ -1192,20 +1326,35 @@ def parse_answer(s: str, as_text: bool = False) -> Any:
     Raises:
         ParseError: outside the supported subset, too long or too deep.
     """
+    return _parse(s, as_text)[0]
+
+
+def answer_sum_work(s: str, as_text: bool = False) -> int:
+    """The evaluation cost of the sums of a normalised answer (units of
+    :data:`~reasoning_env.grading.values.MAX_SUM_WORK`; 0 without sums, or when it is not parsed)."""
+    try:
+        return _parse(s, as_text)[1]
+    except ParseError:
+        return 0
+
+
+@lru_cache(maxsize=16384)
+def _parse(s: str, as_text: bool) -> tuple:
+    """``(value, sum work)`` of a normalised answer (see :func:`parse_answer`; cached)."""
     if not s:
         raise ParseError("empty answer")
     if len(s) > MAX_PARSE_CHARS:
         raise ParseError("answer too long to parse")
     m = _CHOICE_RE.match(s)
     if m is not None:
-        return Choice(m.group(1))
+        return Choice(m.group(1)), 0
     m = _CHOICE_VALUE_RE.match(s)
     if m is not None:  # AMC: "(E) 10", the letter and its option's value
-        return Choice(m.group(1), _choice_value(m.group(2)))
+        return Choice(m.group(1), _choice_value(m.group(2))), 0
     if as_text and _TEXTY_RE.match(s):
         word = _word_answer(s)
         if word is not None:
-            return word
+            return word, 0
     try:
         toks = tokenize(s)
         p = _Parser(toks)
@@ -1213,12 +1362,15 @@ def parse_answer(s: str, as_text: bool = False) -> Any:
         if p.peek()[0] != "eof":
             raise ParseError(f"unexpected {p.peek()[1] or p.peek()[0]}")
         if len(groups) == 1 or all(len(g) == 1 for g in groups):
-            return _finish_items([it for g in groups for it in g])
-        # "m=2, n=3; m=5, n=3": each group is one answer (here, one named pair)
-        return Seq("list", tuple(_finish_items(g) for g in groups))
+            value = _finish_items([it for g in groups for it in g])
+        else:  # "m=2, n=3; m=5, n=3": each group is one answer (here, one named pair)
+            value = Seq("list", tuple(_finish_items(g) for g in groups))
     except NotMath:
         if _TEXTY_RE.match(s):
             word = _word_answer(s)
             if word is not None:
-                return word
+                return word, 0
         raise ParseError("words mixed with mathematics") from None
+    if p.sum_work * POINT_EVALUATIONS > MAX_SUM_WORK and value_free_vars(value):
+        raise ParseError(SUMS_TOO_LONG + " at several points")  # compared at random points
+    return value, p.sum_work

@@ -1,8 +1,8 @@
 """String normalisation of an extracted answer (model or gold) before matching and parsing.
 
 Every rule below removes notation that does not change the answer's value, and each is here
-because a public grading failure needed it (``../shared/cases/grading_cases.jsonl``; the
-MATH-500 / GSM8K answer formats; Qwen2.5-Math ``strip_string``; lm-evaluation-harness
+because a public grading failure needed it (the labelled cases of docs/grading.md, "Accuracy on
+public bug reports"; the MATH-500 / GSM8K answer formats; Qwen2.5-Math ``strip_string``; lm-evaluation-harness
 ``normalize_final_answer``, whose substring unit stripping corrupted ``\\infty`` -> ``\\iny``:
 units are only removed as whole words at the end of an answer here).
 
@@ -29,7 +29,15 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["normalize_answer", "normalize_with_unit", "MEANING_WORDS", "match_key", "is_wrapped_text", "MAX_NORMALISE_CHARS", "UNIT_WORDS"]
+__all__ = [
+    "normalize_answer",
+    "normalize_with_unit",
+    "MEANING_WORDS",
+    "match_key",
+    "is_wrapped_text",
+    "MAX_NORMALISE_CHARS",
+    "UNIT_WORDS",
+]
 
 #: Answers longer than this (characters) are not normalised beyond whitespace (they can only
 #: match a gold answer verbatim); gold answers are far shorter.
@@ -82,7 +90,9 @@ _SPACING_RE = re.compile(r"\\\\|\\[!,;:> ]|~|\\(?:thinspace|medspace|thickspace|
 _QUAD_RE = re.compile(r"\\q?quad(?![A-Za-z])")
 # Plain "and" / "or" between two values: "3 and 4", "(1,2) or (3,4)", "1 or x = 2" (a list).
 _PLAIN_AND_OR_RE = re.compile(r"(?<=[\d)\]}])\s+(?:and|or)\s+(?=[-\d(\[\\]|[A-Za-z]\s*=)")
-_AND_OR_RE = re.compile(r"\\(?:text|mbox|textrm|mathrm|textnormal|textbf|mathbf|textsf|mathsf|textit|mathit|emph)\{\s*(?:and|or|,)\s*\}")
+_AND_OR_RE = re.compile(
+    r"\\(?:text|mbox|textrm|mathrm|textnormal|textbf|mathbf|textsf|mathsf|textit|mathit|emph)\{\s*(?:and|or|,)\s*\}"
+)
 _DEGREE_RE = re.compile(r"\^\s*\{?\s*\\circ\s*\}?|\\circ(?![A-Za-z])|\\degree(?![A-Za-z])|°")
 _ORDINAL_RE = re.compile(
     r"(\d)\s*(?:\^\s*)?(?:\{\s*)?(?:\\(?:text|mathrm|textrm|mbox)\{\s*)?(?:st|nd|rd|th)(?![A-Za-z])\s*\}?\s*\}?"
@@ -98,8 +108,15 @@ _TEXT_UNIT_TAIL_RE = re.compile(
 )
 _NEQ_RE = re.compile(r"\\(?:neq|ne)(?![A-Za-z])\s*|\\not\s*=\s*")
 _REAL_LINE_WORDS = frozenset(
-    ("all real numbers", "all reals", "real numbers", "the real numbers", "all real values",
-     "all real x", "all real numbers x")
+    (
+        "all real numbers",
+        "all reals",
+        "real numbers",
+        "the real numbers",
+        "all real values",
+        "all real x",
+        "all real numbers x",
+    )
 )
 _DOLLAR_WORDS_RE = re.compile(r"(?<![A-Za-z])(?:USD|US\$)(?![A-Za-z])")
 _PERCENT_WORD_RE = re.compile(r"\s*\\?(?:percent(?:age)?|per[\s\-]*cent|pct\.?)\s*$", re.IGNORECASE)
@@ -166,7 +183,7 @@ MEANING_WORDS = frozenset(
     half halves third thirds quarter quarters fourth fourths fifth fifths sixth sevenths
     eighth eighths ninth ninths tenth tenths hundredth hundredths thousandth thousandths
     millionth millionths percent percentage pct permille ppm single double triple quadruple
-    twice thrice once k grand bn mn thou
+    twice thrice once k grand bn mn thou lakh lac crore myriad mille
     squared cubed power powers root roots sqrt exponent factorial reciprocal inverse
     plus minus multiplied divided over greater smaller larger bigger
     higher lower than above below under exceeding exceeds increased decreased added subtracted
@@ -174,15 +191,19 @@ MEANING_WORDS = frozenset(
     not no none nothing never neither nor is isnt are was were be being been am or and but
     except maybe perhaps possibly probably wrong incorrect false true correct right either if
     iff then unless otherwise else implies without instead nope yes approx
+    approximately roughly about around circa nearly almost ish rounded
+    least most max maximum minimum minimal maximal
+    loss losses deficit debt owed owing short shortfall
     """.split()
 )
+# (Bounds and qualifiers: ``5 \text{ at most}``, ``5 \text{ maximum}``, ``48 in most cases`` state a
+# bound or a hedge, not the value; ``5 \text{ loss}``, ``5 \text{ deficit}`` flip its sign; ``5
+# \text{ lakh}`` scales it. ``min`` stays a unit: minutes.)
 #: Unit modifiers that need a unit after them (``3 \text{ square}`` may mean 3 squared).
 _UNIT_MODIFIERS = {"square": 2, "sq": 2, "cubic": 3}
 
 # Words that are mathematics, never units (kept even after a number).
-_MATH_WORDS = frozenset(
-    "pi e i sin cos tan sec csc cot ln log exp sqrt and or infinity infty".split()
-)
+_MATH_WORDS = frozenset("pi e i sin cos tan sec csc cot ln log exp sqrt and or infinity infty".split())
 
 
 def _is_meaning_word(w: str) -> bool:
@@ -190,17 +211,26 @@ def _is_meaning_word(w: str) -> bool:
         w in MEANING_WORDS
         or (w.endswith("s") and w[:-1] in MEANING_WORDS)
         or (w.endswith("es") and w[:-2] in MEANING_WORDS)
+        or w.endswith(("illion", "illions", "illionth", "illionths"))  # quintillion, zillion...
     )
+
+
+#: Single letters that are units (case-sensitive: ``m`` is metres, ``M`` is not; ``L`` litres).
+#: Any other single letter after a number is mathematics (``3\mathrm{i}``, ``2\mathrm{e}``,
+#: ``4\mathbf{j}``, ``5\mathbf{v}``), never a unit to drop.
+_SINGLE_LETTER_UNITS = frozenset("m g s h l L".split())
+
+
+def _math_symbol_word(w: str) -> bool:
+    """Whether a word after a number is mathematics rather than a unit: a constant or function
+    name (``i``, ``e``, ``pi``, ``sin``) or a single letter that is no unit (``\\mathbf{v}``, ``M``)."""
+    return w.lower() in _MATH_WORDS or (len(w) == 1 and w not in _SINGLE_LETTER_UNITS)
 
 
 def _unit_words(words: list) -> bool:
     """Whether a trailing group of words may be dropped: at most 3 words, none of which
     changes the meaning, and no unit modifier (``square``) without a unit after it."""
-    return (
-        0 < len(words) <= 3
-        and not any(_is_meaning_word(w) for w in words)
-        and words[-1] not in _UNIT_MODIFIERS
-    )
+    return 0 < len(words) <= 3 and not any(_is_meaning_word(w) for w in words) and words[-1] not in _UNIT_MODIFIERS
 
 
 def _canonical_unit(words: list, exponent: str | None) -> str | None:
@@ -229,7 +259,7 @@ def _canonical_unit(words: list, exponent: str | None) -> str | None:
     return " ".join(out)
 
 
-def _spacing_repl(m: "re.Match[str]") -> str:
+def _spacing_repl(m: re.Match[str]) -> str:
     return m.group(0) if m.group(0) == "\\\\" else " "
 
 
@@ -238,7 +268,7 @@ def _strip_delimiters(s: str) -> str:
         before = s
         for left, right in _DELIMS:
             if len(s) >= len(left) + len(right) and s.startswith(left) and s.endswith(right):
-                inner = s[len(left):len(s) - len(right)]
+                inner = s[len(left) : len(s) - len(right)]
                 # "$a$ and $b$" is not one delimited answer.
                 if left == "$" and "$" in inner:
                     continue
@@ -265,7 +295,7 @@ def _unwrap_boxes(s: str) -> str:
         close = match_brace(s, open_idx)
         if close == -1:
             return s
-        s = s[:idx] + s[open_idx + 1:close] + s[close + 1:]
+        s = s[:idx] + s[open_idx + 1 : close] + s[close + 1 :]
     return s
 
 
@@ -294,10 +324,13 @@ def _strip_unit_tail(s: str, units: list) -> str:
         m = _TEXT_UNIT_TAIL_RE.search(s)
         if m is None:
             break
-        head = s[:m.start()].rstrip()
-        words = m.group(1).strip().lower().split()
+        head = s[: m.start()].rstrip()
+        raw_words = m.group(1).strip().split()
+        words = [w.lower() for w in raw_words]
         if not head or not any(ch.isdigit() for ch in head):
             break
+        if any(_math_symbol_word(w) for w in raw_words):
+            break  # 3 + 4\mathrm{i}, 2\mathrm{e}, 3\text{ pi}: mathematics, not a unit
         if words in _PERCENT_TAILS and not m.group(2):
             s = head + "%"
             break
@@ -307,8 +340,13 @@ def _strip_unit_tail(s: str, units: list) -> str:
         s = head
     m = _NUMBER_THEN_WORDS_RE.match(s)
     if m is not None:
-        words = m.group(2).strip().lower().split()
-        if _unit_words(words) and all(_plain_unit_word(w) for w in words):
+        raw_words = m.group(2).strip().split()
+        words = [w.lower() for w in raw_words]
+        if (
+            _unit_words(words)
+            and all(_plain_unit_word(w) for w in words)
+            and not any(_math_symbol_word(w) for w in raw_words)
+        ):
             units.append(_canonical_unit(words, m.group(3)))
             s = m.group(1)
     return s
@@ -449,7 +487,8 @@ def match_key(normalised: str) -> str:
 
 
 _WRAPPED_TEXT_RE = re.compile(
-    r"^\s*\$?\s*\\(?:text|textbf|textit|textrm|textnormal|mbox|mathrm)\s*\{\s*([A-Za-z][A-Za-z '\-]*)\s*\}\s*\.?\s*\$?\s*$"
+    r"^\s*\$?\s*\\(?:text|textbf|textit|textrm|textnormal|mbox|mathrm)"
+    r"\s*\{\s*([A-Za-z][A-Za-z '\-]*)\s*\}\s*\.?\s*\$?\s*$"
 )
 
 

@@ -2,8 +2,9 @@
 
 Why processes: sympy can spend minutes in C big-integer code (``9^{9^{9^9}}``) where no Python
 signal is delivered, and math-verify's own timeouts use ``signal.alarm``, which only works in
-the main thread (Math-Verify issue #65; FIELD_NOTES section 4). A worker process can be killed
-at any moment from any thread, so every call returns by its deadline.
+the main thread (Math-Verify issue #65: ``signal.alarm`` raises ValueError outside the main
+thread). A worker process can be killed at any moment from any thread, so every call returns by
+its deadline.
 
 Design:
 
@@ -43,7 +44,7 @@ import signal
 import threading
 import time
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 logger = logging.getLogger(__name__)
 
@@ -150,7 +151,7 @@ def _start_process(ctx: Any, **kwargs: Any) -> Any:
 class _Worker:
     """One worker slot: a process plus its pipe, (re)started in the background."""
 
-    def __init__(self, pool: "WorkerPool", index: int) -> None:
+    def __init__(self, pool: WorkerPool, index: int) -> None:
         self.pool = pool
         self.index = index
         self.proc: Any = None
@@ -160,7 +161,7 @@ class _Worker:
         self._lock = threading.Lock()
 
     @property
-    def pid(self) -> Optional[int]:
+    def pid(self) -> int | None:
         proc = self.proc
         return proc.pid if proc is not None else None
 
@@ -200,8 +201,11 @@ class _Worker:
                 target=runpy.run_path,
                 args=(_WORKER_SCRIPT,),
                 kwargs={
-                    "init_globals": {"CONN": child, "MEMORY_BUDGET": self.pool.memory_budget_bytes,
-                                     "NICE": self.pool.nice},
+                    "init_globals": {
+                        "CONN": child,
+                        "MEMORY_BUDGET": self.pool.memory_budget_bytes,
+                        "NICE": self.pool.nice,
+                    },
                     "run_name": _RUN_NAME,
                 },
                 name=f"grading-worker-{self.index}",
@@ -218,7 +222,7 @@ class _Worker:
                         self.ready.set()
                     return
             raise RuntimeError("worker did not report ready")
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - any start failure is logged; the pool retries or degrades
             logger.warning("grading worker %d failed to start: %s", self.index, exc)
             _kill(proc, parent)
         finally:
@@ -298,7 +302,7 @@ class WorkerPool:
 
     def __init__(
         self,
-        size: Optional[int] = None,
+        size: int | None = None,
         *,
         memory_budget_bytes: int = DEFAULT_MEMORY_BUDGET_BYTES,
         start_method: str = "forkserver",
@@ -319,7 +323,7 @@ class WorkerPool:
         self.nice = nice
         self.closed = False
         self._workers = [_Worker(self, i) for i in range(size)]
-        self._idle: "queue.LifoQueue[_Worker]" = queue.LifoQueue()
+        self._idle: queue.LifoQueue[_Worker] = queue.LifoQueue()
         for w in self._workers:
             self._idle.put(w)
 
@@ -382,7 +386,7 @@ class WorkerPool:
             w.kill()
 
 
-_pool: Optional[WorkerPool] = None
+_pool: WorkerPool | None = None
 _pool_lock = threading.Lock()
 
 

@@ -41,10 +41,11 @@ from __future__ import annotations
 
 import math
 import threading
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from fractions import Fraction
 from functools import lru_cache
-from typing import Any, Iterator, Mapping, Optional, Union as _U
+from typing import Any
 
 import mpmath
 
@@ -72,12 +73,14 @@ __all__ = [
     "is_positive_monotone",
     "num_context",
     "sum_work",
+    "value_free_vars",
     "value_name",
     "poly_degree",
     "affine_coefficients",
     "APPROX_SUBJECT",
     "MAX_EXACT_BITS",
     "MAX_SUM_WORK",
+    "POINT_EVALUATIONS",
 ]
 
 #: Largest integer (numerator/denominator) size in bits that exact evaluation will build.
@@ -87,17 +90,36 @@ MAX_EXACT_BITS = 100_000
 MAX_EXACT_FACTORIAL = 5_000
 #: A power ``b^e`` is refused numerically when ``|e| * log2|b|`` exceeds this (the result's
 #: binary exponent would not fit any sane computation).
-MAX_LOG2_MAGNITUDE = 2.0 ** 50
+MAX_LOG2_MAGNITUDE = 2.0**50
 #: Largest argument magnitude accepted by trig/hyperbolic/exp/gamma (argument reduction cost
 #: grows with the magnitude).
 MAX_FUNCTION_ARG = 1e12
 #: Working precision of numeric evaluation (bits): ~77 significant digits.
 NUMERIC_PREC_BITS = 256
-#: Work allowed to the ``\\sum``/``\\prod`` nodes of one answer: terms times the size (nodes) of
-#: the body, nested sums included (``\\sum_{k=1}^{10000} \\frac{1}{k^2}`` costs 50,000). The parser
-#: refuses an answer over it (it goes to math-verify, killed at its deadline), so one evaluation
-#: of an answer's sums costs at most ~0.1 s.
-MAX_SUM_WORK = 60_000
+#: Work allowed to the ``\\sum``/``\\prod`` nodes of one answer (:func:`sum_work`: terms times the
+#: cost of one term, nested sums and series included; about 0.75 us a unit at 256 bits on the
+#: project's loaded VM, so ``\\sum_{k=1}^{10000} \\frac{1}{k^2}`` costs 150,000). The parser refuses
+#: an answer over it (it goes to math-verify, killed at its deadline), so one evaluation of an
+#: answer's sums costs at most ~0.12 s; an answer with variables is evaluated at several points
+#: and may hold only a :data:`POINT_EVALUATIONS`-th of it.
+MAX_SUM_WORK = 160_000
+#: Cost of evaluating one node, by kind, in the units of :data:`MAX_SUM_WORK` (others cost 1):
+#: measured per term at 256 bits (``k!`` ~50 us, ``\\binom{3000}{k}`` ~100 us, ``\\sin k`` ~18 us
+#: and ``\\sin(k+i)`` ~40 us, ``k^2`` ~8 us, ``(k+i)^{k+i}`` ~60 us, ``k`` ~1.5 us with the loop).
+#: A power with an integer literal exponent costs :data:`_INTEGER_POWER_COST`.
+_NODE_COST = {"^": 25, "f": 30, "log": 25, "root": 30, "!": 60, "binom": 120}
+_INTEGER_POWER_COST = 10
+#: Terms an infinite series may cost (mpmath ``nsum`` evaluates up to ~10 per decimal digit).
+MAX_SERIES_TERMS = 800
+#: Evaluations at random points an answer with variables may need (3 agreeing + misses +
+#: negated points): its sums may cost at most ``MAX_SUM_WORK / POINT_EVALUATIONS``.
+POINT_EVALUATIONS = 8
+#: Most bits of the terms (together) of one exact sum or product; past it the sum is evaluated
+#: numerically (``\\sum_{k=1}^{3000} k!`` would build ~10^8 bits of factorials exactly).
+MAX_SUM_EXACT_TERM_BITS = 2_000_000
+#: A sum costing more than this is not re-evaluated above 256 bits (a near-equality recheck
+#: would cost several times the evaluation): the pair is then undecided.
+MAX_RECHECK_SUM_WORK = 40_000
 #: Largest numerator/denominator (bits) of an exact partial sum or product of rationals; a sum
 #: whose exact value grows past it (``\\sum 1/k^2`` over thousands of terms) is evaluated numerically.
 MAX_SUM_EXACT_BITS = 4_096
@@ -180,7 +202,7 @@ class Choice:
     value: Any = None
 
 
-Answer = _U[tuple, Seq, Union, Relation, Assign, Matrix, Text, Choice]
+Answer = tuple | Seq | Union | Relation | Assign | Matrix | Text | Choice
 
 
 class NotExact(Exception):
@@ -261,7 +283,7 @@ def _free_vars_bound(node: Any) -> frozenset:
 APPROX_SUBJECT = ("v", "\u2248")
 
 
-def value_name(node: Any) -> Optional[str]:
+def value_name(node: Any) -> str | None:
     """The name an expression gives to a value, when it is only a name: a variable (``x``,
     ``a_1``, ``\\alpha``), two to four letters (``PQ``, ``xy``, ``g(t)`` read as ``gt``), the
     absolute value of a name (``|PQ|``; that of a segment is the segment, ``PQ``) or a quotient of
@@ -291,6 +313,31 @@ def value_name(node: Any) -> Optional[str]:
         a, b = value_name(node[1]), value_name(node[2])
         return f"{a}/{b}" if a is not None and b is not None else None
     return None
+
+
+def value_free_vars(v: Any) -> frozenset:
+    """:func:`free_vars` of any answer value (expression nodes inside :class:`Seq`,
+    :class:`Relation`, :class:`Assign`, :class:`Union`, :class:`Matrix`, :class:`Choice`)."""
+    out: frozenset = frozenset()
+    stack = [v]
+    while stack:
+        x = stack.pop()
+        if isinstance(x, tuple):
+            out |= free_vars(x)
+        elif isinstance(x, Seq):
+            stack.extend(x.items)
+        elif isinstance(x, Relation):
+            stack.extend(x.sides)
+        elif isinstance(x, Assign):
+            out |= {x.lhs}
+            stack.append(x.value)
+        elif isinstance(x, Union):
+            stack.extend(x.parts)
+        elif isinstance(x, Matrix):
+            stack.extend(c for row in x.rows for c in row)
+        elif isinstance(x, Choice) and x.value is not None:
+            stack.append(x.value)
+    return out
 
 
 def node_count(node: Any) -> int:
@@ -343,7 +390,7 @@ def rename_vars(node: Any, mapping: Mapping[str, str]) -> Any:
     return (k,) + tuple(rename_vars(c, mapping) if isinstance(c, tuple) else c for c in node[1:])
 
 
-def decimal_literal(node: Any) -> Optional[tuple]:
+def decimal_literal(node: Any) -> tuple | None:
     """``(value, places, significant_digits)`` when ``node`` is a (signed) decimal literal such
     as ``0.0833`` or ``-4.5``; ``None`` otherwise (integers, fractions, expressions)."""
     sign = 1
@@ -413,7 +460,7 @@ def _check_size(q: Fraction) -> Fraction:
     return q
 
 
-def _int_root(n: int, k: int) -> Optional[int]:
+def _int_root(n: int, k: int) -> int | None:
     """Exact non-negative integer ``k``-th root of ``n >= 0``, or ``None``."""
     if n < 2:
         return n
@@ -466,7 +513,7 @@ def _exact_pow(b: Fraction, e: Fraction) -> Fraction:
     return _exact_pow(root, Fraction(e.numerator))
 
 
-def exact_value(node: Any, env: Optional[Mapping[str, Fraction]] = None) -> Fraction:
+def exact_value(node: Any, env: Mapping[str, Fraction] | None = None) -> Fraction:
     """Exact rational value of an expression node.
 
     Args:
@@ -542,7 +589,7 @@ def exact_value(node: Any, env: Optional[Mapping[str, Fraction]] = None) -> Frac
     raise NotExact(k)
 
 
-def sum_span(node: tuple) -> Optional[int]:
+def sum_span(node: tuple) -> int | None:
     """Number of terms of a ``\\sum``/``\\prod`` node whose bounds are constant integers of at
     most :data:`MAX_SUM_BOUND` in magnitude (0 for an empty range); ``None`` otherwise (a bound
     with a variable or ``\\infty``: such a sum is never evaluated here)."""
@@ -558,34 +605,59 @@ def sum_span(node: tuple) -> Optional[int]:
     return max(0, bounds[1] - bounds[0] + 1)
 
 
-def sum_work(node: tuple) -> Optional[int]:
-    """Evaluation cost of a ``\\sum``/``\\prod`` node: terms times the size of its body, nested
-    sums included (``None`` when its bounds are not constant, see :func:`sum_span`)."""
-    span = sum_span(node)
-    if span is None:
-        return None
-    body = node[4]
-    inner = 0
-    for x in iter_nodes(body):
-        if x[0] in _BIG_OPS:
-            w = sum_work(x)
-            if w is None:
-                return None
-            inner += w
-    return span * (node_count(body) + inner)
+def _term_cost(body: Any) -> int:
+    """Cost of one evaluation of a sum's body (:data:`_NODE_COST`); a nested sum or series costs
+    its own :func:`sum_work` (each node is counted once)."""
+    total = 0
+    stack = [body]
+    while stack:
+        x = stack.pop()
+        if not isinstance(x, tuple) or not x:
+            continue
+        k = x[0]
+        if k in _BIG_OPS:
+            total += sum_work(x) + _term_cost(x[2]) + _term_cost(x[3])
+            continue
+        if k == "^" and x[2][0] == "n" and x[2][1].denominator == 1:
+            total += _INTEGER_POWER_COST
+        else:
+            total += _NODE_COST.get(k, 1)
+        if k in ("n", "c", "v", "base"):
+            continue
+        if k == "+":
+            stack.extend(t for _, t in x[1])
+        elif k == "*":
+            stack.extend(x[1])
+        else:
+            stack.extend(c for c in x[1:] if isinstance(c, tuple))
+    return total
+
+
+@lru_cache(maxsize=4096)
+def sum_work(node: tuple) -> int:
+    """Evaluation cost of a ``\\sum``/``\\prod`` node (units of :data:`MAX_SUM_WORK`): its terms
+    times (1 + the cost of one term, nested sums and series included). An infinite series counts
+    :data:`MAX_SERIES_TERMS` terms; a sum whose bounds are not constant integers one (it is never
+    evaluated: the first attempt fails)."""
+    if node[0] == "sum" and node[3] == ("c", "inf"):
+        terms = MAX_SERIES_TERMS
+    else:
+        span = sum_span(node)
+        terms = 1 if span is None else span
+    return terms * (1 + _term_cost(node[4]))
 
 
 def _big_op_range(node: tuple) -> range:
     span = sum_span(node)
     if span is None:
         raise NotExact("sum bounds are not constant integers")
-    if span * node_count(node[4]) > MAX_SUM_WORK:
+    if sum_work(node) > MAX_SUM_WORK:
         raise TooBig("sum or product with too many terms")
     lo = int(exact_value(node[2]))
     return range(lo, lo + span)
 
 
-def _exact_big_op(node: tuple, env: Optional[Mapping[str, Fraction]]) -> Fraction:
+def _exact_big_op(node: tuple, env: Mapping[str, Fraction] | None) -> Fraction:
     """Exact ``\\sum``/``\\prod`` over constant integer bounds (the parser caps the total work of
     an answer's sums at :data:`MAX_SUM_WORK`)."""
     kind, var, _, _, body = node
@@ -595,9 +667,13 @@ def _exact_big_op(node: tuple, env: Optional[Mapping[str, Fraction]]) -> Fractio
         raise NotExact("sum or product with too many terms") from None
     inner = dict(env) if env is not None else {}
     acc = Fraction(0) if kind == "sum" else Fraction(1)
+    term_bits = 0
     for i in terms:
         inner[var] = Fraction(i)
         v = exact_value(body, inner)
+        term_bits += _bits(v)
+        if term_bits > MAX_SUM_EXACT_TERM_BITS:
+            raise NotExact("exact terms too large")
         acc = acc + v if kind == "sum" else acc * v
         if acc.denominator.bit_length() > MAX_SUM_EXACT_BITS or acc.numerator.bit_length() > MAX_EXACT_BITS:
             raise NotExact("exact sum too large")
@@ -760,6 +836,8 @@ def numeric_value(node: Any, env: Mapping[str, Any], ctx: Any) -> Any:
         return _real_if_close(ctx, ctx.power(x, 1 / n))
     if k == "!":
         x = numeric_value(node[1], env, ctx)
+        if isinstance(x, ctx.mpc):
+            raise EvalError("factorial of a non-real number")  # complex Gamma: ~5 ms at 256 bits
         _check_arg(ctx, x)
         if not isinstance(x, ctx.mpc) and x < 0 and x == int(x):
             raise EvalError("factorial of a negative integer")
@@ -767,6 +845,8 @@ def numeric_value(node: Any, env: Mapping[str, Any], ctx: Any) -> Any:
     if k == "binom":
         n = numeric_value(node[1], env, ctx)
         r = numeric_value(node[2], env, ctx)
+        if isinstance(n, ctx.mpc) or isinstance(r, ctx.mpc):
+            raise EvalError("binomial of a non-real number")
         _check_arg(ctx, n)
         _check_arg(ctx, r)
         return ctx.binomial(n, r)
@@ -789,6 +869,8 @@ def _numeric_big_op(node: tuple, env: Mapping[str, Any], ctx: Any) -> Any:
         terms = _big_op_range(node)
     except NotExact:
         raise EvalError("sum bounds are not constant integers") from None
+    if ctx.prec > NUMERIC_PREC_BITS and sum_work(node) > MAX_RECHECK_SUM_WORK:
+        raise TooBig("long sum above 256 bits")
     inner = dict(env)
     acc = ctx.mpf(0) if kind == "sum" else ctx.mpf(1)
     for i in terms:
@@ -822,7 +904,7 @@ def _flat_factors(node: Any, out_num: list, out_den: list, sign: list) -> None:
         out_num.append(node)
 
 
-def poly_degree(node: Any, var: str) -> Optional[int]:
+def poly_degree(node: Any, var: str) -> int | None:
     """Degree in ``var`` of a polynomial built with ``+ - *``, constant divisors and natural
     powers (at most 16); ``None`` when the expression is not one (``1/x``, ``\\sqrt x``, ``x^y``).
     Leading terms that cancel are not detected (``(x+1)^2 - x^2`` reports 2)."""
@@ -847,7 +929,7 @@ def poly_degree(node: Any, var: str) -> Optional[int]:
     return None
 
 
-def affine_coefficients(node: Any, var: str) -> Optional[tuple]:
+def affine_coefficients(node: Any, var: str) -> tuple | None:
     """``(a, b)`` (exact rationals, ``a != 0``) when ``node`` is ``a * var + b``, else ``None``."""
     if poly_degree(node, var) != 1:
         return None
@@ -859,7 +941,7 @@ def affine_coefficients(node: Any, var: str) -> Optional[tuple]:
     return (a, b) if a != 0 else None
 
 
-def _affine_int_coefficient(node: Any, var: str) -> Optional[int]:
+def _affine_int_coefficient(node: Any, var: str) -> int | None:
     """``a`` when ``node`` is ``a * var + b`` with integers ``a``, ``b``; else ``None``."""
     line = affine_coefficients(node, var)
     if line is None or line[0].denominator != 1 or line[1].denominator != 1:
@@ -961,7 +1043,7 @@ def _numeric_series(node: tuple, env: Mapping[str, Any], ctx: Any) -> Any:
         inner[var] = ctx.mpf(k)
         return numeric_value(body, inner, ctx)
 
-    maxterms = max(20, min(10 * ctx.dps, MAX_SUM_WORK // node_count(body)))  # bounded work
+    maxterms = max(20, min(10 * ctx.dps, MAX_SERIES_TERMS))  # bounded work (see sum_work)
     try:
         value = ctx.nsum(
             term, [int(lo), ctx.inf], method="richardson", strict=True, tol=ctx.eps * 2**16, maxterms=maxterms

@@ -43,8 +43,9 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Optional, Sequence, Union
+from typing import Any
 
 import numpy as np
 
@@ -123,7 +124,7 @@ class Allocation:
 
 
 # ----------------------------------------------------------------------------- arguments
-def _lows(n: int, lo: Union[int, Sequence[int]]) -> list[int]:
+def _lows(n: int, lo: int | Sequence[int]) -> list[int]:
     if isinstance(lo, (int, np.integer)):
         return [int(lo)] * n
     lows = [int(x) for x in lo]
@@ -145,10 +146,18 @@ def _fallback(curves: Sequence[CurveFn], budget: int, lows: list[int]) -> Alloca
         tokens.append(give)
         left -= give
     p = tuple(float(_curve_values(f, np.array([t]))[0]) if t > 0 else 0.0 for f, t in zip(curves, tokens))
-    return Allocation(tuple(tokens), float(sum(p)), 1, p=p, notes=("the lower bounds do not fit in the budget: given in order until it ran out",))
+    return Allocation(
+        tuple(tokens),
+        float(sum(p)),
+        1,
+        p=p,
+        notes=("the lower bounds do not fit in the budget: given in order until it ran out",),
+    )
 
 
-def _checked(curves: Sequence[CurveFn], budget: int, lo: Union[int, Sequence[int]], cap: Optional[int]) -> Union[Allocation, tuple[int, int, int, list[int]]]:
+def _checked(
+    curves: Sequence[CurveFn], budget: int, lo: int | Sequence[int], cap: int | None
+) -> Allocation | tuple[int, int, int, list[int]]:
     """Validate the allocators' arguments: ``(n, budget, cap, lows)``, or the final
     :class:`Allocation` when there is nothing to optimise (no question, or the lower bounds
     do not fit in the budget). Raises ``ValueError`` as :func:`optimal_allocation`."""
@@ -214,16 +223,16 @@ class Tables:
     lengths: list
     p: list
     value: list
-    cell_of: Optional[np.ndarray]
+    cell_of: np.ndarray | None
     n_states: int
-    terminal_from: Optional[int]
+    terminal_from: int | None
     end_a_done: np.ndarray
     end_b_done: np.ndarray
-    end_a_dry: Optional[np.ndarray] = None  # (n-1, n_states) for early ends
-    end_b_dry: Optional[np.ndarray] = None
-    exact_value: Optional[Callable[[list[int], list[bool]], float]] = None
+    end_a_dry: np.ndarray | None = None  # (n-1, n_states) for early ends
+    end_b_dry: np.ndarray | None = None
+    exact_value: Callable[[list[int], list[bool]], float] | None = None
     notes: list = field(default_factory=list)
-    value_low: Optional[list] = None  # the lower cell envelope (cells only): a second, safe plan
+    value_low: list | None = None  # the lower cell envelope (cells only): a second, safe plan
 
 
 def _gain(tab: Tables, i: int, j: int, hi: int, cvec: np.ndarray) -> np.ndarray:
@@ -259,11 +268,11 @@ def _dp_passes(tab: Tables, cs: Sequence[float], *, slopes: bool = True) -> list
             if hi <= 0:
                 break
             val = V[:, :hi] + _gain(tab, i, j, hi, cvec)
-            dst = newV[:, t:t + hi]
+            dst = newV[:, t : t + hi]
             if slopes:
                 better = val > dst
                 np.copyto(dst, val, where=better)
-                np.copyto(newP[:, t:t + hi], P[:, :hi] + tab.p[i][j], where=better)
+                np.copyto(newP[:, t : t + hi], P[:, :hi] + tab.p[i][j], where=better)
             else:
                 np.maximum(dst, val, out=dst)
         if tab.terminal_from is not None and i < n - 1:
@@ -322,7 +331,9 @@ def _bounds(passes: list[_Pass], a: np.ndarray, b: np.ndarray) -> tuple[np.ndarr
         gl, gr = G_s[lo_i, cols], G_s[hi_i, cols]
         with np.errstate(invalid="ignore"):
             chord = gl + (a[inside] - cl) * (gr - gl) / (cr - cl)
-        chord = np.where(np.isfinite(gl) & np.isfinite(gr), chord, np.where(np.isneginf(gl) & np.isneginf(gr), -np.inf, np.inf))
+        chord = np.where(
+            np.isfinite(gl) & np.isfinite(gr), chord, np.where(np.isneginf(gl) & np.isneginf(gr), -np.inf, np.inf)
+        )
         ub[inside] = chord
     ub = np.where(np.isneginf(lb) & np.all(~np.isfinite(G), axis=0), -np.inf, ub)
     return lb + b, best_pass, ub + b
@@ -367,7 +378,10 @@ def solve(tab: Tables, *, tol: float = EXACT_TOL) -> tuple[list[int], int, float
         k = int(np.argmax(lb))
         best, top = float(lb[k]), float(np.max(ub))
         if not math.isfinite(best):
-            raise ValueError("no plan satisfies the lower bounds and the budget (raise the budget or lower the per-question minimum)")
+            raise ValueError(
+                "no plan satisfies the lower bounds and the budget (raise the budget or lower "
+                "the per-question minimum)"
+            )
         if top - best <= tol * max(1.0, abs(best)) or len(passes) >= _MAX_PASSES:
             break
         open_ = np.flatnonzero(ub > best + tol * max(1.0, abs(best)))
@@ -389,8 +403,15 @@ def solve(tab: Tables, *, tol: float = EXACT_TOL) -> tuple[list[int], int, float
 
 
 # ----------------------------------------------------------------------------- accuracy
-def accuracy_tables(curves: Sequence[CurveFn], budget: int, lows: Sequence[int], cap: int, *, min_tokens: int = 0,
-                    max_spend: Optional[int] = None) -> Tables:
+def accuracy_tables(
+    curves: Sequence[CurveFn],
+    budget: int,
+    lows: Sequence[int],
+    cap: int,
+    *,
+    min_tokens: int = 0,
+    max_spend: int | None = None,
+) -> Tables:
     """Tables of the accuracy objective (expected correct answers): spend at most ``max_spend``
     tokens in all (default: the budget, the hard cap)."""
     n = len(curves)
@@ -413,7 +434,9 @@ def accuracy_tables(curves: Sequence[CurveFn], budget: int, lows: Sequence[int],
     return Tables(lengths, ps, list(ps), None, S1, terminal_from, zeros, zeros, dry_a, dry_b)
 
 
-def _plan_allocation(tab: Tables, tokens: list[int], after: int, objective: float, upper: float, passes: int, unit: int = 1) -> Allocation:
+def _plan_allocation(
+    tab: Tables, tokens: list[int], after: int, objective: float, upper: float, passes: int, unit: int = 1
+) -> Allocation:
     n = len(tab.lengths)
     answered = [i <= after for i in range(n)]
     p = []
@@ -425,8 +448,15 @@ def _plan_allocation(tab: Tables, tokens: list[int], after: int, objective: floa
         p.append(float(tab.p[i][j]) if j < len(tab.lengths[i]) and tab.lengths[i][j] == t else 0.0)
     exact = tab.exact_value(tokens, answered) if tab.exact_value is not None else objective
     return Allocation(
-        tuple(int(t) * unit for t in tokens), float(sum(p)), unit, tuple(answered), tuple(p), float(exact),
-        float(max(0.0, upper - exact)), passes, tuple(tab.notes),
+        tuple(int(t) * unit for t in tokens),
+        float(sum(p)),
+        unit,
+        tuple(answered),
+        tuple(p),
+        float(exact),
+        float(max(0.0, upper - exact)),
+        passes,
+        tuple(tab.notes),
     )
 
 
@@ -434,15 +464,15 @@ def optimal_allocation(
     curves: Sequence[CurveFn],
     budget: int,
     *,
-    lo: Union[int, Sequence[int]] = 1,
-    cap: Optional[int] = None,
+    lo: int | Sequence[int] = 1,
+    cap: int | None = None,
     min_tokens: int = 0,
     reward: Any = None,
-    questions: Optional[Sequence[tuple[Optional[float], str]]] = None,
+    questions: Sequence[tuple[float | None, str]] | None = None,
     hard_cap_mode: bool = True,
     soft_headroom: float = 2.0,
     spent_cells: int = 64,
-    max_units: Optional[int] = None,
+    max_units: int | None = None,
     tol: float = EXACT_TOL,
 ) -> Allocation:
     """The plan maximising expected correct answers (default) or a reward's expected episode
@@ -486,21 +516,44 @@ def optimal_allocation(
         raise ValueError(f"min_tokens must be >= 0 tokens, got {min_tokens}")
     if max_units is not None:
         if reward is not None or not hard_cap_mode or min_tokens > 0:
-            raise ValueError("max_units (a coarse grid) applies to the accuracy objective under a hard cap without an early end; leave it unset for an exact plan")
+            raise ValueError(
+                "max_units (a coarse grid) applies to the accuracy objective under a hard cap "
+                "without an early end; leave it unset for an exact plan"
+            )
         return _coarse_accuracy(curves, budget, lows, cap, int(max_units))
-    roomy = n * cap <= budget and budget - (n - 1) * cap >= min_tokens if hard_cap_mode else n * cap <= math.floor(soft_headroom * budget)
+    roomy = (
+        n * cap <= budget and budget - (n - 1) * cap >= min_tokens
+        if hard_cap_mode
+        else n * cap <= math.floor(soft_headroom * budget)
+    )
     if reward is None and roomy:
         # Every question can have the cap without an early end: with non-decreasing curves that is the optimum.
         p = tuple(float(_curve_values(f, np.array([cap]))[0]) if cap > 0 else 0.0 for f in curves)
         return Allocation((cap,) * n, float(sum(p)), 1, p=p)
     if reward is None:
-        tab = accuracy_tables(curves, budget, lows, cap, min_tokens=min_tokens if hard_cap_mode else 0,
-                              max_spend=None if hard_cap_mode else int(math.floor(soft_headroom * budget)))
+        tab = accuracy_tables(
+            curves,
+            budget,
+            lows,
+            cap,
+            min_tokens=min_tokens if hard_cap_mode else 0,
+            max_spend=None if hard_cap_mode else int(math.floor(soft_headroom * budget)),
+        )
     else:
         from reasoning_env.policies.objective import reward_tables
 
-        tab = reward_tables(reward, curves, budget, lows, cap, questions=questions, hard_cap_mode=hard_cap_mode,
-                            min_tokens=min_tokens, soft_headroom=soft_headroom, spent_cells=spent_cells)
+        tab = reward_tables(
+            reward,
+            curves,
+            budget,
+            lows,
+            cap,
+            questions=questions,
+            hard_cap_mode=hard_cap_mode,
+            min_tokens=min_tokens,
+            soft_headroom=soft_headroom,
+            spent_cells=spent_cells,
+        )
     tokens, after, value, upper, passes = solve(tab, tol=tol)
     best = _plan_allocation(tab, tokens, after, value, upper, passes)
     if tab.value_low is not None:  # the plan optimal on the lower envelope may be worth more
@@ -566,8 +619,8 @@ def greedy_allocation(
     curves: Sequence[CurveFn],
     budget: int,
     *,
-    lo: Union[int, Sequence[int]] = 1,
-    cap: Optional[int] = None,
+    lo: int | Sequence[int] = 1,
+    cap: int | None = None,
     max_units: int = 400,
 ) -> Allocation:
     """Marginal-gain allocation on the curves' upper concave envelopes (a heuristic).

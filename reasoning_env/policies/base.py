@@ -6,7 +6,7 @@ ending in ``\\boxed{}``). The evaluator drives it::
     policy.reset(EpisodeInfo(...))          # once per episode, after env.reset()
     while not obs.done:
         out = policy.act(obs)               # -> PolicyOutput(response, grading_response, meta)
-        obs = env.step(ReasonBudgetAction(response=out.response,
+        obs = env.step(ReasoningEconomicsAction(response=out.response,
                                           metadata={"grading_response": out.grading_response}))
 
 What a policy may see:
@@ -24,14 +24,11 @@ from __future__ import annotations
 
 import copy
 from dataclasses import dataclass, field
-from typing import Any, Optional, Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
+
+from reasoning_env.errors import PolicyError
 
 __all__ = ["BasePolicy", "EpisodeInfo", "Policy", "PolicyError", "PolicyOutput", "obs_get"]
-
-
-class PolicyError(RuntimeError):
-    """A policy could not produce a response (endpoint down after retries, bad configuration,
-    missing trusted context); the message says what failed and how to fix it."""
 
 
 @dataclass
@@ -53,9 +50,9 @@ class PolicyOutput:
     """
 
     response: str
-    grading_response: Optional[str] = None
+    grading_response: str | None = None
     meta: dict[str, Any] = field(default_factory=dict)
-    num_generated_tokens: Optional[int] = None
+    num_generated_tokens: int | None = None
 
 
 @dataclass
@@ -93,7 +90,7 @@ class EpisodeInfo:
     max_tokens_per_step: int = 2048
     hard_cap_mode: bool = True
     reset_metadata: dict[str, Any] = field(default_factory=dict)
-    questions: Optional[list] = None
+    questions: list | None = None
 
 
 @runtime_checkable
@@ -112,13 +109,13 @@ class Policy(Protocol):
     name: str
     kind: str
     needs_trusted_context: bool
-    tokenizer_name: Optional[str]
+    tokenizer_name: str | None
 
     def reset(self, info: EpisodeInfo) -> None:
         """Start an episode."""
 
     def act(self, obs: Any) -> PolicyOutput:
-        """Answer the current question of ``obs`` (a ``ReasonBudgetObservation`` or its dict)."""
+        """Answer the current question of ``obs`` (a ``ReasoningEconomicsObservation`` or its dict)."""
 
 
 class BasePolicy:
@@ -127,10 +124,10 @@ class BasePolicy:
     name: str = "policy"
     kind: str = "budget_baseline"
     needs_trusted_context: bool = False
-    tokenizer_name: Optional[str] = None
+    tokenizer_name: str | None = None
 
     def __init__(self) -> None:
-        self.info: Optional[EpisodeInfo] = None
+        self.info: EpisodeInfo | None = None
 
     def reset(self, info: EpisodeInfo) -> None:
         """Remember ``info`` for the episode. Raises :class:`PolicyError` when trusted context
@@ -145,7 +142,7 @@ class BasePolicy:
     def act(self, obs: Any) -> PolicyOutput:  # pragma: no cover - abstract
         raise NotImplementedError
 
-    def clone(self) -> "BasePolicy":
+    def clone(self) -> BasePolicy:
         """An independent copy for a parallel worker (heavy resources such as a loaded model are
         shared, not copied)."""
         twin = copy.copy(self)

@@ -18,7 +18,7 @@ rule. Lengths are clipped to the observation's ``step_token_cap``.
 from __future__ import annotations
 
 import random
-from typing import Any, Optional
+from typing import Any
 
 from reasoning_env.policies.base import BasePolicy, EpisodeInfo, PolicyError, PolicyOutput, obs_get
 from reasoning_env.policies.curves import SolverCurves
@@ -47,7 +47,9 @@ class BudgetBaseline(BasePolicy):
     kind = "budget_baseline"
     default_name = "budget"
 
-    def __init__(self, *, answer: str = "placeholder", curves: Optional[SolverCurves] = None, name: Optional[str] = None) -> None:
+    def __init__(
+        self, *, answer: str = "placeholder", curves: SolverCurves | None = None, name: str | None = None
+    ) -> None:
         super().__init__()
         if answer not in ANSWER_MODES:
             raise ValueError(f"answer must be one of {list(ANSWER_MODES)}, got {answer!r}")
@@ -64,7 +66,10 @@ class BudgetBaseline(BasePolicy):
         """Start an episode. Raises :class:`PolicyError` when the tokenizer is missing."""
         super().reset(info)
         if info.tokenizer is None:
-            raise PolicyError(f"policy {self.name!r} needs the environment's tokenizer {info.tokenizer_name!r} to write exact-length text")
+            raise PolicyError(
+                f"policy {self.name!r} needs the environment's tokenizer "
+                f"{info.tokenizer_name!r} to write exact-length text"
+            )
 
     def length(self, obs: Any) -> int:  # pragma: no cover - abstract
         """Tokens to spend on the current question (before clipping to ``step_token_cap``)."""

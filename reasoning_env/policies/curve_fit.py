@@ -36,20 +36,18 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass, field
-from typing import Any, Optional, Union
+from typing import Any
 
 import numpy as np
 from scipy import stats as _st
+
+from reasoning_env.errors import CurveFitError
 
 __all__ = ["CEILING_SE_LIMIT", "CurveFit", "CurveFitError", "Estimate", "fit_group", "format_fit"]
 
 #: A fitted ceiling with a larger standard error than this is reported as not identified.
 CEILING_SE_LIMIT = 0.15
 _Z95 = float(_st.norm.ppf(0.975))
-
-
-class CurveFitError(ValueError):
-    """The rows cannot identify a curve (too few, one class only, accuracy not rising with tokens)."""
 
 
 @dataclass(frozen=True)
@@ -98,7 +96,7 @@ class CurveFit:
     hosmer_lemeshow: dict[str, float]
     calibration: list[dict[str, float]]
     unidentified: list[str] = field(default_factory=list)
-    clusters: Optional[int] = None
+    clusters: int | None = None
 
     @property
     def deviance(self) -> float:
@@ -132,8 +130,11 @@ def format_fit(fit: dict[str, Any]) -> str:
         e = e if isinstance(e, Estimate) else Estimate(**e)
         lines.append(f"  {name:<8s} {e}")
     hl = fit["hosmer_lemeshow"]
-    lines.append(f"  fit: deviance {fit['deviance']:.1f}, pseudo-R2 {fit['pseudo_r2']:.3f}, Hosmer-Lemeshow chi2 {hl['statistic']:.2f} "
-                 f"(df {hl['df']:.0f}, p = {hl['p_value']:.3g})")
+    lines.append(
+        f"  fit: deviance {fit['deviance']:.1f}, pseudo-R2 {fit['pseudo_r2']:.3f}, "
+        f"Hosmer-Lemeshow chi2 {hl['statistic']:.2f} "
+        f"(df {hl['df']:.0f}, p = {hl['p_value']:.3g})"
+    )
     lines.extend(f"  not identified: {u}" for u in fit.get("unidentified") or [])
     return "\n".join(lines)
 
@@ -157,8 +158,16 @@ def _jacobian(X: np.ndarray, beta: np.ndarray, c: float, floor: float, free_c: b
     return np.clip(p, 1e-12, 1 - 1e-12), J
 
 
-def _covariance(X: np.ndarray, y: np.ndarray, beta: np.ndarray, c: float, floor: float, free_c: bool, info: np.ndarray,
-                clusters: Optional[np.ndarray]) -> Optional[np.ndarray]:
+def _covariance(
+    X: np.ndarray,
+    y: np.ndarray,
+    beta: np.ndarray,
+    c: float,
+    floor: float,
+    free_c: bool,
+    info: np.ndarray,
+    clusters: np.ndarray | None,
+) -> np.ndarray | None:
     """Inverse Fisher information, or its cluster-robust sandwich (see the module docstring)."""
     try:
         inv = np.linalg.inv(info)
@@ -178,7 +187,9 @@ def _covariance(X: np.ndarray, y: np.ndarray, beta: np.ndarray, c: float, floor:
     return inv @ meat @ inv
 
 
-def _scoring(X: np.ndarray, y: np.ndarray, *, floor: float, ceiling: Optional[float], c0: float, iters: int = 200) -> tuple[np.ndarray, float, np.ndarray]:
+def _scoring(
+    X: np.ndarray, y: np.ndarray, *, floor: float, ceiling: float | None, c0: float, iters: int = 200
+) -> tuple[np.ndarray, float, np.ndarray]:
     """Fisher scoring over ``beta`` (and the ceiling when ``ceiling is None``), with step halving.
 
     Returns ``(beta, ceiling, Fisher information at the optimum)``.
@@ -221,7 +232,9 @@ def _scoring(X: np.ndarray, y: np.ndarray, *, floor: float, ceiling: Optional[fl
     return beta, C, info
 
 
-def _hosmer_lemeshow(y: np.ndarray, p: np.ndarray, groups: int = 10) -> tuple[dict[str, float], list[dict[str, float]]]:
+def _hosmer_lemeshow(
+    y: np.ndarray, p: np.ndarray, groups: int = 10
+) -> tuple[dict[str, float], list[dict[str, float]]]:
     order = np.argsort(p, kind="stable")
     bins = [b for b in np.array_split(order, min(groups, len(y))) if len(b)]
     stat, table = 0.0, []
@@ -242,10 +255,10 @@ def fit_group(
     *,
     group: str,
     prior: Any,
-    ceiling: Union[float, str, None] = "fit",
+    ceiling: float | str | None = "fit",
     floor: float = 0.0,
     x_name: str = "tokens",
-    clusters: Optional[np.ndarray] = None,
+    clusters: np.ndarray | None = None,
 ):
     """Fit one group of rows (lengths ``x`` > 0, difficulties ``d``, verdicts ``y`` in {0, 1}).
 
@@ -269,16 +282,24 @@ def fit_group(
     if n == 0:
         raise CurveFitError("no rows")
     if y.min() == y.max():
-        raise CurveFitError("all rows are " + ("correct" if y[0] == 1 else "wrong") + ": accuracy vs tokens is not identifiable")
+        raise CurveFitError(
+            "all rows are " + ("correct" if y[0] == 1 else "wrong") + ": accuracy vs tokens is not identifiable"
+        )
     lx = np.log(x)
     if float(np.ptp(lx)) == 0:
-        raise CurveFitError(f"every row has the same {x_name} ({x[0]:g}): accuracy vs length is not identifiable; sweep the per-question cap")
+        raise CurveFitError(
+            f"every row has the same {x_name} ({x[0]:g}): accuracy vs length is not "
+            "identifiable; sweep the per-question cap"
+        )
     unidentified: list[str] = []
     vary_d = float(np.ptp(d)) > 0
     X = np.stack([lx, np.ones(n)] + ([d - 1.0] if vary_d else []), axis=1)
     if not vary_d:
-        unidentified.append(f"growth: every row has difficulty {d[0]:g} (no difficulty labels, or one level): kept at the prior's {prior.growth:g}")
-    fixed_c: Optional[float]
+        unidentified.append(
+            f"growth: every row has difficulty {d[0]:g} (no difficulty labels, or one "
+            f"level): kept at the prior's {prior.growth:g}"
+        )
+    fixed_c: float | None
     if ceiling == "fit":
         fixed_c = None
     elif ceiling is None:
@@ -293,8 +314,19 @@ def fit_group(
         se_c = math.sqrt(cov[-1, -1]) if cov is not None and cov[-1, -1] > 0 else math.inf
         at_bound = C >= 1.0 - 1e-6 or C <= floor + 2e-3
         if at_bound or not se_c <= CEILING_SE_LIMIT:
-            why = "at its bound 1" if C >= 1.0 - 1e-6 else (f"at its bound {floor:g}" if C <= floor + 2e-3 else f"standard error {se_c:.2g} > {CEILING_SE_LIMIT}")
-            unidentified.append(f"ceiling: the rows do not reach the plateau (estimate {C:.3g}, {why}): kept at the prior's {prior.ceiling:g}")
+            why = (
+                "at its bound 1"
+                if C >= 1.0 - 1e-6
+                else (
+                    f"at its bound {floor:g}"
+                    if C <= floor + 2e-3
+                    else f"standard error {se_c:.2g} > {CEILING_SE_LIMIT}"
+                )
+            )
+            unidentified.append(
+                f"ceiling: the rows do not reach the plateau (estimate {C:.3g}, {why}): kept at "
+                f"the prior's {prior.ceiling:g}"
+            )
             fixed_c = float(prior.ceiling)
             beta, C, info = _scoring(X, y, floor=floor, ceiling=fixed_c, c0=fixed_c)
             cov = None
@@ -322,27 +354,46 @@ def fit_group(
         grad_g[0], grad_g[2] = float(beta[2]) / a**2, -1.0 / a
         se_log_g = math.sqrt(max(0.0, float(grad_g @ sub @ grad_g)))
         growth = math.exp(log_g)
-        growth_est = Estimate(growth, growth * se_log_g, math.exp(log_g - _Z95 * se_log_g), math.exp(log_g + _Z95 * se_log_g))
+        growth_est = Estimate(
+            growth, growth * se_log_g, math.exp(log_g - _Z95 * se_log_g), math.exp(log_g + _Z95 * se_log_g)
+        )
         t50 = math.exp(log_t50)
-        t50_est = Estimate(t50, t50 * se_log_t50, math.exp(log_t50 - _Z95 * se_log_t50), math.exp(log_t50 + _Z95 * se_log_t50))
+        t50_est = Estimate(
+            t50, t50 * se_log_t50, math.exp(log_t50 - _Z95 * se_log_t50), math.exp(log_t50 + _Z95 * se_log_t50)
+        )
     else:
         growth = float(prior.growth)
         growth_est = Estimate(growth, identified=False)
         # The fit is at the one level d0: t50(d0) = exp(log_t50); level 1 follows from the kept growth.
         scale = growth ** (float(d[0]) - 1.0)
         t50 = math.exp(log_t50) / scale
-        t50_est = Estimate(t50, t50 * se_log_t50, math.exp(log_t50 - _Z95 * se_log_t50) / scale, math.exp(log_t50 + _Z95 * se_log_t50) / scale)
+        t50_est = Estimate(
+            t50,
+            t50 * se_log_t50,
+            math.exp(log_t50 - _Z95 * se_log_t50) / scale,
+            math.exp(log_t50 + _Z95 * se_log_t50) / scale,
+        )
     if not all(math.isfinite(v) and 0 < v < 1e12 for v in (t50, growth)) or a > 1e3:
-        raise CurveFitError(f"fit diverged (k={a:.3g}, t50={t50:.3g}, growth={growth:.3g}): the rows are probably perfectly separable")
+        raise CurveFitError(
+            f"fit diverged (k={a:.3g}, t50={t50:.3g}, growth={growth:.3g}): the rows are probably perfectly separable"
+        )
     k_est = Estimate(a, se_a, a - _Z95 * se_a, a + _Z95 * se_a)
     curve = Curve(k=a, t50=t50, growth=growth, ceiling=float(C), floor=floor)
     p_hat = _model(X, beta, C, floor)[0]
     ybar = float(y.mean())
     hl, table = _hosmer_lemeshow(y, p_hat)
     report = CurveFit(
-        group=group, n=int(n), n_correct=int(y.sum()), x=x_name, clusters=None if clusters is None else int(len(np.unique(clusters))),
+        group=group,
+        n=int(n),
+        n_correct=int(y.sum()),
+        x=x_name,
+        clusters=None if clusters is None else int(len(np.unique(clusters))),
         estimates={"k": k_est, "t50": t50_est, "growth": growth_est, "ceiling": ceiling_est},
-        floor=float(floor), loglik=_loglik(y, p_hat), null_loglik=_loglik(y, np.full(n, ybar)),
-        hosmer_lemeshow=hl, calibration=table, unidentified=unidentified,
+        floor=float(floor),
+        loglik=_loglik(y, p_hat),
+        null_loglik=_loglik(y, np.full(n, ybar)),
+        hosmer_lemeshow=hl,
+        calibration=table,
+        unidentified=unidentified,
     )
     return curve, report

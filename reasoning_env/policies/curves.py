@@ -47,9 +47,10 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Mapping, Optional, Sequence, Union
+from typing import Any
 
 import numpy as np
 
@@ -100,7 +101,7 @@ class Curve:
         """Mid-point length (tokens) at ``difficulty``: ``t50 * growth ** (difficulty - 1)``."""
         return self.t50 * self.growth ** (float(difficulty) - 1.0)
 
-    def p(self, tokens: Union[float, np.ndarray], difficulty: float) -> Union[float, np.ndarray]:
+    def p(self, tokens: float | np.ndarray, difficulty: float) -> float | np.ndarray:
         """Probability of a correct answer with ``tokens`` tokens (scalar or array) at ``difficulty``."""
         t = np.asarray(tokens, dtype=float)
         with np.errstate(divide="ignore"):
@@ -139,7 +140,7 @@ DEFAULT_CURVES: dict[str, Curve] = {
 DEFAULT_DIFFICULTY: dict[str, int] = {"GSM": 2, "MATH": 3, "NuminaMath-TIR": 4, "reasoning_gym": 1, "other": 3}
 
 
-def problem_family(problem_type: Optional[str]) -> str:
+def problem_family(problem_type: str | None) -> str:
     """The family of a problem type: ``GSM_*``/``GSM8K`` -> ``"GSM"``, ``MATH_*``/``MATH-500`` ->
     ``"MATH"``, ``"NuminaMath-TIR"``, ``reasoning_gym/*`` -> ``"reasoning_gym"``, else ``"other"``."""
     pt = problem_type or ""
@@ -178,12 +179,18 @@ class SolverCurves:
     fits: dict[str, dict] = field(default_factory=dict)
 
     @classmethod
-    def single(cls, curve: Curve, *, default_difficulty: int = 3, source: str = "one curve") -> "SolverCurves":
+    def single(cls, curve: Curve, *, default_difficulty: int = 3, source: str = "one curve") -> SolverCurves:
         """Curves that give every problem type the same ``curve`` (and unlabelled questions the
         level ``default_difficulty``)."""
-        return cls(families={f: curve for f in FAMILIES}, default_difficulty={f: int(default_difficulty) for f in FAMILIES}, source=source)
+        return cls(
+            families={f: curve for f in FAMILIES},
+            default_difficulty={f: int(default_difficulty) for f in FAMILIES},
+            source=source,
+        )
 
-    def __call__(self, tokens: Union[float, np.ndarray], difficulty: Optional[float], problem_type: Optional[str] = None) -> np.ndarray:
+    def __call__(
+        self, tokens: float | np.ndarray, difficulty: float | None, problem_type: str | None = None
+    ) -> np.ndarray:
         """``p(tokens)`` for a question of this difficulty and type, as an array: the
         accuracy-curve call of the reward lab (``curve(tokens, difficulty, problem_type)``)."""
         return np.asarray(self.p(np.asarray(tokens, dtype=float), problem_type, difficulty), dtype=float)
@@ -196,14 +203,14 @@ class SolverCurves:
         return f"curves {self.source}"
 
     # ------------------------------------------------------------------ lookup
-    def curve_for(self, problem_type: Optional[str]) -> Curve:
+    def curve_for(self, problem_type: str | None) -> Curve:
         """The curve of ``problem_type``."""
         if problem_type and problem_type in self.types:
             return self.types[problem_type]
         fam = problem_family(problem_type)
         return self.families.get(fam) or self.families.get("other") or DEFAULT_CURVES["other"]
 
-    def difficulty_for(self, problem_type: Optional[str], difficulty: Optional[float]) -> float:
+    def difficulty_for(self, problem_type: str | None, difficulty: float | None) -> float:
         """``difficulty`` if given (not None/NaN), else the family default level."""
         if difficulty is not None:
             try:
@@ -215,11 +222,11 @@ class SolverCurves:
         fam = problem_family(problem_type)
         return float(self.default_difficulty.get(fam, self.default_difficulty.get("other", 3)))
 
-    def p(self, tokens: Union[float, np.ndarray], problem_type: Optional[str], difficulty: Optional[float]) -> Union[float, np.ndarray]:
+    def p(self, tokens: float | np.ndarray, problem_type: str | None, difficulty: float | None) -> float | np.ndarray:
         """Probability of a correct answer with ``tokens`` tokens for a question of this type/difficulty."""
         return self.curve_for(problem_type).p(tokens, self.difficulty_for(problem_type, difficulty))
 
-    def question_fn(self, problem_type: Optional[str], difficulty: Optional[float]):
+    def question_fn(self, problem_type: str | None, difficulty: float | None):
         """``f(tokens array) -> p array`` for one question (for the allocators)."""
         curve = self.curve_for(problem_type)
         d = self.difficulty_for(problem_type, difficulty)
@@ -238,7 +245,7 @@ class SolverCurves:
         }
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> "SolverCurves":
+    def from_dict(cls, data: Mapping[str, Any]) -> SolverCurves:
         """Build from :meth:`to_dict` output. Missing families keep their defaults.
 
         Raises:
@@ -249,14 +256,20 @@ class SolverCurves:
         types = {k: Curve(**v) for k, v in (data.get("types") or {}).items()}
         dd = dict(DEFAULT_DIFFICULTY)
         dd.update({k: int(v) for k, v in (data.get("default_difficulty") or {}).items()})
-        return cls(families=fams, types=types, default_difficulty=dd, source=str(data.get("source", "file")), fits=dict(data.get("fits") or {}))
+        return cls(
+            families=fams,
+            types=types,
+            default_difficulty=dd,
+            source=str(data.get("source", "file")),
+            fits=dict(data.get("fits") or {}),
+        )
 
-    def save(self, path: Union[str, Path]) -> None:
+    def save(self, path: str | Path) -> None:
         """Write :meth:`to_dict` as JSON."""
         Path(path).write_text(json.dumps(self.to_dict(), indent=2), encoding="utf-8")
 
     @classmethod
-    def load(cls, path: Union[str, Path]) -> "SolverCurves":
+    def load(cls, path: str | Path) -> SolverCurves:
         """Read a JSON file written by :meth:`save` (e.g. a run folder's ``curves.json``)."""
         return cls.from_dict(json.loads(Path(path).read_text(encoding="utf-8")))
 
@@ -269,12 +282,12 @@ class SolverCurves:
         per: str = "family",
         per_family: bool = True,
         min_rows: int = 30,
-        ceiling: Union[float, str, None] = "fit",
+        ceiling: float | str | None = "fit",
         floor: float = 0.0,
-        base: Optional["SolverCurves"] = None,
+        base: SolverCurves | None = None,
         x: str = "tokens",
-        cluster: Optional[str] = None,
-    ) -> "SolverCurves":
+        cluster: str | None = None,
+    ) -> SolverCurves:
         """Maximum-likelihood curves from recorded steps, with standard errors and goodness of
         fit (:mod:`.curve_fit`; the reports are kept in :attr:`fits` and in the saved file).
 
@@ -323,10 +336,29 @@ class SolverCurves:
 
         def pooled() -> Curve:
             if not pooled_cache:
-                prior = (base.families.get(groups[0]) or DEFAULT_CURVES["other"]) if len(groups) == 1 else Curve(
-                    k=2.0, t50=50.0, growth=2.0, ceiling=float(np.mean([(base.families.get(g) or DEFAULT_CURVES["other"]).ceiling for g in groups])))
-                cur, rep = fit_group(data["t"], data["d"], data["y"], group="pooled" if len(groups) > 1 else f"family:{groups[0]}",
-                                     prior=prior, ceiling=ceiling, floor=floor, x_name=x, clusters=data["cluster"])
+                prior = (
+                    (base.families.get(groups[0]) or DEFAULT_CURVES["other"])
+                    if len(groups) == 1
+                    else Curve(
+                        k=2.0,
+                        t50=50.0,
+                        growth=2.0,
+                        ceiling=float(
+                            np.mean([(base.families.get(g) or DEFAULT_CURVES["other"]).ceiling for g in groups])
+                        ),
+                    )
+                )
+                cur, rep = fit_group(
+                    data["t"],
+                    data["d"],
+                    data["y"],
+                    group="pooled" if len(groups) > 1 else f"family:{groups[0]}",
+                    prior=prior,
+                    ceiling=ceiling,
+                    floor=floor,
+                    x_name=x,
+                    clusters=data["cluster"],
+                )
                 fits[rep.group] = rep.to_dict()
                 pooled_cache.append(cur)
             return pooled_cache[0]
@@ -335,16 +367,28 @@ class SolverCurves:
             mask = fam_key == g
             if len(groups) > 1 and per_family and mask.sum() >= min_rows:
                 try:
-                    cur, rep = fit_group(data["t"][mask], data["d"][mask], data["y"][mask], group=f"family:{g}",
-                                         prior=base.families.get(g) or DEFAULT_CURVES["other"], ceiling=ceiling, floor=floor, x_name=x,
-                                         clusters=None if data["cluster"] is None else data["cluster"][mask])
+                    cur, rep = fit_group(
+                        data["t"][mask],
+                        data["d"][mask],
+                        data["y"][mask],
+                        group=f"family:{g}",
+                        prior=base.families.get(g) or DEFAULT_CURVES["other"],
+                        ceiling=ceiling,
+                        floor=floor,
+                        x_name=x,
+                        clusters=None if data["cluster"] is None else data["cluster"][mask],
+                    )
                     fits[rep.group] = rep.to_dict()
                 except CurveFitError as exc:
                     notes.append(f"{g}: pooled fit used ({exc})")
                     cur = pooled()
             else:
                 if len(groups) > 1:
-                    notes.append(f"{g}: pooled fit used ({int(mask.sum())} rows < {min_rows})" if per_family else f"{g}: pooled fit")
+                    notes.append(
+                        f"{g}: pooled fit used ({int(mask.sum())} rows < {min_rows})"
+                        if per_family
+                        else f"{g}: pooled fit"
+                    )
                 cur = pooled()
             fams[g] = cur
         if per == "type":
@@ -355,18 +399,34 @@ class SolverCurves:
                     notes.append(f"type {t}: its family's curve ({int(mask.sum())} rows < {min_rows})")
                     continue
                 try:
-                    cur, rep = fit_group(data["t"][mask], data["d"][mask], data["y"][mask], group=f"type:{t}", prior=fams[fam],
-                                         ceiling=ceiling, floor=floor, x_name=x, clusters=None if data["cluster"] is None else data["cluster"][mask])
+                    cur, rep = fit_group(
+                        data["t"][mask],
+                        data["d"][mask],
+                        data["y"][mask],
+                        group=f"type:{t}",
+                        prior=fams[fam],
+                        ceiling=ceiling,
+                        floor=floor,
+                        x_name=x,
+                        clusters=None if data["cluster"] is None else data["cluster"][mask],
+                    )
                 except CurveFitError as exc:
                     notes.append(f"type {t}: its family's curve ({exc})")
                     continue
                 types[t] = cur
                 fits[rep.group] = rep.to_dict()
-        src = f"fit: {n} rows, families {groups}" + (f", per type" if per == "type" else "") + f", length {x}" + (f"; {'; '.join(notes)}" if notes else "")
+        src = (
+            f"fit: {n} rows, families {groups}"
+            + (", per type" if per == "type" else "")
+            + f", length {x}"
+            + (f"; {'; '.join(notes)}" if notes else "")
+        )
         return cls(families=fams, types=types, default_difficulty=dict(base.default_difficulty), source=src, fits=fits)
 
 
-def _rows_to_arrays(rows: Any, curves: SolverCurves, x: str = "tokens", cluster: Optional[str] = None) -> dict[str, np.ndarray]:
+def _rows_to_arrays(
+    rows: Any, curves: SolverCurves, x: str = "tokens", cluster: str | None = None
+) -> dict[str, np.ndarray]:
     if hasattr(rows, "to_dict") and hasattr(rows, "columns"):  # a pandas DataFrame
         if x not in rows.columns:
             raise CurveFitError(f"the rows have no {x!r} column (columns: {', '.join(map(str, rows.columns))})")
@@ -391,12 +451,17 @@ def _rows_to_arrays(rows: Any, curves: SolverCurves, x: str = "tokens", cluster:
         fam.append(problem_family(pt))
         typ.append(str(pt or "other"))
         grp.append(str(_get(r, cluster)) if cluster else "")
-    return {"t": np.array(t, dtype=float), "d": np.array(d, dtype=float), "y": np.array(y, dtype=float),
-            "family": np.array(fam, dtype=object), "type": np.array(typ, dtype=object),
-            "cluster": np.array(grp, dtype=object) if cluster else None}
+    return {
+        "t": np.array(t, dtype=float),
+        "d": np.array(d, dtype=float),
+        "y": np.array(y, dtype=float),
+        "family": np.array(fam, dtype=object),
+        "type": np.array(typ, dtype=object),
+        "cluster": np.array(grp, dtype=object) if cluster else None,
+    }
 
 
-def fit_run(path: Union[str, Path], *, policies: Optional[Sequence[str]] = None, **kwargs: Any) -> SolverCurves:
+def fit_run(path: str | Path, *, policies: Sequence[str] | None = None, **kwargs: Any) -> SolverCurves:
     """Fit curves from a run folder's ``trajectories.parquet`` (see :meth:`SolverCurves.fit`).
 
     Args:

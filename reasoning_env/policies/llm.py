@@ -40,7 +40,7 @@ import os
 import random
 import threading
 import time
-from typing import Any, Optional
+from typing import Any
 
 from reasoning_env.conversation import (
     REASONING_MODES,
@@ -51,7 +51,7 @@ from reasoning_env.conversation import (
     check_format,
 )
 from reasoning_env.policies.base import BasePolicy, EpisodeInfo, PolicyError, PolicyOutput, obs_get
-from reasoning_env.prompting import SYSTEM_PROMPT, build_messages
+from reasoning_env.prompting import SYSTEM_PROMPT
 
 #: File a training run writes next to its weights: the episode format the model was trained in.
 EPISODE_FORMAT_FILE = "episode_format.json"
@@ -63,7 +63,7 @@ __all__ = ["OpenAIChatPolicy", "TransformersPolicy", "openai_policy_from_env", "
 RETRY_STATUS = {408, 409, 425, 429, 500, 502, 503, 504}
 
 
-def split_thinking(text: str) -> tuple[str, Optional[str]]:
+def split_thinking(text: str) -> tuple[str, str | None]:
     """Split a Qwen3-style response.
 
     Returns:
@@ -73,7 +73,7 @@ def split_thinking(text: str) -> tuple[str, Optional[str]]:
     close = text.rfind("</think>")
     if close == -1:
         return text, None
-    return text, text[close + len("</think>"):].strip()
+    return text, text[close + len("</think>") :].strip()
 
 
 def read_episode_format(model_dir: Any) -> dict[str, Any]:
@@ -94,20 +94,20 @@ class _ConversationPolicy(BasePolicy):
 
     format: str = "multi_turn"
     history_thinking: str = "keep"
-    system_prompt: Optional[str] = SYSTEM_PROMPT
+    system_prompt: str | None = SYSTEM_PROMPT
 
     def _init_format(self, format: str, history_thinking: str) -> None:
         check_format(format, history_thinking)
         self.format = format
         self.history_thinking = history_thinking
-        self._conv: Optional[EpisodeConversation] = None
+        self._conv: EpisodeConversation | None = None
 
     def reset(self, info: EpisodeInfo) -> None:
         """Start an episode: a fresh conversation."""
         super().reset(info)
         self._conv = None
 
-    def clone(self) -> "_ConversationPolicy":
+    def clone(self) -> _ConversationPolicy:
         """A copy for a parallel worker, with its own conversation."""
         twin = super().clone()
         twin._conv = None
@@ -126,15 +126,17 @@ class _ConversationPolicy(BasePolicy):
         idx = int(obs_get(obs, "question_index", 0) or 0)
         conv = self._conv
         if conv is None or idx == 0 or idx < conv.answered:
-            conv = self._conv = EpisodeConversation(format=self.format, history_thinking=self.history_thinking,
-                                                    system_prompt=self.system_prompt)
+            conv = self._conv = EpisodeConversation(
+                format=self.format, history_thinking=self.history_thinking, system_prompt=self.system_prompt
+            )
             self._new_episode()
         if conv.turns and conv.turns[-1][1] is None:  # asked before without an answer (a retry)
             conv.turns.pop()
             self._drop_open_question()
         if self.format == "multi_turn" and conv.answered != idx:
             raise PolicyError(
-                f"{self.name}: the conversation holds {conv.answered} answers but the observation is question {idx + 1}; "
+                f"{self.name}: the conversation holds {conv.answered} answers but the "
+                f"observation is question {idx + 1}; "
                 "answers given by someone else must be passed to record_answer(obs, response)"
             )
         conv.ask(obs)
@@ -154,12 +156,12 @@ class _ConversationPolicy(BasePolicy):
         self._ask(obs)
         self._answered(response, None)
 
-    def _answered(self, text: str, ids: Optional[list[int]]) -> None:
+    def _answered(self, text: str, ids: list[int] | None) -> None:
         assert self._conv is not None
         self._conv.answer(text)
 
 
-def _step_cap(obs: Any, max_tokens: Optional[int]) -> int:
+def _step_cap(obs: Any, max_tokens: int | None) -> int:
     cap = int(obs_get(obs, "step_token_cap", 0) or 0)
     if max_tokens is not None:
         cap = min(cap, int(max_tokens)) if cap > 0 else int(max_tokens)
@@ -205,26 +207,28 @@ class OpenAIChatPolicy(_ConversationPolicy):
         self,
         base_url: str,
         model: str,
-        api_key: Optional[str] = None,
+        api_key: str | None = None,
         *,
         name: str = "llm_api",
-        tokenizer_name: Optional[str] = None,
+        tokenizer_name: str | None = None,
         temperature: float = 0.0,
-        max_tokens: Optional[int] = None,
+        max_tokens: int | None = None,
         max_tokens_field: str = "max_tokens",
         timeout_s: float = 300.0,
         retries: int = 4,
         backoff_s: float = 1.0,
-        extra_body: Optional[dict[str, Any]] = None,
-        system_prompt: Optional[str] = SYSTEM_PROMPT,
-        seed: Optional[int] = None,
+        extra_body: dict[str, Any] | None = None,
+        system_prompt: str | None = SYSTEM_PROMPT,
+        seed: int | None = None,
         format: str = "multi_turn",
         history_thinking: str = "keep",
     ) -> None:
         super().__init__()
         self._init_format(format, history_thinking)
         if not base_url or not str(base_url).strip():
-            raise ValueError("base_url is required (e.g. http://127.0.0.1:8001/v1); set --llm-base-url or BASELINE_*_BASE_URL")
+            raise ValueError(
+                "base_url is required (e.g. http://127.0.0.1:8001/v1); set --llm-base-url or BASELINE_*_BASE_URL"
+            )
         if not model or not str(model).strip():
             raise ValueError("model is required; set --llm-model or BASELINE_*_MODEL")
         self.base_url = str(base_url).rstrip("/")
@@ -267,7 +271,9 @@ class OpenAIChatPolicy(_ConversationPolicy):
                 headers = {"Content-Type": "application/json"}
                 if self.api_key:
                     headers["Authorization"] = f"Bearer {self.api_key}"
-                self._client = httpx.Client(headers=headers, timeout=httpx.Timeout(self.timeout_s, connect=min(10.0, self.timeout_s)))
+                self._client = httpx.Client(
+                    headers=headers, timeout=httpx.Timeout(self.timeout_s, connect=min(10.0, self.timeout_s))
+                )
             return self._client
 
     def complete(self, messages: list[dict], max_tokens: int) -> dict[str, Any]:
@@ -281,7 +287,12 @@ class OpenAIChatPolicy(_ConversationPolicy):
         """
         import httpx
 
-        body = {"model": self.model, "messages": messages, "temperature": self.temperature, self.max_tokens_field: int(max_tokens)}
+        body = {
+            "model": self.model,
+            "messages": messages,
+            "temperature": self.temperature,
+            self.max_tokens_field: int(max_tokens),
+        }
         if self.seed is not None:
             body["seed"] = int(self.seed)
         body.update(self.extra_body)
@@ -315,8 +326,14 @@ class OpenAIChatPolicy(_ConversationPolicy):
                 except ValueError:
                     retry_after = None
             if attempt < self.retries:
-                delay = retry_after if retry_after is not None else self.backoff_s * (2**attempt) * random.uniform(0.75, 1.25)
-                logger.warning("%s: attempt %d failed (%s); retrying in %.1f s", self.name, attempt + 1, last_err, delay)
+                delay = (
+                    retry_after
+                    if retry_after is not None
+                    else self.backoff_s * (2**attempt) * random.uniform(0.75, 1.25)
+                )
+                logger.warning(
+                    "%s: attempt %d failed (%s); retrying in %.1f s", self.name, attempt + 1, last_err, delay
+                )
                 time.sleep(delay)
         raise PolicyError(f"{url}: gave up after {self.retries + 1} attempts; last error: {last_err}")
 
@@ -429,22 +446,23 @@ class TransformersPolicy(_ConversationPolicy):
         tokenizer: Any = None,
         *,
         name: str = "hf_local",
-        tokenizer_name: Optional[str] = None,
+        tokenizer_name: str | None = None,
         temperature: float = 0.0,
-        max_tokens: Optional[int] = None,
-        device: Optional[str] = None,
+        max_tokens: int | None = None,
+        device: str | None = None,
         dtype: str = "auto",
-        system_prompt: Optional[str] = SYSTEM_PROMPT,
+        system_prompt: str | None = SYSTEM_PROMPT,
         seed: int = 0,
-        chat_template_kwargs: Optional[dict[str, Any]] = None,
-        format: Optional[str] = None,
-        history_thinking: Optional[str] = None,
-        reasoning_mode: Optional[str] = None,
+        chat_template_kwargs: dict[str, Any] | None = None,
+        format: str | None = None,
+        history_thinking: str | None = None,
+        reasoning_mode: str | None = None,
     ) -> None:
         super().__init__()
         saved = read_episode_format(model) if isinstance(model, str) else {}
-        self._init_format(format or saved.get("format") or "multi_turn",
-                          history_thinking or saved.get("history_thinking") or "keep")
+        self._init_format(
+            format or saved.get("format") or "multi_turn", history_thinking or saved.get("history_thinking") or "keep"
+        )
         thinking = (chat_template_kwargs or {}).get("enable_thinking")
         if reasoning_mode is None and thinking is not None:
             reasoning_mode = "on" if thinking else "off"
@@ -454,9 +472,9 @@ class TransformersPolicy(_ConversationPolicy):
         if saved.get("system_prompt") and system_prompt == SYSTEM_PROMPT:
             system_prompt = saved["system_prompt"]
         self.episode_format_source = "episode_format.json" if saved else "arguments"
-        self._chat: Optional[ChatFormat] = None
-        self._tokens: Optional[EpisodeTokens] = None
-        self._open_mark: Optional[int] = None
+        self._chat: ChatFormat | None = None
+        self._tokens: EpisodeTokens | None = None
+        self._open_mark: int | None = None
         self._model_ref = model
         self._tok_ref = tokenizer if tokenizer is not None else (model if isinstance(model, str) else None)
         self.name = name
@@ -510,7 +528,7 @@ class TransformersPolicy(_ConversationPolicy):
                 raise PolicyError("TransformersPolicy: pass a tokenizer when model is an object")
             try:
                 self._tok = AutoTokenizer.from_pretrained(self._tok_ref)
-            except Exception as exc:
+            except Exception as exc:  # noqa: BLE001 - a Hugging Face load raises many types (OSError, ValueError, Hub HTTP errors)
                 raise PolicyError(f"could not load tokenizer {self._tok_ref!r}: {type(exc).__name__}: {exc}") from None
         if self._model is None:
             try:
@@ -518,7 +536,7 @@ class TransformersPolicy(_ConversationPolicy):
                 if self.dtype and self.dtype != "auto":
                     kwargs["dtype"] = getattr(torch, self.dtype)
                 self._model = AutoModelForCausalLM.from_pretrained(self._model_ref, **kwargs)
-            except Exception as exc:
+            except Exception as exc:  # noqa: BLE001 - a Hugging Face load raises many types (OSError, ValueError, Hub HTTP errors)
                 raise PolicyError(f"could not load model {self._model_ref!r}: {type(exc).__name__}: {exc}") from None
         device = self.device or ("cuda" if torch.cuda.is_available() else "cpu")
         self.device = device
@@ -528,7 +546,9 @@ class TransformersPolicy(_ConversationPolicy):
     def _build_chat(self) -> None:
         if self._chat is None and getattr(self._tok, "chat_template", None):
             try:
-                self._chat = ChatFormat(self._tok, reasoning_mode=self.reasoning_mode, system_prompt=self.system_prompt)
+                self._chat = ChatFormat(
+                    self._tok, reasoning_mode=self.reasoning_mode, system_prompt=self.system_prompt
+                )
             except ChatFormatError as exc:
                 raise PolicyError(f"{self.name}: {exc}") from None
         if self._chat is None and self.format == "multi_turn":
@@ -537,7 +557,7 @@ class TransformersPolicy(_ConversationPolicy):
                 "cannot be rendered; pass format='single_turn' (--llm-format single_turn)"
             )
 
-    def clone(self) -> "TransformersPolicy":
+    def clone(self) -> TransformersPolicy:
         twin = super().clone()
         twin._tokens, twin._open_mark = None, None
         return twin
@@ -567,7 +587,7 @@ class TransformersPolicy(_ConversationPolicy):
                 self._tokens.add_env_turn(self._tokens.next_question_ids(obs))
         return conv
 
-    def _answered(self, text: str, ids: Optional[list[int]]) -> None:
+    def _answered(self, text: str, ids: list[int] | None) -> None:
         super()._answered(text, ids)
         if self._appends_tokens() and self._tokens is not None:
             assert self._chat is not None
@@ -616,8 +636,12 @@ class TransformersPolicy(_ConversationPolicy):
             with torch.no_grad():
                 out = self._model.generate(input_ids=input_ids, attention_mask=attn, **gen_kwargs)
         latency = time.perf_counter() - t0
-        new_ids = out[0, input_ids.shape[1]:].tolist()
-        eos = {i for i in ([tok.eos_token_id] if isinstance(tok.eos_token_id, int) else (tok.eos_token_id or [])) if i is not None}
+        new_ids = out[0, input_ids.shape[1] :].tolist()
+        eos = {
+            i
+            for i in ([tok.eos_token_id] if isinstance(tok.eos_token_id, int) else (tok.eos_token_id or []))
+            if i is not None
+        }
         finish = "length"
         if new_ids and new_ids[-1] in eos:
             finish = "stop"

@@ -21,14 +21,15 @@ two ends (its start and the next cell's start) and, separately, at the worse. Wh
 monotone in the spent budget within a cell, which holds for every registered shape (shares,
 limits and overspend are monotone in it), the first envelope bounds the optimum from above and
 the plan optimal on the second is safe; both plans are re-valued exactly, the better is
-returned, and its distance to the upper bound is the reported ``bound``. Whether a reward reads the spent budget is detected by
-evaluating it at several spends.
+returned, and its distance to the upper bound is the reported ``bound``. Whether a reward reads
+the spent budget is detected by evaluating it at several spends.
 """
 
 from __future__ import annotations
 
 import math
-from typing import Any, Optional, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -45,17 +46,40 @@ def _build(reward: Any):
 
     rw = build_reward(reward, context="rescore")
     if getattr(rw, "is_group", False):
-        raise ValueError("group rewards compare the rollouts of a GRPO group; a single policy's optimal allocation is not defined for them (use re-scoring)")
+        raise ValueError(
+            "group rewards compare the rollouts of a GRPO group; a single policy's optimal "
+            "allocation is not defined for them (use re-scoring)"
+        )
     return rw
 
 
-def _step_values(rw: Any, t: np.ndarray, s: np.ndarray, correct: bool, *, i: int, n: int, budget: int, hard: bool,
-                 difficulty: Optional[float], problem_type: str) -> np.ndarray:
+def _step_values(
+    rw: Any,
+    t: np.ndarray,
+    s: np.ndarray,
+    correct: bool,
+    *,
+    i: int,
+    n: int,
+    budget: int,
+    hard: bool,
+    difficulty: float | None,
+    problem_type: str,
+) -> np.ndarray:
     from reasoning_env.rewards import StepBatch
 
     batch = StepBatch.build(
-        len(t), correct=correct, tokens=t, has_answer=t > 0, total_budget=budget, num_questions=n, spent_before=s,
-        question_index=i, hard_cap_mode=hard, difficulty=difficulty, problem_type=problem_type,
+        len(t),
+        correct=correct,
+        tokens=t,
+        has_answer=t > 0,
+        total_budget=budget,
+        num_questions=n,
+        spent_before=s,
+        question_index=i,
+        hard_cap_mode=hard,
+        difficulty=difficulty,
+        problem_type=problem_type,
     )
     total = np.zeros(len(t))
     for v in rw.step_batch(batch).values():
@@ -63,13 +87,22 @@ def _step_values(rw: Any, t: np.ndarray, s: np.ndarray, correct: bool, *, i: int
     return total
 
 
-def _episode_coefficients(rw: Any, spends: np.ndarray, *, answered: int, n: int, budget: int, ran_dry: bool) -> tuple[np.ndarray, np.ndarray, float]:
+def _episode_coefficients(
+    rw: Any, spends: np.ndarray, *, answered: int, n: int, budget: int, ran_dry: bool
+) -> tuple[np.ndarray, np.ndarray, float]:
     """``a``, ``b`` (per final spend) and the largest deviation from affinity in ``K``."""
     from reasoning_env.rewards import EpisodeBatch
 
     def value(k: float) -> np.ndarray:
-        eb = EpisodeBatch.build(len(spends), num_correct=k, num_answered=answered, num_questions=n, total_spent=spends,
-                                total_budget=budget, ran_dry=ran_dry)
+        eb = EpisodeBatch.build(
+            len(spends),
+            num_correct=k,
+            num_answered=answered,
+            num_questions=n,
+            total_spent=spends,
+            total_budget=budget,
+            ran_dry=ran_dry,
+        )
         total = np.zeros(len(spends))
         for v in rw.episode_batch(eb).values():
             total = total + v
@@ -87,10 +120,13 @@ def _episode_coefficients(rw: Any, spends: np.ndarray, *, answered: int, n: int,
     return a, g0, err
 
 
-def _contexts(questions: Optional[Sequence[tuple[Optional[float], str]]], n: int) -> list[tuple[Optional[float], str]]:
+def _contexts(questions: Sequence[tuple[float | None, str]] | None, n: int) -> list[tuple[float | None, str]]:
     if questions is None:
         return [(None, "")] * n
-    qs = [(None if d is None or (isinstance(d, float) and math.isnan(d)) else float(d), str(pt or "")) for d, pt in questions]
+    qs = [
+        (None if d is None or (isinstance(d, float) and math.isnan(d)) else float(d), str(pt or ""))
+        for d, pt in questions
+    ]
     if len(qs) != n:
         raise ValueError(f"need one (difficulty, problem_type) per question: {n} curves, {len(qs)} questions")
     return qs
@@ -103,7 +139,7 @@ def reward_tables(
     lows: Sequence[int],
     cap: int,
     *,
-    questions: Optional[Sequence[tuple[Optional[float], str]]] = None,
+    questions: Sequence[tuple[float | None, str]] | None = None,
     hard_cap_mode: bool = True,
     min_tokens: int = 0,
     soft_headroom: float = 2.0,
@@ -135,10 +171,15 @@ def reward_tables(
         tt = np.repeat(t.astype(float), len(probes))
         ss = np.tile(probes, len(t))
         rc = _step_values(rw, tt, ss, True, i=i, difficulty=d, problem_type=pt, **common).reshape(len(t), len(probes))
-        rw_ = _step_values(rw, tt, ss, False, i=i, difficulty=d, problem_type=pt, **common).reshape(len(t), len(probes))
+        rw_ = _step_values(rw, tt, ss, False, i=i, difficulty=d, problem_type=pt, **common).reshape(
+            len(t), len(probes)
+        )
         rows_c.append(rc)
         rows_w.append(rw_)
-        if not (np.array_equal(rc, np.repeat(rc[:, :1], len(probes), axis=1)) and np.array_equal(rw_, np.repeat(rw_[:, :1], len(probes), axis=1))):
+        if not (
+            np.array_equal(rc, np.repeat(rc[:, :1], len(probes), axis=1))
+            and np.array_equal(rw_, np.repeat(rw_[:, :1], len(probes), axis=1))
+        ):
             reads_spent = True
     notes: list[str] = []
     cell_of = None
@@ -162,7 +203,9 @@ def reward_tables(
             tt = np.repeat(t.astype(float), len(pts))
             ss = np.tile(pts.astype(float), len(t))
             rc = _step_values(rw, tt, ss, True, i=i, difficulty=d, problem_type=pt, **common).reshape(len(t), len(pts))
-            rwr = _step_values(rw, tt, ss, False, i=i, difficulty=d, problem_type=pt, **common).reshape(len(t), len(pts))
+            rwr = _step_values(rw, tt, ss, False, i=i, difficulty=d, problem_type=pt, **common).reshape(
+                len(t), len(pts)
+            )
             e = ps[i][:, None] * rc + (1 - ps[i][:, None]) * rwr
             values.append(e if width == 1 else np.maximum(e[:, :-1], e[:, 1:]))
             if width > 1:
@@ -171,7 +214,9 @@ def reward_tables(
             notes.append(f"the reward reads the spent budget: read on {spent_cells} cells of it (bound reported)")
     # Episode terms per way of ending.
     spends = np.arange(S1, dtype=float)
-    a_done, b_done, err = _episode_coefficients(rw, spends, answered=n, ran_dry=False, **{k: v for k, v in common.items() if k != "hard"})
+    a_done, b_done, err = _episode_coefficients(
+        rw, spends, answered=n, ran_dry=False, **{k: v for k, v in common.items() if k != "hard"}
+    )
     worst = err
     terminal_from = None
     a_dry = b_dry = None
@@ -186,7 +231,9 @@ def reward_tables(
                 a_dry[i, k:], b_dry[i, k:] = a_i, b_i
                 worst = max(worst, e_i)
     if worst > 1e-9:
-        notes.append(f"episode terms are not affine in the number correct (max deviation {worst:.3g}); they are linearised")
+        notes.append(
+            f"episode terms are not affine in the number correct (max deviation {worst:.3g}); they are linearised"
+        )
 
     def exact_value(tokens: list[int], answered: list[bool]) -> float:
         asked = [i for i in range(n) if answered[i]]
@@ -202,7 +249,9 @@ def reward_tables(
             psum += p
             s += t
         ran_dry = len(asked) < n
-        a, b, _e = _episode_coefficients(rw, np.array([float(s)]), answered=len(asked), n=n, budget=budget, ran_dry=ran_dry)
+        a, b, _e = _episode_coefficients(
+            rw, np.array([float(s)]), answered=len(asked), n=n, budget=budget, ran_dry=ran_dry
+        )
         return total + float(a[0]) * psum + float(b[0])
 
     tab = Tables(lengths, ps, values, cell_of, S1, terminal_from, a_done, b_done, a_dry, b_dry, exact_value, notes)
@@ -224,5 +273,7 @@ def correctness_signal(reward: Any, *, budget: int, num_questions: int, cap: int
             ss = np.full(len(t), float(s))
             if not np.array_equal(_step_values(rw, t, ss, True, **kw), _step_values(rw, t, ss, False, **kw)):
                 return True
-    a, _b, _e = _episode_coefficients(rw, np.linspace(0, budget, 11), answered=num_questions, n=num_questions, budget=budget, ran_dry=False)
+    a, _b, _e = _episode_coefficients(
+        rw, np.linspace(0, budget, 11), answered=num_questions, n=num_questions, budget=budget, ran_dry=False
+    )
     return bool(np.any(a != 0))

@@ -24,8 +24,9 @@ from __future__ import annotations
 
 import math
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Optional, Sequence
+from typing import Any
 
 from reasoning_env.policies.allocation import Allocation, optimal_allocation
 from reasoning_env.policies.curves import SolverCurves
@@ -33,7 +34,7 @@ from reasoning_env.policies.curves import SolverCurves
 __all__ = ["EpisodeRegret", "OracleCache", "episode_regret", "oracle_lows", "oracle_plan"]
 
 #: A question as the oracle sees it: ``(problem_type, difficulty or None)``.
-QuestionKey = tuple[Optional[str], Optional[float]]
+QuestionKey = tuple[str | None, float | None]
 
 
 def oracle_lows(minimal: Sequence[int], budget: int, cap: int) -> list[int]:
@@ -46,11 +47,20 @@ def oracle_lows(minimal: Sequence[int], budget: int, cap: int) -> list[int]:
 
 
 def _key(questions: Sequence[QuestionKey]) -> tuple:
-    return tuple((str(p), None if d is None or (isinstance(d, float) and math.isnan(d)) else float(d)) for p, d in questions)
+    return tuple(
+        (str(p), None if d is None or (isinstance(d, float) and math.isnan(d)) else float(d)) for p, d in questions
+    )
 
 
-def oracle_plan(curves: SolverCurves, questions: Sequence[QuestionKey], budget: int, lows: Optional[Sequence[int]] = None, *,
-                cap: int = 2048, min_tokens: int = 10) -> Allocation:
+def oracle_plan(
+    curves: SolverCurves,
+    questions: Sequence[QuestionKey],
+    budget: int,
+    lows: Sequence[int] | None = None,
+    *,
+    cap: int = 2048,
+    min_tokens: int = 10,
+) -> Allocation:
     """The oracle's exact plan of ``budget`` tokens over ``(problem_type, difficulty)`` questions.
 
     Args:
@@ -91,7 +101,7 @@ class OracleCache:
         self._cache: dict[tuple, Allocation] = {}
         self._lock = threading.Lock()
 
-    def plan(self, questions: Sequence[QuestionKey], budget: int, lows: Optional[Sequence[int]] = None) -> Allocation:
+    def plan(self, questions: Sequence[QuestionKey], budget: int, lows: Sequence[int] | None = None) -> Allocation:
         """:func:`oracle_plan` of these questions, cached."""
         qs = _key(questions)
         key = (qs, int(budget), tuple(lows) if lows is not None else None)
@@ -103,7 +113,9 @@ class OracleCache:
             self._cache[key] = alloc
         return alloc
 
-    def expected_correct(self, questions: Sequence[QuestionKey], budget: int, lows: Optional[Sequence[int]] = None) -> float:
+    def expected_correct(
+        self, questions: Sequence[QuestionKey], budget: int, lows: Sequence[int] | None = None
+    ) -> float:
         """Oracle expected correct answers for ``(problem_type, difficulty)`` questions, a budget
         (tokens) and per-question minimum lengths (tokens; default 1)."""
         return self.plan(questions, budget, lows).expected_correct
@@ -144,10 +156,10 @@ def episode_regret(
     budget: int,
     tokens: Sequence[Any],
     *,
-    lows: Optional[Sequence[int]] = None,
+    lows: Sequence[int] | None = None,
     cap: int = 2048,
     min_tokens: int = 10,
-    cache: Optional[OracleCache] = None,
+    cache: OracleCache | None = None,
 ) -> EpisodeRegret:
     """Expected correct answers of a played episode, the oracle's, and the regret.
 
@@ -168,9 +180,15 @@ def episode_regret(
         ValueError: more token counts than questions, or a negative budget.
     """
     if len(tokens) > len(questions):
-        raise ValueError(f"{len(tokens)} token counts for {len(questions)} questions: pass one count per answered question")
+        raise ValueError(
+            f"{len(tokens)} token counts for {len(questions)} questions: pass one count per answered question"
+        )
     if budget < 0:
         raise ValueError(f"budget must be >= 0 tokens, got {budget}")
     exp = expected_correct(curves, questions, tokens)
-    plan = cache.plan(questions, budget, lows) if cache is not None else oracle_plan(curves, questions, budget, lows, cap=cap, min_tokens=min_tokens)
+    plan = (
+        cache.plan(questions, budget, lows)
+        if cache is not None
+        else oracle_plan(curves, questions, budget, lows, cap=cap, min_tokens=min_tokens)
+    )
     return EpisodeRegret(exp, plan.expected_correct, plan.expected_correct - exp, plan.tokens)

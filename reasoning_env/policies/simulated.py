@@ -36,7 +36,7 @@ from __future__ import annotations
 import hashlib
 import random
 import re
-from typing import Any, Optional
+from typing import Any
 
 import numpy as np
 
@@ -55,7 +55,7 @@ MIN_RESPONSE_TOKENS = 1
 
 def question_uniform(seed: int, question_id: str) -> float:
     """The seeded uniform draw of a question in an episode: ``sha256("seed|id")`` -> [0, 1)."""
-    h = hashlib.sha256(f"{int(seed)}|{question_id}".encode("utf-8")).hexdigest()
+    h = hashlib.sha256(f"{int(seed)}|{question_id}".encode()).hexdigest()
     return int(h[:15], 16) / float(16**15)
 
 
@@ -90,7 +90,7 @@ def wrong_answer(gold: str, rng: random.Random) -> str:
     if m:  # change the last digit of the first number (units, bases, exponents stay)
         i = m.end() - 1
         new = str((int(g[i]) + rng.randint(1, 8)) % 10)
-        return g[:i] + new + g[i + 1:]
+        return g[:i] + new + g[i + 1 :]
     return f"{g}+1"
 
 
@@ -111,7 +111,14 @@ class SimulatedSolverPolicy(BasePolicy):
     kind = "simulated"
     needs_trusted_context = True
 
-    def __init__(self, strategy: str = "greedy", curves: Optional[SolverCurves] = None, *, name: Optional[str] = None, max_units: int = 1000) -> None:
+    def __init__(
+        self,
+        strategy: str = "greedy",
+        curves: SolverCurves | None = None,
+        *,
+        name: str | None = None,
+        max_units: int = 1000,
+    ) -> None:
         super().__init__()
         if strategy not in STRATEGIES:
             raise ValueError(f"unknown strategy {strategy!r}; choose one of {list(STRATEGIES)}")
@@ -119,7 +126,7 @@ class SimulatedSolverPolicy(BasePolicy):
         self.curves = curves or SolverCurves()
         self.name = name or ("oracle_allocation" if strategy == "oracle" else f"sim_{strategy}")
         self.max_units = int(max_units)
-        self._plan: Optional[tuple[int, int, list[int]]] = None  # (start index, remaining then, tokens)
+        self._plan: tuple[int, int, list[int]] | None = None  # (start index, remaining then, tokens)
 
     def describe(self) -> dict[str, Any]:
         """Name, kind, strategy and the curves' source."""
@@ -130,7 +137,10 @@ class SimulatedSolverPolicy(BasePolicy):
         """Start an episode. Raises :class:`PolicyError` without trusted context or tokenizer."""
         super().reset(info)
         if info.tokenizer is None:
-            raise PolicyError(f"policy {self.name!r} needs the environment's tokenizer {info.tokenizer_name!r} to write exact-length text")
+            raise PolicyError(
+                f"policy {self.name!r} needs the environment's tokenizer "
+                f"{info.tokenizer_name!r} to write exact-length text"
+            )
         self._plan = None
 
     def _floor_tokens(self) -> int:
@@ -148,7 +158,13 @@ class SimulatedSolverPolicy(BasePolicy):
         return q
 
     def _seen_curves(self, obs: Any):
-        seen = [(h["problem_type"] if isinstance(h, dict) else h.problem_type, h["difficulty"] if isinstance(h, dict) else h.difficulty) for h in (obs_get(obs, "history", []) or [])]
+        seen = [
+            (
+                h["problem_type"] if isinstance(h, dict) else h.problem_type,
+                h["difficulty"] if isinstance(h, dict) else h.difficulty,
+            )
+            for h in (obs_get(obs, "history", []) or [])
+        ]
         seen.append((obs_get(obs, "problem_type"), obs_get(obs, "difficulty")))
         return seen
 
@@ -173,7 +189,13 @@ class SimulatedSolverPolicy(BasePolicy):
             def mean_curve(t: np.ndarray) -> np.ndarray:
                 return np.mean([f(t) for f in fns], axis=0)
 
-            alloc = greedy_allocation([cur] + [mean_curve] * (left - 1), remaining, lo=min(floor, max(1, remaining // left)), cap=max(1, min(cap, remaining)), max_units=self.max_units)
+            alloc = greedy_allocation(
+                [cur] + [mean_curve] * (left - 1),
+                remaining,
+                lo=min(floor, max(1, remaining // left)),
+                cap=max(1, min(cap, remaining)),
+                max_units=self.max_units,
+            )
             return alloc.tokens[0]
         return self._oracle_target(obs)
 
@@ -189,10 +211,22 @@ class SimulatedSolverPolicy(BasePolicy):
         qs = [(q.problem_type, q.difficulty) for q in rest]
         lows = [minimal_tokens(self.info.tokenizer, q.gold_answer) for q in rest]
         cache = getattr(self, "oracle_cache", None)
-        if cache is not None and cache.curves is self.curves and cache.cap == int(self.info.max_tokens_per_step) and cache.min_tokens == int(self.info.min_tokens):
+        if (
+            cache is not None
+            and cache.curves is self.curves
+            and cache.cap == int(self.info.max_tokens_per_step)
+            and cache.min_tokens == int(self.info.min_tokens)
+        ):
             alloc = cache.plan(qs, remaining, lows)
         else:
-            alloc = oracle_plan(self.curves, qs, remaining, lows, cap=int(self.info.max_tokens_per_step), min_tokens=int(self.info.min_tokens))
+            alloc = oracle_plan(
+                self.curves,
+                qs,
+                remaining,
+                lows,
+                cap=int(self.info.max_tokens_per_step),
+                min_tokens=int(self.info.min_tokens),
+            )
         self._plan = (idx, remaining, list(alloc.tokens))
         return int(alloc.tokens[0]) if alloc.tokens else 0
 
@@ -239,6 +273,8 @@ class OracleAllocationPolicy(SimulatedSolverPolicy):
 
     kind = "oracle"
 
-    def __init__(self, curves: Optional[SolverCurves] = None, *, name: Optional[str] = None, oracle_cache: Optional[OracleCache] = None) -> None:
+    def __init__(
+        self, curves: SolverCurves | None = None, *, name: str | None = None, oracle_cache: OracleCache | None = None
+    ) -> None:
         super().__init__("oracle", curves, name=name or "oracle_allocation")
         self.oracle_cache = oracle_cache

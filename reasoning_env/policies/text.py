@@ -16,7 +16,7 @@ matches (joins such as ``.`` + ``\\n\\n`` can merge into one token).
 from __future__ import annotations
 
 import random
-from typing import Any, Optional
+from typing import Any
 
 __all__ = ["SENTENCES", "answer_tail", "minimal_response", "minimal_tokens", "write_response"]
 
@@ -74,7 +74,7 @@ def _sentence_counts(tokenizer: Any) -> tuple[int, ...]:
     return counts
 
 
-def write_response(tokenizer: Any, target_tokens: int, answer: str, rng: Optional[random.Random] = None) -> str:
+def write_response(tokenizer: Any, target_tokens: int, answer: str, rng: random.Random | None = None) -> str:
     """A response of exactly ``target_tokens`` tokens (counted with ``tokenizer``) ending in
     ``\\boxed{answer}``.
 

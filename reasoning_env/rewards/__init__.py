@@ -17,14 +17,22 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
+from reasoning_env.errors import RewardSpecError
 from reasoning_env.rewards.base import EnvReward, EpisodeContext, StepContext
 from reasoning_env.rewards.batch import EpisodeBatch, GroupRewardError, RewardShape, StepBatch, group_error_message
+
+# The reward modules register themselves when imported, and this order is the registry's order
+# (what available() lists and the reward lab shows), so the import sorter leaves it as written.
+# isort: off
 from reasoning_env.rewards.economics import COMPONENTS, BudgetAwareReward, EconomicsReward
 from reasoning_env.rewards import shapes as _shapes  # noqa: F401  (registers the literature shapes)
 from reasoning_env.rewards import group as _group  # noqa: F401  (registers the group shapes)
+# isort: on
+
 from reasoning_env.rewards.compose import (
     COMBINED_INFO,
     CONTEXTS,
@@ -32,10 +40,11 @@ from reasoning_env.rewards.compose import (
     Entry,
     from_spec,
     load_spec,
+    normalise_spec,
     normalize_spec,
     spec_to_yaml,
 )
-from reasoning_env.rewards.registry import Param, RewardInfo, registered, reward_class
+from reasoning_env.rewards.registry import REWARDS, Param, RewardInfo, register, reward_class
 from reasoning_env.rewards.trl import trl_reward_function, trl_reward_functions
 
 __all__ = [
@@ -49,8 +58,10 @@ __all__ = [
     "EpisodeContext",
     "GroupRewardError",
     "Param",
+    "REWARDS",
     "RewardInfo",
     "RewardShape",
+    "RewardSpecError",
     "StepBatch",
     "StepContext",
     "available",
@@ -59,7 +70,9 @@ __all__ = [
     "describe",
     "info",
     "load_spec",
+    "normalise_spec",
     "normalize_spec",
+    "register",
     "spec_to_yaml",
     "trl_reward_function",
     "trl_reward_functions",
@@ -67,30 +80,45 @@ __all__ = [
 ]
 
 #: EnvConfig fields that are the economics family's parameters (flat seed weights).
-FLAT_WEIGHTS = ("correct_reward", "wrong_reward", "beta", "gamma", "soft_overspend_penalty", "lambda_ep", "target_utilization")
+FLAT_WEIGHTS = (
+    "correct_reward",
+    "wrong_reward",
+    "beta",
+    "gamma",
+    "soft_overspend_penalty",
+    "lambda_ep",
+    "target_utilisation",
+)
+
+#: The composition is a registered type too, after every shape (the last name of :func:`available`).
+REWARDS.add("combined", CombinedReward, summary=COMBINED_INFO.summary, meta=COMBINED_INFO.to_dict)
 
 
 def available() -> list[str]:
     """Registered reward names (the ``type`` of a spec), registration order, then ``"combined"``."""
-    return list(registered()) + ["combined"]
+    return REWARDS.names()
 
 
 def info(name: str) -> RewardInfo:
     """The :class:`RewardInfo` of a registered reward (``"combined"`` included).
 
     Raises:
-        ValueError: unknown name.
+        UnknownRewardError: unknown name (a ``ValueError``).
     """
     if name == "combined":
         return COMBINED_INFO
     return reward_class(name).info
 
 
-def describe(name: str | None = None) -> Any:
-    """JSON-ready metadata: of one reward, or ``{name: metadata}`` of all (for UIs and docs)."""
-    if name is not None:
-        return info(name).to_dict()
-    return {n: info(n).to_dict() for n in available()}
+def describe(name: str | None = None) -> dict[str, Any]:
+    """JSON-ready metadata: of one reward (``name``, ``summary``, ``formula``, ``source``, ``scope``,
+    ``components``, ``needs_text``, ``length``, ``params``), or ``{name: metadata}`` of all (for
+    UIs and docs).
+
+    Raises:
+        UnknownRewardError: ``name`` is not registered.
+    """
+    return REWARDS.describe(name)
 
 
 def _is_config(obj: Any) -> bool:
@@ -113,8 +141,9 @@ def build_reward(source: Any = None, *, context: str = "env") -> Any:
         context: ``"env"`` (group rewards are rejected), ``"training"`` or ``"rescore"``.
 
     Raises:
-        ValueError: invalid spec, or a group reward for the environment (the message says where
-            to use it instead).
+        RewardSpecError: invalid spec (a ``ValueError``); :class:`GroupRewardError` (a subclass) for a
+            group reward in the ``"env"`` context (the message says where to use it instead).
+        ValueError: unknown ``context``.
     """
     if context not in CONTEXTS:
         raise ValueError(f"context must be one of {CONTEXTS}, got {context!r}")
@@ -132,10 +161,16 @@ def build_reward(source: Any = None, *, context: str = "env") -> Any:
     elif hasattr(source, "step_components") and hasattr(source, "episode_components"):
         return source  # a custom EnvReward: trusted as is
     else:
-        raise ValueError(f"cannot build a reward from {type(source).__name__}; pass an EnvConfig, a spec or a reward")
+        raise RewardSpecError(
+            f"cannot build a reward from {type(source).__name__}; pass an EnvConfig, a spec or a reward"
+        )
     if context == "env" and getattr(reward, "is_group", False):
-        names = [e.reward.info.name for e in reward.entries if e.reward.is_group] if isinstance(reward, CombinedReward) else [reward.info.name]
-        raise ValueError(group_error_message(names[0]))
+        names = (
+            [e.reward.info.name for e in reward.entries if e.reward.is_group]
+            if isinstance(reward, CombinedReward)
+            else [reward.info.name]
+        )
+        raise GroupRewardError(group_error_message(names[0]))
     return reward
 
 
@@ -145,16 +180,17 @@ def build(config: Any = None) -> Any:
     unspecified parameters of ``economics`` and ``budget_aware`` entries of the spec.
 
     Raises:
-        ValueError: invalid spec or a group reward (see :func:`build_reward`).
+        RewardSpecError: invalid spec or a group reward (see :func:`build_reward`).
     """
     return build_reward(config, context="env")
 
 
 def validate_reward_spec(spec: Any, *, context: str = "env") -> None:
-    """Check a reward spec (``None`` is fine). Raises ``ValueError`` saying what is wrong; in the
-    ``"env"`` context group rewards are errors that say to use them in training or re-scoring."""
+    """Check a reward spec (``None`` is fine). Raises :class:`RewardSpecError` (a ``ValueError``)
+    saying what is wrong; in the ``"env"`` context group rewards are errors that say to use them in
+    training or re-scoring."""
     if spec is None:
         return
     if not isinstance(spec, (Mapping, str)):
-        raise ValueError(f"reward must be a mapping (a reward spec), got {type(spec).__name__}")
+        raise RewardSpecError(f"reward must be a mapping (a reward spec), got {type(spec).__name__}")
     build_reward(load_spec(spec), context=context)

@@ -10,7 +10,7 @@ the reward (penalties are negative numbers), so that a UI can stack them:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
 
 
 @dataclass(frozen=True)
@@ -42,7 +42,7 @@ class StepContext:
     question_index: int
     hard_cap_mode: bool = True
     problem_type: str = ""
-    difficulty: Optional[int] = None
+    difficulty: int | None = None
     response: str = ""
 
     @property

@@ -10,16 +10,14 @@ Token counts are in policy-tokenizer tokens, stored as float64 arrays.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, fields
-from typing import Any, Callable, ClassVar, Iterable, Optional, Sequence
+from typing import Any, ClassVar
 
 import numpy as np
 
+from reasoning_env.errors import GroupRewardError
 from reasoning_env.rewards.base import EpisodeContext, StepContext
-
-
-class GroupRewardError(ValueError):
-    """A group reward was asked for outside a group (e.g. inside one environment step)."""
 
 
 def group_error_message(name: str) -> str:
@@ -70,8 +68,8 @@ class StepBatch:
     hard_cap_mode: np.ndarray
     difficulty: np.ndarray
     problem_type: np.ndarray
-    response: Optional[np.ndarray] = None
-    group: Optional[np.ndarray] = None
+    response: np.ndarray | None = None
+    group: np.ndarray | None = None
     cache: dict = field(default_factory=dict, repr=False, compare=False)
 
     def __len__(self) -> int:
@@ -94,9 +92,9 @@ class StepBatch:
         hard_cap_mode: Any = True,
         difficulty: Any = np.nan,
         problem_type: Any = "",
-        response: Optional[Sequence[str]] = None,
+        response: Sequence[str] | None = None,
         group: Any = None,
-    ) -> "StepBatch":
+    ) -> StepBatch:
         """A batch of ``n`` steps; scalars broadcast. ``raw_tokens`` defaults to ``tokens``;
         ``difficulty`` may hold ``None`` for unknown."""
         tok = _arr(tokens, n, np.float64)
@@ -126,7 +124,7 @@ class StepBatch:
         )
 
     @classmethod
-    def from_contexts(cls, ctxs: Iterable[StepContext]) -> "StepBatch":
+    def from_contexts(cls, ctxs: Iterable[StepContext]) -> StepBatch:
         """A batch from :class:`StepContext` objects (the environment's path; no group)."""
         ctxs = list(ctxs)
         n = len(ctxs)
@@ -146,7 +144,7 @@ class StepBatch:
             response=[c.response for c in ctxs],
         )
 
-    def take(self, idx: np.ndarray) -> "StepBatch":
+    def take(self, idx: np.ndarray) -> StepBatch:
         """The rows ``idx`` (a fresh cache)."""
         kw = {}
         for f in fields(self):
@@ -192,7 +190,9 @@ class StepBatch:
         if self.response is None:
             raise ValueError("this batch has no response texts")
         if key not in self.cache:
-            self.cache[key] = np.fromiter((fn(t if isinstance(t, str) else "") for t in self.response), dtype=np.float64, count=len(self))
+            self.cache[key] = np.fromiter(
+                (fn(t if isinstance(t, str) else "") for t in self.response), dtype=np.float64, count=len(self)
+            )
         return self.cache[key]
 
 
@@ -216,8 +216,17 @@ class EpisodeBatch:
         return int(self.num_correct.shape[0])
 
     @classmethod
-    def build(cls, n: int, *, num_correct: Any, num_questions: Any, total_spent: Any, total_budget: Any,
-              num_answered: Any = None, ran_dry: Any = False) -> "EpisodeBatch":
+    def build(
+        cls,
+        n: int,
+        *,
+        num_correct: Any,
+        num_questions: Any,
+        total_spent: Any,
+        total_budget: Any,
+        num_answered: Any = None,
+        ran_dry: Any = False,
+    ) -> EpisodeBatch:
         """A batch of ``n`` episodes; scalars broadcast. ``num_answered`` defaults to ``num_questions``."""
         nq = _arr(num_questions, n, np.float64)
         return cls(
@@ -230,7 +239,7 @@ class EpisodeBatch:
         )
 
     @classmethod
-    def from_contexts(cls, ctxs: Iterable[EpisodeContext]) -> "EpisodeBatch":
+    def from_contexts(cls, ctxs: Iterable[EpisodeContext]) -> EpisodeBatch:
         """A batch from :class:`EpisodeContext` objects."""
         ctxs = list(ctxs)
         return cls.build(

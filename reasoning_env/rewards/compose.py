@@ -27,16 +27,19 @@ unique.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping, Optional, Union
+from typing import Any
 
 import numpy as np
 import yaml
 
+from reasoning_env.errors import RewardSpecError
+from reasoning_env.renamed import rename_keys
 from reasoning_env.rewards.base import EpisodeContext, StepContext
 from reasoning_env.rewards.batch import EpisodeBatch, GroupRewardError, RewardShape, StepBatch, group_error_message
-from reasoning_env.rewards.registry import RewardInfo, registered, reward_class
+from reasoning_env.rewards.registry import REWARDS, RewardInfo, reward_class
 
 SPEC_KEYS = ("type", "weight", "label", "params", "rewards")
 #: Contexts a reward may be validated for. Only ``"env"`` forbids group rewards.
@@ -71,11 +74,13 @@ class CombinedReward:
 
     def __post_init__(self) -> None:
         if not self.entries:
-            raise ValueError("a combined reward needs at least one reward")
+            raise RewardSpecError("a combined reward needs at least one reward")
         labels = [e.label for e in self.entries]
         if len(set(labels)) != len(labels):
             dup = sorted({x for x in labels if labels.count(x) > 1})
-            raise ValueError(f"combined reward labels must be unique, {dup} repeat: give each entry a distinct 'label'")
+            raise RewardSpecError(
+                f"combined reward labels must be unique, {dup} repeat: give each entry a distinct 'label'"
+            )
 
     # ------------------------------------------------------------------ naming
     def _keys(self, e: Entry, names: tuple[str, ...]) -> dict[str, str]:
@@ -98,8 +103,12 @@ class CombinedReward:
         """Metadata of this composition."""
         scope = "group" if self.is_group else "step+episode"
         return RewardInfo(
-            name="combined", summary=COMBINED_INFO.summary, formula=COMBINED_INFO.formula,
-            source=COMBINED_INFO.source, scope=scope, components=self.component_names,
+            name="combined",
+            summary=COMBINED_INFO.summary,
+            formula=COMBINED_INFO.formula,
+            source=COMBINED_INFO.source,
+            scope=scope,
+            components=self.component_names,
             needs_text=self.needs_text,
         )
 
@@ -160,40 +169,44 @@ class CombinedReward:
         }
 
 
-AnyReward = Union[RewardShape, CombinedReward]
+AnyReward = RewardShape | CombinedReward
 
 
 # ---------------------------------------------------------------------- specs
-def load_spec(source: Union[str, Path, Mapping[str, Any]]) -> dict[str, Any]:
+def load_spec(source: str | Path | Mapping[str, Any]) -> dict[str, Any]:
     """Read a spec: a mapping (copied), a registry name, a path to a YAML file, or YAML text.
 
     A YAML document with a top-level ``reward:`` key (e.g. an EnvConfig file) yields that value.
 
     Raises:
-        ValueError: not YAML, or not a mapping / name.
+        RewardSpecError: not YAML, or not a mapping / name.
     """
     if isinstance(source, Mapping):
         return dict(source)
-    if isinstance(source, Path) or (isinstance(source, str) and "\n" not in source and source.strip().endswith((".yaml", ".yml"))):
+    if isinstance(source, Path) or (
+        isinstance(source, str) and "\n" not in source and source.strip().endswith((".yaml", ".yml"))
+    ):
         p = Path(source)
         if not p.is_file():
-            raise ValueError(f"reward spec file {str(p)!r} does not exist")
+            raise RewardSpecError(f"reward spec file {str(p)!r} does not exist")
         text = p.read_text(encoding="utf-8")
     elif isinstance(source, str):
         name = source.strip()
-        if name in registered() or name == "combined":
+        if name in REWARDS:
             return {"type": name}
         text = source
     else:
-        raise ValueError(f"a reward spec must be a mapping, a registry name, a YAML file or YAML text, got {type(source).__name__}")
+        raise RewardSpecError(
+            f"a reward spec must be a mapping, a registry name, a YAML file or YAML text, got {type(source).__name__}"
+        )
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
-        raise ValueError(f"reward spec is not valid YAML: {exc}") from None
+        raise RewardSpecError(f"reward spec is not valid YAML: {exc}") from None
     if isinstance(data, str):
         return {"type": data}
     if not isinstance(data, dict):
-        raise ValueError(f"a reward spec must be a mapping with a 'type', got {type(data).__name__}")
+        raise RewardSpecError(f"a reward spec must be a mapping with a 'type', got {type(data).__name__}")
     if "reward" in data and isinstance(data["reward"], (dict, str)) and "type" not in data and "name" not in data:
         return load_spec(data["reward"]) if isinstance(data["reward"], str) else dict(data["reward"])
     return data
@@ -201,56 +214,65 @@ def load_spec(source: Union[str, Path, Mapping[str, Any]]) -> dict[str, Any]:
 
 def _weight(value: Any, where: str) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(float(value)):
-        raise ValueError(f"{where}: weight must be a finite number, got {value!r}")
+        raise RewardSpecError(f"{where}: weight must be a finite number, got {value!r}")
     return float(value)
 
 
-def normalize_spec(spec: Any, *, _nested: bool = False, _where: str = "reward") -> dict[str, Any]:
+def normalise_spec(spec: Any, *, _nested: bool = False, _where: str = "reward") -> dict[str, Any]:
     """The canonical form of a spec: ``{"type", "weight", "params"}`` with every parameter filled
     in (defaults included), or ``{"type": "combined", "weight", "rewards": [...]}`` whose entries
     also carry their ``label``. Normalising twice gives the same dict (YAML round trip).
 
     Raises:
-        ValueError: unknown type or key, bad parameter name/value, nested combined, duplicate labels.
+        RewardSpecError: unknown type or key, bad parameter name/value, nested combined, duplicate labels.
     """
     if isinstance(spec, str):
         spec = {"type": spec}
     if not isinstance(spec, Mapping):
-        raise ValueError(f"{_where} must be a mapping with a 'type' (or a registry name), got {type(spec).__name__}")
-    spec = dict(spec)
+        raise RewardSpecError(
+            f"{_where} must be a mapping with a 'type' (or a registry name), got {type(spec).__name__}"
+        )
+    spec = rename_keys(spec, where=_where, error=RewardSpecError)  # inline parameters under an old name
     if "type" not in spec and "name" in spec:  # legacy {name: economics, params: ...}
         spec["type"] = spec.pop("name")
     if "type" not in spec and not _nested and set(spec) <= {"params", "weight"}:
         spec["type"] = "economics"  # legacy: a bare {params: ...} configured the seed reward
     rtype = spec.get("type")
     if not isinstance(rtype, str) or not rtype:
-        raise ValueError(f"{_where} needs a 'type' naming a registered reward; available: {list(registered()) + ['combined']}")
+        raise RewardSpecError(
+            f"{_where} needs a 'type' naming a registered reward; available: {', '.join(REWARDS.names())}"
+        )
     weight = _weight(spec.get("weight", 1.0), _where)
     label = spec.get("label")
     if label is not None and (not isinstance(label, str) or not label.strip() or "." in label):
-        raise ValueError(f"{_where}: label must be a non-empty string without '.', got {label!r}")
+        raise RewardSpecError(f"{_where}: label must be a non-empty string without '.', got {label!r}")
 
     if rtype == "combined":
         if _nested:
-            raise ValueError(f"{_where}: combined rewards cannot be nested; list every reward in one 'rewards' list")
+            raise RewardSpecError(
+                f"{_where}: combined rewards cannot be nested; list every reward in one 'rewards' list"
+            )
         params = spec.get("params") or {}
         if not isinstance(params, Mapping):
-            raise ValueError(f"{_where}: params must be a mapping, got {type(params).__name__}")
+            raise RewardSpecError(f"{_where}: params must be a mapping, got {type(params).__name__}")
         extra = set(spec) - {"type", "weight", "label", "params", "rewards"} | (set(params) - {"rewards"})
         if extra:
-            raise ValueError(f"{_where}: unknown key(s) {sorted(extra)} for 'combined'; it takes 'rewards' (a list of specs) and 'weight'")
+            raise RewardSpecError(
+                f"{_where}: unknown key(s) {sorted(extra)} for 'combined'; it takes 'rewards' "
+                "(a list of specs) and 'weight'"
+            )
         members = spec.get("rewards", params.get("rewards"))
         if not isinstance(members, (list, tuple)) or not members:
-            raise ValueError(f"{_where}: 'combined' needs a non-empty 'rewards' list of reward specs")
+            raise RewardSpecError(f"{_where}: 'combined' needs a non-empty 'rewards' list of reward specs")
         entries = []
         for i, m in enumerate(members):
-            e = normalize_spec(m, _nested=True, _where=f"{_where}.rewards[{i}]")
+            e = normalise_spec(m, _nested=True, _where=f"{_where}.rewards[{i}]")
             e["label"] = e.get("label") or e["type"]
             entries.append(e)
         labels = [e["label"] for e in entries]
         if len(set(labels)) != len(labels):
             dup = sorted({x for x in labels if labels.count(x) > 1})
-            raise ValueError(f"{_where}: labels {dup} repeat; give each entry of 'rewards' a distinct 'label'")
+            raise RewardSpecError(f"{_where}: labels {dup} repeat; give each entry of 'rewards' a distinct 'label'")
         out = {"type": "combined", "weight": weight, "rewards": entries}
         if label is not None:
             out["label"] = label
@@ -261,22 +283,27 @@ def normalize_spec(spec: Any, *, _nested: bool = False, _where: str = "reward") 
     names = {p.name for p in info.params}
     params = spec.get("params") or {}
     if not isinstance(params, Mapping):
-        raise ValueError(f"{_where}: params must be a mapping, got {type(params).__name__}")
-    params = dict(params)
+        raise RewardSpecError(f"{_where}: params must be a mapping, got {type(params).__name__}")
+    params = rename_keys(params, where=f"{_where}.params", error=RewardSpecError)
     for key in list(spec):
         if key in SPEC_KEYS:
             continue
         if key in names:
             if key in params:
-                raise ValueError(f"{_where}: parameter {key!r} given both inline and in params")
+                raise RewardSpecError(f"{_where}: parameter {key!r} given both inline and in params")
             params[key] = spec[key]
         else:
-            raise ValueError(f"{_where}: unknown key {key!r} for reward {rtype!r}; keys: {list(SPEC_KEYS)}, params: {sorted(names)}")
+            raise RewardSpecError(
+                f"{_where}: unknown key {key!r} for reward {rtype!r}; keys: {list(SPEC_KEYS)}, params: {sorted(names)}"
+            )
     if "rewards" in spec:
-        raise ValueError(f"{_where}: 'rewards' belongs to type 'combined', not {rtype!r}")
+        raise RewardSpecError(f"{_where}: 'rewards' belongs to type 'combined', not {rtype!r}")
     unknown = set(params) - names
     if unknown:
-        raise ValueError(f"{_where}: unknown parameter(s) {sorted(unknown)} for reward {rtype!r}; its parameters: {sorted(names) or 'none'}")
+        raise RewardSpecError(
+            f"{_where}: unknown parameter(s) {sorted(unknown)} for reward {rtype!r}; its "
+            f"parameters: {sorted(names) or 'none'}"
+        )
     full = {p.name: p.check(params.get(p.name, p.default), rtype) for p in info.params}
     out = {"type": rtype, "weight": weight, "params": full}
     if label is not None:
@@ -284,8 +311,12 @@ def normalize_spec(spec: Any, *, _nested: bool = False, _where: str = "reward") 
     return out
 
 
-def from_spec(spec: Any, *, defaults: Optional[Mapping[str, Mapping[str, Any]]] = None) -> AnyReward:
-    """Build the reward a spec describes (see :func:`normalize_spec`).
+#: The old spelling of :func:`normalise_spec` (kept importable).
+normalize_spec = normalise_spec
+
+
+def from_spec(spec: Any, *, defaults: Mapping[str, Mapping[str, Any]] | None = None) -> AnyReward:
+    """Build the reward a spec describes (see :func:`normalise_spec`).
 
     Args:
         spec: Spec dict, registry name, YAML text or path.
@@ -298,7 +329,7 @@ def from_spec(spec: Any, *, defaults: Optional[Mapping[str, Mapping[str, Any]]] 
     raw = load_spec(spec) if not isinstance(spec, Mapping) else dict(spec)
     if defaults:
         raw = _inject_defaults(raw, defaults)
-    norm = normalize_spec(raw)
+    norm = normalise_spec(raw)
     if norm["type"] == "combined":
         entries = tuple(
             Entry(reward_class(e["type"])(**e["params"]), weight=e["weight"] * norm["weight"], label=e["label"])
@@ -321,14 +352,26 @@ def _inject_defaults(spec: dict, defaults: Mapping[str, Mapping[str, Any]]) -> d
     if rtype == "combined":
         members = spec.get("rewards", (spec.get("params") or {}).get("rewards"))
         if isinstance(members, (list, tuple)):
-            new = [_inject_defaults(load_spec(m) if isinstance(m, str) else dict(m), defaults) if isinstance(m, (str, Mapping)) else m for m in members]
+            new = [
+                _inject_defaults(load_spec(m) if isinstance(m, str) else dict(m), defaults)
+                if isinstance(m, (str, Mapping))
+                else m
+                for m in members
+            ]
             if "rewards" in spec:
                 spec["rewards"] = new
             else:
                 spec["params"] = dict(spec["params"], rewards=new)
         return spec
     if rtype in defaults:
-        params = dict(spec.get("params") or {})
+        # Old parameter names first, so a user's old key is not merged beside its default's new one.
+        spec = rename_keys(spec, where="reward", error=RewardSpecError, stacklevel=4)
+        params = spec.get("params") or {}
+        params = (
+            rename_keys(params, where="reward.params", error=RewardSpecError, stacklevel=4)
+            if isinstance(params, Mapping)
+            else params
+        )
         inline = {k: spec.pop(k) for k in list(spec) if k not in SPEC_KEYS and k in defaults[rtype]}
         merged = dict(defaults[rtype])
         merged.update(inline)
@@ -339,4 +382,4 @@ def _inject_defaults(spec: dict, defaults: Mapping[str, Mapping[str, Any]]) -> d
 
 def spec_to_yaml(spec: Any) -> str:
     """YAML text of the normalised spec (what :func:`load_spec` reads back to the same spec)."""
-    return yaml.safe_dump(normalize_spec(load_spec(spec) if not isinstance(spec, Mapping) else spec), sort_keys=False)
+    return yaml.safe_dump(normalise_spec(load_spec(spec) if not isinstance(spec, Mapping) else spec), sort_keys=False)

@@ -10,7 +10,7 @@ tokens charged to the budget):
   ``overspend = max(0, spent_after_step - total_budget)`` is the *cumulative* overspend (seed semantics:
   once over budget, every further step pays for the whole overspend so far).
 
-On the final step, ``episode_bonus``: ``lambda_ep * accuracy * max(0, 1 - |spent/budget - target_utilization|)``
+On the final step, ``episode_bonus``: ``lambda_ep * accuracy * max(0, 1 - |spent/budget - target_utilisation|)``
 with ``accuracy = num_correct / num_questions``.
 
 Source: the ReasoningEconomicsEnv v2 contract (README "Environment contract").
@@ -26,6 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from reasoning_env.renamed import accept_renamed_keywords
 from reasoning_env.rewards.base import EpisodeContext, StepContext
 from reasoning_env.rewards.batch import EpisodeBatch, RewardShape, StepBatch
 from reasoning_env.rewards.registry import Param, register
@@ -38,12 +39,54 @@ SEED_SOURCE = "ReasoningEconomicsEnv v2 contract (seed reward; README 'Environme
 
 ECONOMICS_PARAMS = (
     Param("correct_reward", 1.0, "Correctness term for a correct answer.", min=0.0, max=2.0, step=0.05, unit="reward"),
-    Param("wrong_reward", -0.1, "Correctness term for a wrong or missing answer.", min=-1.0, max=0.5, step=0.05, unit="reward"),
-    Param("beta", 0.05, "Cost penalty weight: -beta * max(0, tokens/share - 1).", min=0.0, max=1.0, step=0.01, hard_min=0.0),
-    Param("gamma", 0.1, "Efficiency bonus weight for correct answers: gamma * (1 - tokens/share).", min=0.0, max=1.0, step=0.01, hard_min=0.0),
-    Param("soft_overspend_penalty", 0.25, "Soft mode: penalty per fair share of cumulative overspend.", min=0.0, max=2.0, step=0.05, hard_min=0.0),
+    Param(
+        "wrong_reward",
+        -0.1,
+        "Correctness term for a wrong or missing answer.",
+        min=-1.0,
+        max=0.5,
+        step=0.05,
+        unit="reward",
+    ),
+    Param(
+        "beta",
+        0.05,
+        "Cost penalty weight: -beta * max(0, tokens/share - 1).",
+        min=0.0,
+        max=1.0,
+        step=0.01,
+        hard_min=0.0,
+    ),
+    Param(
+        "gamma",
+        0.1,
+        "Efficiency bonus weight for correct answers: gamma * (1 - tokens/share).",
+        min=0.0,
+        max=1.0,
+        step=0.01,
+        hard_min=0.0,
+    ),
+    Param(
+        "soft_overspend_penalty",
+        0.25,
+        "Soft mode: penalty per fair share of cumulative overspend.",
+        min=0.0,
+        max=2.0,
+        step=0.05,
+        hard_min=0.0,
+    ),
     Param("lambda_ep", 0.5, "Episode bonus weight (final step).", min=0.0, max=2.0, step=0.05, hard_min=0.0),
-    Param("target_utilization", 0.9, "Budget utilisation (spent/budget) the episode bonus peaks at.", min=0.1, max=1.5, step=0.05, unit="fraction", hard_min=1e-9, hard_max=2.0),
+    Param(
+        "target_utilisation",
+        0.9,
+        "Budget utilisation (spent/budget) the episode bonus peaks at.",
+        min=0.1,
+        max=1.5,
+        step=0.05,
+        unit="fraction",
+        hard_min=1e-9,
+        hard_max=2.0,
+    ),
 )
 
 
@@ -53,9 +96,7 @@ def _economics_step(rw, b: StepBatch, share: np.ndarray) -> dict[str, np.ndarray
     with np.errstate(divide="ignore", invalid="ignore"):
         ratio = np.where(share > 0, b.tokens / share, 0.0)
         ov = b.overspend_tokens
-        overspend = np.where(
-            (~b.hard_cap_mode) & (fair > 0) & (ov > 0), -rw.soft_overspend_penalty * ov / fair, 0.0
-        )
+        overspend = np.where((~b.hard_cap_mode) & (fair > 0) & (ov > 0), -rw.soft_overspend_penalty * ov / fair, 0.0)
     return {
         "correctness": np.where(b.correct, rw.correct_reward, rw.wrong_reward).astype(np.float64),
         "efficiency_bonus": np.where(b.correct & (share > 0), rw.gamma * (1.0 - ratio), 0.0),
@@ -68,18 +109,19 @@ def _economics_episode(rw, e: EpisodeBatch) -> dict[str, np.ndarray]:
     ok = (e.num_questions > 0) & (e.total_budget > 0)
     with np.errstate(divide="ignore", invalid="ignore"):
         accuracy = e.num_correct / e.num_questions
-        util = np.maximum(0.0, 1.0 - np.abs(e.total_spent / e.total_budget - rw.target_utilization))
+        util = np.maximum(0.0, 1.0 - np.abs(e.total_spent / e.total_budget - rw.target_utilisation))
         bonus = rw.lambda_ep * accuracy * util
     return {"episode_bonus": np.where(ok, bonus, 0.0)}
 
 
 @register(
     "economics",
-    summary="The seed reward (default): correctness, efficiency vs the fair share, cost and soft-mode overspend penalties, episode bonus.",
+    summary="The seed reward (default): correctness, efficiency vs the fair share, cost "
+    "and soft-mode overspend penalties, episode bonus.",
     formula=(
         "step: (correct ? correct_reward : wrong_reward) + [correct] gamma (1 - t/F) - beta max(0, t/F - 1) "
         "- [soft] soft_overspend_penalty * max(0, spent_after - B)/F,  F = B/N, t = charged tokens; "
-        "final step: + lambda_ep * (correct/N) * max(0, 1 - |spent/B - target_utilization|)"
+        "final step: + lambda_ep * (correct/N) * max(0, 1 - |spent/B - target_utilisation|)"
     ),
     source=SEED_SOURCE,
     scope="step+episode",
@@ -87,6 +129,7 @@ def _economics_episode(rw, e: EpisodeBatch) -> dict[str, np.ndarray]:
     params=ECONOMICS_PARAMS,
     length="tokens",
 )
+@accept_renamed_keywords
 @dataclass(frozen=True)
 class EconomicsReward(RewardShape):
     """The seed economics reward; parameters default to the v2 contract (see module docstring)."""
@@ -97,7 +140,7 @@ class EconomicsReward(RewardShape):
     gamma: float = 0.1
     soft_overspend_penalty: float = 0.25
     lambda_ep: float = 0.5
-    target_utilization: float = 0.9
+    target_utilisation: float = 0.9
 
     def step_components(self, ctx: StepContext) -> dict[str, float]:
         """Signed per-step components (sum = step reward before any episode bonus)."""
@@ -118,7 +161,7 @@ class EconomicsReward(RewardShape):
         if ctx.num_questions <= 0 or ctx.total_budget <= 0:
             return {"episode_bonus": 0.0}
         accuracy = ctx.num_correct / ctx.num_questions
-        utilisation_score = max(0.0, 1.0 - abs(ctx.total_spent / ctx.total_budget - self.target_utilization))
+        utilisation_score = max(0.0, 1.0 - abs(ctx.total_spent / ctx.total_budget - self.target_utilisation))
         return {"episode_bonus": self.lambda_ep * accuracy * utilisation_score}
 
     def step_batch(self, batch: StepBatch) -> dict[str, np.ndarray]:
@@ -149,7 +192,9 @@ def difficulty_weight(difficulty: np.ndarray, growth: float) -> np.ndarray:
 
 @register(
     "budget_aware",
-    summary="The seed reward measured against each question's own share (remaining budget per remaining question and/or difficulty-weighted), so harder questions may spend more.",
+    summary="The seed reward measured against each question's own share (remaining budget "
+    "per remaining question and/or difficulty-weighted), so harder questions may "
+    "spend more.",
     formula=(
         "as economics with F replaced by the step's share s in the efficiency and cost terms: "
         "share='remaining': s = max(min_share*F, (B - spent_before)/(N - i)); "
@@ -157,16 +202,45 @@ def difficulty_weight(difficulty: np.ndarray, growth: float) -> np.ndarray:
         "share='both': s = max(min_share*F, (B - spent_before)/(N - i)) * w(d). "
         "Overspend penalty and episode bonus as economics."
     ),
-    source=SEED_SOURCE + "; difficulty-weighted share: this project (t50 doubling per MATH level, FIELD_NOTES section 1)",
+    source=SEED_SOURCE + "; difficulty-weighted share: this project (a level-d question is given "
+    "growth^(d-3) fair shares, 2 by default: the tokens a logistic solver needs "
+    "for even odds double per MATH level, as the default curves of "
+    "reasoning_env.policies.curves assume)",
     scope="step+episode",
     components=COMPONENTS,
-    params=ECONOMICS_PARAMS + (
-        Param("share", "remaining", "What each step is measured against: the remaining budget per remaining question, a difficulty-weighted fair share, or both.", kind="choice", choices=("remaining", "difficulty", "both")),
-        Param("growth", 2.0, "Share ratio between consecutive difficulty levels (2 = doubling per level).", min=1.0, max=4.0, step=0.1, hard_min=1e-6),
-        Param("min_share", 0.1, "Floor of the remaining-budget share, in fair shares (when the budget is nearly gone).", min=0.01, max=1.0, step=0.01, unit="fair shares", hard_min=1e-6),
+    params=ECONOMICS_PARAMS
+    + (
+        Param(
+            "share",
+            "remaining",
+            "What each step is measured against: the remaining budget per remaining "
+            "question, a difficulty-weighted fair share, or both.",
+            kind="choice",
+            choices=("remaining", "difficulty", "both"),
+        ),
+        Param(
+            "growth",
+            2.0,
+            "Share ratio between consecutive difficulty levels (2 = doubling per level).",
+            min=1.0,
+            max=4.0,
+            step=0.1,
+            hard_min=1e-6,
+        ),
+        Param(
+            "min_share",
+            0.1,
+            "Floor of the remaining-budget share, in fair shares (when the budget is nearly gone).",
+            min=0.01,
+            max=1.0,
+            step=0.01,
+            unit="fair shares",
+            hard_min=1e-6,
+        ),
     ),
     length="tokens",
 )
+@accept_renamed_keywords
 @dataclass(frozen=True)
 class BudgetAwareReward(RewardShape):
     """Economics reward with a per-question share (see the registered formula)."""
@@ -177,7 +251,7 @@ class BudgetAwareReward(RewardShape):
     gamma: float = 0.1
     soft_overspend_penalty: float = 0.25
     lambda_ep: float = 0.5
-    target_utilization: float = 0.9
+    target_utilisation: float = 0.9
     share: str = "remaining"
     growth: float = 2.0
     min_share: float = 0.1

@@ -61,7 +61,9 @@ def group_max(codes: np.ndarray, n_groups: int, values: np.ndarray, mask: np.nda
     return out[codes]
 
 
-def group_mean_std(codes: np.ndarray, n_groups: int, values: np.ndarray, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def group_mean_std(
+    codes: np.ndarray, n_groups: int, values: np.ndarray, mask: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per-row (count, mean, population std) of ``values[mask]`` over the row's group."""
     w = mask.astype(np.float64)
     cnt = np.bincount(codes, weights=w, minlength=n_groups)
@@ -75,8 +77,10 @@ def group_mean_std(codes: np.ndarray, n_groups: int, values: np.ndarray, mask: n
 
 @register(
     "kimi_length",
-    summary="Kimi k1.5 group length penalty: within a group, shorter than average earns up to +0.5, longer down to -0.5; wrong answers only get the negative part.",
-    formula="lam = 0.5 - (n - min_n)/(max_n - min_n) over the group (0 if max_n = min_n); correct: lam; wrong: min(0, lam)",
+    summary="Kimi k1.5 group length penalty: within a group, shorter than average earns up "
+    "to +0.5, longer down to -0.5; wrong answers only get the negative part.",
+    formula="lam = 0.5 - (n - min_n)/(max_n - min_n) over the group (0 if max_n = min_n); "
+    "correct: lam; wrong: min(0, lam)",
     source="Kimi Team 2025, 'Kimi k1.5: Scaling Reinforcement Learning with LLMs' (length penalty, section 2.3.3)",
     scope="group",
     components=("kimi_length",),
@@ -88,7 +92,12 @@ class KimiLengthReward(RewardShape):
     """Kimi k1.5 length penalty (component ``kimi_length``); add it to an accuracy reward."""
 
     def step_batch(self, batch: StepBatch) -> dict[str, np.ndarray]:
-        """See registered formula."""
+        """``{"kimi_length": lam}`` per row (shape ``(len(batch),)``): +0.5 for the group's shortest,
+        -0.5 for its longest; wrong answers keep only the negative part.
+
+        Raises:
+            GroupRewardError: the batch has no GRPO groups.
+        """
         codes, ng = group_codes(batch, self.info.name)
         n = batch.raw_tokens
         allrows = np.ones(len(batch), dtype=bool)
@@ -103,13 +112,25 @@ class KimiLengthReward(RewardShape):
 @register(
     "shorter_better",
     summary="ShorterBetter: correctness plus a penalty on the distance to the group's shortest correct length (SOL).",
-    formula="correctness = alpha 1[correct]; length_penalty = -beta |n - SOL|, SOL = min length of the group's correct rollouts, or the group's mean length if none is correct",
-    source="Yi, Wang & Li 2025, 'ShorterBetter: Guiding Reasoning Models to Find Optimal Inference Length for Efficient Reasoning' (alpha 2.0, beta 0.001)",
+    formula="correctness = alpha 1[correct]; length_penalty = -beta |n - SOL|, SOL = min "
+    "length of the group's correct rollouts, or the group's mean length if none is "
+    "correct",
+    source="Yi, Wang & Li 2025, 'ShorterBetter: Guiding Reasoning Models to Find Optimal "
+    "Inference Length for Efficient Reasoning' (alpha 2.0, beta 0.001)",
     scope="group",
     components=("correctness", "length_penalty"),
     params=(
         Param("alpha", 2.0, "Reward of a correct answer.", min=0.0, max=5.0, step=0.1, unit="reward"),
-        Param("beta", 0.001, "Penalty per token of distance to the sample-optimal length.", min=0.0, max=0.01, step=0.0001, unit="reward/token", hard_min=0.0),
+        Param(
+            "beta",
+            0.001,
+            "Penalty per token of distance to the sample-optimal length.",
+            min=0.0,
+            max=0.01,
+            step=0.0001,
+            unit="reward/token",
+            hard_min=0.0,
+        ),
     ),
     length="raw_tokens",
 )
@@ -129,7 +150,11 @@ class ShorterBetterReward(RewardShape):
         return np.where(np.isfinite(shortest), shortest, mean_all)
 
     def step_batch(self, batch: StepBatch) -> dict[str, np.ndarray]:
-        """See registered formula."""
+        """``{"correctness": alpha 1[correct], "length_penalty": -beta |n - SOL|}`` per row, SOL from :meth:`sol`.
+
+        Raises:
+            GroupRewardError: the batch has no GRPO groups.
+        """
         sol = self.sol(batch)
         return {
             "correctness": np.where(batch.correct, self.alpha, 0.0),
@@ -139,13 +164,24 @@ class ShorterBetterReward(RewardShape):
 
 @register(
     "arora_zanette",
-    summary="Efficiency-penalised correctness: a correct answer loses up to alpha as its length z-score among the group's correct answers grows.",
-    formula="1[correct] * (1 - alpha * sigmoid((n - mean_c)/std_c)), mean_c/std_c over the group's correct rollouts (z = 0 if std_c = 0)",
+    summary="Efficiency-penalised correctness: a correct answer loses up to alpha as its "
+    "length z-score among the group's correct answers grows.",
+    formula="1[correct] * (1 - alpha * sigmoid((n - mean_c)/std_c)), mean_c/std_c over the "
+    "group's correct rollouts (z = 0 if std_c = 0)",
     source="Arora & Zanette 2025, 'Training Language Models to Reason Efficiently'",
     scope="group",
     components=("arora_zanette",),
     params=(
-        Param("alpha", 0.1, "Largest share of the correctness reward a long correct answer can lose.", min=0.0, max=1.0, step=0.05, hard_min=0.0, hard_max=1.0),
+        Param(
+            "alpha",
+            0.1,
+            "Largest share of the correctness reward a long correct answer can lose.",
+            min=0.0,
+            max=1.0,
+            step=0.05,
+            hard_min=0.0,
+            hard_max=1.0,
+        ),
     ),
     length="raw_tokens",
 )
@@ -156,7 +192,12 @@ class AroraZanetteReward(RewardShape):
     alpha: float = 0.1
 
     def step_batch(self, batch: StepBatch) -> dict[str, np.ndarray]:
-        """See registered formula."""
+        """``{"arora_zanette": 1[correct] (1 - alpha sigmoid(z))}`` per row, ``z`` the length
+        z-score among the group's correct rows.
+
+        Raises:
+            GroupRewardError: the batch has no GRPO groups.
+        """
         codes, ng = group_codes(batch, self.info.name)
         n = batch.raw_tokens
         _, mean_c, std_c = group_mean_std(codes, ng, n, batch.correct)

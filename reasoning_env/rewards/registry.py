@@ -14,8 +14,12 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable, Optional, Union
+from typing import Any
+
+from reasoning_env.errors import RewardSpecError, UnknownRewardError
+from reasoning_env.registry import Registry
 
 #: Scopes a reward may have. ``group`` rewards need every rollout of a GRPO group at once.
 SCOPES = ("step", "episode", "step+episode", "group")
@@ -39,42 +43,42 @@ class Param:
     """
 
     name: str
-    default: Union[float, int, str]
+    default: float | int | str
     description: str
     kind: str = "float"
-    min: Optional[float] = None
-    max: Optional[float] = None
-    step: Optional[float] = None
+    min: float | None = None
+    max: float | None = None
+    step: float | None = None
     unit: str = ""
-    choices: Optional[tuple[str, ...]] = None
-    hard_min: Optional[float] = None
-    hard_max: Optional[float] = None
+    choices: tuple[str, ...] | None = None
+    hard_min: float | None = None
+    hard_max: float | None = None
 
-    def check(self, value: Any, reward: str) -> Union[float, int, str]:
+    def check(self, value: Any, reward: str) -> float | int | str:
         """Validate ``value`` for this parameter and return it normalised (int/float/str).
 
         Raises:
-            ValueError: wrong type, not finite, outside the hard limits, or not a listed choice.
+            RewardSpecError: wrong type, not finite, outside the hard limits, or not a listed choice.
         """
         where = f"reward {reward!r} parameter {self.name!r}"
         if self.kind == "choice":
             if not isinstance(value, str) or value not in (self.choices or ()):
-                raise ValueError(f"{where} must be one of {list(self.choices or ())}, got {value!r}")
+                raise RewardSpecError(f"{where} must be one of {list(self.choices or ())}, got {value!r}")
             return value
         if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise ValueError(f"{where} must be a number, got {value!r}")
+            raise RewardSpecError(f"{where} must be a number, got {value!r}")
         if not math.isfinite(float(value)):
-            raise ValueError(f"{where} must be finite, got {value!r}")
+            raise RewardSpecError(f"{where} must be finite, got {value!r}")
         if self.kind == "int":
             if float(value) != int(value):
-                raise ValueError(f"{where} must be an integer, got {value!r}")
+                raise RewardSpecError(f"{where} must be an integer, got {value!r}")
             value = int(value)
         else:
             value = float(value)
         if self.hard_min is not None and value < self.hard_min:
-            raise ValueError(f"{where} must be >= {self.hard_min}, got {value!r}")
+            raise RewardSpecError(f"{where} must be >= {self.hard_min}, got {value!r}")
         if self.hard_max is not None and value > self.hard_max:
-            raise ValueError(f"{where} must be <= {self.hard_max}, got {value!r}")
+            raise RewardSpecError(f"{where} must be <= {self.hard_max}, got {value!r}")
         return value
 
     def to_dict(self) -> dict[str, Any]:
@@ -144,7 +148,9 @@ class RewardInfo:
         }
 
 
-_REGISTRY: dict[str, type] = {}
+#: The registered rewards (classes), in registration order, plus ``"combined"`` (registered by
+#: :mod:`reasoning_env.rewards`): the core's one registry shape (:class:`reasoning_env.registry.Registry`).
+REWARDS: Registry[type] = Registry("reward", error=UnknownRewardError)
 
 
 def register(
@@ -171,7 +177,7 @@ def register(
         raise ValueError(f"scope must be one of {SCOPES}, got {scope!r}")
 
     def deco(cls: type) -> type:
-        if name in _REGISTRY:
+        if name in REWARDS:
             raise ValueError(f"reward {name!r} is already registered")
         if not dataclasses.is_dataclass(cls):
             raise ValueError(f"reward {name!r}: {cls.__name__} must be a dataclass")
@@ -181,30 +187,36 @@ def register(
             raise ValueError(f"reward {name!r}: fields {sorted(fields)} != declared params {sorted(declared)}")
         for pname, f in fields.items():
             if f.default is dataclasses.MISSING or f.default != declared[pname].default:
-                raise ValueError(f"reward {name!r}: default of {pname!r} is {f.default!r}, metadata says {declared[pname].default!r}")
+                raise ValueError(
+                    f"reward {name!r}: default of {pname!r} is {f.default!r}, metadata says "
+                    f"{declared[pname].default!r}"
+                )
         cls.info = RewardInfo(
-            name=name, summary=summary, formula=formula, source=source, scope=scope,
-            components=tuple(components), params=tuple(params), needs_text=needs_text, length=length,
+            name=name,
+            summary=summary,
+            formula=formula,
+            source=source,
+            scope=scope,
+            components=tuple(components),
+            params=tuple(params),
+            needs_text=needs_text,
+            length=length,
         )
-        _REGISTRY[name] = cls
-        return cls
+        return REWARDS.add(name, cls, summary=summary, meta=cls.info.to_dict)
 
     return deco
 
 
 def registered() -> dict[str, type]:
-    """A copy of ``{name: class}`` in registration order."""
-    return dict(_REGISTRY)
+    """A copy of ``{name: class}`` in registration order (``"combined"``: :class:`~.compose.CombinedReward`)."""
+    return {name: REWARDS.get(name) for name in REWARDS.names()}
 
 
 def reward_class(name: str) -> type:
     """The class registered as ``name``.
 
     Raises:
-        ValueError: unknown name (the message lists the available ones).
+        UnknownRewardError: unknown name (a ``RewardSpecError``, so a ``ValueError``; the message
+            lists the available ones).
     """
-    try:
-        return _REGISTRY[name]
-    except KeyError:
-        raise ValueError(f"unknown reward {name!r}; available: {list(_REGISTRY) + ['combined']}") from None
-
+    return REWARDS.get(name)

@@ -22,7 +22,8 @@ sees the members of a group that this process generated.
 from __future__ import annotations
 
 import json
-from typing import Any, Callable, Optional, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -41,7 +42,18 @@ def completion_text(c: Any) -> str:
     return "" if c is None else str(c)
 
 
-def _column(kwargs: dict, name: str, n: int) -> Optional[list]:
+def prompt_text(p: Any) -> str:
+    """Text of a TRL prompt: a string, or (conversational) every message's content joined."""
+    if isinstance(p, str):
+        return p
+    if isinstance(p, dict):
+        return str(p.get("content", ""))
+    if isinstance(p, (list, tuple)):
+        return "\n".join(str(m.get("content", "")) if isinstance(m, dict) else str(m) for m in p)
+    return "" if p is None else str(p)
+
+
+def _column(kwargs: dict, name: str, n: int) -> list | None:
     v = kwargs.get(name)
     if v is None:
         return None
@@ -52,11 +64,16 @@ def _column(kwargs: dict, name: str, n: int) -> Optional[list]:
     return [v] * n
 
 
-def _group_ids(prompts: Optional[Sequence[Any]], kwargs: dict, n: int) -> np.ndarray:
+def _group_ids(prompts: Sequence[Any] | None, kwargs: dict, n: int) -> np.ndarray:
     g = _column(kwargs, "group", n)
-    keys = g if g is not None else (
-        [json.dumps(p, sort_keys=True, default=str) if not isinstance(p, str) else p for p in prompts]
-        if prompts is not None else list(range(n))
+    keys = (
+        g
+        if g is not None
+        else (
+            [json.dumps(p, sort_keys=True, default=str) if not isinstance(p, str) else p for p in prompts]
+            if prompts is not None
+            else list(range(n))
+        )
     )
     index: dict[Any, int] = {}
     return np.array([index.setdefault(k if g is None else str(k), len(index)) for k in keys], dtype=np.int64)
@@ -65,8 +82,8 @@ def _group_ids(prompts: Optional[Sequence[Any]], kwargs: dict, n: int) -> np.nda
 def steps_from_completions(
     completions: Sequence[Any],
     *,
-    prompts: Optional[Sequence[Any]] = None,
-    completion_ids: Optional[Sequence[Sequence[int]]] = None,
+    prompts: Sequence[Any] | None = None,
+    completion_ids: Sequence[Sequence[int]] | None = None,
     tokenizer: Any = None,
     grader: Any = None,
     config: Any = None,
@@ -89,14 +106,22 @@ def steps_from_completions(
     correct = _column(kwargs, "correct", n)
     has_answer = _column(kwargs, "has_answer", n)
     if correct is None:
-        gold = next((_column(kwargs, k, n) for k in ("gold_answer", "answer", "solution") if kwargs.get(k) is not None), None)
+        gold = next(
+            (_column(kwargs, k, n) for k in ("gold_answer", "answer", "solution") if kwargs.get(k) is not None), None
+        )
         if gold is None:
-            raise ValueError("verdicts unknown: pass a 'correct' column or a gold column ('gold_answer', 'answer' or 'solution')")
-        if grader is None:
-            from reasoning_env.grading import Grader
+            raise ValueError(
+                "verdicts unknown: pass a 'correct' column or a gold column ('gold_answer', 'answer' or 'solution')"
+            )
+        from reasoning_env.grading import Grader
 
+        if grader is None:
             grader = Grader()
-        results = [grader.grade(t, str(g)) for t, g in zip(texts, gold)]
+        if isinstance(grader, Grader) and prompts is not None and len(prompts) == n:
+            # the prompt holds the question: a copy of one of its expressions is not an answer
+            results = [grader.grade(t, str(g), question=prompt_text(p)) for t, g, p in zip(texts, gold, prompts)]
+        else:
+            results = [grader.grade(t, str(g)) for t, g in zip(texts, gold)]
         correct = [r.correct for r in results]
         if has_answer is None:
             has_answer = [r.extracted is not None for r in results]
@@ -135,7 +160,7 @@ def trl_reward_function(
     tokenizer: Any = None,
     grader: Any = None,
     config: Any = None,
-    name: Optional[str] = None,
+    name: str | None = None,
 ) -> Callable[..., list[float]]:
     """A TRL reward callable paying the step (and group) components of ``spec``.
 
@@ -153,11 +178,20 @@ def trl_reward_function(
 
     reward = build_reward(spec, context="training")
 
-    def reward_fn(completions: Sequence[Any], prompts: Optional[Sequence[Any]] = None,
-                  completion_ids: Optional[Sequence[Sequence[int]]] = None, **kwargs: Any) -> list[float]:
+    def reward_fn(
+        completions: Sequence[Any],
+        prompts: Sequence[Any] | None = None,
+        completion_ids: Sequence[Sequence[int]] | None = None,
+        **kwargs: Any,
+    ) -> list[float]:
         batch = steps_from_completions(
-            completions, prompts=prompts, completion_ids=completion_ids, tokenizer=tokenizer,
-            grader=grader, config=config, **kwargs,
+            completions,
+            prompts=prompts,
+            completion_ids=completion_ids,
+            tokenizer=tokenizer,
+            grader=grader,
+            config=config,
+            **kwargs,
         )
         total = np.zeros(len(batch))
         for v in reward.step_batch(batch).values():

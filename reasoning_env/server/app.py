@@ -32,8 +32,9 @@ import json
 import os
 import sys
 import tempfile
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Optional, Sequence, Union
+from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -44,20 +45,20 @@ from starlette.routing import WebSocketRoute as StarletteWebSocketRoute
 
 from reasoning_env import __version__
 from reasoning_env.config import EnvConfig
-from reasoning_env.env import EpisodeError
+from reasoning_env.errors import ReasoningEconomicsError
 from reasoning_env.grading import Grader
 from reasoning_env.grading.pool import WorkerPool
-from reasoning_env.models import ReasonBudgetAction, ReasonBudgetObservation, ReasonBudgetState
+from reasoning_env.models import ReasoningEconomicsAction, ReasoningEconomicsObservation, ReasoningEconomicsState
 from reasoning_env.server.executor import ElasticExecutor
 from reasoning_env.server.fallback import FairFallback
 from reasoning_env.server.guard import MessageGuard, token_problem
 from reasoning_env.server.served_env import EpisodeStateError, ServedReasoningEconomicsEnv, TokenizerNotAllowedError
 from reasoning_env.server.sessions import SessionRegistry
-from reasoning_env.server.settings import ENV_VARS, ServerConfigError, ServerSettings, config_from_env, settings_from_env
+from reasoning_env.server.settings import ENV_VARS, ServerSettings, config_from_env, settings_from_env
 from reasoning_env.server.workers import BOARD_VAR, WorkerBoard, total
 from reasoning_env.server.ws import WebSocketRoute
 from reasoning_env.sources import PoolSet, load_pools
-from reasoning_env.tokenization import TokenizerLoadError, get_tokenizer
+from reasoning_env.tokenization import get_tokenizer
 
 ENV_NAME = "reasoning_economics_env"
 #: CPU priority increment of the grading fallback's worker processes (the server itself wins the CPU).
@@ -101,25 +102,31 @@ class ServerRuntime:
     def capacity(self) -> dict[str, Any]:
         """The ``/capacity`` answer: totals over the workers at the top, then each worker."""
         workers = self.board.entries()
-        out = {**total(workers), "max_response_bytes": self.settings.max_response_bytes,
-               "max_message_bytes": self.settings.max_message_bytes,
-               "max_sessions_per_client": self.settings.session_cap_per_client,
-               "session_timeout_s": self.settings.session_timeout_s,
-               "unused_session_timeout_s": self.settings.unused_session_timeout_s,
-               "auth": bool(self.settings.api_token)}
+        out = {
+            **total(workers),
+            "max_response_bytes": self.settings.max_response_bytes,
+            "max_message_bytes": self.settings.max_message_bytes,
+            "max_sessions_per_client": self.settings.session_cap_per_client,
+            "session_timeout_s": self.settings.session_timeout_s,
+            "unused_session_timeout_s": self.settings.unused_session_timeout_s,
+            "auth": bool(self.settings.api_token),
+        }
         out["worker"] = self.board.worker_id
         out["per_worker"] = workers
         out["threads"] = self.executor.stats()
-        out["grading_fallback"] = {"workers": self.fallback.size, "per_client": self.fallback.per_client,
-                                   "in_flight": sum(self.fallback.in_flight().values())}
+        out["grading_fallback"] = {
+            "workers": self.fallback.size,
+            "per_client": self.fallback.per_client,
+            "in_flight": sum(self.fallback.in_flight().values()),
+        }
         return out
 
 
 def create_server_app(
-    config: Union[EnvConfig, dict, None] = None,
+    config: EnvConfig | dict | None = None,
     *,
-    settings: Optional[ServerSettings] = None,
-    mode: Union[ServerMode, str, None] = None,
+    settings: ServerSettings | None = None,
+    mode: ServerMode | str | None = None,
     **limits: Any,
 ) -> FastAPI:
     """Build a server app for ``config``.
@@ -159,7 +166,7 @@ def create_server_app(
     fallback = FairFallback(WorkerPool(settings.grading_workers, nice=FALLBACK_NICE), settings.fallback_cap_per_client)
     grader = Grader(timeout_s=config.grading_timeout_s, pool=fallback)
     factory = functools.partial(ServedReasoningEconomicsEnv, config, pools=pools, grader=grader, settings=settings)
-    factory().pools  # prepares the golds and starts the fallback's workers in the background
+    _ = factory().pools  # prepares the golds and starts the fallback's workers in the background
 
     app = FastAPI(
         title="Reasoning Economics Workbench: OpenEnv server",
@@ -172,15 +179,19 @@ def create_server_app(
         redoc_url=None,
     )
     openenv_server = HTTPEnvServer(
-        factory, ReasonBudgetAction, ReasonBudgetObservation,
+        factory,
+        ReasoningEconomicsAction,
+        ReasoningEconomicsObservation,
         concurrency_config=ConcurrencyConfig(max_concurrent_envs=settings.max_sessions, session_timeout=None),
-        env_name=ENV_NAME, state_cls=ReasonBudgetState,
+        env_name=ENV_NAME,
+        state_cls=ReasoningEconomicsState,
     )
     before = set(map(id, app.router.routes))
     openenv_server.register_routes(app, mode=mode)
     # OpenEnv's /ws and /mcp go; ours takes /ws (see the module docstring).
-    app.router.routes[:] = [r for r in app.router.routes
-                            if id(r) in before or getattr(r, "path", None) not in ("/ws", "/mcp")]
+    app.router.routes[:] = [
+        r for r in app.router.routes if id(r) in before or getattr(r, "path", None) not in ("/ws", "/mcp")
+    ]
     openenv_routes = [r for r in app.router.routes if id(r) not in before]
 
     executor = ElasticExecutor(settings.worker_threads, settings.worker_threads + settings.max_sessions + 8)
@@ -189,14 +200,23 @@ def create_server_app(
     board = WorkerBoard(os.environ.get(BOARD_VAR), registry.capacity)
     board_holder.append(board)
     registry.name = board.worker_id
-    ws_route = WebSocketRoute(settings, registry, executor, factory,
-                              auth=lambda scope: token_problem(scope, settings.api_token))
+    ws_route = WebSocketRoute(
+        settings, registry, executor, factory, auth=lambda scope: token_problem(scope, settings.api_token)
+    )
     app.router.routes.insert(0, StarletteWebSocketRoute("/ws", ws_route, name="ws"))
     app.add_middleware(MessageGuard, settings=settings, http_routes=openenv_routes)
     _add_error_handlers(app)
 
-    runtime = ServerRuntime(config=config, settings=settings, registry=registry, pools=pools, grader=grader,
-                            fallback=fallback, executor=executor, board=board)
+    runtime = ServerRuntime(
+        config=config,
+        settings=settings,
+        registry=registry,
+        pools=pools,
+        grader=grader,
+        fallback=fallback,
+        executor=executor,
+        board=board,
+    )
     app.state.reasoning_env = runtime
 
     async def start() -> None:
@@ -218,9 +238,16 @@ def create_server_app(
 
     @app.api_route("/mcp", methods=["GET", "POST"], include_in_schema=False)
     async def mcp_off() -> JSONResponse:
-        return JSONResponse(status_code=404, content={"detail": (
-            "this environment exposes no MCP tools, so OpenEnv's /mcp routes are not served; play episodes over "
-            "the WebSocket /ws (reasoning_env.client.ReasoningEconomicsClient)")})
+        return JSONResponse(
+            status_code=404,
+            content={
+                "detail": (
+                    "this environment exposes no MCP tools, so OpenEnv's /mcp routes are not "
+                    "served; play episodes over "
+                    "the WebSocket /ws (reasoning_env.client.ReasoningEconomicsClient)"
+                )
+            },
+        )
 
     _add_docs(app)
     return app
@@ -243,19 +270,28 @@ def _add_docs(app: FastAPI) -> None:
 
         @app.get("/docs", include_in_schema=False)
         async def docs() -> HTMLResponse:
-            return get_swagger_ui_html(openapi_url=app.openapi_url, title=title,
-                                       swagger_js_url="/docs-assets/swagger-ui-bundle.js",
-                                       swagger_css_url="/docs-assets/swagger-ui.css",
-                                       swagger_favicon_url="/docs-assets/favicon-32x32.png")
+            return get_swagger_ui_html(
+                openapi_url=app.openapi_url,
+                title=title,
+                swagger_js_url="/docs-assets/swagger-ui-bundle.js",
+                swagger_css_url="/docs-assets/swagger-ui.css",
+                swagger_favicon_url="/docs-assets/favicon-32x32.png",
+            )
+
         return
 
     @app.get("/docs", include_in_schema=False)
     async def docs_plain() -> HTMLResponse:
-        rows = "".join(f"<li><code>{', '.join(sorted(getattr(r, 'methods', None) or ['WS']))} {r.path}</code></li>"
-                       for r in app.router.routes if getattr(r, "include_in_schema", True) and hasattr(r, "path"))
-        return HTMLResponse(f"<!doctype html><title>{title}</title><h1>{title}</h1><ul>{rows}</ul>"
-                            f"<p>Schema: <a href='{app.openapi_url}'>{app.openapi_url}</a>. "
-                            "Install <code>swagger-ui-bundle</code> for the interactive page.</p>")
+        rows = "".join(
+            f"<li><code>{', '.join(sorted(getattr(r, 'methods', None) or ['WS']))} {r.path}</code></li>"
+            for r in app.router.routes
+            if getattr(r, "include_in_schema", True) and hasattr(r, "path")
+        )
+        return HTMLResponse(
+            f"<!doctype html><title>{title}</title><h1>{title}</h1><ul>{rows}</ul>"
+            f"<p>Schema: <a href='{app.openapi_url}'>{app.openapi_url}</a>. "
+            "Install <code>swagger-ui-bundle</code> for the interactive page.</p>"
+        )
 
 
 def _add_error_handlers(app: FastAPI) -> None:
@@ -264,24 +300,27 @@ def _add_error_handlers(app: FastAPI) -> None:
     def answer(status: int):
         async def handler(request: Request, exc: Exception) -> JSONResponse:
             return JSONResponse(status_code=status, content={"detail": str(exc), "error": type(exc).__name__})
+
         return handler
 
     async def invalid_request(request: Request, exc: Exception) -> Response:
         # FastAPI's own answer echoes the input back and fails (500) when it holds a lone
         # surrogate; this one names each problem, without the input, in ASCII-safe JSON.
-        detail = [{"loc": list(e.get("loc", ())), "msg": str(e.get("msg", "")), "type": str(e.get("type", ""))}
-                  for e in exc.errors()]
+        detail = [
+            {"loc": list(e.get("loc", ())), "msg": str(e.get("msg", "")), "type": str(e.get("type", ""))}
+            for e in exc.errors()
+        ]
         return Response(json.dumps({"detail": detail}), status_code=422, media_type="application/json")
 
     app.add_exception_handler(RequestValidationError, invalid_request)
     app.add_exception_handler(EpisodeStateError, answer(409))
     app.add_exception_handler(TokenizerNotAllowedError, answer(403))
-    app.add_exception_handler(EpisodeError, answer(400))
-    app.add_exception_handler(TokenizerLoadError, answer(400))
+    # Any other refusal (a bad argument, a tokenizer that cannot load, a sampling problem): 400.
+    app.add_exception_handler(ReasoningEconomicsError, answer(400))
 
 
 # ------------------------------------------------------------------------------ from the environment
-def build_app_from_env(environ: Optional[dict[str, str]] = None, *, announce: Optional[bool] = None) -> FastAPI:
+def build_app_from_env(environ: dict[str, str] | None = None, *, announce: bool | None = None) -> FastAPI:
     """The app the ``REE_*`` variables describe; prints the effective configuration (one JSON line).
 
     Args:
@@ -332,7 +371,7 @@ def is_loopback(host: str) -> bool:
         return False
 
 
-def main(argv: Optional[Sequence[str]] = None) -> int:
+def main(argv: Sequence[str] | None = None) -> int:
     """``python -m reasoning_env.server [--host H] [--port P] [--workers N] [--log-level L]``: serve until stopped.
 
     Configuration comes from the ``REE_*`` environment variables. Returns the exit status
@@ -340,14 +379,22 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     """
     parser = argparse.ArgumentParser(prog="python -m reasoning_env.server", description=main.__doc__.splitlines()[0])
     parser.add_argument("--host", default="0.0.0.0", help="interface to bind (default 0.0.0.0: all)")
-    parser.add_argument("--port", type=int, default=int(os.environ.get("PORT", "8000")),
-                        help="TCP port (default $PORT or 8000)")
-    parser.add_argument("--workers", type=int, default=int(os.environ.get("REE_WORKERS", "1") or 1),
-                        help="server processes on this port (default $REE_WORKERS or 1); each WebSocket session stays on "
-                             "the process that accepted it, and each process has its own limits")
+    parser.add_argument(
+        "--port", type=int, default=int(os.environ.get("PORT", "8000")), help="TCP port (default $PORT or 8000)"
+    )
+    parser.add_argument(
+        "--workers",
+        type=int,
+        default=int(os.environ.get("REE_WORKERS", "1") or 1),
+        help="server processes on this port (default $REE_WORKERS or 1); each WebSocket session stays on "
+        "the process that accepted it, and each process has its own limits",
+    )
     parser.add_argument("--log-level", default="info", choices=["critical", "error", "warning", "info", "debug"])
-    parser.add_argument("--ws-compression", action="store_true",
-                        help="offer permessage-deflate on WebSockets: less bandwidth, ~20%% more server CPU per step")
+    parser.add_argument(
+        "--ws-compression",
+        action="store_true",
+        help="offer permessage-deflate on WebSockets: less bandwidth, ~20%% more server CPU per step",
+    )
     args = parser.parse_args(argv)
     if args.workers < 1:
         print(f"reasoning_env.server: --workers must be >= 1, got {args.workers}", file=sys.stderr)
@@ -357,14 +404,18 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
     try:
         app = build_app_from_env()
-    except (ServerConfigError, ValueError, RuntimeError) as exc:
+    except ReasoningEconomicsError as exc:  # a bad setting, unreachable questions, a tokenizer that cannot load
         print(f"reasoning_env.server: cannot start: {exc}", file=sys.stderr)
         return 2
     settings: ServerSettings = app.state.reasoning_env.settings
     if not settings.api_token and not is_loopback(args.host):
-        print(f"reasoning_env.server: WARNING: serving {args.host}:{args.port} to the network without authentication; "
-              "anyone who can reach it can play (and fill its slots). Set REE_API_TOKEN to require a token, or bind "
-              "--host 127.0.0.1.", file=sys.stderr, flush=True)
+        print(
+            f"reasoning_env.server: WARNING: serving {args.host}:{args.port} to the network without authentication; "
+            "anyone who can reach it can play (and fill its slots). Set REE_API_TOKEN to require a token, or bind "
+            "--host 127.0.0.1.",
+            file=sys.stderr,
+            flush=True,
+        )
     options = dict(
         host=args.host,
         port=args.port,

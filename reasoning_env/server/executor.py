@@ -20,8 +20,9 @@ import itertools
 import queue
 import threading
 import time
+from collections.abc import Callable, Iterator
 from concurrent.futures import Executor, Future
-from typing import Any, Callable, Iterator, Optional
+from typing import Any
 
 __all__ = ["ElasticExecutor", "blocking"]
 
@@ -33,7 +34,7 @@ def blocking() -> Iterator[None]:
     """Mark the code inside as waiting (not computing): when it runs on an
     :class:`ElasticExecutor` thread, another thread serves the queue meanwhile. Elsewhere it
     does nothing."""
-    pool: Optional[ElasticExecutor] = getattr(_local, "pool", None)
+    pool: ElasticExecutor | None = getattr(_local, "pool", None)
     if pool is None:
         yield
         return
@@ -68,7 +69,7 @@ class ElasticExecutor(Executor):
         self._queue: queue.SimpleQueue = queue.SimpleQueue()
         self._idle = threading.Semaphore(0)  # threads blocked on the queue, free to take the next call
         self._lock = threading.Lock()
-        self._alive = 0    # all threads
+        self._alive = 0  # all threads
         self._waiting = 0  # threads inside blocking()
         self._shutdown = False
         self._ids = itertools.count()
@@ -115,8 +116,13 @@ class ElasticExecutor(Executor):
         with self._lock:
             alive, waiting = self._alive, self._waiting
         idle = getattr(self._idle, "_value", 0)
-        return {"threads": self.threads, "alive": alive, "computing": max(0, alive - waiting - idle),
-                "waiting": waiting, "queued": self._queue.qsize()}
+        return {
+            "threads": self.threads,
+            "alive": alive,
+            "computing": max(0, alive - waiting - idle),
+            "waiting": waiting,
+            "queued": self._queue.qsize(),
+        }
 
     # ------------------------------------------------------------------ internals
     def _spawn_if_short(self) -> None:

@@ -72,8 +72,11 @@ class FairFallback:
                 while self._in_flight.get(key, 0) >= self.per_client:
                     left = deadline - time.monotonic()
                     if left <= 0:
-                        return ("timeout", f"this client already had {self.per_client} fallback grade(s) in flight "
-                                           "(REE_FALLBACK_PER_CLIENT)")
+                        return (
+                            "timeout",
+                            f"this client already had {self.per_client} fallback grade(s) in flight "
+                            "(REE_FALLBACK_PER_CLIENT)",
+                        )
                     self._cond.wait(left)
                 self._in_flight[key] = self._in_flight.get(key, 0) + 1
             try:

@@ -14,7 +14,8 @@ from __future__ import annotations
 import hmac
 import json
 import logging
-from typing import Any, Awaitable, Callable, Iterable, Optional
+from collections.abc import Awaitable, Callable, Iterable
+from typing import Any
 
 from starlette.routing import BaseRoute, Match
 
@@ -31,7 +32,7 @@ Send = Callable[[Message], Awaitable[None]]
 TOKEN_PATHS = ("/reset", "/step", "/state")
 
 
-def token_problem(scope: Scope, token: Optional[str]) -> Optional[str]:
+def token_problem(scope: Scope, token: str | None) -> str | None:
     """Why a request lacks the shared ``token`` (``None``: no token is required, or it is right).
 
     The token travels as ``Authorization: Bearer <token>``; the comparison takes the same time
@@ -45,8 +46,10 @@ def token_problem(scope: Scope, token: Optional[str]) -> Optional[str]:
             sent = value.decode("latin-1").strip()
             break
     if sent is None:
-        return ("this server requires its access token: send the header 'Authorization: Bearer <token>' "
-                "(the typed client and the trainers send $REE_API_TOKEN)")
+        return (
+            "this server requires its access token: send the header 'Authorization: Bearer <token>' "
+            "(the typed client and the trainers send $REE_API_TOKEN)"
+        )
     scheme, _, given = sent.partition(" ")
     if scheme.lower() != "bearer" or not hmac.compare_digest(given.strip().encode(), token.encode()):
         return "the access token sent in 'Authorization: Bearer ...' is not this server's (REE_API_TOKEN)"
@@ -130,9 +133,17 @@ class MessageGuard:
         await _answer(send, 413, detail)
 
 
-async def _answer(send: Send, status: int, detail: str, headers: Optional[list] = None) -> None:
+async def _answer(send: Send, status: int, detail: str, headers: list | None = None) -> None:
     body = json.dumps({"detail": detail}).encode()
-    await send({"type": "http.response.start", "status": status,
-                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
-                            *(headers or [])]})
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(body)).encode()),
+                *(headers or []),
+            ],
+        }
+    )
     await send({"type": "http.response.body", "body": body})

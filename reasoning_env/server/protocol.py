@@ -8,7 +8,7 @@ answers are ``{"type": "observation", "data": {"observation", "reward", "done", 
 :func:`parse_message` turns a frame into a :class:`Request` or raises :class:`FrameError` with
 the OpenEnv error code and a message that says what was wrong and how to fix it. It parses the
 JSON once and validates the envelope by hand (OpenEnv's route parsed each frame twice and built
-three pydantic models per step); the action is validated by :class:`ReasonBudgetAction`.
+three pydantic models per step); the action is validated by :class:`ReasoningEconomicsAction`.
 """
 
 from __future__ import annotations
@@ -16,12 +16,13 @@ from __future__ import annotations
 import json
 import sys
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Any
 
 from pydantic import BaseModel, ValidationError
 from pydantic_core import to_json
 
-from reasoning_env.models import ReasonBudgetAction
+from reasoning_env.errors import ReasoningEconomicsError
+from reasoning_env.models import ReasoningEconomicsAction
 
 STEP_EXAMPLE = '{"type": "step", "data": {"response": "... \\\\boxed{42}", "metadata": {}}}'
 MESSAGE_TYPES = ("close", "reset", "state", "step")
@@ -29,7 +30,7 @@ MESSAGE_TYPES = ("close", "reset", "state", "step")
 MAX_INT_DIGITS = sys.get_int_max_str_digits() if hasattr(sys, "get_int_max_str_digits") else 4300
 
 
-class FrameError(Exception):
+class FrameError(ReasoningEconomicsError):
     """A client message that must not reach the environment.
 
     Attributes:
@@ -47,7 +48,7 @@ class FrameError(Exception):
 @dataclass(frozen=True)
 class Request:
     """A valid client message: ``kind`` is one of :data:`MESSAGE_TYPES`; ``data`` the reset
-    arguments (dict) or the step's :class:`ReasonBudgetAction`."""
+    arguments (dict) or the step's :class:`ReasoningEconomicsAction`."""
 
     kind: str
     data: Any = None
@@ -89,7 +90,7 @@ class _TooLong:
         self.digits = digits
 
 
-def _huge_int_path(text: str) -> Optional[tuple[str, int]]:
+def _huge_int_path(text: str) -> tuple[str, int] | None:
     """``(dotted path, digits)`` of the first integer literal in ``text`` over the limit."""
 
     def parse_int(s: str) -> Any:
@@ -111,7 +112,7 @@ def _huge_int_path(text: str) -> Optional[tuple[str, int]]:
     return None
 
 
-def parse_message(text: Optional[str], *, max_message_bytes: int, max_response_bytes: int) -> Request:
+def parse_message(text: str | None, *, max_message_bytes: int, max_response_bytes: int) -> Request:
     """Read one client frame.
 
     Args:
@@ -127,13 +128,18 @@ def parse_message(text: Optional[str], *, max_message_bytes: int, max_response_b
             is invalid (``INVALID_JSON``, ``VALIDATION_ERROR``, ``UNKNOWN_TYPE``).
     """
     if text is None:
-        raise FrameError("binary frames are not accepted: send each message as a JSON text frame, e.g. " + STEP_EXAMPLE,
-                         "INVALID_JSON")
+        raise FrameError(
+            "binary frames are not accepted: send each message as a JSON text frame, e.g. " + STEP_EXAMPLE,
+            "INVALID_JSON",
+        )
     if len(text) * 4 > max_message_bytes and utf8_len(text) > max_message_bytes:
         raise FrameError(
             f"message of {utf8_len(text):,} bytes exceeds this server's limit of {max_message_bytes:,} bytes per "
-            f"message; a step's response may be at most {max_response_bytes:,} bytes of UTF-8 (REE_MAX_RESPONSE_BYTES)",
-            "VALIDATION_ERROR", max_response_bytes=max_response_bytes, max_message_bytes=max_message_bytes,
+            f"message; a step's response may be at most {max_response_bytes:,} bytes of "
+            "UTF-8 (REE_MAX_RESPONSE_BYTES)",
+            "VALIDATION_ERROR",
+            max_response_bytes=max_response_bytes,
+            max_message_bytes=max_message_bytes,
         )
     try:
         msg = json.loads(text)
@@ -146,15 +152,19 @@ def parse_message(text: Optional[str], *, max_message_bytes: int, max_response_b
         where, digits = found if found else ("(message)", MAX_INT_DIGITS + 1)
         raise FrameError(
             f"{where}: an integer of {digits:,} digits is out of range (at most {MAX_INT_DIGITS:,} digits are read; "
-            "seeds and token counts are far smaller)", "VALIDATION_ERROR",
+            "seeds and token counts are far smaller)",
+            "VALIDATION_ERROR",
         ) from None
     if not isinstance(msg, dict):
-        raise FrameError(f"a message must be a JSON object such as {STEP_EXAMPLE}, got a JSON {type(msg).__name__}",
-                         "VALIDATION_ERROR")
+        raise FrameError(
+            f"a message must be a JSON object such as {STEP_EXAMPLE}, got a JSON {type(msg).__name__}",
+            "VALIDATION_ERROR",
+        )
     kind = msg.get("type")
     if not isinstance(kind, str) or kind not in MESSAGE_TYPES:
-        raise FrameError(f"unknown message type {kind!r}: send one of {list(MESSAGE_TYPES)}, e.g. {STEP_EXAMPLE}",
-                         "UNKNOWN_TYPE")
+        raise FrameError(
+            f"unknown message type {kind!r}: send one of {list(MESSAGE_TYPES)}, e.g. {STEP_EXAMPLE}", "UNKNOWN_TYPE"
+        )
     allowed = ("type",) if kind in ("state", "close") else ("type", "data")
     extra = [k for k in msg if k not in allowed]
     if extra:
@@ -162,9 +172,11 @@ def parse_message(text: Optional[str], *, max_message_bytes: int, max_response_b
     if kind == "reset":
         data = msg.get("data", {})
         if not isinstance(data, dict):
-            raise FrameError(f"invalid reset message: data must be an object of reset arguments such as "
-                             f'{{"seed": 7, "tokenizer_name": "Qwen/Qwen2.5-0.5B-Instruct"}}, got a JSON {type(data).__name__}',
-                             "VALIDATION_ERROR")
+            raise FrameError(
+                f"invalid reset message: data must be an object of reset arguments such as "
+                f'{{"seed": 7, "tokenizer_name": "Qwen/Qwen2.5-0.5B-Instruct"}}, got a JSON {type(data).__name__}',
+                "VALIDATION_ERROR",
+            )
         return Request("reset", data)
     if kind != "step":
         return Request(kind)
@@ -172,19 +184,26 @@ def parse_message(text: Optional[str], *, max_message_bytes: int, max_response_b
         raise FrameError("invalid step message: missing field 'data'", "VALIDATION_ERROR")
     data = msg["data"]
     if not isinstance(data, dict):
-        raise FrameError(f"invalid step message: data must be an action object such as {STEP_EXAMPLE}", "VALIDATION_ERROR")
+        raise FrameError(
+            f"invalid step message: data must be an action object such as {STEP_EXAMPLE}", "VALIDATION_ERROR"
+        )
     try:
-        action = ReasonBudgetAction.model_validate(data)
+        action = ReasoningEconomicsAction.model_validate(data)
     except ValidationError as exc:
-        raise FrameError(f"invalid step action: {describe_validation_error(exc)}; a step looks like {STEP_EXAMPLE}",
-                         "VALIDATION_ERROR", errors=compact_errors(exc)) from None
+        raise FrameError(
+            f"invalid step action: {describe_validation_error(exc)}; a step looks like {STEP_EXAMPLE}",
+            "VALIDATION_ERROR",
+            errors=compact_errors(exc),
+        ) from None
     grading = action.metadata.get("grading_response") if action.metadata else None
     for field, value in (("response", action.response), ("metadata.grading_response", grading)):
         if isinstance(value, str) and len(value) > max_response_bytes // 4 and utf8_len(value) > max_response_bytes:
             raise FrameError(
-                f"{field} is {utf8_len(value):,} bytes of UTF-8; this server accepts at most {max_response_bytes:,} bytes "
+                f"{field} is {utf8_len(value):,} bytes of UTF-8; this server accepts at most "
+                f"{max_response_bytes:,} bytes "
                 "(REE_MAX_RESPONSE_BYTES): cut the response or raise the server's cap",
-                "VALIDATION_ERROR", max_response_bytes=max_response_bytes,
+                "VALIDATION_ERROR",
+                max_response_bytes=max_response_bytes,
             )
     return Request("step", action)
 
@@ -215,7 +234,7 @@ class HistoryCache:
         return "[" + ",".join(text for _, text in kept) + "]"
 
 
-def observation_frame(obs: BaseModel, history: Optional[HistoryCache] = None) -> str:
+def observation_frame(obs: BaseModel, history: HistoryCache | None = None) -> str:
     """An OpenEnv observation frame (JSON text) for ``obs``: the observation without ``reward`` and
     ``done``, which sit beside it, and its ``metadata`` once more at the top (as
     ``openenv.core.env_server.serialization.serialize_observation`` lays it out). With a
@@ -230,8 +249,16 @@ def observation_frame(obs: BaseModel, history: Optional[HistoryCache] = None) ->
     metadata = getattr(obs, "metadata", None)
     if metadata:
         tail = ',"metadata":' + to_json(metadata).decode()
-    return ('{"type":"observation","data":{"observation":' + body + ',"reward":' + reward
-            + ',"done":' + ("true" if obs.done else "false") + tail + "}}")
+    return (
+        '{"type":"observation","data":{"observation":'
+        + body
+        + ',"reward":'
+        + reward
+        + ',"done":'
+        + ("true" if obs.done else "false")
+        + tail
+        + "}}"
+    )
 
 
 def state_frame(state: BaseModel) -> str:

@@ -11,20 +11,13 @@ remote server needs and an in-process caller does not.
 
 from __future__ import annotations
 
-from typing import Any, Optional, Union
+from typing import Any
 
-from reasoning_env.env import EpisodeError, ReasoningEconomicsEnv
-from reasoning_env.models import ReasonBudgetAction, ReasonBudgetObservation
+from reasoning_env.env import ReasoningEconomicsEnv
+from reasoning_env.errors import EpisodeStateError, TokenizerNotAllowedError
+from reasoning_env.models import ReasoningEconomicsAction, ReasoningEconomicsObservation
 from reasoning_env.server.settings import ServerSettings
 from reasoning_env.tokenization import LoadedTokenizer, get_tokenizer
-
-
-class EpisodeStateError(EpisodeError):
-    """A step arrived when the session has no episode in progress (none yet, or it is over)."""
-
-
-class TokenizerNotAllowedError(EpisodeError):
-    """A client named a tokenizer that this server's policy refuses."""
 
 
 class ServedReasoningEconomicsEnv(ReasoningEconomicsEnv):
@@ -36,7 +29,7 @@ class ServedReasoningEconomicsEnv(ReasoningEconomicsEnv):
         settings: The server's :class:`ServerSettings` (tokenizer policy).
     """
 
-    def __init__(self, config: Any = None, *, settings: Optional[ServerSettings] = None, **kwargs: Any) -> None:
+    def __init__(self, config: Any = None, *, settings: ServerSettings | None = None, **kwargs: Any) -> None:
         super().__init__(config, **kwargs)
         self.settings = settings or ServerSettings()
 
@@ -52,9 +45,14 @@ class ServedReasoningEconomicsEnv(ReasoningEconomicsEnv):
             if why:
                 raise TokenizerNotAllowedError(why)
 
-    def reset(self, seed: Optional[int] = None, episode_id: Optional[str] = None,
-              tokenizer_name: Optional[str] = None, total_budget: Optional[int] = None,
-              **kwargs: Any) -> ReasonBudgetObservation:
+    def reset(
+        self,
+        seed: int | None = None,
+        episode_id: str | None = None,
+        tokenizer_name: str | None = None,
+        total_budget: int | None = None,
+        **kwargs: Any,
+    ) -> ReasoningEconomicsObservation:
         """:meth:`ReasoningEconomicsEnv.reset` after the tokenizer policy check.
 
         Raises:
@@ -62,11 +60,13 @@ class ServedReasoningEconomicsEnv(ReasoningEconomicsEnv):
             EpisodeError, TokenizerLoadError: as the base class.
         """
         self._check_tokenizer(tokenizer_name)
-        return super().reset(seed=seed, episode_id=episode_id, tokenizer_name=tokenizer_name,
-                             total_budget=total_budget, **kwargs)
+        return super().reset(
+            seed=seed, episode_id=episode_id, tokenizer_name=tokenizer_name, total_budget=total_budget, **kwargs
+        )
 
-    def step(self, action: Union[ReasonBudgetAction, dict, str], timeout_s: Optional[float] = None,
-             **kwargs: Any) -> ReasonBudgetObservation:
+    def step(
+        self, action: ReasoningEconomicsAction | dict | str, timeout_s: float | None = None, **kwargs: Any
+    ) -> ReasoningEconomicsObservation:
         """:meth:`ReasoningEconomicsEnv.step`, refusing steps without an episode in progress.
 
         The grading time limit is always the config's: a client's ``timeout_s`` is ignored.
@@ -87,7 +87,5 @@ class ServedReasoningEconomicsEnv(ReasoningEconomicsEnv):
                 "play episodes over the WebSocket /ws (ReasoningEconomicsClient)."
             )
         if obs.done_reason == "episode_already_done":
-            raise EpisodeStateError(
-                f"the episode is over ({self.state.done_reason}); send a reset to start a new one"
-            )
+            raise EpisodeStateError(f"the episode is over ({self.state.done_reason}); send a reset to start a new one")
         return obs

@@ -14,9 +14,11 @@ import asyncio
 import itertools
 import logging
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, Awaitable, Callable, Optional
+from typing import Any
 
+from reasoning_env.errors import ReasoningEconomicsError
 from reasoning_env.server.settings import ServerSettings
 
 logger = logging.getLogger(__name__)
@@ -25,7 +27,7 @@ logger = logging.getLogger(__name__)
 IDLE_CLOSE_CODE = 4000
 
 
-class AdmissionError(Exception):
+class AdmissionError(ReasoningEconomicsError):
     """A new session is refused: ``message`` names the limit (and its variable); ``extra`` holds
     the counts for the error frame."""
 
@@ -64,14 +66,16 @@ class SessionRegistry:
         on_change: Called after every admission and close (publishes the counts).
     """
 
-    def __init__(self, settings: ServerSettings, *, name: str = "w0", on_change: Optional[Callable[[], None]] = None) -> None:
+    def __init__(
+        self, settings: ServerSettings, *, name: str = "w0", on_change: Callable[[], None] | None = None
+    ) -> None:
         self.settings = settings
         self.name = name
         self.on_change = on_change
         self._sessions: dict[str, Session] = {}
         self._per_client: dict[str, int] = {}
         self._ids = itertools.count(1)
-        self._reaper: Optional[asyncio.Task] = None
+        self._reaper: asyncio.Task | None = None
         self.refused = {"max_sessions": 0, "per_client": 0}
 
     # ------------------------------------------------------------------ admission
@@ -88,7 +92,10 @@ class SessionRegistry:
             self.refused["max_sessions"] += 1
             raise AdmissionError(
                 f"Server at capacity: {active}/{s.max_sessions} sessions active (REE_MAX_SESSIONS); retry later, "
-                "or close sessions you no longer use", active_sessions=active, max_sessions=s.max_sessions, limit="max_sessions",
+                "or close sessions you no longer use",
+                active_sessions=active,
+                max_sessions=s.max_sessions,
+                limit="max_sessions",
             )
         held = self._per_client.get(client, 0)
         cap = s.session_cap_per_client
@@ -97,8 +104,12 @@ class SessionRegistry:
             raise AdmissionError(
                 f"this client address ({client}) already holds {held} of the {cap} sessions one client may hold "
                 f"(REE_MAX_SESSIONS_PER_CLIENT; {active}/{s.max_sessions} in use in all); close some, or ask the "
-                "operator to raise the limit", active_sessions=active, max_sessions=s.max_sessions,
-                client_sessions=held, max_sessions_per_client=cap, limit="max_sessions_per_client",
+                "operator to raise the limit",
+                active_sessions=active,
+                max_sessions=s.max_sessions,
+                client_sessions=held,
+                max_sessions_per_client=cap,
+                limit="max_sessions_per_client",
             )
         now = time.monotonic()
         session = Session(f"{self.name}-{next(self._ids)}", client, now, now, close)
@@ -155,24 +166,42 @@ class SessionRegistry:
         }
 
     # ------------------------------------------------------------------ expiry
-    def expired(self, now: Optional[float] = None) -> list[tuple[Session, str]]:
+    def expired(self, now: float | None = None) -> list[tuple[Session, str]]:
         """Sessions past a timeout, each with the message telling its client why."""
         now = time.monotonic() if now is None else now
         s = self.settings
         out = []
         for session in list(self._sessions.values()):
-            if s.unused_session_timeout_s is not None and not session.used and now - session.opened > s.unused_session_timeout_s:
-                out.append((session, (
-                    f"session closed by the server: no reset or step within {s.unused_session_timeout_s:g} s of opening "
-                    "(REE_UNUSED_SESSION_TIMEOUT_S); reconnect and reset when you are ready to play")))
+            if (
+                s.unused_session_timeout_s is not None
+                and not session.used
+                and now - session.opened > s.unused_session_timeout_s
+            ):
+                out.append(
+                    (
+                        session,
+                        (
+                            "session closed by the server: no reset or step within "
+                            f"{s.unused_session_timeout_s:g} s of opening "
+                            "(REE_UNUSED_SESSION_TIMEOUT_S); reconnect and reset when you are ready to play"
+                        ),
+                    )
+                )
             elif s.session_timeout_s is not None and now - session.last_activity > s.session_timeout_s:
-                out.append((session, (
-                    f"session closed by the server after more than {s.session_timeout_s:g} s without a message "
-                    "(REE_SESSION_TIMEOUT_S); reconnect and reset to start again (any message, e.g. a state "
-                    "request, keeps a session alive)")))
+                out.append(
+                    (
+                        session,
+                        (
+                            f"session closed by the server after more than {s.session_timeout_s:g} s "
+                            "without a message "
+                            "(REE_SESSION_TIMEOUT_S); reconnect and reset to start again (any message, e.g. a state "
+                            "request, keeps a session alive)"
+                        ),
+                    )
+                )
         return out
 
-    def check_interval(self) -> Optional[float]:
+    def check_interval(self) -> float | None:
         """Seconds between expiry checks: a quarter of the shortest timeout, 0.25 to 5 s."""
         timeouts = [t for t in (self.settings.session_timeout_s, self.settings.unused_session_timeout_s) if t]
         if not timeouts:

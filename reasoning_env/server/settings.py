@@ -40,10 +40,12 @@ from __future__ import annotations
 import fnmatch
 import os
 import re
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
-from typing import Any, Callable, Mapping, Optional
+from typing import Any
 
 from reasoning_env.config import ConfigError, EnvConfig
+from reasoning_env.errors import ServerConfigError
 
 #: Default cap on simultaneous WebSocket sessions.
 DEFAULT_MAX_SESSIONS = 256
@@ -64,10 +66,6 @@ _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off"}
 # A Hub id ("org/name" or "name") or an embedded build ("embedded:qwen2.5").
 _HUB_ID = re.compile(r"^(embedded:[A-Za-z0-9._-]+|[A-Za-z0-9][A-Za-z0-9._-]*(/[A-Za-z0-9][A-Za-z0-9._-]*)?)$")
-
-
-class ServerConfigError(ValueError):
-    """A server setting or ``REE_*`` variable is invalid; the message names it and the fix."""
 
 
 @dataclass(frozen=True)
@@ -109,31 +107,39 @@ class ServerSettings:
     """
 
     max_sessions: int = DEFAULT_MAX_SESSIONS
-    session_timeout_s: Optional[float] = DEFAULT_SESSION_TIMEOUT_S
+    session_timeout_s: float | None = DEFAULT_SESSION_TIMEOUT_S
     max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES
     allowed_tokenizers: tuple[str, ...] = ()
     allow_local_tokenizers: bool = False
     worker_threads: int = DEFAULT_WORKER_THREADS
-    max_sessions_per_client: Optional[int] = None
-    unused_session_timeout_s: Optional[float] = DEFAULT_UNUSED_SESSION_TIMEOUT_S
-    api_token: Optional[str] = field(default=None, repr=False)
+    max_sessions_per_client: int | None = None
+    unused_session_timeout_s: float | None = DEFAULT_UNUSED_SESSION_TIMEOUT_S
+    api_token: str | None = field(default=None, repr=False)
     grading_workers: int = DEFAULT_GRADING_WORKERS
-    fallback_per_client: Optional[int] = None
+    fallback_per_client: int | None = None
 
     def __post_init__(self) -> None:
         if isinstance(self.max_sessions, bool) or not isinstance(self.max_sessions, int) or self.max_sessions < 1:
             raise ServerConfigError(f"max_sessions must be an integer >= 1, got {self.max_sessions!r}")
         t = self.session_timeout_s
-        if t is not None and (isinstance(t, bool) or not isinstance(t, (int, float)) or not t > 0 or t == float("inf")):
+        if t is not None and (
+            isinstance(t, bool) or not isinstance(t, (int, float)) or not t > 0 or t == float("inf")
+        ):
             raise ServerConfigError(f"session_timeout_s must be a positive number of seconds or None, got {t!r}")
         b = self.max_response_bytes
         if isinstance(b, bool) or not isinstance(b, int) or not 1 <= b <= 256 * 1024 * 1024:
-            raise ServerConfigError(f"max_response_bytes must be an integer between 1 and 268435456 (256 MiB), got {b!r}")
+            raise ServerConfigError(
+                f"max_response_bytes must be an integer between 1 and 268435456 (256 MiB), got {b!r}"
+            )
         w = self.worker_threads
         if isinstance(w, bool) or not isinstance(w, int) or not 1 <= w <= 1024:
             raise ServerConfigError(f"worker_threads must be an integer between 1 and 1024, got {w!r}")
-        if isinstance(self.allowed_tokenizers, str) or not all(isinstance(p, str) and p for p in self.allowed_tokenizers):
-            raise ServerConfigError(f"allowed_tokenizers must be a tuple of non-empty patterns, got {self.allowed_tokenizers!r}")
+        if isinstance(self.allowed_tokenizers, str) or not all(
+            isinstance(p, str) and p for p in self.allowed_tokenizers
+        ):
+            raise ServerConfigError(
+                f"allowed_tokenizers must be a tuple of non-empty patterns, got {self.allowed_tokenizers!r}"
+            )
         for name in ("max_sessions_per_client", "fallback_per_client"):
             v = getattr(self, name)
             if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 1):
@@ -142,10 +148,16 @@ class ServerSettings:
         if isinstance(g, bool) or not isinstance(g, int) or not 1 <= g <= 64:
             raise ServerConfigError(f"grading_workers must be an integer between 1 and 64, got {g!r}")
         u = self.unused_session_timeout_s
-        if u is not None and (isinstance(u, bool) or not isinstance(u, (int, float)) or not u > 0 or u == float("inf")):
-            raise ServerConfigError(f"unused_session_timeout_s must be a positive number of seconds or None, got {u!r}")
+        if u is not None and (
+            isinstance(u, bool) or not isinstance(u, (int, float)) or not u > 0 or u == float("inf")
+        ):
+            raise ServerConfigError(
+                f"unused_session_timeout_s must be a positive number of seconds or None, got {u!r}"
+            )
         if self.api_token is not None and (not isinstance(self.api_token, str) or len(self.api_token.strip()) < 8):
-            raise ServerConfigError("api_token must be a string of at least 8 characters (or None for no authentication)")
+            raise ServerConfigError(
+                "api_token must be a string of at least 8 characters (or None for no authentication)"
+            )
 
     @property
     def session_cap_per_client(self) -> int:
@@ -168,7 +180,7 @@ class ServerSettings:
         messages are refused before they are parsed."""
         return 4 * self.max_response_bytes + 64 * 1024
 
-    def check_tokenizer_name(self, name: str, config_tokenizer: str) -> Optional[str]:
+    def check_tokenizer_name(self, name: str, config_tokenizer: str) -> str | None:
         """Why a client may not use tokenizer ``name`` here, or ``None`` if it may.
 
         Args:
@@ -179,7 +191,10 @@ class ServerSettings:
         if not name or name == config_tokenizer:
             return None
         if not name.isprintable() or any(0xD800 <= ord(c) <= 0xDFFF for c in name):
-            return "tokenizer_name holds control or surrogate characters; send a Hugging Face model id such as 'Qwen/Qwen3-4B'"
+            return (
+                "tokenizer_name holds control or surrogate characters; send a Hugging Face "
+                "model id such as 'Qwen/Qwen3-4B'"
+            )
         if len(name) > MAX_TOKENIZER_NAME_CHARS:
             return f"tokenizer_name is {len(name)} characters long; names are at most {MAX_TOKENIZER_NAME_CHARS}"
         if not self.allow_local_tokenizers and not _HUB_ID.match(name):
@@ -227,7 +242,7 @@ def _int(raw: str, var: str) -> int:
         raise ServerConfigError(f"{var}={raw!r} is not an integer") from None
 
 
-def _seconds(raw: str, var: str) -> Optional[float]:
+def _seconds(raw: str, var: str) -> float | None:
     if raw.lower() in ("none", "off", "never", "0"):
         return None
     try:
@@ -268,17 +283,19 @@ SETTINGS_VARS: dict[str, tuple[str, Callable[[str, str], Any]]] = {
 ENV_VARS = ("REE_CONFIG", *CONFIG_VARS, *SETTINGS_VARS, "REE_CACHE_DIR")
 
 
-def _read(environ: Mapping[str, str], table: dict[str, tuple[str, Callable[[str, str], Any]]]) -> dict[str, tuple[str, Any]]:
+def _read(
+    environ: Mapping[str, str], table: dict[str, tuple[str, Callable[[str, str], Any]]]
+) -> dict[str, tuple[str, Any]]:
     """``{field: (variable, parsed value)}`` for the variables of ``table`` that are set (non-blank)."""
     out = {}
-    for var, (field, parse) in table.items():
+    for var, (name, parse) in table.items():
         raw = (environ.get(var) or "").strip()
         if raw:
-            out[field] = (var, parse(raw, var))
+            out[name] = (var, parse(raw, var))
     return out
 
 
-def config_from_env(environ: Optional[Mapping[str, str]] = None) -> EnvConfig:
+def config_from_env(environ: Mapping[str, str] | None = None) -> EnvConfig:
     """The EnvConfig described by ``REE_CONFIG`` and the per-field variables of :data:`CONFIG_VARS`.
 
     Args:
@@ -304,7 +321,7 @@ def config_from_env(environ: Optional[Mapping[str, str]] = None) -> EnvConfig:
         raise ServerConfigError(f"the config from {names} is invalid: {exc}") from None
 
 
-def settings_from_env(environ: Optional[Mapping[str, str]] = None) -> ServerSettings:
+def settings_from_env(environ: Mapping[str, str] | None = None) -> ServerSettings:
     """The :class:`ServerSettings` described by the variables of :data:`SETTINGS_VARS`
     (defaults for unset ones).
 
@@ -313,9 +330,9 @@ def settings_from_env(environ: Optional[Mapping[str, str]] = None) -> ServerSett
     """
     environ = os.environ if environ is None else environ
     values = _read(environ, SETTINGS_VARS)
-    for field, (var, value) in values.items():
+    for name, (var, value) in values.items():
         try:  # check each value alone, so that the error names its variable
-            ServerSettings(**{field: value})
+            ServerSettings(**{name: value})
         except ServerConfigError as exc:
             raise ServerConfigError(f"{var}: {exc}") from None
-    return ServerSettings(**{field: value for field, (_, value) in values.items()})
+    return ServerSettings(**{name: value for name, (_, value) in values.items()})

@@ -13,8 +13,9 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any
 
 #: Environment variable naming the folder of the worker files (set by ``main`` for ``--workers``).
 BOARD_VAR = "REE_WORKER_BOARD"
@@ -38,7 +39,7 @@ class WorkerBoard:
         counts: Returns this process's counts (``SessionRegistry.capacity``).
     """
 
-    def __init__(self, folder: Optional[str], counts: Callable[[], dict[str, Any]]) -> None:
+    def __init__(self, folder: str | None, counts: Callable[[], dict[str, Any]]) -> None:
         self.folder = Path(folder) if folder else None
         self.counts = counts
         self.worker_id = f"pid{os.getpid()}"

@@ -25,16 +25,22 @@ import logging
 import threading
 import time
 from collections import deque
-from typing import Any, Awaitable, Callable, Optional
+from collections.abc import Awaitable, Callable
+from typing import Any
 from urllib.parse import parse_qs
 
-from reasoning_env.config import ConfigError
-from reasoning_env.env import EpisodeError
+from reasoning_env.errors import ReasoningEconomicsError
 from reasoning_env.server.fallback import client_key
-from reasoning_env.server.protocol import FrameError, HistoryCache, error_frame, observation_frame, parse_message, state_frame
+from reasoning_env.server.protocol import (
+    FrameError,
+    HistoryCache,
+    error_frame,
+    observation_frame,
+    parse_message,
+    state_frame,
+)
 from reasoning_env.server.sessions import IDLE_CLOSE_CODE, AdmissionError, SessionRegistry
 from reasoning_env.server.settings import ServerSettings
-from reasoning_env.tokenization import TokenizerLoadError
 
 logger = logging.getLogger(__name__)
 
@@ -99,7 +105,7 @@ class _Trimmer:
         self._fn = None
         name = ctypes.util.find_library("c")
         try:
-            self._fn = getattr(ctypes.CDLL(name), "malloc_trim") if name else None
+            self._fn = ctypes.CDLL(name).malloc_trim if name else None
         except (OSError, AttributeError):
             self._fn = None
         self._last = 0.0
@@ -127,8 +133,14 @@ class WebSocketRoute:
         auth: ``auth(scope) -> None`` or why the request is refused.
     """
 
-    def __init__(self, settings: ServerSettings, registry: SessionRegistry, executor: Any,
-                 make_env: Callable[[], Any], auth: Callable[[dict], Optional[str]]) -> None:
+    def __init__(
+        self,
+        settings: ServerSettings,
+        registry: SessionRegistry,
+        executor: Any,
+        make_env: Callable[[], Any],
+        auth: Callable[[dict], str | None],
+    ) -> None:
         self.settings = settings
         self.registry = registry
         self.executor = executor
@@ -152,7 +164,9 @@ class WebSocketRoute:
             await conn.refuse(
                 f"Unknown session_id: {sid[:80]}: this server does not attach WebSockets to HTTP sessions (its /mcp "
                 "routes are off); connect to /ws without a session_id: each connection is its own session",
-                "SESSION_ERROR", 1000)
+                "SESSION_ERROR",
+                1000,
+            )
             return
         client = client_address(scope)
         try:
@@ -181,7 +195,7 @@ class WebSocketRoute:
         history = HistoryCache()
         big = False
         inbox: deque = deque()
-        pending: Optional[asyncio.Future] = None
+        pending: asyncio.Future | None = None
         try:
             while not conn.closed:
                 if inbox:
@@ -223,13 +237,16 @@ class WebSocketRoute:
             if pending is not None and not pending.done():
                 pending.cancel()
 
-    def _handle(self, env: Any, history: HistoryCache, session: Any, text: Optional[str]) -> tuple[Optional[str], bool]:
+    def _handle(self, env: Any, history: HistoryCache, session: Any, text: str | None) -> tuple[str | None, bool]:
         """Run one message in a worker thread: ``(answer frame or None, close the session?)``."""
         token = client_key.set(session.client)
         try:
             try:
-                request = parse_message(text, max_message_bytes=self.settings.max_message_bytes,
-                                        max_response_bytes=self.settings.max_response_bytes)
+                request = parse_message(
+                    text,
+                    max_message_bytes=self.settings.max_message_bytes,
+                    max_response_bytes=self.settings.max_response_bytes,
+                )
             except FrameError as exc:
                 return error_frame(exc.message, exc.code, **exc.extra), False
             if request.kind == "close":
@@ -243,7 +260,7 @@ class WebSocketRoute:
                 obs = env.step(request.data)
                 session.steps += 1
             return observation_frame(obs, history), False
-        except (EpisodeError, TokenizerLoadError, ConfigError) as exc:
+        except ReasoningEconomicsError as exc:  # a refused reset or step: its message is for the client
             return error_frame(str(exc), "EXECUTION_ERROR"), False
         except Exception as exc:  # a bug must not kill the session; the client sees what failed
             logger.exception("session %s: %s failed", session.id, "message")

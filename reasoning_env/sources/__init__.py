@@ -1,7 +1,9 @@
 """Question sources: a registry of loaders, one module each, all yielding `Question` records.
 
-Registered names (see :func:`available`): ``metamathqa``, ``numina_tir``, ``gsm8k``, ``math500``,
-``hf``, ``jsonl``, ``reasoning_gym``, ``builtin``.
+Registered names (:func:`available`, in this order): ``metamathqa``, ``numina_tir``, ``gsm8k``,
+``math500``, ``hf``, ``jsonl``, ``reasoning_gym``, ``builtin``; :func:`describe` gives each one's
+summary and options. The registry (:data:`SOURCES`) has the shape every registry of the core has
+(:mod:`reasoning_env.registry`).
 
 :func:`load_pools` loads the sources of a config into per-problem-type pools, cached for the
 process, and falls back to the builtin stand-ins for ``metamathqa`` / ``numina_tir`` when they
@@ -13,29 +15,36 @@ from __future__ import annotations
 import json
 import logging
 import threading
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Optional
+from typing import Any
 
 from reasoning_env.questions import Question
 from reasoning_env.sources.base import (
+    SOURCES,
     LoadContext,
     QuestionSource,
     SourceError,
     SourceUnavailable,
+    UnknownSourceError,
     available,
+    describe,
     get_source,
     register_source,
     validate_spec,
 )
 
-# Import the source modules so they register themselves.
-from reasoning_env.sources import metamathqa as _metamathqa  # noqa: E402,F401
-from reasoning_env.sources import numina_tir as _numina_tir  # noqa: E402,F401
-from reasoning_env.sources import gsm8k as _gsm8k  # noqa: E402,F401
-from reasoning_env.sources import math500 as _math500  # noqa: E402,F401
-from reasoning_env.sources import hf_dataset as _hf_dataset  # noqa: E402,F401
-from reasoning_env.sources import reasoning_gym_source as _reasoning_gym  # noqa: E402,F401
-from reasoning_env.sources import builtin as _builtin  # noqa: E402,F401
+# Import the source modules so they register themselves. The order is the registry's order (what
+# available() lists and the app shows), so the import sorter leaves it as written.
+# isort: off
+from reasoning_env.sources import metamathqa as _metamathqa  # noqa: F401
+from reasoning_env.sources import numina_tir as _numina_tir  # noqa: F401
+from reasoning_env.sources import gsm8k as _gsm8k  # noqa: F401
+from reasoning_env.sources import math500 as _math500  # noqa: F401
+from reasoning_env.sources import hf_dataset as _hf_dataset  # noqa: F401
+from reasoning_env.sources import reasoning_gym_source as _reasoning_gym  # noqa: F401
+from reasoning_env.sources import builtin as _builtin  # noqa: F401
+# isort: on
 
 logger = logging.getLogger(__name__)
 
@@ -44,9 +53,12 @@ __all__ = [
     "PoolSet",
     "Question",
     "QuestionSource",
+    "SOURCES",
     "SourceError",
     "SourceUnavailable",
+    "UnknownSourceError",
     "available",
+    "describe",
     "get_source",
     "load_pools",
     "load_source",
@@ -90,7 +102,7 @@ def _origin_of(questions: list[Question], name: str) -> str:
     return name
 
 
-def load_source(name: str, options: Optional[dict[str, Any]] = None, ctx: Optional[LoadContext] = None) -> list[Question]:
+def load_source(name: str, options: dict[str, Any] | None = None, ctx: LoadContext | None = None) -> list[Question]:
     """Load one source's questions, cached for the process (same name/options/context, same list).
 
     Raises:
@@ -121,9 +133,9 @@ def load_source(name: str, options: Optional[dict[str, Any]] = None, ctx: Option
 def load_pools(
     specs: Iterable[Any],
     *,
-    data_dir: Optional[str] = None,
+    data_dir: str | None = None,
     offline_fallback: bool = True,
-    hub: Optional[bool] = None,
+    hub: bool | None = None,
 ) -> PoolSet:
     """Load every configured source into per-problem-type pools.
 

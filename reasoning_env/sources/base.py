@@ -11,36 +11,16 @@ import glob
 import logging
 import os
 from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar, Iterable, Optional, Sequence
+from typing import Any, ClassVar
 
+from reasoning_env.errors import SourceError, SourceUnavailable, UnknownSourceError
 from reasoning_env.questions import Question
+from reasoning_env.registry import Registry
 
 logger = logging.getLogger(__name__)
-
-
-class SourceError(ValueError):
-    """A source name or option is invalid (a configuration mistake)."""
-
-
-class SourceUnavailable(RuntimeError):
-    """A source's data cannot be loaded here (offline and no local copy); says how to fix it.
-
-    Besides the message (which names the fix in config terms), the fields let a front end word
-    its own fix (the app points at its "Data folder" field):
-
-    Attributes:
-        source: The source's registry name (``""`` when unknown).
-        tried: What was tried, one phrase each (e.g. "the Hugging Face Hub is unreachable").
-        local_patterns: File names (globs) the source looks for in a data folder.
-    """
-
-    def __init__(self, message: str, *, source: str = "", tried: Sequence[str] = (), local_patterns: Sequence[str] = ()) -> None:
-        super().__init__(message)
-        self.source = source
-        self.tried = tuple(tried)
-        self.local_patterns = tuple(local_patterns)
 
 
 @dataclass(frozen=True)
@@ -52,7 +32,7 @@ class LoadContext:
         hub: Whether the Hugging Face Hub is reachable (see :func:`reasoning_env.hub.hub_reachable`).
     """
 
-    data_dir: Optional[str] = None
+    data_dir: str | None = None
     hub: bool = False
 
 
@@ -62,14 +42,14 @@ class QuestionSource(ABC):
     Class attributes:
         name: Registry name used in configs.
         options: Accepted option names -> one-line documentation.
-        description: One line for ``available()`` listings.
+        description: One line: the summary in :func:`describe`.
         standin: Name of the builtin subset that replaces this source offline (``None`` if none).
     """
 
     name: ClassVar[str]
     options: ClassVar[dict[str, str]] = {}
     description: ClassVar[str] = ""
-    standin: ClassVar[Optional[str]] = None
+    standin: ClassVar[str | None] = None
 
     def validate(self, options: dict[str, Any]) -> None:
         """Raise :class:`SourceError` for unknown options (override to check values too)."""
@@ -90,28 +70,48 @@ class QuestionSource(ABC):
         """
 
 
-_REGISTRY: dict[str, QuestionSource] = {}
+#: The registered sources (one instance each), in registration order: :class:`reasoning_env.registry.Registry`.
+SOURCES: Registry[QuestionSource] = Registry("source", error=UnknownSourceError)
+
+
+def _source_meta(src: QuestionSource) -> Callable[[], dict[str, Any]]:
+    return lambda: {"options": dict(src.options), "standin": src.standin}
 
 
 def register_source(cls: type[QuestionSource]) -> type[QuestionSource]:
-    """Class decorator: register a source under ``cls.name``."""
-    if cls.name in _REGISTRY:
-        raise SourceError(f"source {cls.name!r} registered twice")
-    _REGISTRY[cls.name] = cls()
+    """Class decorator: register one instance of a source under ``cls.name``, with its
+    ``description`` as the summary.
+
+    Raises:
+        ValueError: a bad or repeated name, or no description.
+    """
+    src = cls()
+    SOURCES.add(cls.name, src, summary=cls.description, meta=_source_meta(src))
     return cls
 
 
 def get_source(name: str) -> QuestionSource:
-    """The registered source called ``name``. Raises :class:`SourceError` listing valid names."""
-    try:
-        return _REGISTRY[name]
-    except KeyError:
-        raise SourceError(f"unknown source {name!r}; available sources: {sorted(_REGISTRY)}") from None
+    """The registered source called ``name``.
+
+    Raises:
+        UnknownSourceError: not registered (a :class:`SourceError`; the message lists the names).
+    """
+    return SOURCES.get(name)
 
 
-def available() -> dict[str, str]:
-    """Registered source names -> one-line descriptions."""
-    return {name: src.description for name, src in sorted(_REGISTRY.items())}
+def available() -> list[str]:
+    """Registered source names, in registration order (what ``sources:`` in a config may name)."""
+    return SOURCES.names()
+
+
+def describe(name: str | None = None) -> dict[str, Any]:
+    """JSON-ready metadata of one source (``name``, ``summary``, ``options``: option -> one line,
+    ``standin``: the builtin subset used offline or ``None``), or ``{name: metadata}`` of all.
+
+    Raises:
+        UnknownSourceError: ``name`` is not registered.
+    """
+    return SOURCES.describe(name)
 
 
 def validate_spec(name: str, options: dict[str, Any]) -> None:
@@ -137,13 +137,11 @@ def _builder_for(files: Sequence[str]) -> str:
     exts = {Path(f).suffix.lower() for f in files}
     builders = {_BUILDERS.get(e) for e in exts}
     if None in builders or len(builders) != 1:
-        raise SourceError(
-            f"cannot load files {list(files)[:3]}: use one format among {sorted(_BUILDERS)}"
-        )
+        raise SourceError(f"cannot load files {list(files)[:3]}: use one format among {sorted(_BUILDERS)}")
     return builders.pop()
 
 
-def _expand(patterns: Iterable[str], base: Optional[str] = None) -> list[str]:
+def _expand(patterns: Iterable[str], base: str | None = None) -> list[str]:
     out: list[str] = []
     for pat in patterns:
         p = os.path.expanduser(pat)
@@ -169,7 +167,7 @@ def load_hf_rows(
     options: dict[str, Any],
     ctx: LoadContext,
     hf_id: str,
-    hf_config: Optional[str] = None,
+    hf_config: str | None = None,
     split: str = "train",
     local_patterns: Sequence[str] = (),
 ) -> tuple[list[dict], str]:
@@ -224,7 +222,7 @@ def load_hf_rows(
             datasets.disable_progress_bars()
             ds = datasets.load_dataset(hf_id, hf_config, split=split, revision=revision)
             return _cap(ds.to_list(), options), f"hub:{hf_id}"
-        except Exception as exc:  # network errors, gated datasets...
+        except Exception as exc:  # noqa: BLE001 - network errors, gated datasets...: recorded in the message
             tried.append(f"Hub load of {hf_id!r} failed: {type(exc).__name__}: {exc}")
     else:
         tried.append("the Hugging Face Hub is unreachable (or HF_HUB_OFFLINE is set)")
@@ -233,7 +231,7 @@ def load_hf_rows(
         from huggingface_hub import snapshot_download
 
         local = snapshot_download(hf_id, repo_type="dataset", revision=revision, local_files_only=True)
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - not cached, in whatever form huggingface_hub says it: the next fallback
         local = None
         tried.append(f"no copy of {hf_id!r} in the local HF cache ({type(exc).__name__})")
     if local is not None:
@@ -243,14 +241,17 @@ def load_hf_rows(
             datasets.disable_progress_bars()
             ds = datasets.load_dataset(local, hf_config, split=split)
             return _cap(ds.to_list(), options), f"cache:{hf_id}"
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - a Hugging Face load raises many types (OSError, ValueError, Hub HTTP errors): recorded in the message
             tried.append(f"the cached copy of {hf_id!r} could not be loaded ({type(exc).__name__}: {exc})")
 
     raise SourceUnavailable(
-        f"source {source!r} could not load {hf_id!r}: " + "; ".join(tried)
+        f"source {source!r} could not load {hf_id!r}: "
+        + "; ".join(tried)
         + ". Fix: pass the files with options.data_files / options.data_dir (or the config's "
         "data_dir), or run once with Hub access to fill the cache.",
-        source=source, tried=tried, local_patterns=local_patterns,
+        source=source,
+        tried=tried,
+        local_patterns=local_patterns,
     )
 
 

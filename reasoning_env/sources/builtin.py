@@ -13,7 +13,7 @@ Options: ``subset`` (``metamathqa``, ``numina_tir`` or ``all``; default ``all``)
 from __future__ import annotations
 
 import json
-from functools import lru_cache
+from functools import cache
 from importlib import resources
 from typing import Any
 
@@ -24,7 +24,7 @@ from reasoning_env.sources.base import LoadContext, QuestionSource, SourceError,
 FILES = {"metamathqa": "metamathqa_style.jsonl", "numina_tir": "numina_tir_style.jsonl"}
 
 
-@lru_cache(maxsize=None)
+@cache
 def _rows(filename: str) -> tuple[dict, ...]:
     text = resources.files("reasoning_env.sources").joinpath("builtin_data", filename).read_text(encoding="utf-8")
     return tuple(json.loads(line) for line in text.splitlines() if line.strip())

@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
-from typing import Any, Callable, Iterable, Optional
+from collections.abc import Callable, Iterable
+from typing import Any
 
 from reasoning_env.grading import extract
 from reasoning_env.questions import Question
@@ -33,7 +34,7 @@ from reasoning_env.sources.base import (
 
 logger = logging.getLogger(__name__)
 
-EXTRACTORS: dict[str, Callable[[str], Optional[str]]] = {
+EXTRACTORS: dict[str, Callable[[str], str | None]] = {
     "none": lambda s: s.strip() or None,
     "boxed": extract.gold_from_boxed,
     "gsm8k": extract.gold_from_gsm8k,
@@ -63,7 +64,7 @@ GOLD_FORMATS: dict[str, str] = {
 }
 
 
-def _format_of(text: str) -> Optional[str]:
+def _format_of(text: str) -> str | None:
     """The gold format of one answer-field value, or ``None`` for a plain answer.
 
     When several markers occur (a MetaMathQA solution boxes a value, then states ``The answer
@@ -83,7 +84,7 @@ def _excerpt(text: str, width: int = 90) -> str:
     return flat if len(flat) <= width else f"{flat[: width - 30]} ... {flat[-25:]}"
 
 
-def detect_gold_format(values: Iterable[str]) -> Optional[tuple[str, int, int, str]]:
+def detect_gold_format(values: Iterable[str]) -> tuple[str, int, int, str] | None:
     """Which known gold format the values of an answer field hold, if any.
 
     Args:
@@ -111,7 +112,7 @@ def detect_gold_format(values: Iterable[str]) -> Optional[tuple[str, int, int, s
     return best, counts[best], total, _excerpt(examples[best])
 
 
-def _difficulty(value: Any) -> Optional[int]:
+def _difficulty(value: Any) -> int | None:
     if isinstance(value, bool):
         return None
     if isinstance(value, int):
@@ -169,7 +170,7 @@ class _MappedSource(QuestionSource):
             )
         return out
 
-    def _golds(self, values: list[str], how: Optional[str], field: str, origin: str) -> list[Optional[str]]:
+    def _golds(self, values: list[str], how: str | None, field: str, origin: str) -> list[str | None]:
         """The gold of each value under ``answer_extraction`` ``how`` (``None``: unset).
 
         Raises:
@@ -198,8 +199,14 @@ class _MappedSource(QuestionSource):
             )
         if missing:
             logger.warning(
-                "source %r: answer_extraction %r found no gold answer in %d of %d rows of %s (field %r); they are skipped",
-                self.name, how, missing, len(values), origin, field,
+                "source %r: answer_extraction %r found no gold answer in %d of %d rows of %s "
+                "(field %r); they are skipped",
+                self.name,
+                how,
+                missing,
+                len(values),
+                origin,
+                field,
             )
         return golds
 

@@ -11,7 +11,14 @@ from typing import Any
 
 from reasoning_env.grading.extract import gold_from_boxed
 from reasoning_env.questions import Question
-from reasoning_env.sources.base import HF_OPTIONS, LoadContext, QuestionSource, load_hf_rows, register_source, require_fields
+from reasoning_env.sources.base import (
+    HF_OPTIONS,
+    LoadContext,
+    QuestionSource,
+    load_hf_rows,
+    register_source,
+    require_fields,
+)
 
 PROBLEM_TYPE = "MATH-500"
 

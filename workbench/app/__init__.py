@@ -10,7 +10,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any
 
 __all__ = ["CSS", "THEME", "build_workbench"]
 
@@ -20,7 +20,8 @@ CSS = """
 #ree-title h1 {margin-bottom: 0;}
 #ree-title p {margin-top: 2px; color: var(--body-text-color-subdued);}
 .ree-sidebar {background: var(--background-fill-secondary); border-radius: 12px; padding: 6px 10px !important;}
-#ree-question blockquote {font-size: 15.5px; line-height: 1.5; border-left: 4px solid #4c78a8; margin: 6px 0; padding: 4px 12px;}
+#ree-question blockquote {font-size: 15.5px; line-height: 1.5; border-left: 4px solid #4c78a8;
+  margin: 6px 0; padding: 4px 12px;}
 #ree-tokens {max-height: 260px; overflow-y: auto;}
 #ree-verdict table, #ree-components table {font-size: 14px;}
 .ree-info {font-size: 13px;}
@@ -31,7 +32,7 @@ CSS = """
 THEME = "soft"
 
 
-def build_workbench(ctx: Any | None = None, *, title: str = "Reasoning Economics Workbench") -> Any:
+def build_workbench(ctx: Any = None, *, title: str = "Reasoning Economics Workbench") -> Any:
     """The workbench as a ``gr.Blocks`` (not launched).
 
     Args:
@@ -55,9 +56,11 @@ def build_workbench(ctx: Any | None = None, *, title: str = "Reasoning Economics
     with gr.Blocks(title=title, analytics_enabled=False, delete_cache=(3600, 6 * 3600)) as demo:
         gr.Markdown(
             "# Reasoning Economics Workbench\n"
-            "Mixed math questions under **one shared token budget**: every token of a reasoning trace is counted with the "
+            "Mixed math questions under **one shared token budget**: every token of a "
+            "reasoning trace is counted with the "
             "policy's tokenizer and charged. Play an episode, tune a reward, compare runs. "
-            "The OpenEnv API of the same environment is served beside this page (`/reset`, `/step`, `/ws`, `/health`; docs at `/docs`).",
+            "The OpenEnv API of the same environment is served beside this page (`/reset`, "
+            "`/step`, `/ws`, `/health`; docs at `/docs`).",
             elem_id="ree-title",
         )
         with gr.Tabs():

@@ -1,9 +1,9 @@
 """What the workbench's tabs share: the app context, error translation and small renderers.
 
 Handlers raise :class:`gradio.Error` (a message in the page, no traceback) for anything a user
-can fix; :func:`user_errors` converts the library's errors (``PlayError``, ``ValueError``,
-``RescoreError``, ``RunFolderError``...) and turns unexpected exceptions into a short message
-while logging the traceback on the server.
+can fix; :func:`user_errors` converts the library's errors (:data:`USER_ERRORS`: any
+:class:`~reasoning_env.errors.ReasoningEconomicsError`, a ``ValueError``, a missing file) and turns
+unexpected exceptions into a short message while logging the traceback on the server.
 """
 
 from __future__ import annotations
@@ -22,10 +22,11 @@ from typing import Any
 import gradio as gr
 
 from reasoning_env.config import EnvConfig
+from reasoning_env.errors import ReasoningEconomicsError
 
 logger = logging.getLogger("workbench.app")
 
-__all__ = ["AppContext", "fmt_float", "fmt_int", "marks_on", "status_line", "user_errors", "warn"]
+__all__ = ["USER_ERRORS", "AppContext", "fmt_float", "fmt_int", "marks_on", "status_line", "user_errors", "warn"]
 
 
 @dataclass
@@ -65,33 +66,16 @@ class AppContext:
         self.download_dir.mkdir(parents=True, exist_ok=True)
 
 
-#: Errors whose message is meant for the user as is.
-def _user_error_types() -> tuple[type, ...]:
-    from reasoning_env.config import ConfigError
-    from reasoning_env.env import EpisodeError
-    from reasoning_env.policies import PolicyError
-    from reasoning_env.tokenization import TokenizerLoadError
-    from workbench.play import PlayError
-    from workbench.reward_lab import RescoreError
-    from workbench.runs import RunFolderError
-
-    return (
-        PlayError,
-        ConfigError,
-        EpisodeError,
-        PolicyError,
-        TokenizerLoadError,
-        RescoreError,
-        RunFolderError,
-        ValueError,
-        FileNotFoundError,
-    )
+#: Errors whose message is meant for the user as is: every error the project raises on purpose
+#: (:mod:`reasoning_env.errors`), plus the plain ``ValueError`` of an argument check (a statistic
+#: over too few rows, an allocation with no questions) and a file that is not there.
+USER_ERRORS: tuple[type[BaseException], ...] = (ReasoningEconomicsError, ValueError, FileNotFoundError)
 
 
 def _to_gr_error(exc: BaseException, where: str) -> gr.Error:
     if isinstance(exc, gr.Error):
         return exc
-    if isinstance(exc, _user_error_types()):
+    if isinstance(exc, USER_ERRORS):
         return gr.Error(str(exc), title="Cannot do that", print_exception=False)
     logger.exception("unexpected error in %s", where)
     return gr.Error(
@@ -144,7 +128,7 @@ def warn(message: str) -> None:
     """Show a warning toast in the page (a no-op outside a Gradio request)."""
     try:
         gr.Warning(message)
-    except Exception:  # outside a request context
+    except Exception:  # noqa: BLE001 - outside a request context Gradio raises; the log keeps the message
         logger.warning(message)
 
 

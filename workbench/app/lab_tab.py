@@ -18,7 +18,7 @@ from typing import Any
 import gradio as gr
 import pandas as pd
 
-from reasoning_env.rewards import describe, normalize_spec, spec_to_yaml
+from reasoning_env.rewards import describe, normalise_spec, spec_to_yaml
 from workbench.app.common import AppContext, esc, marks_on, status_line, user_errors
 from workbench.compare import discover_runs
 from workbench.reward_lab import tuning as rt
@@ -135,7 +135,7 @@ class LabTab:
             showlegend=False,
             title=dict(text="Episode reward, tuned vs recorded (one dot per episode)", font=dict(size=14)),
         )
-        same = normalize_spec(spec) == normalize_spec(lab.recorded)
+        same = normalise_spec(spec) == normalise_spec(lab.recorded)
         panels = (
             {f"tuned = recorded: {rt.spec_label(spec)}": spec}
             if same
@@ -153,7 +153,8 @@ class LabTab:
             margin=dict(l=60, r=20, t=80, b=45),
             title=dict(
                 text=f"Step reward vs tokens: solid correct, dashed wrong (budget {lab.total_budget:,} for "
-                f"{lab.num_questions} questions; dotted: fair share {lab.total_budget / max(1, lab.num_questions):,.0f})",
+                f"{lab.num_questions} questions; dotted: fair share "
+                f"{lab.total_budget / max(1, lab.num_questions):,.0f})",
                 font=dict(size=14),
             ),
         )
@@ -173,7 +174,7 @@ class LabTab:
         bs = rt.parse_budgets(budgets)
         hard = lab.hard_cap_mode if lab is not None else True
         recorded = lab.recorded if lab is not None else rt.recorded_spec(None)
-        same = normalize_spec(spec) == normalize_spec(recorded)
+        same = normalise_spec(spec) == normalise_spec(recorded)
         specs = {"tuned = recorded": spec} if same else {"tuned": spec, "recorded": recorded}
         res, notes = rt.induced(specs, bs, hard_cap_mode=hard, curves=self.ctx.curves)
         if res is None:
@@ -267,9 +268,12 @@ class LabTab:
         c: dict[str, Any] = {}
         c["lab"] = gr.State(None, time_to_live=6 * 3600)
         gr.Markdown(
-            "Tune a reward with the sliders: the loaded run is **re-scored** at once (counterfactual rewards from its stored tokens "
-            "and verdicts, no re-grading), the step reward is drawn against tokens, and the **induced allocation** shows how a policy "
-            "maximising the reward would split a budget over difficulty levels 1-5, next to the accuracy-maximising oracle."
+            "Tune a reward with the sliders: the loaded run is **re-scored** at once "
+            "(counterfactual rewards from its stored tokens "
+            "and verdicts, no re-grading), the step reward is drawn against tokens, and "
+            "the **induced allocation** shows how a policy "
+            "maximising the reward would split a budget over difficulty levels 1-5, next "
+            "to the accuracy-maximising oracle."
         )
         with gr.Row(equal_height=False):
             with gr.Column(scale=1, min_width=330, elem_classes=["ree-sidebar"]):
@@ -298,7 +302,8 @@ class LabTab:
                     info = self.meta[name]
                     with gr.Accordion(f"{name} ({info['scope']})", open=True, visible=name == "economics") as acc:
                         gr.Markdown(
-                            f"{esc(info['summary'])}  \n<small>`{esc(info['formula'])}` · {esc(info['source'])}</small>"
+                            f"{esc(info['summary'])}  \n<small>`{esc(info['formula'])}` · "
+                            f"{esc(info['source'])}</small>"
                         )
                         for ctrl in [x for x in self.controls if x.reward == name]:
                             if ctrl.kind == "choice":
@@ -338,7 +343,8 @@ class LabTab:
                 c["induced_table"] = gr.Dataframe(
                     interactive=False,
                     label="Induced allocation per budget: expected accuracy, regret vs the oracle "
-                    "(expected correct answers lost per episode), Spearman(tokens, difficulty), questions skipped / never asked",
+                    "(expected correct answers lost per episode), Spearman(tokens, difficulty), "
+                    "questions skipped / never asked",
                 )
                 c["induced_notes"] = gr.Markdown("")
                 with gr.Accordion("Tuned reward spec (YAML) and saving", open=True):

@@ -20,6 +20,7 @@ from typing import Any
 import gradio as gr
 import pandas as pd
 
+from reasoning_env.policies import describe as describe_policies
 from reasoning_env.prompting import SYSTEM_PROMPT, build_user_prompt
 from workbench import episode_plots
 from workbench.app.common import AppContext, esc, fmt_float, fmt_int, marks_on, status_line, user_errors, warn
@@ -61,17 +62,8 @@ VIEW_FIRST = ("question", "gauges", "verdict", "components")
 VIEW_REST = tuple(name for name in VIEW if name not in VIEW_FIRST)
 assert VIEW == VIEW_FIRST + VIEW_REST, "the first pass must be a prefix of the view"
 
-POLICY_LABELS = {
-    "uniform": "uniform: fair share on every question",
-    "greedy_max": "greedy_max: max_tokens until the budget runs dry",
-    "difficulty_oracle": "difficulty_oracle: fixed length by difficulty",
-    "sim_uniform": "sim_uniform: simulated solver, even split of what is left",
-    "sim_proportional": "sim_proportional: simulated solver, proportional to difficulty",
-    "sim_greedy": "sim_greedy: simulated solver, marginal gains",
-    "oracle_allocation": "oracle_allocation: knows every question's curve",
-    "llm_api": "llm_api: OpenAI-compatible endpoint (BASELINE_API_*)",
-    "llm_local": "llm_local: local OpenAI-compatible server (BASELINE_LOCAL_*)",
-}
+#: The policy picker's labels: ``name: summary`` from the policy registry.
+POLICY_LABELS = {name: f"{name}: {meta['summary']}" for name, meta in describe_policies().items()}
 BUDGET_MODE_LABELS = {
     "tokenizer_native": "tokenizer-native: ratio × tokens of the questions",
     "config": "config formula: ratio × N × (min + max) / 2",
@@ -127,16 +119,20 @@ def data_folder_hint(config: Any) -> str | None:
 def _bar(fraction: float, color: str) -> str:
     pct = max(0.0, min(1.0, fraction)) * 100
     return (
-        f"<div style='height:8px;border-radius:4px;background:var(--border-color-primary);margin-top:8px;overflow:hidden'>"
+        "<div "
+        "style='height:8px;border-radius:4px;background:var(--border-color-primary);margin-top:8px;overflow:hidden'>"
         f"<div style='height:8px;width:{pct:.1f}%;background:{color};border-radius:4px'></div></div>"
     )
 
 
 def _card(title: str, value: str, sub: str, bar: str = "", elem: str = "") -> str:
     return (
-        f"<div class='ree-gauge' data-gauge='{elem}' style='flex:1 1 150px;min-width:140px;padding:10px 14px;border:1px solid var(--border-color-primary);"
+        f"<div class='ree-gauge' data-gauge='{elem}' style='flex:1 1 "
+        "150px;min-width:140px;padding:10px 14px;border:1px solid "
+        "var(--border-color-primary);"
         f"border-radius:10px;background:var(--block-background-fill)'>"
-        f"<div style='font-size:12px;color:var(--body-text-color-subdued);text-transform:uppercase;letter-spacing:.04em'>{title}</div>"
+        "<div "
+        f"style='font-size:12px;color:var(--body-text-color-subdued);text-transform:uppercase;letter-spacing:.04em'>{title}</div>"
         f"<div style='font-size:26px;font-weight:650;font-variant-numeric:tabular-nums;line-height:1.25'>{value}</div>"
         f"<div style='font-size:12.5px;color:var(--body-text-color-subdued)'>{sub}</div>{bar}</div>"
     )
@@ -207,9 +203,13 @@ def render_gauges(session: PlaySession | None) -> str:
             obs.done_reason or "", obs.done_reason or ""
         )
         html += (
-            f"<div class='ree-done' style='margin-top:10px;padding:8px 12px;border-radius:8px;background:#ecfdf5;color:#065f46;border:1px solid #a7f3d0'>"
-            f"<b>Episode over</b>: {esc(why)}. {correct} of {n} correct, {fmt_int(s['spent'])} of {fmt_int(total)} tokens spent, "
-            f"reward {fmt_float(s['reward'], 3, signed=True)}. Download it or save it as a run below; Reset for a new one.</div>"
+            "<div class='ree-done' style='margin-top:10px;padding:8px "
+            "12px;border-radius:8px;background:#ecfdf5;color:#065f46;border:1px solid "
+            "#a7f3d0'>"
+            f"<b>Episode over</b>: {esc(why)}. {correct} of {n} correct, "
+            f"{fmt_int(s['spent'])} of {fmt_int(total)} tokens spent, "
+            f"reward {fmt_float(s['reward'], 3, signed=True)}. Download it or save it as a "
+            "run below; Reset for a new one.</div>"
         )
     return html
 
@@ -218,14 +218,22 @@ def render_question(session: PlaySession | None) -> str:
     """Markdown of the current question with its position, type and difficulty."""
     obs = session.observation if session is not None else None
     if obs is None:
-        return "### No episode yet\nChoose the settings on the left and press **Reset** to draw 10 questions and a token budget."
+        return (
+            "### No episode yet\nChoose the settings on the left and press **Reset** to "
+            "draw 10 questions and a token budget."
+        )
     if obs.done:
-        return f"### Episode over\n{len(session.results)} of {obs.num_questions} questions answered. Press **Reset** for a new episode."
+        return (
+            f"### Episode over\n{len(session.results)} of {obs.num_questions} questions "
+            "answered. Press **Reset** for a new episode."
+        )
     diff = f"difficulty {obs.difficulty}" if obs.difficulty is not None else "difficulty n/a"
     return (
-        f"### Question {obs.question_index + 1} of {obs.num_questions} &nbsp;·&nbsp; `{obs.problem_type}` &nbsp;·&nbsp; {diff}\n\n"
+        f"### Question {obs.question_index + 1} of {obs.num_questions} &nbsp;·&nbsp; "
+        f"`{obs.problem_type}` &nbsp;·&nbsp; {diff}\n\n"
         f"{_quote(obs.question)}\n\n"
-        f"<small>This answer may use up to **{obs.step_token_cap:,} tokens** before the cap clips it. End it with `\\boxed{{...}}`.</small>"
+        f"<small>This answer may use up to **{obs.step_token_cap:,} tokens** before the "
+        f"cap clips it. End it with `\\boxed{{...}}`.</small>"
     )
 
 
@@ -264,7 +272,8 @@ def render_verdict(result: StepResult | None) -> str:
     clipped = ""
     if ls.raw_tokens > ls.tokens:
         clipped = (
-            f"\n\n<small>The hard cap clipped this answer: {ls.raw_tokens - ls.tokens:,} tokens past the remaining budget "
+            f"\n\n<small>The hard cap clipped this answer: {ls.raw_tokens - ls.tokens:,} "
+            "tokens past the remaining budget "
             "were neither charged nor graded.</small>"
         )
     graded = {
@@ -308,7 +317,8 @@ def render_info(session: PlaySession | None) -> str:
     )
     mode = "hard cap" if cfg.hard_cap_mode else "soft budget"
     return (
-        f"**Budget** {md.get('total_budget'):,} tokens (`{md.get('budget_source')}`, {mode}) · **seed** `{md.get('seed')}` · "
+        f"**Budget** {md.get('total_budget'):,} tokens (`{md.get('budget_source')}`, "
+        f"{mode}) · **seed** `{md.get('seed')}` · "
         f"**tokenizer** `{md.get('tokenizer_name')}` ({md.get('tokenizer_origin')})  \n**questions from** {esc(used)}"
     )
 
@@ -412,7 +422,8 @@ class PlayTab:
                 session.tokenizer, last.response, charged=ls.tokens if ls.raw_tokens > ls.tokens else None
             )
             label = (
-                f"Response tokens, as {obs.metadata.get('tokenizer_name')} splits them ({ls.raw_tokens:,} tokens; shades alternate per token"
+                f"Response tokens, as {obs.metadata.get('tokenizer_name')} splits them "
+                f"({ls.raw_tokens:,} tokens; shades alternate per token"
                 + (", red: past the budget" if ls.raw_tokens > ls.tokens else "")
                 + ")"
             )
@@ -570,7 +581,8 @@ class PlayTab:
                     src_choices,
                     value=base_sources,
                     label="Question sources",
-                    info="Offline, metamathqa / numina_tir serve builtin stand-ins; gsm8k / math500 need a data folder.",
+                    info="Offline, metamathqa / numina_tir serve builtin stand-ins; gsm8k / math500 "
+                    "need a data folder.",
                 )
                 c["budget_mode"] = gr.Radio(
                     [(BUDGET_MODE_LABELS[m], m) for m in BUDGET_MODES], value="tokenizer_native", label="Budget"

@@ -131,7 +131,8 @@ class RunsTab:
             f"{len(found)} run folder(s) under `{root}`."
             if found
             else (
-                f"No run folders under `{root}` yet: run `python -m workbench.evaluate --n_episodes 5`, or save an episode from the Play tab."
+                f"No run folders under `{root}` yet: run `python -m workbench.evaluate "
+                "--n_episodes 5`, or save an episode from the Play tab."
             )
         )
         return gr.Dropdown(choices=choices, value=keep, multiselect=True), status
@@ -265,7 +266,8 @@ class RunsTab:
                 label="Policies to draw",
                 scale=4,
                 elem_id="ree-runs-policies",
-                info="every policy of the runs unless you narrow it; one colour per policy in every run, one line style per run",
+                info="every policy of the runs unless you narrow it; "
+                "one colour per policy in every run, one line style per run",
             )
             c["smooth"] = gr.Slider(
                 1, 50, value=1, step=1, label="Smooth training curves (rolling mean, logged steps)", scale=2

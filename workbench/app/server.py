@@ -16,11 +16,12 @@ import argparse
 import logging
 import os
 import sys
-from typing import Optional, Sequence
+from collections.abc import Sequence
 
 from fastapi import FastAPI
 
 from reasoning_env.config import EnvConfig
+from reasoning_env.errors import ReasoningEconomicsError
 
 logger = logging.getLogger("workbench.app")
 
@@ -30,7 +31,7 @@ __all__ = ["DEFAULT_PORT", "create_app", "default_host", "default_port", "main"]
 DEFAULT_PORT = 7860
 
 
-def default_port(environ: Optional[dict] = None) -> int:
+def default_port(environ: dict | None = None) -> int:
     """``$PORT``, else ``$GRADIO_SERVER_PORT``, else :data:`DEFAULT_PORT`.
 
     Raises:
@@ -50,7 +51,7 @@ def default_port(environ: Optional[dict] = None) -> int:
     return DEFAULT_PORT
 
 
-def default_host(environ: Optional[dict] = None) -> str:
+def default_host(environ: dict | None = None) -> str:
     """``$GRADIO_SERVER_NAME``, else ``0.0.0.0`` on a Hugging Face Space (``$SPACE_ID`` set),
     else ``127.0.0.1`` (this machine only)."""
     env = os.environ if environ is None else environ
@@ -58,13 +59,13 @@ def default_host(environ: Optional[dict] = None) -> str:
 
 
 def create_app(
-    config: Optional[EnvConfig] = None,
+    config: EnvConfig | None = None,
     *,
-    runs_root: Optional[str] = None,
-    environ: Optional[dict] = None,
+    runs_root: str | None = None,
+    environ: dict | None = None,
     announce: bool = False,
-    concurrency: Optional[int] = None,
-    curves: Optional[str] = None,
+    concurrency: int | None = None,
+    curves: str | None = None,
 ) -> FastAPI:
     """The OpenEnv API app with the workbench mounted at ``/``.
 
@@ -97,7 +98,7 @@ def create_app(
     api = create_server_app(config) if config is not None else build_app_from_env(env, announce=announce)
     runtime = api.state.reasoning_env
 
-    def tokenizer_policy(name: str) -> Optional[str]:
+    def tokenizer_policy(name: str) -> str | None:
         # the server's rule for client-chosen tokenizers (no folders of its own disk unless allowed)
         return runtime.settings.check_tokenizer_name(name, runtime.config.tokenizer_name)
 
@@ -116,8 +117,17 @@ def create_app(
     demo = build_workbench(ctx)
     limit = concurrency or int(env.get("WORKBENCH_CONCURRENCY") or 16)
     demo.queue(default_concurrency_limit=limit)
-    app = gr.mount_gradio_app(api, demo, path="/", theme=THEME, css=CSS, footer_links=["api", "gradio"],
-                              run_history=False, show_error=True, ssr_mode=False)
+    app = gr.mount_gradio_app(
+        api,
+        demo,
+        path="/",
+        theme=THEME,
+        css=CSS,
+        footer_links=["api", "gradio"],
+        run_history=False,
+        show_error=True,
+        ssr_mode=False,
+    )
     app.state.workbench = demo
     return app
 
@@ -125,17 +135,38 @@ def create_app(
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="python app.py",
-        description="Reasoning Economics Workbench: the Gradio workbench at / and the OpenEnv API (/reset, /step, /ws, /health) in one process.",
+        description="Reasoning Economics Workbench: the Gradio workbench at / and the OpenEnv API "
+        "(/reset, /step, /ws, /health) in one process.",
     )
-    p.add_argument("--host", default=None, help="interface to bind (default $GRADIO_SERVER_NAME; 0.0.0.0 on a Space, else 127.0.0.1)")
-    p.add_argument("--port", type=int, default=None, help=f"TCP port (default $PORT, else $GRADIO_SERVER_PORT, else {DEFAULT_PORT})")
-    p.add_argument("--runs-root", "--runs_root", dest="runs_root", default=None, help="folder of run folders (default $WORKBENCH_RUNS_ROOT or runs)")
-    p.add_argument("--curves", default=None, help="solver curves JSON of Play and the Reward lab (default $WORKBENCH_CURVES, else the hand-chosen defaults)")
+    p.add_argument(
+        "--host",
+        default=None,
+        help="interface to bind (default $GRADIO_SERVER_NAME; 0.0.0.0 on a Space, else 127.0.0.1)",
+    )
+    p.add_argument(
+        "--port",
+        type=int,
+        default=None,
+        help=f"TCP port (default $PORT, else $GRADIO_SERVER_PORT, else {DEFAULT_PORT})",
+    )
+    p.add_argument(
+        "--runs-root",
+        "--runs_root",
+        dest="runs_root",
+        default=None,
+        help="folder of run folders (default $WORKBENCH_RUNS_ROOT or runs)",
+    )
+    p.add_argument(
+        "--curves",
+        default=None,
+        help="solver curves JSON of Play and the Reward lab (default $WORKBENCH_CURVES, "
+        "else the hand-chosen defaults)",
+    )
     p.add_argument("--log-level", default="warning", choices=["critical", "error", "warning", "info", "debug"])
     return p
 
 
-def main(argv: Optional[Sequence[str]] = None) -> int:
+def main(argv: Sequence[str] | None = None) -> int:
     """Serve until stopped. Returns the exit status (2: bad flags or configuration)."""
     args = _parser().parse_args(argv)
     logging.basicConfig(level=getattr(logging, args.log_level.upper()), format="%(levelname)s %(name)s: %(message)s")
@@ -147,13 +178,17 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     host = args.host or default_host()
     try:
         app = create_app(runs_root=args.runs_root, announce=True, curves=args.curves)
-    except (ValueError, RuntimeError, OSError) as exc:
+    except (ReasoningEconomicsError, ValueError, OSError) as exc:  # a bad setting, data or curves file
         print(f"app.py: cannot start: {exc}", file=sys.stderr)
         return 2
     import uvicorn
 
     shown = "localhost" if host in ("0.0.0.0", "127.0.0.1") else host
-    print(f"Reasoning Economics Workbench on http://{shown}:{port}/  (OpenEnv API: /reset /step /ws /health, docs /docs)", flush=True)
+    print(
+        f"Reasoning Economics Workbench on http://{shown}:{port}/  (OpenEnv API: /reset "
+        "/step /ws /health, docs /docs)",
+        flush=True,
+    )
     settings = getattr(app.state.reasoning_env, "settings", None)
     max_msg = int(getattr(settings, "max_message_bytes", 0) or 0)
     uvicorn.run(app, host=host, port=port, log_level=args.log_level, ws_max_size=max(16 * 1024 * 1024, 2 * max_msg))

@@ -8,14 +8,15 @@ from __future__ import annotations
 
 import hashlib
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Optional, Sequence
+from typing import Any
 
-from reasoning_env.config import EnvConfig
 from reasoning_env.client import make_action
-from reasoning_env.remote import as_observation
+from reasoning_env.config import EnvConfig
 from reasoning_env.policies import BasePolicy, EpisodeInfo, OracleCache, SolverCurves
 from reasoning_env.records import EpisodeRow, StepRow, episode_row_from_steps, step_row_from_observation
+from reasoning_env.remote import as_observation
 from workbench.evaluation.extras import episode_extras, scalar, step_expected_correct
 
 __all__ = ["EpisodeResult", "episode_seed", "make_episode_info", "run_episode"]
@@ -32,10 +33,10 @@ def make_episode_info(
     reset_obs: Any,
     config: EnvConfig,
     *,
-    policy: Optional[BasePolicy] = None,
-    questions: Optional[Sequence[Any]] = None,
+    policy: BasePolicy | None = None,
+    questions: Sequence[Any] | None = None,
     episode: int = 0,
-    seed: Optional[int] = None,
+    seed: int | None = None,
 ) -> EpisodeInfo:
     """The :class:`~reasoning_env.policies.EpisodeInfo` a policy is reset with, from the reset
     observation of an episode (its ``metadata`` holds budget, seed and tokenizer).
@@ -53,7 +54,9 @@ def make_episode_info(
     """
     from reasoning_env.tokenization import TokenizerLoadError, get_tokenizer
 
-    md = dict((reset_obs.get("metadata") if isinstance(reset_obs, dict) else getattr(reset_obs, "metadata", None)) or {})
+    md = dict(
+        (reset_obs.get("metadata") if isinstance(reset_obs, dict) else getattr(reset_obs, "metadata", None)) or {}
+    )
 
     def field_of(name: str) -> Any:
         return reset_obs.get(name) if isinstance(reset_obs, dict) else getattr(reset_obs, name, None)
@@ -99,10 +102,10 @@ def run_episode(
     config: EnvConfig,
     reset_kwargs: dict[str, Any],
     curves: SolverCurves,
-    oracle: Optional[OracleCache],
-    step_tokenizer: Optional[str] = None,
-    max_response_chars: Optional[int] = None,
-    extra_columns: Optional[dict[str, Any]] = None,
+    oracle: OracleCache | None,
+    step_tokenizer: str | None = None,
+    max_response_chars: int | None = None,
+    extra_columns: dict[str, Any] | None = None,
 ) -> EpisodeResult:
     """Play one episode of ``policy`` on ``env`` (an in-process env or a remote adapter).
 
@@ -154,7 +157,12 @@ def run_episode(
             latency_s=latency,
             subject=subject,
         )
-        ex: dict[str, Any] = {"kind": policy.kind, "graded_text": ls.graded_text, "expected_correct": step_expected_correct(curves, ls), **const}
+        ex: dict[str, Any] = {
+            "kind": policy.kind,
+            "graded_text": ls.graded_text,
+            "expected_correct": step_expected_correct(curves, ls),
+            **const,
+        }
         for k, v in (out.meta or {}).items():
             ex[f"policy_{k}"] = v if scalar(v) else str(v)
         rows.append(row)
@@ -164,12 +172,23 @@ def run_episode(
         ep = episode_row_from_steps(rows, num_questions=n_q)
     else:  # the budget was below min_tokens at reset: nothing answered
         ep = EpisodeRow(
-            run_id=run_id, policy=policy.name, episode=index, episode_id=str(md.get("episode_id", "")), seed=int(md.get("seed", seed)),
-            num_correct=0, num_answered=0, num_questions=n_q, total_spent=0, total_budget=int(md.get("total_budget", 0)),
-            utilisation=0.0, ran_dry=True, episode_reward=0.0, budget_source=str(md.get("budget_source", "")),
+            run_id=run_id,
+            policy=policy.name,
+            episode=index,
+            episode_id=str(md.get("episode_id", "")),
+            seed=int(md.get("seed", seed)),
+            num_correct=0,
+            num_answered=0,
+            num_questions=n_q,
+            total_spent=0,
+            total_budget=int(md.get("total_budget", 0)),
+            utilisation=0.0,
+            ran_dry=True,
+            episode_reward=0.0,
+            budget_source=str(md.get("budget_source", "")),
             tokenizer_name=str(md.get("tokenizer_name", "")),
         )
-    qinfo: Optional[list[tuple]] = None
+    qinfo: list[tuple] | None = None
     golds: list[str] = []
     if questions is not None:
         qinfo = [(q.problem_type, q.difficulty) for q in questions]
@@ -179,8 +198,14 @@ def run_episode(
         golds = [r.gold_answer for r in rows]
     lows = [minimal_tokens(tokenizer, g) for g in golds] if (tokenizer is not None and qinfo is not None) else None
     ep_extras = episode_extras(
-        kind=policy.kind, curves=curves, num_questions=n_q, total_budget=ep.total_budget,
-        steps=[(r.problem_type, r.difficulty, r.tokens) for r in rows], questions=qinfo, lows=lows, oracle=oracle,
+        kind=policy.kind,
+        curves=curves,
+        num_questions=n_q,
+        total_budget=ep.total_budget,
+        steps=[(r.problem_type, r.difficulty, r.tokens) for r in rows],
+        questions=qinfo,
+        lows=lows,
+        oracle=oracle,
     )
     ep_extras.update(const)
     return EpisodeResult(rows, extras, ep, ep_extras)

@@ -10,7 +10,8 @@ The regret itself is :func:`reasoning_env.policies.episode_regret`.
 from __future__ import annotations
 
 import math
-from typing import Any, Optional, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from reasoning_env.policies import OracleCache, SolverCurves, episode_regret
 
@@ -21,8 +22,9 @@ __all__ = ["BUDGET_MODES", "budget_reset_kwargs", "episode_extras", "scalar", "s
 BUDGET_MODES = ("tokenizer_native", "config", "explicit")
 
 
-def budget_reset_kwargs(mode: str, *, tokenizer_name: str, config_tokenizer: str,
-                        total_budget: Optional[int] = None) -> tuple[dict[str, Any], Optional[str]]:
+def budget_reset_kwargs(
+    mode: str, *, tokenizer_name: str, config_tokenizer: str, total_budget: int | None = None
+) -> tuple[dict[str, Any], str | None]:
     """``(reset keyword arguments, step tokenizer)`` of a budget mode.
 
     Args:
@@ -69,10 +71,10 @@ def episode_extras(
     curves: SolverCurves,
     num_questions: int,
     total_budget: int,
-    steps: Sequence[tuple[Optional[str], Optional[float], int]],
-    questions: Optional[Sequence[tuple[Optional[str], Optional[float]]]],
-    lows: Optional[Sequence[int]] = None,
-    oracle: Optional[OracleCache] = None,
+    steps: Sequence[tuple[str | None, float | None, int]],
+    questions: Sequence[tuple[str | None, float | None]] | None,
+    lows: Sequence[int] | None = None,
+    oracle: OracleCache | None = None,
 ) -> dict[str, Any]:
     """The episode columns ``kind``, ``unanswered``, ``expected_correct``,
     ``oracle_expected_correct`` and ``regret`` (expected correct answers per episode).
@@ -87,7 +89,9 @@ def episode_extras(
     out: dict[str, Any] = {"kind": kind, "unanswered": int(num_questions - len(steps))}
     if questions is not None and oracle is not None:
         r = episode_regret(curves, questions, int(total_budget), [t for _p, _d, t in steps], lows=lows, cache=oracle)
-        out.update(expected_correct=r.expected_correct, oracle_expected_correct=r.oracle_expected_correct, regret=r.regret)
+        out.update(
+            expected_correct=r.expected_correct, oracle_expected_correct=r.oracle_expected_correct, regret=r.regret
+        )
         return out
     exp = sum(float(curves.p(float(t), p, d)) for p, d, t in steps if float(t) > 0)
     out.update(expected_correct=exp, oracle_expected_correct=math.nan, regret=math.nan)

@@ -22,17 +22,25 @@ from __future__ import annotations
 import math
 import sys
 import time
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Callable, Optional, Sequence, Union
+from typing import Any
 
 import pandas as pd
 
 from reasoning_env.config import EnvConfig
+from reasoning_env.policies import (
+    POLICY_NAMES,
+    BasePolicy,
+    OracleAllocationPolicy,
+    OracleCache,
+    PolicyError,
+    SolverCurves,
+)
 from reasoning_env.remote import RemoteEnv, Replicas, parse_urls
-from reasoning_env.policies import POLICY_NAMES, BasePolicy, OracleAllocationPolicy, OracleCache, PolicyError, SolverCurves
 from workbench.evaluation.episodes import EpisodeResult, episode_seed, run_episode
 from workbench.evaluation.extras import BUDGET_MODES, budget_reset_kwargs
 
@@ -51,7 +59,7 @@ class Condition:
 
     config: EnvConfig
     columns: dict
-    total_budget: Optional[int] = None
+    total_budget: int | None = None
 
 
 @dataclass
@@ -65,13 +73,13 @@ class EvalResult:
         comparisons: The paired comparisons (``comparisons.csv``).
     """
 
-    run_dir: Optional[Path]
+    run_dir: Path | None
     steps: pd.DataFrame
     episodes: pd.DataFrame
     summary: pd.DataFrame
     meta: dict
     failed: dict[str, str] = field(default_factory=dict)
-    comparisons: Optional[pd.DataFrame] = None
+    comparisons: pd.DataFrame | None = None
 
 
 def _resolve_tokenizer(policy: BasePolicy, config: EnvConfig, notes: list[str]) -> str:
@@ -95,7 +103,7 @@ def _resolve_tokenizer(policy: BasePolicy, config: EnvConfig, notes: list[str]) 
     return config.tokenizer_name
 
 
-def _number_list(values: Optional[Sequence[Any]], what: str, *, integer: bool) -> Optional[list]:
+def _number_list(values: Sequence[Any] | None, what: str, *, integer: bool) -> list | None:
     if values is None:
         return None
     out = []
@@ -116,8 +124,13 @@ def _number_list(values: Optional[Sequence[Any]], what: str, *, integer: bool) -
     return out
 
 
-def conditions_for(config: EnvConfig, *, budget_ratios: Optional[Sequence[float]] = None, caps: Optional[Sequence[int]] = None,
-                   total_budget: Optional[int] = None) -> list[Condition]:
+def conditions_for(
+    config: EnvConfig,
+    *,
+    budget_ratios: Sequence[float] | None = None,
+    caps: Sequence[int] | None = None,
+    total_budget: int | None = None,
+) -> list[Condition]:
     """The conditions of a run (see the module docstring).
 
     Raises:
@@ -131,19 +144,33 @@ def conditions_for(config: EnvConfig, *, budget_ratios: Optional[Sequence[float]
     if ratios and cap_list:
         raise ValueError("--budget-ratios and --caps are separate sweeps: run them one at a time")
     if ratios and total_budget is not None:
-        raise ValueError("--budget-ratios scales the budget formula; it cannot be combined with --total-budget (a fixed budget)")
+        raise ValueError(
+            "--budget-ratios scales the budget formula; it cannot be combined with --total-budget (a fixed budget)"
+        )
     try:
         if cap_list:
-            return [Condition(config.replace(max_tokens_per_step=c), {"budget_ratio": math.nan, "token_cap": c},
-                              total_budget if total_budget is not None else c * config.num_questions) for c in cap_list]
+            return [
+                Condition(
+                    config.replace(max_tokens_per_step=c),
+                    {"budget_ratio": math.nan, "token_cap": c},
+                    total_budget if total_budget is not None else c * config.num_questions,
+                )
+                for c in cap_list
+            ]
         if ratios:
             return [Condition(config.replace(budget_ratio=r), {"budget_ratio": r}) for r in ratios]
     except ConfigError as exc:
         raise ValueError(str(exc)) from None
-    return [Condition(config, {"budget_ratio": math.nan if total_budget is not None else float(config.budget_ratio)}, total_budget)]
+    return [
+        Condition(
+            config,
+            {"budget_ratio": math.nan if total_budget is not None else float(config.budget_ratio)},
+            total_budget,
+        )
+    ]
 
 
-def connect_remote(url: Union[str, Sequence[str], Replicas]) -> RemoteEnv:
+def connect_remote(url: str | Sequence[str] | Replicas) -> RemoteEnv:
     """A :class:`reasoning_env.remote.RemoteEnv` for the OpenEnv server(s) at ``url`` (one URL or
     several replicas: sessions are spread over them, and an episode whose replica dies is
     replayed from its seed on another).
@@ -156,14 +183,26 @@ def connect_remote(url: Union[str, Sequence[str], Replicas]) -> RemoteEnv:
         env._ensure()
     except ConnectionError as exc:
         raise RuntimeError(
-            f"cannot connect to the environment server at {', '.join(url.urls if isinstance(url, Replicas) else parse_urls(url))} ({exc}); is it running? "
+            "cannot connect to the environment server at "
+            f"{', '.join(url.urls if isinstance(url, Replicas) else parse_urls(url))} "
+            f"({exc}); is it running? "
             "(start one with: python -m reasoning_env.server --port 8000)"
         ) from None
     return env
 
 
-def _check_arguments(policies: Sequence[BasePolicy], *, n_episodes: int, budget_mode: str, workers: Any, seed: int,
-                     seeds: Optional[Sequence[int]], max_response_chars: Optional[int], server_url: Any, sweep: bool) -> list[int]:
+def _check_arguments(
+    policies: Sequence[BasePolicy],
+    *,
+    n_episodes: int,
+    budget_mode: str,
+    workers: Any,
+    seed: int,
+    seeds: Sequence[int] | None,
+    max_response_chars: int | None,
+    server_url: Any,
+    sweep: bool,
+) -> list[int]:
     """Validate :func:`evaluate`'s arguments; returns the evaluation seeds.
 
     Raises:
@@ -172,14 +211,19 @@ def _check_arguments(policies: Sequence[BasePolicy], *, n_episodes: int, budget_
     if n_episodes < 1:
         raise ValueError(f"n_episodes must be >= 1, got {n_episodes}")
     if budget_mode not in BUDGET_MODES or budget_mode == "explicit":
-        raise ValueError(f"budget_mode must be one of ['tokenizer_native', 'config'] (a fixed budget: total_budget), got {budget_mode!r}")
+        raise ValueError(
+            "budget_mode must be one of ['tokenizer_native', 'config'] (a fixed budget: "
+            f"total_budget), got {budget_mode!r}"
+        )
     names = [p.name for p in policies]
     if not names:
         raise ValueError("no policies to evaluate; pass --policies with at least one of: " + ", ".join(POLICY_NAMES))
     if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
         raise ValueError(f"workers must be an integer >= 1 (episodes played in parallel), got {workers!r}")
     if max_response_chars is not None and max_response_chars < 0:
-        raise ValueError(f"max_response_chars must be >= 0 characters (or unset to keep whole responses), got {max_response_chars}")
+        raise ValueError(
+            f"max_response_chars must be >= 0 characters (or unset to keep whole responses), got {max_response_chars}"
+        )
     if len(set(names)) != len(names):
         raise ValueError(f"policy names must be unique, got {names}")
     base_seeds = [int(s) for s in (seeds if seeds else [seed])]
@@ -193,13 +237,29 @@ def _check_arguments(policies: Sequence[BasePolicy], *, n_episodes: int, budget_
                 "sends; run them in-process (without --server-url)"
             )
         if sweep:
-            raise ValueError("budget and cap sweeps change the environment's config, which a remote server owns: run them in-process")
+            raise ValueError(
+                "budget and cap sweeps change the environment's config, which a remote server "
+                "owns: run them in-process"
+            )
     return base_seeds
 
 
-def _play_condition(policy: BasePolicy, cond: Condition, *, first_index: int, plan: Sequence[tuple[int, int]], make_env: Callable[[], Any],
-                    workers: int, on_episode: Callable[[int], Any], run_id: str, tokenizer_name: str, budget_mode: str,
-                    curves: SolverCurves, oracle: OracleCache, max_response_chars: Optional[int]) -> list[EpisodeResult]:
+def _play_condition(
+    policy: BasePolicy,
+    cond: Condition,
+    *,
+    first_index: int,
+    plan: Sequence[tuple[int, int]],
+    make_env: Callable[[], Any],
+    workers: int,
+    on_episode: Callable[[int], Any],
+    run_id: str,
+    tokenizer_name: str,
+    budget_mode: str,
+    curves: SolverCurves,
+    oracle: OracleCache,
+    max_response_chars: int | None,
+) -> list[EpisodeResult]:
     """Every episode of ``plan`` (``(base seed, episode seed)``) for one policy under one condition,
     in order (``workers`` threads, each with its own environment and policy clone).
 
@@ -207,15 +267,28 @@ def _play_condition(policy: BasePolicy, cond: Condition, *, first_index: int, pl
         PolicyError: the policy failed.
     """
     mode = "explicit" if cond.total_budget is not None else budget_mode
-    reset_kwargs, step_tok = budget_reset_kwargs(mode, tokenizer_name=tokenizer_name, config_tokenizer=cond.config.tokenizer_name,
-                                                 total_budget=cond.total_budget)
-    kwargs = dict(run_id=run_id, config=cond.config, reset_kwargs=reset_kwargs, curves=curves, oracle=oracle,
-                  step_tokenizer=step_tok, max_response_chars=max_response_chars)
+    reset_kwargs, step_tok = budget_reset_kwargs(
+        mode,
+        tokenizer_name=tokenizer_name,
+        config_tokenizer=cond.config.tokenizer_name,
+        total_budget=cond.total_budget,
+    )
+    kwargs = dict(
+        run_id=run_id,
+        config=cond.config,
+        reset_kwargs=reset_kwargs,
+        curves=curves,
+        oracle=oracle,
+        step_tokenizer=step_tok,
+        max_response_chars=max_response_chars,
+    )
     jobs = [(first_index + j, base, ep_seed) for j, (base, ep_seed) in enumerate(plan)]
 
     def play(env: Any, pol: BasePolicy, job: tuple[int, int, int]) -> EpisodeResult:
         idx, base, ep_seed = job
-        return run_episode(env, pol, index=idx, seed=ep_seed, extra_columns={"base_seed": base, **cond.columns}, **kwargs)
+        return run_episode(
+            env, pol, index=idx, seed=ep_seed, extra_columns={"base_seed": base, **cond.columns}, **kwargs
+        )
 
     if workers == 1:
         env = make_env()
@@ -249,24 +322,24 @@ def _play_condition(policy: BasePolicy, cond: Condition, *, first_index: int, pl
 def evaluate(
     policies: Sequence[BasePolicy],
     *,
-    config: Optional[EnvConfig] = None,
+    config: EnvConfig | None = None,
     n_episodes: int = 20,
     seed: int = 42,
-    seeds: Optional[Sequence[int]] = None,
-    budget_ratios: Optional[Sequence[float]] = None,
-    caps: Optional[Sequence[int]] = None,
-    out: Union[str, Path, None] = None,
+    seeds: Sequence[int] | None = None,
+    budget_ratios: Sequence[float] | None = None,
+    caps: Sequence[int] | None = None,
+    out: str | Path | None = None,
     budget_mode: str = "tokenizer_native",
-    total_budget: Optional[int] = None,
-    server_url: Union[str, Sequence[str], None] = None,
+    total_budget: int | None = None,
+    server_url: str | Sequence[str] | None = None,
     workers: int = 1,
-    curves: Optional[SolverCurves] = None,
+    curves: SolverCurves | None = None,
     progress: bool = True,
     report: bool = True,
-    max_response_chars: Optional[int] = None,
-    remote_factory: Optional[Callable[[str], Any]] = None,
-    notes: Optional[list[str]] = None,
-    run_meta: Optional[dict[str, Any]] = None,
+    max_response_chars: int | None = None,
+    remote_factory: Callable[[str], Any] | None = None,
+    notes: list[str] | None = None,
+    run_meta: dict[str, Any] | None = None,
     pools: Any = None,
     n_resamples: int = 2000,
 ) -> EvalResult:
@@ -316,8 +389,17 @@ def evaluate(
 
     config = config or EnvConfig()
     curves = curves or SolverCurves()
-    base_seeds = _check_arguments(policies, n_episodes=n_episodes, budget_mode=budget_mode, workers=workers, seed=seed, seeds=seeds,
-                                  max_response_chars=max_response_chars, server_url=server_url, sweep=bool(budget_ratios or caps))
+    base_seeds = _check_arguments(
+        policies,
+        n_episodes=n_episodes,
+        budget_mode=budget_mode,
+        workers=workers,
+        seed=seed,
+        seeds=seeds,
+        max_response_chars=max_response_chars,
+        server_url=server_url,
+        sweep=bool(budget_ratios or caps),
+    )
     conds = conditions_for(config, budget_ratios=budget_ratios, caps=caps, total_budget=total_budget)
     notes = list(notes or [])
     run_dir = Path(out) if out else Path("runs") / f"eval-{datetime.now().strftime('%Y%m%d-%H%M%S')}"
@@ -325,7 +407,9 @@ def evaluate(
     # episode index -> (base seed, episode seed); the same indices in every condition
     plan = [(s, episode_seed(s, i)) for s in base_seeds for i in range(n_episodes)]
     grader = Grader(timeout_s=config.grading_timeout_s)
-    env_pools = None if server_url else (pools if pools is not None else ReasoningEconomicsEnv(config, grader=grader).pools)  # load once, share
+    env_pools = (
+        None if server_url else (pools if pools is not None else ReasoningEconomicsEnv(config, grader=grader).pools)
+    )  # load once, share
     factory = remote_factory or connect_remote
     # One set of replicas for the whole run, so that its sessions spread over them.
     target = (server_url if remote_factory else Replicas(server_url)) if server_url else None
@@ -336,11 +420,11 @@ def evaluate(
         return lambda: ReasoningEconomicsEnv(cond.config, pools=env_pools, grader=grader)
 
     # Warm up what every policy needs (tokenizer, grader imports) so per-policy wall_s is comparable.
-    try:
-        from reasoning_env.tokenization import get_tokenizer
+    from reasoning_env.tokenization import TokenizerLoadError, get_tokenizer
 
+    try:
         get_tokenizer(config.tokenizer_name)
-    except Exception:  # reported by the env on reset
+    except TokenizerLoadError:  # reported by the env on reset
         pass
     grader.grade("\\boxed{1}", "2")
     # one oracle cache per condition, shared by every policy's regret and the oracle policy
@@ -361,17 +445,37 @@ def evaluate(
         if tok_name not in tokenizers_used:
             tokenizers_used.append(tok_name)
         mine: list[EpisodeResult] = []
-        bar = tqdm(total=len(plan) * len(conds), desc=f"{policy.name:>18}", unit="ep", disable=not progress, file=sys.stderr, leave=True, dynamic_ncols=True)
+        bar = tqdm(
+            total=len(plan) * len(conds),
+            desc=f"{policy.name:>18}",
+            unit="ep",
+            disable=not progress,
+            file=sys.stderr,
+            leave=True,
+            dynamic_ncols=True,
+        )
         t0 = time.perf_counter()
         try:
             for ci, cond in enumerate(conds):
                 if isinstance(policy, OracleAllocationPolicy) and policy.curves is curves:
                     policy.oracle_cache = oracles[ci]
-                mine.extend(_play_condition(
-                    policy, cond, first_index=ci * len(plan), plan=plan, make_env=env_maker(cond), workers=workers, on_episode=bar.update,
-                    run_id=run_dir.name, tokenizer_name=tok_name, budget_mode=budget_mode, curves=curves, oracle=oracles[ci],
-                    max_response_chars=max_response_chars,
-                ))
+                mine.extend(
+                    _play_condition(
+                        policy,
+                        cond,
+                        first_index=ci * len(plan),
+                        plan=plan,
+                        make_env=env_maker(cond),
+                        workers=workers,
+                        on_episode=bar.update,
+                        run_id=run_dir.name,
+                        tokenizer_name=tok_name,
+                        budget_mode=budget_mode,
+                        curves=curves,
+                        oracle=oracles[ci],
+                        max_response_chars=max_response_chars,
+                    )
+                )
         except PolicyError as exc:
             failed[policy.name] = str(exc)
             print(f"[{policy.name}] failed: {exc}", file=sys.stderr)
@@ -379,7 +483,10 @@ def evaluate(
         finally:
             bar.close()
         lat = [s.latency_s for r in mine for s in r.steps if s.latency_s is not None]
-        timing[policy.name] = {"wall_s": round(time.perf_counter() - t0, 3), "latency_s_mean": round(sum(lat) / len(lat), 6) if lat else float("nan")}
+        timing[policy.name] = {
+            "wall_s": round(time.perf_counter() - t0, 3),
+            "latency_s_mean": round(sum(lat) / len(lat), 6) if lat else float("nan"),
+        }
         results_all.extend(mine)
         if sources_used is None and env_pools is not None:
             sources_used = [dict(s) for s in env_pools.sources_used]
@@ -407,6 +514,16 @@ def evaluate(
         **(run_meta or {}),
     }
     return write_run(
-        run_dir, results_all, config=config, curves=curves, meta=meta, order=[p.name for p in policies], timing=timing,
-        failed=failed, report=report, tokenizers=tokenizers_used or [config.tokenizer_name], t_start=t_start, n_resamples=n_resamples,
+        run_dir,
+        results_all,
+        config=config,
+        curves=curves,
+        meta=meta,
+        order=[p.name for p in policies],
+        timing=timing,
+        failed=failed,
+        report=report,
+        tokenizers=tokenizers_used or [config.tokenizer_name],
+        t_start=t_start,
+        n_resamples=n_resamples,
     )

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Optional, Sequence
+from typing import Any
 
 import pandas as pd
 
@@ -23,22 +24,40 @@ from workbench.evaluation.episodes import EpisodeResult
 __all__ = ["budget_note", "provenance", "write_run"]
 
 
-def budget_note(mode: str, total_budget: Optional[int], config: EnvConfig, tokenizers: list[str], episodes: pd.DataFrame,
-                ratios: Optional[Sequence[float]] = None, caps: Optional[Sequence[int]] = None) -> str:
+def budget_note(
+    mode: str,
+    total_budget: int | None,
+    config: EnvConfig,
+    tokenizers: list[str],
+    episodes: pd.DataFrame,
+    ratios: Sequence[float] | None = None,
+    caps: Sequence[int] | None = None,
+) -> str:
     """One sentence on how the episodes' budgets were set (printed and shown in the report)."""
     mean_b = float(episodes["total_budget"].mean()) if not episodes.empty else float("nan")
-    mean_text = f"mean budget {mean_b:.0f} tokens" if math.isfinite(mean_b) else "no episode finished, so no mean budget"
+    mean_text = (
+        f"mean budget {mean_b:.0f} tokens" if math.isfinite(mean_b) else "no episode finished, so no mean budget"
+    )
     toks = ", ".join(tokenizers)
     if caps:
-        return (f"Calibration sweep: per-question caps {', '.join(map(str, caps))} tokens, budget cap x {config.num_questions} questions "
-                f"(the cap is what limits each answer), counted with {toks}.")
+        return (
+            f"Calibration sweep: per-question caps {', '.join(map(str, caps))} tokens, "
+            f"budget cap x {config.num_questions} questions "
+            f"(the cap is what limits each answer), counted with {toks}."
+        )
     if total_budget is not None:
         return f"Budget: fixed at {total_budget} tokens per episode (--total-budget), counted with {toks}."
     sweep = ""
     if ratios:
-        per = episodes.groupby("budget_ratio")["total_budget"].mean() if "budget_ratio" in episodes and not episodes.empty else pd.Series(dtype=float)
+        per = (
+            episodes.groupby("budget_ratio")["total_budget"].mean()
+            if "budget_ratio" in episodes and not episodes.empty
+            else pd.Series(dtype=float)
+        )
         means = ", ".join(f"x{r:g}: {per[r]:.0f}" for r in ratios if r in per.index)
-        sweep = f" Budget sweep over budget_ratio {', '.join(f'{r:g}' for r in ratios)}" + (f" (mean budget {means} tokens)." if means else ".")
+        sweep = f" Budget sweep over budget_ratio {', '.join(f'{r:g}' for r in ratios)}" + (
+            f" (mean budget {means} tokens)." if means else "."
+        )
         mean_text = "budgets scale with the ratio"
     if mode == "config":
         return (
@@ -46,12 +65,15 @@ def budget_note(mode: str, total_budget: Optional[int], config: EnvConfig, token
             f"(min_tokens + max_tokens) / 2, or total_budget), counted with {toks}.{sweep}"
         )
     return (
-        f"Budgets are tokenizer-native: int({'budget_ratio' if ratios else f'{config.budget_ratio:g}'} x tokens of the episode's "
-        f"question texts) in the policy tokenizer's units ({toks}); {mean_text} for {config.num_questions} questions.{sweep}"
+        "Budgets are tokenizer-native: "
+        f"int({'budget_ratio' if ratios else f'{config.budget_ratio:g}'} x tokens of "
+        "the episode's "
+        f"question texts) in the policy tokenizer's units ({toks}); {mean_text} for "
+        f"{config.num_questions} questions.{sweep}"
     )
 
 
-def provenance(policies: Sequence[dict], sources_used: Optional[Sequence[dict]], curves: SolverCurves) -> dict[str, Any]:
+def provenance(policies: Sequence[dict], sources_used: Sequence[dict] | None, curves: SolverCurves) -> dict[str, Any]:
     """Where the run's numbers come from: which policies answered with the simulated solver (or a
     placeholder) and which with a model, the solver curves' origin, and whether the questions are
     the builtin stand-ins or real data. ``warnings`` are the sentences the report shows first."""
@@ -71,20 +93,33 @@ def provenance(policies: Sequence[dict], sources_used: Optional[Sequence[dict]],
     warnings = []
     if simulated:
         warnings.append(
-            f"Simulated solver: {', '.join(simulated)} answer with the simulated solver, not a model: their accuracy follows the "
+            f"Simulated solver: {', '.join(simulated)} answer with the simulated solver, "
+            "not a model: their accuracy follows the "
             f"solver curves ({curves.provenance}). Expected accuracy and regret of every policy use those curves too."
         )
     elif models:
-        warnings.append(f"Expected accuracy and regret use the solver curves ({curves.provenance}); accuracy is the model's own.")
+        warnings.append(
+            f"Expected accuracy and regret use the solver curves ({curves.provenance}); accuracy is the model's own."
+        )
     if placeholder:
-        warnings.append(f"Placeholder answers: {', '.join(placeholder)} answer \\boxed{{0}} (a budget smoke test, not a solver).")
+        warnings.append(
+            f"Placeholder answers: {', '.join(placeholder)} answer \\boxed{{0}} (a budget smoke test, not a solver)."
+        )
     if builtin:
         warnings.append(
-            f"Builtin stand-in questions: {', '.join(map(str, builtin))} could not be loaded and were replaced by the small builtin "
+            f"Builtin stand-in questions: {', '.join(map(str, builtin))} could not be "
+            "loaded and were replaced by the small builtin "
             "stand-in sets shipped with the package (not the real datasets); see sources_used."
         )
-    return {"simulated_policies": simulated, "model_policies": models, "placeholder_policies": placeholder,
-            "curves": curves.provenance, "builtin_sources": builtin, "real_sources": real, "warnings": warnings}
+    return {
+        "simulated_policies": simulated,
+        "model_policies": models,
+        "placeholder_policies": placeholder,
+        "curves": curves.provenance,
+        "builtin_sources": builtin,
+        "real_sources": real,
+        "warnings": warnings,
+    }
 
 
 def write_run(
@@ -116,7 +151,9 @@ def write_run(
     from workbench.runs import RunWriter
 
     seed = meta.get("seed")
-    writer = RunWriter(run_dir, kind="evaluation", config=config.replace(seed=int(seed)) if seed is not None else config)
+    writer = RunWriter(
+        run_dir, kind="evaluation", config=config.replace(seed=int(seed)) if seed is not None else config
+    )
     for r in results:
         writer.add_steps(r.steps, r.step_extras)
         writer.add_episode(r.episode, r.episode_extras)
@@ -129,8 +166,15 @@ def write_run(
     comparisons = analysis.paired_comparisons(episodes, order=order, n_resamples=n_resamples)
     by_seed = analysis.seed_table(episodes, order=order)
     meta = dict(meta)
-    meta["budget_note"] = budget_note(meta.get("budget_mode", "tokenizer_native"), meta.get("total_budget"), config, tokenizers, episodes,
-                                      meta.get("budget_ratios"), meta.get("caps"))
+    meta["budget_note"] = budget_note(
+        meta.get("budget_mode", "tokenizer_native"),
+        meta.get("total_budget"),
+        config,
+        tokenizers,
+        episodes,
+        meta.get("budget_ratios"),
+        meta.get("caps"),
+    )
     meta["provenance"] = provenance(meta.get("policies") or [], meta.get("sources_used"), curves)
     meta["wall_s"] = round(time.perf_counter() - t_start, 3)
     writer.meta.update(meta)
@@ -143,5 +187,13 @@ def write_run(
     if report:
         from workbench.report import write_report
 
-        write_report(run_dir, steps, episodes, summary, {"run_id": writer.run_id, **meta}, comparisons=comparisons, seeds=by_seed)
+        write_report(
+            run_dir,
+            steps,
+            episodes,
+            summary,
+            {"run_id": writer.run_id, **meta},
+            comparisons=comparisons,
+            seeds=by_seed,
+        )
     return EvalResult(run_dir, steps, episodes, summary, meta, failed, comparisons)

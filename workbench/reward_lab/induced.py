@@ -30,8 +30,9 @@ Group rewards (they compare rollouts) have no single-policy optimum in this mode
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Optional, Sequence, Union
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -57,7 +58,7 @@ class QuestionSpec:
     """One question of the modelled episode: MATH difficulty level (``None``: the problem type's
     default level) and problem type (its family picks the curve)."""
 
-    difficulty: Optional[int]
+    difficulty: int | None
     problem_type: str = "MATH"
 
 
@@ -67,8 +68,12 @@ def default_questions(num_questions: int = 10) -> list[QuestionSpec]:
 
 
 def _curve_fns(curves: Any, questions: Sequence[QuestionSpec]) -> list:
-    return [lambda t, q=q: np.clip(np.asarray(curves(np.asarray(t, dtype=float), q.difficulty, q.problem_type), dtype=float), 0.0, 1.0)
-            for q in questions]
+    return [
+        lambda t, q=q: np.clip(
+            np.asarray(curves(np.asarray(t, dtype=float), q.difficulty, q.problem_type), dtype=float), 0.0, 1.0
+        )
+        for q in questions
+    ]
 
 
 def induced_allocation(
@@ -107,9 +112,16 @@ def induced_allocation(
         raise ValueError(f"budget ({budget}) must be at least min_tokens ({min_tokens})")
     curves = curves if curves is not None else SolverCurves()
     return optimal_allocation(
-        _curve_fns(curves, questions), int(budget), lo=0, cap=int(max_tokens_per_step), min_tokens=int(min_tokens) if hard_cap_mode else 0,
-        reward=build_reward(reward, context="rescore"), questions=[(q.difficulty, q.problem_type) for q in questions],
-        hard_cap_mode=hard_cap_mode, soft_headroom=soft_headroom, spent_cells=resolution,
+        _curve_fns(curves, questions),
+        int(budget),
+        lo=0,
+        cap=int(max_tokens_per_step),
+        min_tokens=int(min_tokens) if hard_cap_mode else 0,
+        reward=build_reward(reward, context="rescore"),
+        questions=[(q.difficulty, q.problem_type) for q in questions],
+        hard_cap_mode=hard_cap_mode,
+        soft_headroom=soft_headroom,
+        spent_cells=resolution,
     )
 
 
@@ -124,7 +136,9 @@ def oracle_allocation(
     """The accuracy-maximising allocation under the hard cap: max ``sum_i p_i(t_i)`` over every
     plan the environment allows (``sum_i t_i <= budget``; an early end below ``min_tokens``)."""
     curves = curves if curves is not None else SolverCurves()
-    return optimal_allocation(_curve_fns(curves, questions), int(budget), lo=0, cap=int(max_tokens_per_step), min_tokens=int(min_tokens))
+    return optimal_allocation(
+        _curve_fns(curves, questions), int(budget), lo=0, cap=int(max_tokens_per_step), min_tokens=int(min_tokens)
+    )
 
 
 def spearman(x: np.ndarray, y: np.ndarray) -> float:
@@ -163,10 +177,10 @@ class InducedResult:
 
 
 def induced_behaviour(
-    rewards: Union[Mapping[str, Any], Any],
+    rewards: Mapping[str, Any] | Any,
     budgets: Sequence[int],
     *,
-    questions: Optional[Sequence[QuestionSpec]] = None,
+    questions: Sequence[QuestionSpec] | None = None,
     curves: Any = None,
     orders: int = 1,
     seed: int = 0,
@@ -195,22 +209,44 @@ def induced_behaviour(
     perms = [np.arange(len(qs))] + [rng.permutation(len(qs)) for _ in range(max(0, orders - 1))]
     rows, summ, notes = [], [], {}
     for budget in budgets:
-        oracle = [oracle_allocation([qs[j] for j in perm], int(budget), curves=curves, min_tokens=min_tokens if hard_cap_mode else 0,
-                                    max_tokens_per_step=max_tokens_per_step) for perm in perms]
+        oracle = [
+            oracle_allocation(
+                [qs[j] for j in perm],
+                int(budget),
+                curves=curves,
+                min_tokens=min_tokens if hard_cap_mode else 0,
+                max_tokens_per_step=max_tokens_per_step,
+            )
+            for perm in perms
+        ]
         results: dict[str, list[Allocation]] = {"oracle": oracle}
         signal: dict[str, bool] = {"oracle": True}
         for label, spec in rewards.items():
-            signal[label] = correctness_signal(spec, budget=int(budget), num_questions=len(qs), cap=max_tokens_per_step, hard_cap_mode=hard_cap_mode)
+            signal[label] = correctness_signal(
+                spec, budget=int(budget), num_questions=len(qs), cap=max_tokens_per_step, hard_cap_mode=hard_cap_mode
+            )
             allocs = [
-                induced_allocation(spec, [qs[j] for j in perm], int(budget), curves=curves, hard_cap_mode=hard_cap_mode,
-                                   min_tokens=min_tokens, max_tokens_per_step=max_tokens_per_step, resolution=resolution)
+                induced_allocation(
+                    spec,
+                    [qs[j] for j in perm],
+                    int(budget),
+                    curves=curves,
+                    hard_cap_mode=hard_cap_mode,
+                    min_tokens=min_tokens,
+                    max_tokens_per_step=max_tokens_per_step,
+                    resolution=resolution,
+                )
                 for perm in perms
             ]
             results[label] = allocs
             caveats = [n for al in allocs for n in al.notes]
             if not signal[label]:
-                caveats.insert(0, "no correctness signal: the reward pays right and wrong answers alike, so any allocation in a wide set "
-                                  "is optimal and the accuracy it induces is undefined (not 0)")
+                caveats.insert(
+                    0,
+                    "no correctness signal: the reward pays right and wrong answers alike, so any "
+                    "allocation in a wide set "
+                    "is optimal and the accuracy it induces is undefined (not 0)",
+                )
             for note in caveats:
                 notes.setdefault(label, [])
                 if note not in notes[label]:
@@ -222,9 +258,20 @@ def induced_behaviour(
                 tokens, answered = np.asarray(al.tokens, dtype=float), np.asarray(al.answered, dtype=bool)
                 for pos, j in enumerate(perm):
                     q = qs[j]
-                    rows.append(dict(reward=label, budget=int(budget), order=o, position=pos, difficulty=q.difficulty,
-                                     problem_type=q.problem_type, tokens=float(tokens[pos]), p=float(al.p[pos]),
-                                     answered=bool(answered[pos]), skipped=bool(tokens[pos] == 0 and answered[pos])))
+                    rows.append(
+                        dict(
+                            reward=label,
+                            budget=int(budget),
+                            order=o,
+                            position=pos,
+                            difficulty=q.difficulty,
+                            problem_type=q.problem_type,
+                            tokens=float(tokens[pos]),
+                            p=float(al.p[pos]),
+                            answered=bool(answered[pos]),
+                            skipped=bool(tokens[pos] == 0 and answered[pos]),
+                        )
+                    )
                     diffs.append(np.nan if q.difficulty is None else q.difficulty)
                     toks.append(tokens[pos])
             correct = float(np.mean([al.expected_correct for al in allocs]))
@@ -232,19 +279,31 @@ def induced_behaviour(
             known = ~np.isnan(d)
             has_signal = signal[label]
             spend = float(np.mean([al.total_tokens for al in allocs]))
-            summ.append(dict(
-                reward=label, budget=int(budget), fair_share=budget / len(qs),
-                expected_accuracy=correct / len(qs) if has_signal else np.nan, oracle_accuracy=oracle_correct / len(qs),
-                regret=oracle_correct - correct if has_signal else np.nan,
-                regret_pct=(100.0 * (oracle_correct - correct) / oracle_correct if oracle_correct else 0.0) if has_signal else np.nan,
-                tokens=spend, utilisation=spend / budget,
-                spearman=spearman(d[known], t[known]) if known.sum() > 1 and has_signal else float("nan"),
-                skipped=float(np.mean([np.sum((np.asarray(al.tokens) == 0) & np.asarray(al.answered)) for al in allocs])),
-                unasked=float(np.mean([np.sum(~np.asarray(al.answered)) for al in allocs])),
-                expected_reward=float(np.mean([al.objective for al in allocs])) if label != "oracle" else float("nan"),
-                bound=float(np.max([al.bound for al in allocs])),
-                signal="correctness" if has_signal else "none",
-            ))
+            summ.append(
+                dict(
+                    reward=label,
+                    budget=int(budget),
+                    fair_share=budget / len(qs),
+                    expected_accuracy=correct / len(qs) if has_signal else np.nan,
+                    oracle_accuracy=oracle_correct / len(qs),
+                    regret=oracle_correct - correct if has_signal else np.nan,
+                    regret_pct=(100.0 * (oracle_correct - correct) / oracle_correct if oracle_correct else 0.0)
+                    if has_signal
+                    else np.nan,
+                    tokens=spend,
+                    utilisation=spend / budget,
+                    spearman=spearman(d[known], t[known]) if known.sum() > 1 and has_signal else float("nan"),
+                    skipped=float(
+                        np.mean([np.sum((np.asarray(al.tokens) == 0) & np.asarray(al.answered)) for al in allocs])
+                    ),
+                    unasked=float(np.mean([np.sum(~np.asarray(al.answered)) for al in allocs])),
+                    expected_reward=float(np.mean([al.objective for al in allocs]))
+                    if label != "oracle"
+                    else float("nan"),
+                    bound=float(np.max([al.bound for al in allocs])),
+                    signal="correctness" if has_signal else "none",
+                )
+            )
     qdf = pd.DataFrame(rows)
     qdf["give_up"] = qdf["skipped"] | ~qdf["answered"]
     by = (
@@ -258,7 +317,7 @@ def induced_behaviour(
 def oracle_frontier(
     budgets: Sequence[int],
     *,
-    questions: Optional[Sequence[QuestionSpec]] = None,
+    questions: Sequence[QuestionSpec] | None = None,
     curves: Any = None,
     min_tokens: int = 10,
     max_tokens_per_step: int = 2048,
@@ -267,6 +326,15 @@ def oracle_frontier(
     qs = list(questions) if questions is not None else default_questions()
     out = []
     for b in budgets:
-        al = oracle_allocation(qs, int(b), curves=curves, min_tokens=min_tokens, max_tokens_per_step=max_tokens_per_step)
-        out.append(dict(budget=int(b), tokens=al.total_tokens, tokens_per_question=al.total_tokens / len(qs), accuracy=al.expected_accuracy))
+        al = oracle_allocation(
+            qs, int(b), curves=curves, min_tokens=min_tokens, max_tokens_per_step=max_tokens_per_step
+        )
+        out.append(
+            dict(
+                budget=int(b),
+                tokens=al.total_tokens,
+                tokens_per_question=al.total_tokens / len(qs),
+                accuracy=al.expected_accuracy,
+            )
+        )
     return pd.DataFrame(out)

@@ -19,13 +19,15 @@ members of a GRPO group replay the same seeded episode); ``group_by=`` overrides
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Optional, Sequence, Union
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from reasoning_env.errors import ReasoningEconomicsError
 from reasoning_env.rewards import EpisodeBatch, StepBatch, build_reward
 
 #: Columns that identify an episode (those present are used).
@@ -34,12 +36,28 @@ EPISODE_KEYS = ("run_id", "policy", "episode", "episode_id", "group", "member")
 REQUIRED = ("correct", "tokens", "total_budget", "num_questions", "spent_before", "step")
 #: Identity/context columns copied into the re-scored step frame (those present).
 STEP_ID_COLUMNS = (
-    "run_id", "policy", "episode", "episode_id", "seed", "group", "member", "step", "question_id",
-    "problem_type", "difficulty", "raw_tokens", "tokens", "total_budget", "correct", "has_answer", "done", "done_reason",
+    "run_id",
+    "policy",
+    "episode",
+    "episode_id",
+    "seed",
+    "group",
+    "member",
+    "step",
+    "question_id",
+    "problem_type",
+    "difficulty",
+    "raw_tokens",
+    "tokens",
+    "total_budget",
+    "correct",
+    "has_answer",
+    "done",
+    "done_reason",
 )
 
 
-class RescoreError(ValueError):
+class RescoreError(ReasoningEconomicsError, ValueError):
     """The frame cannot be re-scored (missing columns, no groups for a group reward...)."""
 
 
@@ -60,10 +78,10 @@ class Rescored:
     steps: pd.DataFrame
     episodes: pd.DataFrame
     components: tuple[str, ...]
-    spec: Optional[dict] = None
+    spec: dict | None = None
     notes: list[str] = field(default_factory=list)
 
-    def summary(self, by: Optional[str] = "policy") -> pd.DataFrame:
+    def summary(self, by: str | None = "policy") -> pd.DataFrame:
         """Mean episode reward, accuracy, tokens per answered question and components per ``by``
         (an episode column; ``None`` for one row over all episodes).
 
@@ -72,7 +90,10 @@ class Rescored:
         """
         ep = self.episodes
         if by is not None and by not in ep.columns:
-            raise RescoreError(f"cannot group the summary by {by!r}: not an episode column; choose one of {sorted(map(str, ep.columns))}")
+            raise RescoreError(
+                f"cannot group the summary by {by!r}: not an episode column; choose one of "
+                f"{sorted(map(str, ep.columns))}"
+            )
         key = by
         cols = ["reward", "accuracy"] + [f"reward_{c}" for c in self.components]
         g = ep.groupby(key, dropna=False) if key else ep.assign(_all="all").groupby("_all")
@@ -94,10 +115,12 @@ class Rescorer:
         RescoreError: a required column is missing.
     """
 
-    def __init__(self, steps: pd.DataFrame, *, group_by: Optional[Sequence[str]] = None) -> None:
+    def __init__(self, steps: pd.DataFrame, *, group_by: Sequence[str] | None = None) -> None:
         missing = [c for c in REQUIRED if c not in steps.columns]
         if missing:
-            raise RescoreError(f"trajectories frame lacks column(s) {missing}; expected a run folder's trajectories.parquet")
+            raise RescoreError(
+                f"trajectories frame lacks column(s) {missing}; expected a run folder's trajectories.parquet"
+            )
         df = steps.reset_index(drop=True)
         self.frame = df
         n = len(df)
@@ -105,11 +128,19 @@ class Rescorer:
 
         def col(name: str, default: Any, dtype: Any) -> np.ndarray:
             if name in df.columns:
-                return df[name].to_numpy(dtype=dtype, na_value=default) if dtype is not object else df[name].to_numpy(dtype=object)
+                return (
+                    df[name].to_numpy(dtype=dtype, na_value=default)
+                    if dtype is not object
+                    else df[name].to_numpy(dtype=object)
+                )
             return np.full(n, default, dtype=dtype)
 
         tokens = col("tokens", 0.0, np.float64)
-        difficulty = pd.to_numeric(df["difficulty"], errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan) if "difficulty" in df.columns else np.full(n, np.nan)
+        difficulty = (
+            pd.to_numeric(df["difficulty"], errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
+            if "difficulty" in df.columns
+            else np.full(n, np.nan)
+        )
         response = None
         self.notes: list[str] = []
         if "response" in df.columns:
@@ -125,8 +156,15 @@ class Rescorer:
                 if "response_chars" in df.columns:
                     cut = int((df["response_chars"].fillna(0).to_numpy() > lengths).sum())
                     if cut:
-                        self.notes.append(f"{cut} stored responses are truncated: text rewards (format, repetition) read the stored prefix only")
-        self._text_note = None if response is not None else "no stored response texts: 'format' falls back to the has_answer verdict and 'repetition' is 0"
+                        self.notes.append(
+                            f"{cut} stored responses are truncated: text rewards (format, repetition) read "
+                            "the stored prefix only"
+                        )
+        self._text_note = (
+            None
+            if response is not None
+            else "no stored response texts: 'format' falls back to the has_answer verdict and 'repetition' is 0"
+        )
         self.batch = StepBatch(
             correct=col("correct", False, bool),
             has_answer=col("has_answer", True, bool),
@@ -170,7 +208,11 @@ class Rescorer:
         # Tokens charged over the episode (the budget may have been floored at 0 in soft mode,
         # so total_budget - remaining_budget_after can understate it).
         spent = self.batch.spent_before[fr] + self.batch.tokens[fr]
-        ran_dry = (col("done_reason", "", object)[fr] == "budget_exhausted") if "done_reason" in df.columns else np.zeros(len(fr), bool)
+        ran_dry = (
+            (col("done_reason", "", object)[fr] == "budget_exhausted")
+            if "done_reason" in df.columns
+            else np.zeros(len(fr), bool)
+        )
         self.episode_batch = EpisodeBatch(
             num_correct=num_correct[fcodes],
             num_answered=num_answered[fcodes],
@@ -191,7 +233,7 @@ class Rescorer:
         self._ep_tb = self.batch.total_budget[first]
 
     @staticmethod
-    def _group_codes(df: pd.DataFrame, group_by: Optional[Sequence[str]]) -> Optional[np.ndarray]:
+    def _group_codes(df: pd.DataFrame, group_by: Sequence[str] | None) -> np.ndarray | None:
         if group_by is not None:
             missing = [c for c in group_by if c not in df.columns]
             if missing:
@@ -266,10 +308,14 @@ def _frame_and_config(source: Any) -> tuple[pd.DataFrame, Any]:
         source = load_run(source)
     if isinstance(source, Run):
         return source.steps, source.config
-    raise RescoreError(f"re-score a run folder path, a loaded Run or a trajectories DataFrame, not {type(source).__name__}")
+    raise RescoreError(
+        f"re-score a run folder path, a loaded Run or a trajectories DataFrame, not {type(source).__name__}"
+    )
 
 
-def rescore(source: Union[str, Path, Any, pd.DataFrame], reward: Any = None, *, group_by: Optional[Sequence[str]] = None) -> Rescored:
+def rescore(
+    source: str | Path | Any | pd.DataFrame, reward: Any = None, *, group_by: Sequence[str] | None = None
+) -> Rescored:
     """Re-score a run under ``reward``.
 
     Args:
@@ -293,6 +339,10 @@ def compare_to_stored(frame: pd.DataFrame, rescored: Rescored) -> pd.Series:
     out = {}
     for c in ["reward"] + [f"reward_{k}" for k in rescored.components]:
         # A component a row did not pay is stored as NaN (a column another row created) or absent.
-        stored = np.nan_to_num(frame[c].to_numpy(dtype=np.float64, na_value=np.nan)) if c in frame.columns else np.zeros(len(frame))
+        stored = (
+            np.nan_to_num(frame[c].to_numpy(dtype=np.float64, na_value=np.nan))
+            if c in frame.columns
+            else np.zeros(len(frame))
+        )
         out[c] = float(np.max(np.abs(stored - rescored.steps[c].to_numpy()))) if len(frame) else 0.0
     return pd.Series(out)

@@ -9,14 +9,14 @@ uses (``step_components`` / ``episode_components``). The result has the columns 
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from reasoning_env.policies import SolverCurves
 from reasoning_env.records import StepRow, episode_row_from_steps
 from reasoning_env.rewards import EpisodeContext, StepContext, build_reward
-from reasoning_env.policies import SolverCurves
 
 _WORDS = ("so", "we", "get", "the", "sum", "of", "both", "terms", "then", "check", "it", "again")
 
@@ -36,7 +36,7 @@ def synthetic_steps(
     num_questions: int = 10,
     total_budget: int = 4000,
     hard_cap_mode: bool = True,
-    group_size: Optional[int] = None,
+    group_size: int | None = None,
     reward: Any = None,
     curve: Any = None,
     with_text: bool = False,
@@ -87,12 +87,22 @@ def synthetic_steps(
                 boxed = bool(rng.random() < 0.95)
                 has_answer = boxed or bool(rng.random() < 0.5)
                 correct = correct and has_answer
-                text = _response(rng, raw, "7" if correct else "8", boxed, bool(rng.random() < 0.05)) if with_text else ""
+                text = (
+                    _response(rng, raw, "7" if correct else "8", boxed, bool(rng.random() < 0.05)) if with_text else ""
+                )
                 ctx = StepContext(
-                    correct=correct, has_answer=has_answer, tokens=tokens, raw_tokens=raw,
-                    total_budget=total_budget, num_questions=num_questions, spent_before=spent,
-                    question_index=i, hard_cap_mode=hard_cap_mode, problem_type="synthetic",
-                    difficulty=d, response=text,
+                    correct=correct,
+                    has_answer=has_answer,
+                    tokens=tokens,
+                    raw_tokens=raw,
+                    total_budget=total_budget,
+                    num_questions=num_questions,
+                    spent_before=spent,
+                    question_index=i,
+                    hard_cap_mode=hard_cap_mode,
+                    problem_type="synthetic",
+                    difficulty=d,
+                    response=text,
                 )
                 comps = {k: float(v) for k, v in rw.step_components(ctx).items()}
                 spent += tokens
@@ -104,23 +114,49 @@ def synthetic_steps(
                     done, done_reason = True, "budget_exhausted"
                 if done:
                     ep = EpisodeContext(
-                        num_correct=correct_n, num_answered=i + 1, num_questions=num_questions,
-                        total_spent=spent, total_budget=total_budget, ran_dry=done_reason == "budget_exhausted",
+                        num_correct=correct_n,
+                        num_answered=i + 1,
+                        num_questions=num_questions,
+                        total_spent=spent,
+                        total_budget=total_budget,
+                        ran_dry=done_reason == "budget_exhausted",
                     )
                     comps.update({k: float(v) for k, v in rw.episode_components(ep).items()})
-                ep_rows.append(StepRow(
-                    run_id="synthetic", policy=policy, episode=episode, episode_id=f"ep{episode}",
-                    seed=episode, step=i, question_id=f"q{episode}-{i}", problem_type="synthetic",
-                    difficulty=d, raw_tokens=raw, tokens=tokens, spent_before=spent - tokens,
-                    remaining_budget_after=total_budget - spent, total_budget=total_budget,
-                    num_questions=num_questions, budget_source="client", hard_cap_mode=hard_cap_mode,
-                    tokenizer_name="synthetic", correct=correct, has_answer=has_answer,
-                    extracted_answer=("7" if correct else "8") if has_answer else None, gold_answer="7",
-                    grade_reason="exact" if correct else "mismatch", reward=float(sum(comps.values())),
-                    done=done, done_reason=done_reason if done else None, components=comps,
-                    group=group if group_size else None, member=member if group_size else None,
-                    response=text, response_chars=len(text),
-                ))
+                ep_rows.append(
+                    StepRow(
+                        run_id="synthetic",
+                        policy=policy,
+                        episode=episode,
+                        episode_id=f"ep{episode}",
+                        seed=episode,
+                        step=i,
+                        question_id=f"q{episode}-{i}",
+                        problem_type="synthetic",
+                        difficulty=d,
+                        raw_tokens=raw,
+                        tokens=tokens,
+                        spent_before=spent - tokens,
+                        remaining_budget_after=total_budget - spent,
+                        total_budget=total_budget,
+                        num_questions=num_questions,
+                        budget_source="client",
+                        hard_cap_mode=hard_cap_mode,
+                        tokenizer_name="synthetic",
+                        correct=correct,
+                        has_answer=has_answer,
+                        extracted_answer=("7" if correct else "8") if has_answer else None,
+                        gold_answer="7",
+                        grade_reason="exact" if correct else "mismatch",
+                        reward=float(sum(comps.values())),
+                        done=done,
+                        done_reason=done_reason if done else None,
+                        components=comps,
+                        group=group if group_size else None,
+                        member=member if group_size else None,
+                        response=text,
+                        response_chars=len(text),
+                    )
+                )
                 if done:
                     break
             rows.extend(ep_rows)
@@ -136,7 +172,7 @@ def synthetic_episodes(steps: pd.DataFrame) -> pd.DataFrame:
     for _, g in steps.groupby("episode", sort=True):
         recs = []
         for r in g.to_dict("records"):
-            comps = {c[len("reward_"):]: r.pop(c) for c in list(r) if c.startswith("reward_")}
+            comps = {c[len("reward_") :]: r.pop(c) for c in list(r) if c.startswith("reward_")}
             fields = set(StepRow.__dataclass_fields__)
             recs.append(StepRow(**{k: v for k, v in r.items() if k in fields}, components=comps))
         out.append(episode_row_from_steps(recs).to_flat())

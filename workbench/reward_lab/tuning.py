@@ -19,14 +19,15 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Mapping, Optional, Sequence, Union
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from reasoning_env.config import ConfigError, EnvConfig
-from reasoning_env.rewards import available, build_reward, describe, normalize_spec
+from reasoning_env.rewards import available, build_reward, describe, normalise_spec
 
 __all__ = [
     "Control",
@@ -66,11 +67,11 @@ class Control:
     reward: str
     param: str
     kind: str
-    default: Union[float, int, str]
-    minimum: Optional[float]
-    maximum: Optional[float]
-    step: Optional[float]
-    choices: Optional[tuple[str, ...]]
+    default: float | int | str
+    minimum: float | None
+    maximum: float | None
+    step: float | None
+    choices: tuple[str, ...] | None
     label: str
     info: str
 
@@ -96,17 +97,38 @@ def controls() -> list[Control]:
     out: list[Control] = []
     meta = describe()
     for name in reward_names():
-        out.append(Control(name, WEIGHT, "float", 1.0, 0.0, 3.0, 0.05, None, "weight", "multiplies every component of this reward"))
+        out.append(
+            Control(
+                name, WEIGHT, "float", 1.0, 0.0, 3.0, 0.05, None, "weight", "multiplies every component of this reward"
+            )
+        )
         for p in meta[name]["params"]:
             unit = f" [{p['unit']}]" if p.get("unit") else ""
             if p["kind"] == "choice":
-                out.append(Control(name, p["name"], "choice", p["default"], None, None, None, tuple(p["choices"] or ()), p["name"], p["description"] + unit))
+                out.append(
+                    Control(
+                        name,
+                        p["name"],
+                        "choice",
+                        p["default"],
+                        None,
+                        None,
+                        None,
+                        tuple(p["choices"] or ()),
+                        p["name"],
+                        p["description"] + unit,
+                    )
+                )
                 continue
             lo = p["min"] if p["min"] is not None else min(0.0, float(p["default"]))
             hi = p["max"] if p["max"] is not None else max(1.0, 2.0 * abs(float(p["default"])))
             lo, hi = min(lo, p["default"]), max(hi, p["default"])
             step = p["step"] if p["step"] is not None else (1 if p["kind"] == "int" else (hi - lo) / 100.0)
-            out.append(Control(name, p["name"], p["kind"], p["default"], lo, hi, step, None, p["name"], p["description"] + unit))
+            out.append(
+                Control(
+                    name, p["name"], p["kind"], p["default"], lo, hi, step, None, p["name"], p["description"] + unit
+                )
+            )
     return out
 
 
@@ -126,7 +148,7 @@ def _coerce(c: Control, value: Any) -> Any:
     return v
 
 
-def values_to_spec(selected: Sequence[str], values: Union[Sequence[Any], Mapping[str, Any]]) -> dict[str, Any]:
+def values_to_spec(selected: Sequence[str], values: Sequence[Any] | Mapping[str, Any]) -> dict[str, Any]:
     """The reward spec of the chosen rewards with the controls' values.
 
     Args:
@@ -173,7 +195,7 @@ def values_to_spec(selected: Sequence[str], values: Union[Sequence[Any], Mapping
         spec = entries[0]
     else:
         spec = {"type": "combined", "rewards": [dict(e, label=e["type"]) for e in entries]}
-    return normalize_spec(spec)
+    return normalise_spec(spec)
 
 
 def spec_to_values(spec: Any) -> tuple[list[str], dict[str, Any], list[str]]:
@@ -187,7 +209,7 @@ def spec_to_values(spec: Any) -> tuple[list[str], dict[str, Any], list[str]]:
     Raises:
         ValueError: the spec is invalid.
     """
-    norm = normalize_spec(spec)
+    norm = normalise_spec(spec)
     members = norm["rewards"] if norm["type"] == "combined" else [norm]
     outer = float(norm.get("weight", 1.0)) if norm["type"] == "combined" else 1.0
     selected: list[str] = []
@@ -208,21 +230,21 @@ def spec_to_values(spec: Any) -> tuple[list[str], dict[str, Any], list[str]]:
 
 def spec_label(spec: Any) -> str:
     """Short name of a spec: its type, or ``a+b+c`` for a combined one."""
-    norm = normalize_spec(spec)
+    norm = normalise_spec(spec)
     if norm["type"] == "combined":
         return "+".join(m.get("label") or m["type"] for m in norm["rewards"])
     return norm["type"]
 
 
-def recorded_spec(config: Optional[EnvConfig]) -> dict[str, Any]:
+def recorded_spec(config: EnvConfig | None) -> dict[str, Any]:
     """The spec of the reward a run was recorded with: its config's ``reward`` (flat seed weights
     filling unset economics parameters), or the seed reward with the config's flat weights, or
     the seed default when the run has no config."""
     rw = build_reward(config, context="rescore") if config is not None else build_reward(None, context="rescore")
-    return normalize_spec(rw.to_spec())
+    return normalise_spec(rw.to_spec())
 
 
-def parse_budgets(text: Union[str, Sequence[Any], None], *, lo: int = 10, hi: int = 1_000_000, most: int = 6) -> list[int]:
+def parse_budgets(text: str | Sequence[Any] | None, *, lo: int = 10, hi: int = 1_000_000, most: int = 6) -> list[int]:
     """Episode budgets (tokens) from ``"1000, 2500 5000"`` or a list; blank = :data:`DEFAULT_BUDGETS`.
 
     Raises:
@@ -237,18 +259,27 @@ def parse_budgets(text: Union[str, Sequence[Any], None], *, lo: int = 10, hi: in
         try:
             v = float(str(item).replace("_", ""))
         except ValueError:
-            raise ValueError(f"budgets must be whole numbers of tokens separated by commas, got {str(item)!r}") from None
+            raise ValueError(
+                f"budgets must be whole numbers of tokens separated by commas, got {str(item)!r}"
+            ) from None
         if not np.isfinite(v) or v != int(v) or not lo <= v <= hi:
-            raise ValueError(f"each budget must be a whole number of tokens between {lo:,} and {hi:,}, got {str(item)!r}")
+            raise ValueError(
+                f"each budget must be a whole number of tokens between {lo:,} and {hi:,}, got {str(item)!r}"
+            )
         out.append(int(v))
     if not out:
-        raise ValueError("no budgets given: type whole numbers of tokens separated by commas, e.g. 1000, 2500, 5000 (or leave blank for the defaults)")
+        raise ValueError(
+            "no budgets given: type whole numbers of tokens separated by commas, e.g. "
+            "1000, 2500, 5000 (or leave blank for the defaults)"
+        )
     if len(out) > most:
         raise ValueError(f"at most {most} budgets at a time, got {len(out)}")
     return sorted(dict.fromkeys(out))
 
 
-def rescore_table(rescorer: Any, spec: Any, *, recorded: Any = None, group_by: Optional[Sequence[str]] = None) -> tuple[pd.DataFrame, Any, Any]:
+def rescore_table(
+    rescorer: Any, spec: Any, *, recorded: Any = None, group_by: Sequence[str] | None = None
+) -> tuple[pd.DataFrame, Any, Any]:
     """Per-policy comparison of a run's recorded rewards with the tuned reward.
 
     Args:
@@ -280,14 +311,20 @@ def rescore_table(rescorer: Any, spec: Any, *, recorded: Any = None, group_by: O
     a = base.summary(by)
     b = tuned.summary(by)
     key = "policy" if "policy" in a.columns else a.columns[0]
-    table = pd.DataFrame({
-        "policy": a[key].astype(str),
-        "episodes": a["episodes"].astype(int),
-        "accuracy": a["accuracy"].astype(float),
-        "tokens_per_question": a["tokens_per_question"].astype(float),
-        "recorded_reward": a["reward"].astype(float),
-    })
-    table = table.merge(pd.DataFrame({"policy": b[key].astype(str), "tuned_reward": b["reward"].astype(float)}), on="policy", how="left")
+    table = pd.DataFrame(
+        {
+            "policy": a[key].astype(str),
+            "episodes": a["episodes"].astype(int),
+            "accuracy": a["accuracy"].astype(float),
+            "tokens_per_question": a["tokens_per_question"].astype(float),
+            "recorded_reward": a["reward"].astype(float),
+        }
+    )
+    table = table.merge(
+        pd.DataFrame({"policy": b[key].astype(str), "tuned_reward": b["reward"].astype(float)}),
+        on="policy",
+        how="left",
+    )
     table["change"] = table["tuned_reward"] - table["recorded_reward"]
     table["recorded_rank"] = table["recorded_reward"].rank(ascending=False, method="min").astype(int)
     table["tuned_rank"] = table["tuned_reward"].rank(ascending=False, method="min").astype(int)
@@ -295,8 +332,16 @@ def rescore_table(rescorer: Any, spec: Any, *, recorded: Any = None, group_by: O
     return table, tuned, base
 
 
-def induced(specs: Mapping[str, Any], budgets: Sequence[int], *, hard_cap_mode: bool = True, num_questions: int = 10, orders: int = 1,
-            resolution: int = 64, curves: Any = None) -> tuple[Any, list[str]]:
+def induced(
+    specs: Mapping[str, Any],
+    budgets: Sequence[int],
+    *,
+    hard_cap_mode: bool = True,
+    num_questions: int = 10,
+    orders: int = 1,
+    resolution: int = 64,
+    curves: Any = None,
+) -> tuple[Any, list[str]]:
     """The reward-maximising allocation of each spec by difficulty, next to the accuracy oracle
     (:func:`workbench.reward_lab.induced_behaviour` over levels 1..5 cycled; ``curves``: the
     solver curves, default the hand-chosen defaults, whose provenance is the first note).
@@ -306,9 +351,8 @@ def induced(specs: Mapping[str, Any], budgets: Sequence[int], *, hard_cap_mode: 
     Returns:
         ``(InducedResult or None when nothing is left, notes)``.
     """
-    from workbench.reward_lab import default_questions, induced_behaviour
-
     from reasoning_env.policies import SolverCurves
+    from workbench.reward_lab import default_questions, induced_behaviour
 
     curves = curves if curves is not None else SolverCurves()
     keep, notes = {}, [f"solver: {curves.provenance}"]
@@ -320,14 +364,21 @@ def induced(specs: Mapping[str, Any], budgets: Sequence[int], *, hard_cap_mode: 
         keep[label] = spec
     if not keep:
         return None, notes
-    res = induced_behaviour(keep, [int(b) for b in budgets], questions=default_questions(num_questions), orders=orders,
-                            hard_cap_mode=hard_cap_mode, resolution=resolution, curves=curves)
+    res = induced_behaviour(
+        keep,
+        [int(b) for b in budgets],
+        questions=default_questions(num_questions),
+        orders=orders,
+        hard_cap_mode=hard_cap_mode,
+        resolution=resolution,
+        curves=curves,
+    )
     for label, ns in res.notes.items():
         notes.extend(f"{label}: {n}" for n in ns)
     return res, notes
 
 
-def tuned_config(spec: Any, base: Optional[EnvConfig] = None) -> EnvConfig:
+def tuned_config(spec: Any, base: EnvConfig | None = None) -> EnvConfig:
     """``base`` (default: the project default config) with its ``reward`` set to ``spec``.
 
     Raises:
@@ -336,7 +387,7 @@ def tuned_config(spec: Any, base: Optional[EnvConfig] = None) -> EnvConfig:
             the spec is invalid.
     """
     base = base or EnvConfig()
-    norm = normalize_spec(spec)
+    norm = normalise_spec(spec)
     build_reward(norm, context="env")  # a group reward: a clear ValueError, before the config's
     try:
         return base.replace(reward=norm)
@@ -344,7 +395,7 @@ def tuned_config(spec: Any, base: Optional[EnvConfig] = None) -> EnvConfig:
         raise ValueError(str(exc)) from None
 
 
-def tuned_yaml(spec: Any, base: Optional[EnvConfig] = None) -> str:
+def tuned_yaml(spec: Any, base: EnvConfig | None = None) -> str:
     """YAML of :func:`tuned_config`, with a comment header saying how to use it.
 
     Raises:
@@ -375,7 +426,7 @@ class LabRun:
     label: str
     rescorer: Any
     recorded: dict
-    config: Optional[EnvConfig]
+    config: EnvConfig | None
     total_budget: int
     num_questions: int
     hard_cap_mode: bool
@@ -383,7 +434,9 @@ class LabRun:
     notes: list
 
     @classmethod
-    def from_frame(cls, steps: pd.DataFrame, *, label: str, config: Optional[EnvConfig] = None, notes: Optional[list] = None) -> "LabRun":
+    def from_frame(
+        cls, steps: pd.DataFrame, *, label: str, config: EnvConfig | None = None, notes: list | None = None
+    ) -> LabRun:
         """Prepare a trajectories frame.
 
         Raises:
@@ -396,12 +449,26 @@ class LabRun:
         rs = Rescorer(steps)
         budget = int(pd.to_numeric(steps["total_budget"], errors="coerce").median())
         nq = int(pd.to_numeric(steps["num_questions"], errors="coerce").mode().iloc[0])
-        hard = bool(steps["hard_cap_mode"].iloc[0]) if "hard_cap_mode" in steps.columns else (config.hard_cap_mode if config else True)
+        hard = (
+            bool(steps["hard_cap_mode"].iloc[0])
+            if "hard_cap_mode" in steps.columns
+            else (config.hard_cap_mode if config else True)
+        )
         groups = "group" in steps.columns and steps["group"].notna().any()
-        return cls(label, rs, recorded_spec(config), config, budget, nq, hard, bool(groups), list(notes or []) + list(rs.notes))
+        return cls(
+            label,
+            rs,
+            recorded_spec(config),
+            config,
+            budget,
+            nq,
+            hard,
+            bool(groups),
+            list(notes or []) + list(rs.notes),
+        )
 
     @classmethod
-    def from_path(cls, path: Any) -> "LabRun":
+    def from_path(cls, path: Any) -> LabRun:
         """Load and prepare a run folder.
 
         Raises:
@@ -414,14 +481,18 @@ class LabRun:
         return cls.from_frame(run.steps, label=run.name, config=run.config, notes=run.notes)
 
     @classmethod
-    def synthetic(cls, n_steps: int = 2000, *, seed: int = 0) -> "LabRun":
+    def synthetic(cls, n_steps: int = 2000, *, seed: int = 0) -> LabRun:
         """A synthetic demo run (:func:`workbench.reward_lab.synthetic.synthetic_steps`: seed reward,
         budget 4,000 tokens for 10 questions, GRPO groups of 4, with response texts) for trying the
         lab before any run exists."""
         from workbench.reward_lab.synthetic import synthetic_steps
 
         frame = synthetic_steps(n_steps, group_size=4, with_text=True, seed=seed)
-        return cls.from_frame(frame, label="synthetic demo run", notes=["synthetic run: lengths and verdicts drawn from the default accuracy curve"])
+        return cls.from_frame(
+            frame,
+            label="synthetic demo run",
+            notes=["synthetic run: lengths and verdicts drawn from the default accuracy curve"],
+        )
 
     def describe(self) -> str:
         """One Markdown line: steps, episodes, policies, budget, recorded reward."""
@@ -429,9 +500,12 @@ class LabRun:
         pols = frame["policy"].nunique() if "policy" in frame.columns else 1
         mode = "hard cap" if self.hard_cap_mode else "soft budget"
         groups = ", GRPO groups" if self.has_groups else ""
-        return (f"**{self.label}**: {len(frame):,} steps, {self.rescorer.n_episodes:,} episodes, {pols} "
-                f"polic{'y' if pols == 1 else 'ies'}, budget ~{self.total_budget:,} tokens for {self.num_questions} questions ({mode}{groups}); "
-                f"recorded with `{spec_label(self.recorded)}`.")
+        return (
+            f"**{self.label}**: {len(frame):,} steps, {self.rescorer.n_episodes:,} episodes, {pols} "
+            f"polic{'y' if pols == 1 else 'ies'}, budget ~{self.total_budget:,} tokens for "
+            f"{self.num_questions} questions ({mode}{groups}); "
+            f"recorded with `{spec_label(self.recorded)}`."
+        )
 
     def rescore(self, spec: Any) -> tuple[pd.DataFrame, Any, Any, list]:
         """:func:`rescore_table` of ``spec`` against the recorded reward; group rewards on a run
@@ -445,7 +519,9 @@ class LabRun:
         group_by = None
         if getattr(build_reward(spec, context="rescore"), "is_group", False) and not self.has_groups:
             group_by = ["episode", "step"]
-            notes.append("group reward on a run without GRPO groups: the policies that played the same episode form each group")
+            notes.append(
+                "group reward on a run without GRPO groups: the policies that played the same episode form each group"
+            )
         table, tuned, base = rescore_table(self.rescorer, spec, recorded=self.recorded, group_by=group_by)
         notes.extend(n for n in tuned.notes if n not in notes)
         return table, tuned, base, notes

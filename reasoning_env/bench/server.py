@@ -39,7 +39,8 @@ import sys
 import tempfile
 import time
 import urllib.request
-from typing import Any, Callable, Optional, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 TOKENIZERS = (None, "Qwen/Qwen2.5-0.5B-Instruct", "Qwen/Qwen3-4B")
 #: The throughput target (issue 15): steps/s over 64 sessions, load client included, and p99 latency (ms).
@@ -95,9 +96,9 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def rss_mib(pid: int) -> dict[str, Optional[float]]:
+def rss_mib(pid: int) -> dict[str, float | None]:
     """``{"rss": current, "peak": high-water mark}`` of process ``pid`` in MiB (Linux ``/proc``)."""
-    out: dict[str, Optional[float]] = {"rss": None, "peak": None}
+    out: dict[str, float | None] = {"rss": None, "peak": None}
     try:
         with open(f"/proc/{pid}/status", encoding="ascii") as f:
             for line in f:
@@ -110,7 +111,7 @@ def rss_mib(pid: int) -> dict[str, Optional[float]]:
     return out
 
 
-def cpu_seconds(pid: int) -> Optional[float]:
+def cpu_seconds(pid: int) -> float | None:
     """User + system CPU seconds used so far by process ``pid`` (Linux ``/proc``), or ``None``."""
     try:
         with open(f"/proc/{pid}/stat", encoding="ascii") as f:
@@ -134,7 +135,9 @@ def process_tree(pid: int) -> list[int]:
     return out
 
 
-def start_server(port: int, max_sessions: int, log: Any, timeout_s: float = 180.0, workers: int = 1) -> subprocess.Popen:
+def start_server(
+    port: int, max_sessions: int, log: Any, timeout_s: float = 180.0, workers: int = 1
+) -> subprocess.Popen:
     """Start ``python -m reasoning_env.server`` on ``127.0.0.1:port`` and wait for ``/health``.
 
     Args:
@@ -152,9 +155,22 @@ def start_server(port: int, max_sessions: int, log: Any, timeout_s: float = 180.
     # every load session comes from this one address
     env["REE_MAX_SESSIONS_PER_CLIENT"] = str(max(max_sessions, int(env.get("REE_MAX_SESSIONS_PER_CLIENT", "0") or 0)))
     proc = subprocess.Popen(
-        [sys.executable, "-m", "reasoning_env.server", "--host", "127.0.0.1", "--port", str(port),
-         "--log-level", "warning", "--workers", str(workers)],
-        env=env, stdout=log, stderr=subprocess.STDOUT,
+        [
+            sys.executable,
+            "-m",
+            "reasoning_env.server",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--log-level",
+            "warning",
+            "--workers",
+            str(workers),
+        ],
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
     )
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
@@ -174,8 +190,14 @@ def start_server(port: int, max_sessions: int, log: Any, timeout_s: float = 180.
 
 
 # ------------------------------------------------------------------------------ load
-async def run_load(url: str, questions: dict[str, Any], sessions: int, phases: Sequence[tuple[str, int, float]],
-                   accuracy: float, snapshot: Callable[[], dict[str, Any]]) -> list[dict[str, Any]]:
+async def run_load(
+    url: str,
+    questions: dict[str, Any],
+    sessions: int,
+    phases: Sequence[tuple[str, int, float]],
+    accuracy: float,
+    snapshot: Callable[[], dict[str, Any]],
+) -> list[dict[str, Any]]:
     """Connect ``sessions`` clients, play one warm-up episode on each (not counted), then run
     ``phases`` one after the other: ``(name, episodes, rate)`` plays that many episodes across all
     sessions, as fast as answers come (``rate`` 0) or paced so that all sessions together offer
@@ -191,7 +213,7 @@ async def run_load(url: str, questions: dict[str, Any], sessions: int, phases: S
     clients = [ReasoningEconomicsClient(base_url=url, message_timeout_s=120) for _ in range(sessions)]
     await asyncio.gather(*(c.connect() for c in clients))
 
-    async def play(k: int, episode: int, record: Optional[dict], pacer: Optional[dict]) -> None:
+    async def play(k: int, episode: int, record: dict | None, pacer: dict | None) -> None:
         env, rng = clients[k], random.Random(episode)
         result = await env.reset(seed=episode, tokenizer_name=TOKENIZERS[k % len(TOKENIZERS)])
         while not result.done:
@@ -212,11 +234,18 @@ async def run_load(url: str, questions: dict[str, Any], sessions: int, phases: S
         await asyncio.gather(*(play(k, 10**9 + k, None, None) for k in range(sessions)))
         out, first_episode = [], 0
         for name, episodes, rate in phases:
-            record = {"name": name, "rate": rate, "latencies": [], "steps": 0, "episodes": 0, "right": 0,
-                      "start": snapshot()}
+            record = {
+                "name": name,
+                "rate": rate,
+                "latencies": [],
+                "steps": 0,
+                "episodes": 0,
+                "right": 0,
+                "start": snapshot(),
+            }
             queue = iter(range(first_episode, first_episode + episodes))
 
-            async def worker(k: int) -> None:
+            async def worker(k: int, rate: float = rate, queue=queue, record: dict = record) -> None:
                 pacer = None
                 if rate > 0:  # start the sessions spread over one interval
                     interval = sessions / rate
@@ -271,6 +300,7 @@ def _number(kind: type, low: float, high: float = float("inf")) -> Callable[[str
         if not low <= value <= high:
             raise argparse.ArgumentTypeError(f"{value} is outside [{low:g}, {high:g}]")
         return value
+
     return parse
 
 
@@ -278,20 +308,28 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     """Add this benchmark's options to ``p`` (the ``bench`` dispatcher's protocol)."""
     p.add_argument("--sessions", type=_number(int, 1), default=64, help="concurrent WebSocket sessions (default 64)")
     p.add_argument("--episodes", type=_number(int, 1), default=256, help="episodes N per measured phase (default 256)")
-    p.add_argument("--rate", type=_number(float, 0), default=500.0,
-                   help="steps/s offered in the latency phase (default 500; 0 skips the phase)")
-    p.add_argument("--memory-check", action=argparse.BooleanOptionalAction, default=True,
-                   help="go on to 10 N episodes in all and report the server's memory after N and after 10 N (default on)")
+    p.add_argument(
+        "--rate",
+        type=_number(float, 0),
+        default=500.0,
+        help="steps/s offered in the latency phase (default 500; 0 skips the phase)",
+    )
+    p.add_argument(
+        "--memory-check",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="go on to 10 N episodes in all and report the server's memory after N and after 10 N (default on)",
+    )
     p.add_argument("--accuracy", type=_number(float, 0, 1), default=0.6, help="share of right answers (default 0.6)")
-    p.add_argument("--url", default=None, help="benchmark a running server instead of starting one (no server figures)")
-    p.add_argument("--workers", type=_number(int, 1), default=1, help="server processes (python -m reasoning_env.server --workers N)")
-
-
-def main(argv: Optional[Sequence[str]] = None) -> int:
-    """``python -m reasoning_env.bench server [...]``; prints the JSON report. Returns the exit status."""
-    p = argparse.ArgumentParser(prog="python -m reasoning_env.bench server", description=__doc__.splitlines()[0])
-    add_arguments(p)
-    return run(p.parse_args(argv))
+    p.add_argument(
+        "--url", default=None, help="benchmark a running server instead of starting one (no server figures)"
+    )
+    p.add_argument(
+        "--workers",
+        type=_number(int, 1),
+        default=1,
+        help="server processes (python -m reasoning_env.server --workers N)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -353,7 +391,8 @@ def run(args: argparse.Namespace) -> int:
     }
     tp = report["throughput"]
     report["target"] = {
-        "steps_per_s": TARGET_STEPS_PER_S, "p99_ms": TARGET_P99_MS,
+        "steps_per_s": TARGET_STEPS_PER_S,
+        "p99_ms": TARGET_P99_MS,
         "met": tp["steps_per_s"] >= TARGET_STEPS_PER_S and tp["step_latency_ms"]["p99"] <= TARGET_P99_MS,
         "note": "64 sessions from one load process on the same machine, no think time",
     }
@@ -365,16 +404,14 @@ def run(args: argparse.Namespace) -> int:
             rss[f"after_{10 * n}_episodes"] = by_name["memory"]["end"]["server_rss"]
         rss["peak"] = peak
         report["server_rss_mib"] = rss
-    report.update({
-        "load_average_1min_before": load_before,
-        "cpu_count": os.cpu_count(),
-        "sources": [s.name for s in config.sources],
-        "questions": len(questions),
-        "client": "ReasoningEconomicsClient (async), one process on the same machine",
-    })
+    report.update(
+        {
+            "load_average_1min_before": load_before,
+            "cpu_count": os.cpu_count(),
+            "sources": [s.name for s in config.sources],
+            "questions": len(questions),
+            "client": "ReasoningEconomicsClient (async), one process on the same machine",
+        }
+    )
     print(json.dumps(report, indent=2))
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,9 +1,9 @@
 """Benchmark: lockstep batched rollouts vs one episode at a time, same model, same episodes.
 
-    python -m training.bench_rollout                       # tiny CPU model, 8 episodes, JSON out
-    python -m training.bench_rollout --repeats 5           # repeat, report the spread
-    python -m training.bench_rollout --model Qwen/Qwen2.5-0.5B-Instruct --episodes 16 --config env.yaml
-    python -m training.bench_rollout --check               # exit 1 unless >= 5x fewer calls and >= 3x faster
+    python -m training.bench rollout                       # tiny CPU model, 8 episodes, JSON out
+    python -m training.bench rollout --repeats 5           # repeat, report the spread
+    python -m training.bench rollout --model Qwen/Qwen2.5-0.5B-Instruct --episodes 16 --config env.yaml
+    python -m training.bench rollout --check               # exit 1 unless >= 5x fewer calls and >= 3x faster
 
 Both modes play the same episode seeds (groups of ``--group_size`` members sharing a seed, as in
 GRPO) with the ``transformers`` backend, in two cases:
@@ -34,27 +34,31 @@ import os
 import statistics
 import sys
 import time
-from typing import Optional
 
 BENCH_ENV = {"sources": ["reasoning_gym"], "num_questions": 3, "max_tokens_per_step": 16}
 CASES = ("fixed", "stop_token")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m training.bench_rollout", description=__doc__.splitlines()[0],
-                                formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """Add this benchmark's options to ``p`` (the :mod:`training.bench` protocol)."""
+    p.formatter_class = argparse.ArgumentDefaultsHelpFormatter
     p.add_argument("--model", default="tiny", help="'tiny' (random 2-layer Qwen2) or a Hub id / local folder.")
-    p.add_argument("--config", default=None, help="Environment YAML; default: 3 reasoning-gym questions, 16 tokens per turn.")
+    p.add_argument(
+        "--config", default=None, help="Environment YAML; default: 3 reasoning-gym questions, 16 tokens per turn."
+    )
     p.add_argument("--episodes", type=int, default=8, help="Episodes per mode.")
     p.add_argument("--group_size", type=int, default=2, help="Members per seed (GRPO group).")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--repeats", type=int, default=3, help="Runs per mode and case (median reported, spread too).")
     p.add_argument("--max_episode_tokens", type=int, default=4096)
-    p.add_argument("--threads", type=int, default=1,
-                   help="torch CPU threads (1: on a shared machine more threads spin against other jobs; 0 = torch's default).")
+    p.add_argument(
+        "--threads",
+        type=int,
+        default=1,
+        help="torch CPU threads (1: on a shared machine more threads spin against other jobs; 0 = torch's default).",
+    )
     p.add_argument("--device", default=None, help="cpu / cuda (default: cuda when available).")
     p.add_argument("--check", action="store_true", help="Exit 1 unless call_ratio >= 5 and speedup >= 3.")
-    return p
 
 
 def stop_length(context: list[int], turn_mark: int, longest: int) -> int:
@@ -92,14 +96,14 @@ def stop_token_processors(eos_id: int, turn_mark: int, longest: int):
     return make
 
 
-def _load_average() -> Optional[float]:
+def _load_average() -> float | None:
     try:
         return round(os.getloadavg()[0], 2)
     except OSError:
         return None
 
 
-def run(args: argparse.Namespace) -> dict:
+def measure(args: argparse.Namespace) -> dict:
     """Run the benchmark and return the JSON-ready result (see the module docstring)."""
     import torch
 
@@ -123,19 +127,39 @@ def run(args: argparse.Namespace) -> dict:
     stop_id = vocab.get("<|im_end|>", eos[0])
     turn_mark = vocab.get("<|im_start|>", stop_id)
     backends = {
-        "fixed": TransformersBackend(model=model, pad_token_id=policy.tokenizer.pad_token_id, eos_ids=eos, device=device),
-        "stop_token": TransformersBackend(model=model, pad_token_id=policy.tokenizer.pad_token_id, eos_ids=eos, device=device,
-                                          extra_processors=stop_token_processors(stop_id, turn_mark, cfg.max_tokens_per_step)),
+        "fixed": TransformersBackend(
+            model=model, pad_token_id=policy.tokenizer.pad_token_id, eos_ids=eos, device=device
+        ),
+        "stop_token": TransformersBackend(
+            model=model,
+            pad_token_id=policy.tokenizer.pad_token_id,
+            eos_ids=eos,
+            device=device,
+            extra_processors=stop_token_processors(stop_id, turn_mark, cfg.max_tokens_per_step),
+        ),
     }
-    runners = {case: EpisodeRunner(b, InProcessEnvFactory(cfg), ChatFormat(policy.tokenizer),
-                                   limits=RolloutLimits(max_episode_tokens=args.max_episode_tokens,
-                                                        tokenizer_name=policy.tokenizer_name),
-                                   run_id="bench", policy="bench") for case, b in backends.items()}
+    runners = {
+        case: EpisodeRunner(
+            b,
+            InProcessEnvFactory(cfg),
+            ChatFormat(policy.tokenizer),
+            limits=RolloutLimits(max_episode_tokens=args.max_episode_tokens, tokenizer_name=policy.tokenizer_name),
+            run_id="bench",
+            policy="bench",
+        )
+        for case, b in backends.items()
+    }
     n_groups = max(1, args.episodes // args.group_size)
     seeds = episode_seeds(n_groups, args.seed)
-    specs = [EpisodeSpec(seed=seeds[i // args.group_size], group=i // args.group_size,
-                         member=i % args.group_size, episode=i // args.group_size)
-             for i in range(n_groups * args.group_size)]
+    specs = [
+        EpisodeSpec(
+            seed=seeds[i // args.group_size],
+            group=i // args.group_size,
+            member=i % args.group_size,
+            episode=i // args.group_size,
+        )
+        for i in range(n_groups * args.group_size)
+    ]
 
     for runner in runners.values():  # warm-up: pools, tokenizer, first forward pass
         runner.play_lockstep(specs[:1])
@@ -153,16 +177,18 @@ def run(args: argparse.Namespace) -> dict:
                 seconds = time.perf_counter() - t0
                 after = backend.stats.as_dict()
                 questions[(case, mode)] = [[s.question_id for s in tr.steps] for tr in traces]
-                results[(case, mode)].append({
-                    "seconds": seconds,
-                    "generate_calls": after["calls"] - before["calls"],
-                    "generate_seconds": after["seconds"] - before["seconds"],
-                    "tokens": after["tokens"] - before["tokens"],
-                    "decode_slots": after["decode_slots"] - before["decode_slots"],
-                    "model_tokens": sum(tr.model_tokens for tr in traces),
-                    "env_steps": sum(tr.num_steps for tr in traces),
-                    "turn_lengths": [t.end - t.start for tr in traces for t in tr.turns],
-                })
+                results[(case, mode)].append(
+                    {
+                        "seconds": seconds,
+                        "generate_calls": after["calls"] - before["calls"],
+                        "generate_seconds": after["seconds"] - before["seconds"],
+                        "tokens": after["tokens"] - before["tokens"],
+                        "decode_slots": after["decode_slots"] - before["decode_slots"],
+                        "model_tokens": sum(tr.model_tokens for tr in traces),
+                        "env_steps": sum(tr.num_steps for tr in traces),
+                        "turn_lengths": [t.end - t.start for tr in traces for t in tr.turns],
+                    }
+                )
 
     def summarise(rows: list[dict]) -> dict:
         secs = statistics.median(r["seconds"] for r in rows)
@@ -183,7 +209,7 @@ def run(args: argparse.Namespace) -> dict:
     def case_result(case: str) -> dict:
         lock_rows, seq_rows = results[(case, "lockstep")], results[(case, "sequential")]
         lock, seq = summarise(lock_rows), summarise(seq_rows)
-        ratios = [s["seconds"] / l["seconds"] for s, l in zip(seq_rows, lock_rows)]
+        ratios = [s["seconds"] / lk["seconds"] for s, lk in zip(seq_rows, lock_rows)]
         same = questions[(case, "lockstep")] == questions[(case, "sequential")]
         return {
             "lockstep": lock,
@@ -218,18 +244,28 @@ def run(args: argparse.Namespace) -> dict:
     }
 
 
-def main(argv: Optional[list[str]] = None) -> int:
-    args = build_parser().parse_args(argv)
+def run(args: argparse.Namespace) -> int:
+    """Measure (see :func:`add_arguments` for ``args``), print the JSON result; returns the exit
+    status (1 when ``--check`` fails, 2 for bad options)."""
     if args.repeats < 1 or args.episodes < 1:
         print("error: --repeats and --episodes must be >= 1", file=sys.stderr)
         return 2
-    result = run(args)
+    result = measure(args)
     print(json.dumps(result, indent=2))
     if args.check and (result["call_ratio"] < 5 or result["speedup"] < 3):
-        print(f"check failed: call_ratio {result['call_ratio']} (need >= 5), speedup {result['speedup']} (need >= 3)",
-              file=sys.stderr)
+        print(
+            f"check failed: call_ratio {result['call_ratio']} (need >= 5), speedup {result['speedup']} (need >= 3)",
+            file=sys.stderr,
+        )
         return 1
     return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m training.bench rollout [options]`` with ``argv`` as the options; returns the exit status."""
+    from training.bench import main as bench_main
+
+    return bench_main(["rollout", *(sys.argv[1:] if argv is None else argv)])
 
 
 if __name__ == "__main__":

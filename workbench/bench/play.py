@@ -1,4 +1,4 @@
-"""Benchmark of the Play tab's typed-answer latency: ``python -m workbench.bench_play [options]``.
+"""Benchmark of the Play tab's typed-answer latency: ``python -m workbench.bench play [options]``.
 
 A typed answer goes through three layers, each timed separately (milliseconds per answer):
 
@@ -28,7 +28,7 @@ import sys
 import tempfile
 import threading
 import time
-from typing import Callable, Optional, Sequence
+from collections.abc import Callable, Sequence
 
 ANSWER = "Let me think. 3 + 4 = 7, so the answer is \\boxed{7}."
 FORM = (["metamathqa", "numina_tir"], "tokenizer_native", 4, "", "Qwen/Qwen2.5-0.5B-Instruct", "0", True, 10, "")
@@ -47,7 +47,14 @@ def _form(seed: int) -> tuple:
 def _summary(times_s: Sequence[float]) -> dict:
     ms = sorted(1000 * t for t in times_s)
     q = statistics.quantiles(ms, n=10) if len(ms) >= 2 else [ms[0]] * 9
-    return {"n": len(ms), "median_ms": statistics.median(ms), "p10_ms": q[0], "p90_ms": q[-1], "min_ms": ms[0], "max_ms": ms[-1]}
+    return {
+        "n": len(ms),
+        "median_ms": statistics.median(ms),
+        "p10_ms": q[0],
+        "p90_ms": q[-1],
+        "min_ms": ms[0],
+        "max_ms": ms[-1],
+    }
 
 
 def bench_handler(answers: int, repeats: int) -> list[float]:
@@ -81,10 +88,12 @@ class _App:
             port = s.getsockname()[1]
         self.url = f"http://127.0.0.1:{port}/"
         app = create_app(None, runs_root=tempfile.mkdtemp(prefix="bench-play-runs-"), environ={})
-        self.server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on"))
+        self.server = uvicorn.Server(
+            uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on")
+        )
         self.thread = threading.Thread(target=self.server.run, daemon=True)
 
-    def __enter__(self) -> "_App":
+    def __enter__(self) -> _App:
         import httpx
 
         self.thread.start()
@@ -150,8 +159,11 @@ def bench_browser(app: _App, answers: int, repeats: int) -> tuple[list[float], l
             for rep in range(repeats):
                 page.get_by_label("Seed", exact=True).fill(str(rep))
                 page.click("#ree-reset")
-                page.wait_for_function("document.querySelector('#ree-question')?.innerText.includes('Question 1 of') && "
-                                       "document.querySelector('#ree-verdict')?.innerText.includes('No answer yet')", timeout=120_000)
+                page.wait_for_function(
+                    "document.querySelector('#ree-question')?.innerText.includes('Question 1 of') && "
+                    "document.querySelector('#ree-verdict')?.innerText.includes('No answer yet')",
+                    timeout=120_000,
+                )
                 page.get_by_role("tab", name="Answer it yourself").click()
                 for k in range(1, answers + 1):
                     page.fill("#ree-response textarea", ANSWER)
@@ -168,14 +180,14 @@ def bench_browser(app: _App, answers: int, repeats: int) -> tuple[list[float], l
     return out, charts
 
 
-def _load() -> Optional[tuple[float, float, float]]:
+def _load() -> tuple[float, float, float] | None:
     try:
         return os.getloadavg()
     except OSError:
         return None
 
 
-def run(layers: Sequence[str], answers: int, repeats: int) -> dict:
+def measure(layers: Sequence[str], answers: int, repeats: int) -> dict:
     """Time the chosen layers; returns ``{"load_before", "load_after", layer: summary...}``."""
     result: dict = {"load_before": _load(), "answers": answers, "repeats": repeats}
     if "handler" in layers:
@@ -196,35 +208,55 @@ def run(layers: Sequence[str], answers: int, repeats: int) -> dict:
 
 def _print(result: dict, emit: Callable[[str], None] = print) -> None:
     lb, la = result["load_before"], result["load_after"]
-    emit(f"typed answer in Play: {result['repeats']} episodes x {result['answers']} answers; "
-         f"load average {lb[0]:.2f} before, {la[0]:.2f} after" if lb and la else "typed answer in Play")
+    emit(
+        f"typed answer in Play: {result['repeats']} episodes x {result['answers']} answers; "
+        f"load average {lb[0]:.2f} before, {la[0]:.2f} after"
+        if lb and la
+        else "typed answer in Play"
+    )
     for layer in _ROWS:
         s = result.get(layer)
         if isinstance(s, dict):
-            emit(f"  {layer:8s} median {s['median_ms']:7.1f} ms   p10-p90 {s['p10_ms']:7.1f}-{s['p90_ms']:7.1f}   "
-                 f"min {s['min_ms']:7.1f}   max {s['max_ms']:7.1f}   (n={s['n']})")
+            emit(
+                f"  {layer:8s} median {s['median_ms']:7.1f} ms   p10-p90 {s['p10_ms']:7.1f}-{s['p90_ms']:7.1f}   "
+                f"min {s['min_ms']:7.1f}   max {s['max_ms']:7.1f}   (n={s['n']})"
+            )
         elif s is not None:
             emit(f"  {layer:8s} {s}")
 
 
-def main(argv: Optional[Sequence[str]] = None) -> int:
-    """Command line; returns the exit status."""
-    parser = argparse.ArgumentParser(prog="python -m workbench.bench_play", description=__doc__.splitlines()[0])
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add this benchmark's options to ``parser`` (the :mod:`workbench.bench` protocol)."""
     parser.add_argument("--layers", default=",".join(LAYERS), help=f"comma list of {', '.join(LAYERS)} (default: all)")
     parser.add_argument("--answers", type=int, default=8, help="typed answers per episode (1-9; default 8)")
     parser.add_argument("--repeats", type=int, default=3, help="episodes (default 3)")
     parser.add_argument("--json", dest="json_path", help="also write the figures to this JSON file")
-    args = parser.parse_args(argv)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Measure the chosen layers (see :func:`add_arguments`), print the figures; returns the exit
+    status (2 for bad options)."""
     layers = [x.strip() for x in args.layers.split(",") if x.strip()]
     bad = sorted(set(layers) - set(LAYERS))
     if bad or not 1 <= args.answers <= 9 or args.repeats < 1:
-        parser.error(f"--layers from {list(LAYERS)}, --answers 1-9, --repeats >= 1 (got layers {bad or layers})")
-    result = run(layers, args.answers, args.repeats)
+        print(
+            f"error: --layers from {list(LAYERS)}, --answers 1-9, --repeats >= 1 (got layers {bad or layers})",
+            file=sys.stderr,
+        )
+        return 2
+    result = measure(layers, args.answers, args.repeats)
     _print(result)
     if args.json_path:
         with open(args.json_path, "w", encoding="utf-8") as fh:
             json.dump(result, fh, indent=2)
     return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m workbench.bench play [options]`` with ``argv`` as the options; returns the exit status."""
+    from workbench.bench import main as bench_main
+
+    return bench_main(["play", *(sys.argv[1:] if argv is None else argv)])
 
 
 if __name__ == "__main__":

@@ -37,20 +37,34 @@ EPISODE_SIZE = 10
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """Options of the ``steps`` subcommand."""
-    p.add_argument("--data-dir", default=str(Path("..") / "shared" / "data"),
-                   help="folder with math500_test.jsonl and gsm8k_test.jsonl (default ../shared/data)")
+    p.add_argument(
+        "--data-dir",
+        default=str(Path("..") / "shared" / "data"),
+        help="folder with math500_test.jsonl and gsm8k_test.jsonl (default ../shared/data)",
+    )
     p.add_argument("--n", type=int, default=400, help="number of steps (half MATH-500, half GSM8K)")
     p.add_argument("--mode", choices=("right", "wrong"), default="right")
-    p.add_argument("--tokenizer", default=None,
-                   help="tokenizer (default: <data-dir>/qwen2.5_tokenizer if present, else Qwen/Qwen2.5-0.5B-Instruct)")
+    p.add_argument(
+        "--tokenizer",
+        default=None,
+        help="tokenizer (default: <data-dir>/qwen2.5_tokenizer if present, else Qwen/Qwen2.5-0.5B-Instruct)",
+    )
     p.add_argument("--timeout-s", type=float, default=2.0, help="grading time limit per step (seconds)")
     p.add_argument("--no-pin", action="store_true", help="do not pin the process to one CPU core")
-    p.add_argument("--grader", choices=("ours", "math-verify", "naive"), default="ours",
-                   help="grader to time: ours (default), math-verify used directly (in-process, its "
-                        "default configs and signal timeouts), or a naive regex grader (for scale)")
-    p.add_argument("--repeat", type=int, default=3,
-                   help="time the whole set this many times and report the fastest pass (as timeit does; "
-                        "other passes' rates are listed in runs_steps_per_s)")
+    p.add_argument(
+        "--grader",
+        choices=("ours", "math-verify", "naive"),
+        default="ours",
+        help="grader to time: ours (default), math-verify used directly (in-process, its "
+        "default configs and signal timeouts), or a naive regex grader (for scale)",
+    )
+    p.add_argument(
+        "--repeat",
+        type=int,
+        default=3,
+        help="time the whole set this many times and report the fastest pass (as timeit does; "
+        "other passes' rates are listed in runs_steps_per_s)",
+    )
 
 
 def gsm8k_boxed(answer: str) -> str:
@@ -221,7 +235,7 @@ def run(args: argparse.Namespace) -> int:
     from reasoning_env.config import EnvConfig
     from reasoning_env.env import ReasoningEconomicsEnv
     from reasoning_env.grading import Grader
-    from reasoning_env.models import ReasonBudgetAction
+    from reasoning_env.models import ReasoningEconomicsAction
     from reasoning_env.sources import PoolSet
 
     if args.n < 1:
@@ -244,20 +258,25 @@ def run(args: argparse.Namespace) -> int:
     grader.prepare_golds(q.gold_answer for q, _ in cases)  # load time: parse every gold once
     grader.warm_up(wait_s=60.0)
     config = EnvConfig(
-        sources=["math500", "gsm8k"], data_dir=data_dir, hard_cap_mode=False,
-        num_questions=EPISODE_SIZE, tokenizer_name=tokenizer,
+        sources=["math500", "gsm8k"],
+        data_dir=data_dir,
+        hard_cap_mode=False,
+        num_questions=EPISODE_SIZE,
+        tokenizer_name=tokenizer,
     )
     envs = []
     for k in range(0, len(cases), EPISODE_SIZE):
-        chunk = tuple(q for q, _ in cases[k:k + EPISODE_SIZE])
-        env = ReasoningEconomicsEnv(config.replace(num_questions=len(chunk)), pools=PoolSet(pools={"bench": chunk}), grader=grader)
+        chunk = tuple(q for q, _ in cases[k : k + EPISODE_SIZE])
+        env = ReasoningEconomicsEnv(
+            config.replace(num_questions=len(chunk)), pools=PoolSet(pools={"bench": chunk}), grader=grader
+        )
         envs.append(env)
     pinned = None
     if not args.no_pin and hasattr(os, "sched_setaffinity"):
         pinned = _idlest_cpu(sorted(os.sched_getaffinity(0)))
         os.sched_setaffinity(0, {pinned})
 
-    passes = [_timed_pass(envs, by_id, ReasonBudgetAction) for _ in range(max(1, args.repeat))]
+    passes = [_timed_pass(envs, by_id, ReasoningEconomicsAction) for _ in range(max(1, args.repeat))]
     best = max(passes, key=lambda p: p["steps_per_s"])
     out: dict[str, Any] = {
         "steps": best["steps"],

@@ -52,13 +52,21 @@ for line in sys.stdin:
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """Options of the ``cases`` subcommand."""
-    p.add_argument("--cases", default=str(Path("..") / "shared" / "cases" / "grading_cases.jsonl"),
-                   help="JSONL with id, response, ground_truth, expected (default ../shared/cases/grading_cases.jsonl)")
+    p.add_argument(
+        "--cases",
+        default=str(Path("..") / "shared" / "cases" / "grading_cases.jsonl"),
+        help="JSONL with id, response, ground_truth, expected (default ../shared/cases/grading_cases.jsonl)",
+    )
     p.add_argument("--hang-s", type=float, default=20.0, help="seconds after which math-verify counts as hung")
     p.add_argument("--timeout-s", type=float, default=2.0, help="our grader's time limit (seconds)")
-    p.add_argument("--worst-case", action="store_true",
-                   help="time our grader alone on the built-in hostile / slow cases (WORST_CASES) instead")
-    p.add_argument("--repeat", type=int, default=3, help="with --worst-case: grades per case (the slowest is reported)")
+    p.add_argument(
+        "--worst-case",
+        action="store_true",
+        help="time our grader alone on the built-in hostile / slow cases (WORST_CASES) instead",
+    )
+    p.add_argument(
+        "--repeat", type=int, default=3, help="with --worst-case: grades per case (the slowest is reported)"
+    )
 
 
 def _worst_cases() -> list:
@@ -80,12 +88,22 @@ def _worst_cases() -> list:
         ("sum-symbolic-cubes", r"\boxed{\sum_{k=1}^{n} k^3}", r"\frac{n^2(n+1)^2}{4}"),
         ("prod-1000-ratios", r"\boxed{\prod_{k=1}^{1000} \frac{k+1}{k}}", "1001"),
         ("prod-100-one-minus", r"\boxed{\prod_{k=2}^{100} \left(1-\frac{1}{k^2}\right)}", r"\frac{101}{200}"),
-        ("sum-long-body", r"\boxed{\sum_{k=1}^{500} \left(" + "+".join(f"\\frac{{k^{i}}}{{{i + 1}}}" for i in range(12)) + r"\right)}", "7"),
+        (
+            "sum-long-body",
+            r"\boxed{\sum_{k=1}^{500} \left("
+            + "+".join(f"\\frac{{k^{i}}}{{{i + 1}}}" for i in range(12))
+            + r"\right)}",
+            "7",
+        ),
     ]
     hostile = [
         ("tower-minus-tower", r"\boxed{9^{9^{9^9}} - 9^{9^{9^9}}}", "0"),
         ("tower-vs-9", r"\boxed{9^{9^{9^9}}}", "9"),
-        ("tower-5-fraction", r"\boxed{\dfrac{5^{\left(5^{\left(5^{\left(5^5\right)}\right)} - 4\right)} - 5}{16}}", r"\frac{5^{3125}-5}{16}"),
+        (
+            "tower-5-fraction",
+            r"\boxed{\dfrac{5^{\left(5^{\left(5^{\left(5^5\right)}\right)} - 4\right)} - 5}{16}}",
+            r"\frac{5^{3125}-5}{16}",
+        ),
         ("factorial-googol", r"\boxed{(10^{100})!}", "5"),
         ("factorial-million", r"\boxed{1000000!}", "5"),
         ("power-1e10", r"\boxed{10^{10^{10}}}", "5"),
@@ -99,11 +117,34 @@ def _worst_cases() -> list:
         ("300-nested-fractions", r"\boxed{" + r"\frac{1}{" * 300 + "2" + "}" * 300 + "}", "1"),
         ("100k-unclosed-boxes", "\\boxed{" * 100_000, "1"),
         ("abs-of-variable", r"\boxed{|x|}", "x"),
-        ("payload-open", r"\boxed{[open('pwned_by_grader.txt','w').close()]}", r"\begin{pmatrix} 1 \\ 2 \end{pmatrix}"),
+        (
+            "payload-open",
+            r"\boxed{[open('pwned_by_grader.txt','w').close()]}",
+            r"\begin{pmatrix} 1 \\ 2 \end{pmatrix}",
+        ),
         ("payload-import", r"\boxed{__import__('os').system('touch pwned_by_grader.txt')}", "0"),
         ("garbage-gold", r"\boxed{92.5857658508735}", "{@Neillier 1276915 4951077 ,5_GENE"),
     ]
-    return sums + hostile
+    # found by red-teaming issue 14 (docs/grading.md, Safety): each took 0.8 s to forever
+    redteam = [
+        ("prod-3000-series", r"\boxed{\prod_{k=1}^{3000} \sum_{n=1}^{\infty} \frac{1}{n^2}}", "5"),
+        ("sum-5000x5000-series", r"\boxed{\sum_{a=1}^{5000}\sum_{b=1}^{5000}\sum_{n=1}^{\infty}\frac{1}{n^2}}", "5"),
+        ("sum-5000-factorials", r"\boxed{\sum_{k=1}^{5000} k!}", "5"),
+        ("sum-5000-k-to-the-5000", r"\boxed{\sum_{k=1}^{5000} k^{5000}}", "5"),
+        ("sum-6000-binomials", r"\boxed{\sum_{k=1}^{6000} \binom{6000}{k}}", r"2^{6000}-1"),
+        ("sum-30000-sines", r"\boxed{\sum_{k=1}^{30000} \sin(k)}", "0"),
+        ("sum-20000-powers-of-x", r"\boxed{\sum_{k=1}^{20000} x^k}", r"\frac{x^{20001}-x}{x-1}"),
+        ("series-complex-factorial", r"\boxed{\sum_{n=1}^{\infty} \frac{8}{n^4} \cdot 10^{25}(i)!}", "5"),
+        (
+            "boxes-of-long-sums",
+            "So "
+            + ", ".join(rf"\boxed{{\sum_{{{k}=1}}^{{1000}} (\sin^2 {k} + \cos^2 {k})}}" for k in "jkmnpqrs")
+            + ".",
+            "1000",
+        ),
+        ("100k-closing-sentences", "Final Answer: 12" + ". a" * 50_000 + " 5", "12"),
+    ]
+    return sums + hostile + redteam
 
 
 def run_worst_case(args: argparse.Namespace) -> int:
@@ -124,8 +165,15 @@ def run_worst_case(args: argparse.Namespace) -> int:
                     t0 = time.perf_counter()
                     result = grader.grade(response, gold)
                     times.append(time.perf_counter() - t0)
-                rows.append({"id": case_id, "max_s": round(max(times), 4), "min_s": round(min(times), 4),
-                             "reason": result.reason, "correct": result.correct})
+                rows.append(
+                    {
+                        "id": case_id,
+                        "max_s": round(max(times), 4),
+                        "min_s": round(min(times), 4),
+                        "reason": result.reason,
+                        "correct": result.correct,
+                    }
+                )
             executed = os.path.exists(MARKER)
         finally:
             os.chdir(cwd)
@@ -152,8 +200,13 @@ class _MathVerifyRunner:
 
     def _start(self) -> None:
         self.proc = subprocess.Popen(
-            [sys.executable, "-c", _RUNNER], cwd=self.workdir, stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, bufsize=1,
+            [sys.executable, "-c", _RUNNER],
+            cwd=self.workdir,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+            bufsize=1,
         )
 
     def verdict(self, response: str, gold: str, hang_s: float):
@@ -231,13 +284,20 @@ def run(args: argparse.Namespace) -> int:
     out = {
         "cases": n,
         "ours": {
-            "correct": n - len(ours_wrong), "accuracy": round((n - len(ours_wrong)) / n, 4),
-            "wrong": ours_wrong, "executed_code": ours_exec, "total_s": round(ours_time, 2),
+            "correct": n - len(ours_wrong),
+            "accuracy": round((n - len(ours_wrong)) / n, 4),
+            "wrong": ours_wrong,
+            "executed_code": ours_exec,
+            "total_s": round(ours_time, 2),
             "slowest": [[cid, round(t, 4), reason] for t, cid, reason in sorted(ours_times, reverse=True)[:5]],
         },
         "math_verify": {
-            "correct": n - len(mv_wrong), "accuracy": round((n - len(mv_wrong)) / n, 4),
-            "wrong": mv_wrong, "hung": mv_hung, "executed_code": mv_exec, "total_s": round(mv_time, 2),
+            "correct": n - len(mv_wrong),
+            "accuracy": round((n - len(mv_wrong)) / n, 4),
+            "wrong": mv_wrong,
+            "hung": mv_hung,
+            "executed_code": mv_exec,
+            "total_s": round(mv_time, 2),
         },
     }
     print(json.dumps(out))

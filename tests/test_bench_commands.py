@@ -1,0 +1,51 @@
+"""The benchmark commands: one package per group (reasoning_env.bench, workbench.bench,
+training.bench), the same dispatcher, every documented command reachable."""
+
+from __future__ import annotations
+
+import importlib
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from reasoning_env import bench as env_bench
+from training import bench as training_bench
+from workbench import bench as workbench_bench
+
+REPO = Path(__file__).resolve().parents[1]
+GROUPS = {"reasoning_env.bench": env_bench, "workbench.bench": workbench_bench, "training.bench": training_bench}
+COMMANDS = [(group, name) for group, pkg in GROUPS.items() for name in pkg.SUBCOMMANDS]
+
+
+def test_the_documented_commands_are_registered():
+    assert set(env_bench.SUBCOMMANDS) == {"steps", "cases", "server"}
+    assert set(workbench_bench.SUBCOMMANDS) == {"play"}
+    assert set(training_bench.SUBCOMMANDS) == {"rollout"}
+    readme = (REPO / "README.md").read_text()
+    for group, name in COMMANDS:
+        assert f"python -m {group} {name}" in readme, (group, name)
+
+
+@pytest.mark.parametrize(("group", "name"), COMMANDS)
+def test_each_benchmark_module_follows_the_protocol(group, name):
+    module_path, help_text = GROUPS[group].SUBCOMMANDS[name]
+    assert module_path.startswith(group + ".") and help_text
+    module = importlib.import_module(module_path)
+    assert callable(module.add_arguments) and callable(module.run)
+
+
+@pytest.mark.parametrize(("group", "name"), COMMANDS)
+def test_python_dash_m_reaches_each_benchmark(group, name):
+    out = subprocess.run(
+        [sys.executable, "-m", group, name, "--help"], cwd=REPO, capture_output=True, text=True, timeout=300
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.startswith(f"usage: python -m {group} {name}")
+
+
+def test_an_unknown_command_is_a_usage_error_naming_the_commands(capsys):
+    with pytest.raises(SystemExit) as info:
+        env_bench.main(["nope"])
+    assert info.value.code == 2 and "choose from 'steps', 'cases', 'server'" in capsys.readouterr().err

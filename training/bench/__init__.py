@@ -1,0 +1,29 @@
+"""Benchmarks of training: ``python -m training.bench <command> [options]``.
+
+- ``rollout``: lockstep batched rollouts vs one episode at a time, same model, same episodes
+  (:mod:`.rollout`).
+
+Same protocol as :mod:`reasoning_env.bench` (one module per benchmark with ``add_arguments`` and
+``run``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from reasoning_env.bench import main as _main
+
+__all__ = ["SUBCOMMANDS", "main"]
+
+#: Command -> (module path, one-line help).
+SUBCOMMANDS = {
+    "rollout": (
+        "training.bench.rollout",
+        "lockstep vs one-episode-at-a-time GRPO rollouts (with stop-token stragglers)",
+    ),
+}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run one training benchmark (``[command, options...]``); returns its exit status."""
+    return _main(argv, prog="python -m training.bench", subcommands=SUBCOMMANDS, description=__doc__.splitlines()[0])

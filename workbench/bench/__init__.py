@@ -1,0 +1,26 @@
+"""Benchmarks of the workbench: ``python -m workbench.bench <command> [options]``.
+
+- ``play``: the Play tab's typed-answer latency, in the handler, through the API and in a
+  headless browser (:mod:`.play`).
+
+Same protocol as :mod:`reasoning_env.bench` (one module per benchmark with ``add_arguments`` and
+``run``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from reasoning_env.bench import main as _main
+
+__all__ = ["SUBCOMMANDS", "main"]
+
+#: Command -> (module path, one-line help).
+SUBCOMMANDS = {
+    "play": ("workbench.bench.play", "typed-answer latency in the Play tab: handler, API and browser"),
+}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run one workbench benchmark (``[command, options...]``); returns its exit status."""
+    return _main(argv, prog="python -m workbench.bench", subcommands=SUBCOMMANDS, description=__doc__.splitlines()[0])
