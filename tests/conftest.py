@@ -43,6 +43,29 @@ def pytest_xdist_auto_num_workers(config) -> int:
     return max(1, min(MAX_WORKERS, cpus))
 
 
+@pytest.hookimpl(wrapper=True)
+def pytest_collection_modifyitems(config, items):
+    """Keep ``--dist loadgroup`` grouping on pytest 9.2: pytest-xdist 3.8 marks an ``xdist_group``
+    test by appending ``@<group>`` to ``item._nodeid``, which pytest 9.2 no longer reads (node ids
+    come from ``item._id``), so groups were silently ignored and each worker built the shared module
+    fixtures again (pytest-dev/pytest-xdist#1386). Carry the suffix over; a no-op where xdist's mark
+    took effect, or without xdist. In workers, also start the slow single tests first."""
+    result = yield
+    for item in items:
+        legacy = item.__dict__.get("_nodeid")
+        if legacy and "@" in legacy and legacy != item.nodeid:
+            from _pytest.nodeid import NodeId
+
+            item._id = NodeId.parse(legacy)
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        # In parallel workers, slow tests outside a group start first (the scheduler sends groups first, then
+        # single tests in this order), so that no long test is left for the end while the other worker idles.
+        items[:] = sorted(
+            items, key=lambda it: not (it.get_closest_marker("slow") and not it.get_closest_marker("xdist_group"))
+        )
+    return result
+
+
 def shared_data_or_skip() -> Path:
     """``../shared/data`` or a skip with the reason."""
     if not (SHARED_DATA / "gsm8k_test.jsonl").is_file() or not (SHARED_DATA / "math500_test.jsonl").is_file():

@@ -12,10 +12,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-# its tests share a two-process torchrun training run (module fixture, ~45 s): one worker runs them all (pytest-xdist
-# --dist loadgroup)
-pytestmark = pytest.mark.xdist_group("test_training_multiprocess")
-
 REPO = Path(__file__).resolve().parents[1]
 
 
