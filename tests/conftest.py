@@ -1,4 +1,5 @@
-"""Shared fixtures: paths to ../shared (skipped cleanly when absent) and small configs."""
+"""Shared fixtures: paths to ../shared (skipped cleanly when absent) and small configs; how many
+parallel workers ``-n auto`` (pyproject's ``addopts``) starts."""
 
 from __future__ import annotations
 
@@ -16,6 +17,53 @@ FIXTURES = Path(__file__).resolve().parent / "fixtures"
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+
+#: Most workers ``-n auto`` starts: the suite's big tests start servers, browsers, notebook kernels and
+#: training processes of their own, and each worker holds up to ~1.5 GB.
+MAX_WORKERS = 4
+
+
+@pytest.hookimpl(optionalhook=True)  # (a hook of pytest-xdist: absent where it is not installed)
+def pytest_xdist_auto_num_workers(config) -> int:
+    """``-n auto``: one worker per CPU this process may use (2 on a 2-core CI machine), at most
+    :data:`MAX_WORKERS`, for the suite or a folder of it; none (tests run in this process) when the
+    command line names test files or tests, where starting workers (each imports the stack and
+    builds the modules' fixtures again) costs more than it saves: measured here, one file ran 1.2
+    to 1.6 times slower with 2 workers. ``-n N`` on the command line overrides it, ``-n 0`` turns
+    workers off."""
+    import os
+
+    if any(a.split("::")[0].endswith(".py") for a in config.args):
+        return 0
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        cpus = os.cpu_count() or 1
+    return max(1, min(MAX_WORKERS, cpus))
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_collection_modifyitems(config, items):
+    """Keep ``--dist loadgroup`` grouping on pytest 9.2: pytest-xdist 3.8 marks an ``xdist_group``
+    test by appending ``@<group>`` to ``item._nodeid``, which pytest 9.2 no longer reads (node ids
+    come from ``item._id``), so groups were silently ignored and each worker built the shared module
+    fixtures again (pytest-dev/pytest-xdist#1386). Carry the suffix over; a no-op where xdist's mark
+    took effect, or without xdist. In workers, also start the slow single tests first."""
+    result = yield
+    for item in items:
+        legacy = item.__dict__.get("_nodeid")
+        if legacy and "@" in legacy and legacy != item.nodeid:
+            from _pytest.nodeid import NodeId
+
+            item._id = NodeId.parse(legacy)
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        # In parallel workers, slow tests outside a group start first (the scheduler sends groups first, then
+        # single tests in this order), so that no long test is left for the end while the other worker idles.
+        items[:] = sorted(
+            items, key=lambda it: not (it.get_closest_marker("slow") and not it.get_closest_marker("xdist_group"))
+        )
+    return result
 
 
 def shared_data_or_skip() -> Path:

@@ -6,9 +6,19 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
-from test_app_support import fixture_settings, make_eval_run, make_training_run, play_session
+from test_app_support import (
+    EVERY_KIND_POLICIES,
+    fixture_settings,
+    make_eval_run,
+    make_runs_of_every_kind,
+    make_training_run,
+    play_session,
+)
 
-from workbench import compare, episode_plots
+from workbench import compare, episode_plots, plots
+
+# its tests share run folders of every kind (module fixtures): one worker runs them all (pytest-xdist --dist loadgroup)
+pytestmark = pytest.mark.xdist_group("test_app_figures")
 
 
 @pytest.fixture(scope="module")
@@ -112,10 +122,165 @@ def test_combined_frames_tell_runs_apart(runs_root):
 def test_comparison_figures_draw_every_series(runs_root):
     rs = compare.load_runs([runs_root / "eval-tiny", runs_root / "train-tiny"])
     acc = compare.accuracy_vs_tokens(rs)
-    assert {t.name for t in acc.data if t.showlegend is not False} >= {"eval-tiny:uniform", "train-tiny:grpo"}
+    assert legend_entries(acc) == {
+        "legend": ["uniform", "sim_greedy", "grpo"],
+        "legend2": ["eval-tiny (evaluation)", "train-tiny (training)"],
+    }
+    assert {
+        t.hovertemplate.split("</extra>")[0].split("<extra>")[-1]
+        for t in acc.data
+        if t.legendgroup and "(mean)" not in t.name and t.x[0] is not None
+    } == {"eval-tiny · uniform", "eval-tiny · sim_greedy", "train-tiny · grpo"}
     util = compare.utilisation_figure(rs)
-    assert list(util.data[0].x) == ["eval-tiny:uniform", "eval-tiny:sim_greedy", "train-tiny:grpo"]
-    assert len(compare.tokens_by_type(rs).data) == 3 and len(compare.budget_spend(rs).data) == 4
+    assert [(t.name, list(t.y)) for t in util.data if t.type == "bar"] == [
+        ("eval-tiny · uniform", ["uniform"]),
+        ("eval-tiny · sim_greedy", ["sim_greedy"]),
+        ("train-tiny · grpo", ["grpo"]),
+    ]
+    assert len([t for t in compare.tokens_by_type(rs).data if t.type == "bar"]) == 3
+    assert len([t for t in compare.budget_spend(rs).data if t.x[0] is not None]) == 4  # even spend + 3 series
+
+
+def legend_entries(fig) -> dict[str, list[str]]:
+    """The names each legend of ``fig`` lists (``legend``: policies; ``legend2``: the run key)."""
+    out: dict[str, list[str]] = {}
+    if fig.layout.showlegend is False:
+        return out
+    for t in fig.data:
+        if t.showlegend is not False and t.name and not (t.type == "scatter" and t.name in ("even spend", "frontier")):
+            out.setdefault(t.legend or "legend", []).append(t.name)
+    return out
+
+
+@pytest.fixture(scope="module")
+def every_kind(tmp_path_factory):
+    root = tmp_path_factory.mktemp("every-kind")
+    folders = make_runs_of_every_kind(root)
+    return root, compare.load_runs(list(folders.values()))
+
+
+def test_runs_are_listed_by_kind_and_play_episodes_say_so(every_kind):
+    root, rs = every_kind
+    found = {e.label: e for e in compare.discover_runs(root)}
+    assert {k: e.kind for k, e in found.items()} == {
+        "eval-a": "evaluation",
+        "eval-b": "evaluation",
+        "sweep": "evaluation",
+        "play-episode": "play",
+        "train": "training",
+    }
+    assert "(Play episode, " in found["play-episode"].choice and "(training, " in found["train"].choice
+    assert "**play-episode** (Play episode)" in rs.describe() and "**train** (training)" in rs.describe()
+
+
+def test_a_play_save_of_an_older_version_is_still_listed_as_a_play_episode(tmp_path):
+
+    from workbench.runs import run_kind
+
+    assert run_kind({"kind": "evaluation", "source": "workbench play tab"}) == "play"
+    assert run_kind({"kind": "evaluation"}) == "evaluation" and run_kind({}) == "?"
+
+
+LINE_CHARTS = {
+    "accuracy vs tokens": compare.accuracy_vs_tokens,
+    "budget spend": compare.budget_spend,
+    "frontier": compare.frontier,
+}
+
+
+@pytest.mark.parametrize("name", list(LINE_CHARTS))
+def test_a_chart_of_five_runs_lists_each_policy_once_and_each_run_once(every_kind, name):
+    """15 series (5 + 5 + 3 + 1 + 1 policies in 5 runs): the legend names each of the 7 policies once,
+    the run key each run once with its kind; every series is drawn in its policy's colour."""
+    _root, rs = every_kind
+    fig = LINE_CHARTS[name](rs)
+    legends = legend_entries(fig)
+    runs = [
+        "eval-a (evaluation)",
+        "eval-b (evaluation)",
+        "sweep (evaluation)",
+        "play-episode (Play episode)",
+        "train (training)",
+    ]
+    drawn = [t for t in fig.data if t.legendgroup and t.legend != "legend2"]
+    assert legends["legend2"] == runs
+    assert (
+        len(legends["legend"]) == len(set(legends["legend"])) <= len(EVERY_KIND_POLICIES) + 2
+    )  # + the Play label and grpo
+    assert len(legends["legend"]) + len(legends["legend2"]) <= 12 < 15
+    colours = {}
+    for t in drawn:
+        colour = t.marker.color if t.mode == "markers" or t.mode == "markers+text" else t.line.color
+        assert colours.setdefault(t.legendgroup, colour) == colour  # one colour per policy, in every run
+    assert len(set(colours.values())) == len(colours)
+
+
+def test_accuracy_against_budget_draws_the_sweeps_among_the_runs(every_kind):
+    _root, rs = every_kind
+    fig = compare.accuracy_vs_budget(rs)
+    assert legend_entries(fig) == {
+        "legend": ["uniform", "sim_greedy", "oracle_allocation"]
+    }  # the sweep's; one run: no key
+    assert all(list(t.x) == [2, 4] for t in fig.data) and all("sweep · " in t.hovertemplate for t in fig.data)
+    labelled = [t for t in compare.frontier(rs).data if t.mode == "markers+text"]
+    assert {t.hovertemplate.split("<br>")[0] for t in labelled} == {
+        "sweep · uniform",
+        "sweep · sim_greedy",
+        "sweep · oracle_allocation",
+    }
+
+
+def test_bar_charts_of_five_runs_get_one_panel_per_run_with_a_readable_row_per_bar(every_kind):
+    _root, rs = every_kind
+    util = compare.utilisation_figure(rs)
+    bars = [t for t in util.data if t.type == "bar"]
+    assert len(bars) == 15 and all(t.orientation == "h" for t in bars) and not legend_entries(util)
+    titles = [a.text for a in util.layout.annotations]
+    assert titles[:5] == [
+        "eval-a (evaluation)",
+        "eval-b (evaluation)",
+        "sweep (evaluation)",
+        "play-episode (Play episode)",
+        "train (training)",
+    ]
+    plot_px = util.layout.height - 110 - 40 * 5
+    assert plot_px / len(bars) >= 18  # one horizontal label per bar, at least 18 px apart: none overlaps
+    assert max(len(t.y[0]) for t in bars) <= 40 and all(t.text[0].count("ran dry") == 1 for t in bars)
+    by_type = compare.tokens_by_type(rs)
+    assert len({t.xaxis for t in by_type.data}) == 5  # one panel per run
+    assert len(legend_entries(by_type)["legend"]) == 7
+    arrays = {tuple(getattr(by_type.layout, ax).categoryarray) for ax in by_type.layout if ax.startswith("xaxis")}
+    assert len(arrays) == 1  # every panel lists the problem types in the same order
+    forest = compare.intervals(rs)
+    rows = sum(len(t.y) for t in forest.data)
+    assert rows == 5 + 5 + 3 * 2 + 1 + 1  # the sweep: one row per budget ratio
+    assert all(
+        t.error_x.array is not None for t in forest.data if t.name != "play-episode · human+sim_greedy"
+    )  # one episode: no interval
+    assert (forest.layout.height - 110 - 40 * 5) / rows >= 18
+
+
+def test_narrowing_to_some_policies_draws_only_those(every_kind):
+    _root, rs = every_kind
+    assert rs.policies()[:5] == list(EVERY_KIND_POLICIES) and len(rs.policies()) == 7
+    few = rs.only(["sim_greedy", "uniform"])
+    assert set(few.summary()["policy"]) == {"sim_greedy", "uniform"}
+    fig = compare.budget_spend(few)
+    assert legend_entries(fig)["legend"] == ["uniform", "sim_greedy"] and legend_entries(fig)["legend2"] == [
+        "eval-a (evaluation)",
+        "eval-b (evaluation)",
+        "sweep (evaluation)",
+    ]
+    assert len(few.runs) == 5 and not few.runs["train"].metrics.empty  # training curves are not a policy's: kept
+
+
+def test_one_run_is_drawn_as_before(runs_root):
+    """A single run (the report, the tab with one run): one legend entry per policy, no run key."""
+    rs = compare.load_runs([runs_root / "eval-tiny"])
+    assert legend_entries(compare.accuracy_vs_tokens(rs)) == {"legend": ["uniform", "sim_greedy"]}
+    util = compare.utilisation_figure(rs)
+    assert list(util.data[0].x) == ["uniform", "sim_greedy"] and util.data[0].orientation is None
+    assert plots.series_styles(rs.steps())["uniform"].dash == "solid"
 
 
 def test_training_curves_come_from_metrics(runs_root):

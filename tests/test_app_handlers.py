@@ -17,6 +17,10 @@ from workbench.app.play_tab import VIEW, VIEW_FIRST, VIEW_REST, PlayTab, render_
 from workbench.app.runs_tab import RunsTab
 from workbench.reward_lab import tuning as rt
 
+# its tests share an app context with run folders (module fixture): one worker runs them all (pytest-xdist --dist
+# loadgroup)
+pytestmark = pytest.mark.xdist_group("test_app_handlers")
+
 FORM = dict(
     sources=["gsm8k"],
     budget_mode="tokenizer_native",
@@ -124,6 +128,30 @@ def test_play_actions_show_busy_and_refused_on_the_status_line_only(ctx):
     assert all(d["show_progress_on"] == [c["status"]._id] for d in page)
     second = [d for d in deps if d.get("trigger_after") in {p["id"] for p in page}]
     assert len(second) == 2 and all(d["show_progress"] == "hidden" and d["trigger_only_on_success"] for d in second)
+
+
+@pytest.mark.parametrize("tab, status", [("lab", "status"), ("runs", "busy")])
+def test_lab_and_runs_actions_show_busy_and_refused_on_their_status_line_only(ctx, tab, status):
+    """As in Play (one mechanism, ``common.marks_on``): every event of the Reward lab and Runs tabs
+    that can be refused marks its tab's status line only, and follow-ups run only after a success."""
+    from workbench.app import build_workbench
+
+    demo = build_workbench(ctx)
+    c = demo.workbench[tab][1]
+    comps = [v for v in c.values() if hasattr(v, "_id")] + [
+        x for v in c.values() if isinstance(v, list) for x in v if hasattr(x, "_id")
+    ]
+    ids = {x._id for x in comps}
+    deps = [
+        d
+        for d in demo.get_config_file()["dependencies"]  # (API-only endpoints have no trigger in the page)
+        if d["outputs"] and set(d["outputs"]) <= ids and (d["targets"] or d.get("trigger_after") is not None)
+    ]
+    assert len(deps) >= 8
+    for d in deps:
+        assert d["show_progress_on"] == [c[status]._id] or d["show_progress"] == "hidden", d["api_name"]
+        if d.get("trigger_after") is not None:
+            assert d["trigger_only_on_success"], d["api_name"]
 
 
 def test_a_step_in_the_page_draws_the_verdict_first_then_the_rest(play):
@@ -349,12 +377,33 @@ def test_compare_of_unloadable_paths_is_a_gradio_error(runs, tmp_path):
 def test_compare_draws_the_table_and_figures(runs, ctx):
     root = Path(ctx.runs_root)
     out = runs.compare([str(root / "eval-tiny")], str(root / "train-tiny"), 3)
-    describe, table, *figs = out
+    describe, table, *figs, training, held_out, drawn, picker = out
     assert "eval-tiny" in describe and "train-tiny" in describe
     assert len(table) == 3 and "tokens/question" in table.columns
-    assert len(figs) == 6 and all(isinstance(f, go.Figure) for f in figs)
-    assert "rolling mean over 3" in figs[-2].layout.title.text
-    assert "Held-out evaluation" in figs[-1].layout.title.text
+    assert len(figs) == 4 and all(isinstance(f, go.Figure) for f in figs)
+    assert training["visible"] and "rolling mean over 3" in training["value"].layout.title.text
+    assert (
+        not held_out["visible"] and "Held-out evaluation" in held_out["value"].layout.title.text
+    )  # no evaluations.jsonl: hidden
+    assert picker.value == ["uniform", "sim_greedy", "grpo"] == [v for _l, v in picker.choices]  # every policy drawn
+
+
+def test_compare_draws_only_the_chosen_policies_and_offers_all(runs, ctx):
+    root = Path(ctx.runs_root)
+    describe, table, *figs, training, _held_out, drawn, picker = runs.compare(
+        [str(root / "eval-tiny")], str(root / "train-tiny"), 1, ["sim_greedy"]
+    )
+    assert list(table["policy"]) == ["sim_greedy"] and picker.value == drawn["policies"] == ["sim_greedy"]
+    assert (
+        runs.uncertainty_of(drawn)[1].to_json()
+        == runs.uncertainty([str(root / "eval-tiny")], str(root / "train-tiny"), ["sim_greedy"])[1].to_json()
+    )
+    assert [v for _l, v in picker.choices] == ["uniform", "sim_greedy", "grpo"]
+    assert training["visible"]  # the training run's curves stay: they are not a policy's
+    _md, intervals, *_ = runs.uncertainty([str(root / "eval-tiny")], str(root / "train-tiny"), ["sim_greedy"])
+    assert {t.name for t in intervals.data} == {"sim_greedy"}
+    *_, picker = runs.compare([str(root / "eval-tiny")], "", 1, ["grpo"])  # none of the chosen is there: all
+    assert picker.value == ["uniform", "sim_greedy"]
 
 
 @pytest.mark.parametrize("smooth", [float("inf"), float("nan"), "abc", 0])
@@ -365,7 +414,7 @@ def test_compare_with_a_bad_smoothing_value_is_a_gradio_error(runs, ctx, smooth)
 
 def test_compare_if_any_skips_without_a_selection(runs):
     out = runs.compare_if_any([], "")
-    assert len(out) == 8
+    assert len(out) == 10
 
 
 def test_a_saved_episode_is_added_to_the_runs_selection(play, runs, ctx, tmp_path):

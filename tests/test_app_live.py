@@ -14,20 +14,13 @@ from pathlib import Path
 
 import httpx
 import pytest
-from test_app_support import REPO_ROOT, start_app
+from test_app_support import CHROMIUM, CHROMIUM_ARGS, ERROR_MARKS, REPO_ROOT, start_app
 
 from workbench.app.server import DEFAULT_PORT, default_host, default_port
 
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
+# its tests share one live app for the module: one worker runs them all (pytest-xdist --dist loadgroup)
+pytestmark = pytest.mark.xdist_group("test_app_live")
+
 FORM = (["metamathqa", "numina_tir"], "tokenizer_native", 4, "", "Qwen/Qwen2.5-0.5B-Instruct", "7", True, 10, "")
 
 
@@ -187,6 +180,7 @@ def test_reward_lab_through_gradio_client(client):
 
 
 # ------------------------------------------------------------------------------- real browser
+@pytest.mark.slow
 @pytest.mark.skipif(
     not os.path.exists(CHROMIUM),
     reason=f"no Chromium at {CHROMIUM} (install Debian's chromium: apt-get install chromium)",
@@ -216,9 +210,7 @@ def test_browser_plays_an_episode_and_draws_the_charts(live, tmp_path):
     assert (tmp_path / "play.png").stat().st_size > 10_000
 
 
-ERROR_MARKS = "[data-testid=status-tracker] span.error"
-
-
+@pytest.mark.slow
 @pytest.mark.skipif(
     not os.path.exists(CHROMIUM),
     reason=f"no Chromium at {CHROMIUM} (install Debian's chromium: apt-get install chromium)",

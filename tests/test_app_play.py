@@ -247,7 +247,7 @@ def test_saved_run_loads_with_the_standard_reader(tmp_path):
     list(s.run_iter("sim_greedy"))
     folder = s.save_run(tmp_path, name="my-episode")
     run = load_run(folder)
-    assert run.meta["kind"] == "evaluation" and run.meta["source"] == "workbench play tab"
+    assert run.meta["kind"] == "play" and run.kind == "play" and run.meta["source"] == "workbench play tab"
     assert len(run.steps) == len(s.results) and set(run.steps["policy"]) == {"human+sim_greedy"}
     assert list(run.steps["actor"])[:2] == [HUMAN, "sim_greedy"]
     assert run.summary.iloc[0]["episodes"] == 1

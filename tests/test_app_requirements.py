@@ -57,6 +57,7 @@ def app_python() -> Path:
     return ci_venv_python("app")
 
 
+@pytest.mark.slow
 def test_the_app_venv_has_no_torch(app_python):
     code = "import importlib.util, sys; sys.exit(1 if importlib.util.find_spec('torch') else 0)"
     assert subprocess.run([str(app_python), "-c", code]).returncode == 0, "torch is installed in the app-only venv"
@@ -76,6 +77,7 @@ def test_the_app_venv_has_no_torch(app_python):
     assert out.returncode == 0, out.stdout + out.stderr[-2000:]
 
 
+@pytest.mark.slow
 def test_app_py_serves_from_the_app_venv(app_python):
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

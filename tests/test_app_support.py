@@ -3,8 +3,12 @@
 - :func:`play_session`: a :class:`workbench.play.PlaySession` on the small offline fixture pool.
 - :func:`make_eval_run` / :func:`make_training_run`: tiny run folders (an evaluation of two
   policies; a training-style folder with GRPO groups and ``metrics.jsonl``).
+- :func:`make_runs_of_every_kind`: five runs as a user gathers them (two evaluations of five
+  policies, a budget sweep, a saved Play episode, a training run), for the Runs tab at scale.
 - :func:`start_app`: the whole app (OpenEnv API + workbench) served by uvicorn in a thread on a
   free loopback port.
+- :data:`needs_chromium`, :data:`CHROMIUM`, :data:`CHROMIUM_ARGS`, :data:`ERROR_MARKS`: the real
+  browser of the app tests (Debian chromium driven by Playwright, headless).
 """
 
 from __future__ import annotations
@@ -16,8 +20,25 @@ import time
 from pathlib import Path
 
 import evalpol_fixtures as fx
+import pytest
 
 TOKENIZER = fx.TOKENIZER
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+#: Gradio's "Error" marks (one per output panel of a failed event, unless it shows them elsewhere).
+ERROR_MARKS = "[data-testid=status-tracker] span.error"
+needs_chromium = pytest.mark.skipif(
+    not Path(CHROMIUM).exists(),
+    reason=f"no Chromium at {CHROMIUM} (install Debian's chromium: apt-get install chromium)",
+)
 
 
 def play_config(**changes):
@@ -42,9 +63,14 @@ def fixture_settings(**changes):
 
 
 def make_eval_run(
-    root: Path, name: str = "eval-tiny", policies=("uniform", "sim_greedy"), n_episodes: int = 2
+    root: Path,
+    name: str = "eval-tiny",
+    policies=("uniform", "sim_greedy"),
+    n_episodes: int = 2,
+    seed: int = 1,
+    budget_ratios=None,
 ) -> Path:
-    """A tiny evaluation run folder (fixture pool, no report)."""
+    """A tiny evaluation run folder (fixture pool, no report); ``budget_ratios``: a budget sweep."""
     from reasoning_env.policies import make_policy
     from workbench.evaluate import evaluate
 
@@ -52,13 +78,39 @@ def make_eval_run(
         [make_policy(p) for p in policies],
         config=play_config(),
         n_episodes=n_episodes,
-        seed=1,
+        seed=seed,
+        budget_ratios=budget_ratios,
         out=Path(root) / name,
         progress=False,
         report=False,
         pools=fx.pools(),
     )
     return res.run_dir
+
+
+#: The policies of :func:`make_runs_of_every_kind`'s evaluations.
+EVERY_KIND_POLICIES = ("uniform", "greedy_max", "sim_uniform", "sim_greedy", "oracle_allocation")
+
+
+def make_runs_of_every_kind(root: Path) -> dict[str, Path]:
+    """Five run folders under ``root``, as a user gathers them: two evaluations of the five
+    :data:`EVERY_KIND_POLICIES` (seeds 1 and 2), a budget sweep (three policies at ratios 2 and 4),
+    an episode played in the Play tab (a typed answer, then policies) and saved, and a
+    training-style run. Returns ``{label: folder}``."""
+    out = {
+        "eval-a": make_eval_run(root, "eval-a", EVERY_KIND_POLICIES, n_episodes=3, seed=1),
+        "eval-b": make_eval_run(root, "eval-b", EVERY_KIND_POLICIES, n_episodes=3, seed=2),
+        "sweep": make_eval_run(
+            root, "sweep", ("uniform", "sim_greedy", "oracle_allocation"), n_episodes=2, seed=3, budget_ratios=(2, 4)
+        ),
+    }
+    session = play_session()
+    session.reset(fixture_settings())
+    session.step("Let me think: \\boxed{7}")
+    list(session.run_iter("sim_greedy"))
+    out["play"] = session.save_run(root, name="play-episode")
+    out["train"] = make_training_run(root, "train")
+    return out
 
 
 def make_training_run(root: Path, name: str = "train-tiny", steps: int = 12) -> Path:
@@ -99,16 +151,22 @@ def free_port() -> int:
 
 
 class LiveApp:
-    """The app served by uvicorn in a daemon thread; ``url`` ends with ``/``."""
+    """The app served by uvicorn in a daemon thread; ``url`` ends with ``/``.
 
-    def __init__(self, app, port: int) -> None:
+    ``port=0`` (the default) binds a port the OS picks, read back once the server listens: no race
+    with other processes (parallel test workers) for a port found free a moment before."""
+
+    def __init__(self, app, port: int = 0) -> None:
         import uvicorn
 
         self.app = app
         self.port = port
         self.url = f"http://127.0.0.1:{port}/"
+        # open page connections (Gradio's event streams) would hold a graceful shutdown for minutes
         self.server = uvicorn.Server(
-            uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on")
+            uvicorn.Config(
+                app, host="127.0.0.1", port=port, log_level="warning", lifespan="on", timeout_graceful_shutdown=1
+            )
         )
         self.thread = threading.Thread(target=self.server.run, daemon=True)
 
@@ -117,6 +175,12 @@ class LiveApp:
 
         self.thread.start()
         deadline = time.monotonic() + timeout_s
+        while not self.server.started and self.thread.is_alive() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        if not self.server.started:
+            raise RuntimeError(f"the app did not start within {timeout_s} s")
+        self.port = self.server.servers[0].sockets[0].getsockname()[1]
+        self.url = f"http://127.0.0.1:{self.port}/"
         while time.monotonic() < deadline:
             try:
                 if httpx.get(self.url + "health", timeout=2).status_code == 200:
@@ -136,7 +200,7 @@ def start_app(runs_root: Path, config=None, environ: dict | None = None) -> Live
     from workbench.app.server import create_app
 
     app = create_app(config, runs_root=str(runs_root), environ=environ or {})
-    return LiveApp(app, free_port()).start()
+    return LiveApp(app).start()
 
 
 #: The repository root (where ``app.py`` lives).
@@ -169,13 +233,12 @@ def fake_openai_app(golds: dict):
 
 
 def serve_in_thread(app) -> tuple[str, LiveApp]:
-    """Serve a plain ASGI app on a free loopback port (no /health needed); returns ``(base url, server)``."""
+    """Serve a plain ASGI app on a loopback port the OS picks (no /health needed); returns ``(base url, server)``."""
     import uvicorn
 
-    port = free_port()
     live = LiveApp.__new__(LiveApp)
-    live.app, live.port, live.url = app, port, f"http://127.0.0.1:{port}/"
-    live.server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="error", lifespan="off"))
+    live.app = app
+    live.server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="error", lifespan="off"))
     live.thread = threading.Thread(target=live.server.run, daemon=True)
     live.thread.start()
     deadline = time.monotonic() + 30
@@ -183,4 +246,6 @@ def serve_in_thread(app) -> tuple[str, LiveApp]:
         time.sleep(0.05)
     if not live.server.started:
         raise RuntimeError("loopback server did not start")
+    live.port = live.server.servers[0].sockets[0].getsockname()[1]
+    live.url = f"http://127.0.0.1:{live.port}/"
     return live.url, live

@@ -15,6 +15,9 @@ from reasoning_env.policies.curve_fit import format_fit
 from workbench.calibration import CALIBRATION_FILE, calibrate
 from workbench.calibration import main as calibration_main
 
+# its tests share a calibration sweep run (module fixture): one worker runs them all (pytest-xdist --dist loadgroup)
+pytestmark = pytest.mark.xdist_group("test_calibration")
+
 TRUE_MATH = Curve(k=1.5, t50=30.0, growth=1.8, ceiling=0.8)
 
 
@@ -117,6 +120,7 @@ def calibration_run(tmp_path_factory):
     return res
 
 
+@pytest.mark.slow
 def test_a_cap_sweep_records_the_cap_and_limits_every_answer(calibration_run):
     s = calibration_run.steps
     assert sorted(s["token_cap"].unique()) == CAPS
@@ -126,6 +130,7 @@ def test_a_cap_sweep_records_the_cap_and_limits_every_answer(calibration_run):
     assert list(summ["token_cap"]) == CAPS and summ["accuracy"].is_monotonic_increasing
 
 
+@pytest.mark.slow
 def test_the_protocol_recovers_the_curves_a_scripted_policy_follows(calibration_run):
     """The whole protocol on a policy whose correctness follows TRUE: each identified parameter
     of the two large families lies within 3 cluster-robust standard errors of the truth and
@@ -145,6 +150,7 @@ def test_the_protocol_recovers_the_curves_a_scripted_policy_follows(calibration_
                 assert abs(e["value"] - true) <= 0.07, (fam, name, e["value"], true)
 
 
+@pytest.mark.slow
 def test_the_curves_file_plugs_into_evaluation(calibration_run, tmp_path, capsys):
     from workbench.evaluate import main
 

@@ -14,6 +14,10 @@ from reasoning_env.conversation import (
 )
 from reasoning_env.models import ReasoningEconomicsObservation
 
+# its tests share tokenizers and chat templates loaded once (module fixtures): one worker runs them all (pytest-xdist
+# --dist loadgroup)
+pytestmark = pytest.mark.xdist_group("test_conversation")
+
 
 def _obs(index: int = 0, question: str = "What is 2+2?") -> ReasoningEconomicsObservation:
     return ReasoningEconomicsObservation(

@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from reasoning_env import EnvConfig, ReasoningEconomicsEnv
 
 REPO = Path(__file__).resolve().parents[1]
@@ -31,6 +33,7 @@ def _episodes_here():
     return out
 
 
+@pytest.mark.slow
 def test_same_seed_same_episode_across_processes():
     env = dict(os.environ, PYTHONHASHSEED="12345", PYTHONPATH=str(REPO))
     proc = subprocess.run(

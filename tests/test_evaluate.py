@@ -26,6 +26,9 @@ from workbench import analysis, plots
 from workbench.evaluate import RemoteEnv, episode_seed, evaluate, main
 from workbench.runs import EVAL_EPISODE_EXTRAS, EVAL_STEP_EXTRAS, load_run
 
+# its tests share evaluation run folders (module fixtures): one worker runs them all (pytest-xdist --dist loadgroup)
+pytestmark = pytest.mark.xdist_group("test_evaluate")
+
 
 def _run(tmp_path, name="run", n=3, seed=7, policies=DEFAULT_POLICIES, **kw):
     pols = [make_policy(p) for p in policies]
@@ -338,6 +341,7 @@ def test_real_gsm8k_and_math500(tmp_path):
     assert (res.steps["correct"] == res.steps["policy_intended_correct"]).all()
 
 
+@pytest.mark.slow
 def test_module_entry_point_help():
     r = subprocess.run(
         [sys.executable, "-m", "workbench.evaluate", "--help"],

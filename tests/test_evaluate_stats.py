@@ -16,6 +16,9 @@ from reasoning_env.policies import SolverCurves, episode_regret, make_policy
 from workbench import analysis, stats
 from workbench.evaluate import evaluate, main
 
+# its tests share evaluation run folders (module fixtures): one worker runs them all (pytest-xdist --dist loadgroup)
+pytestmark = pytest.mark.xdist_group("test_evaluate_stats")
+
 POLICIES = ("uniform", "sim_greedy", "oracle_allocation")
 
 
@@ -223,6 +226,7 @@ def test_compare_prints_intervals_and_the_paired_comparison_and_writes_figures(r
 CHROMIUM = "/usr/bin/chromium"
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(
     not os.path.exists(CHROMIUM),
     reason=f"no Chromium at {CHROMIUM} (install Debian's chromium: apt-get install chromium)",

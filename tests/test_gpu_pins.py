@@ -46,8 +46,23 @@ def test_training_tests_pass_on_the_gpu_pins():
     env = {k: v for k, v in os.environ.items() if k != "VIRTUAL_ENV"}
     # TRL 1.15's loss kernel is Triton-only: tests/trl_cpu_kernel.py supplies its plain-PyTorch equivalent on CPU.
     env.update(PYTHONPATH="tests", HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
+    # `-o addopts=-ra`: in this process, not in parallel workers (the venv has no pytest-xdist; the suite's own workers
+    # already use the cores)
     out = subprocess.run(
-        [str(py), "-m", "pytest", "-p", "trl_cpu_kernel", "-q", "-x", "-p", "no:cacheprovider", *TRAINING_TESTS],
+        [
+            str(py),
+            "-m",
+            "pytest",
+            "-o",
+            "addopts=-ra",
+            "-p",
+            "trl_cpu_kernel",
+            "-q",
+            "-x",
+            "-p",
+            "no:cacheprovider",
+            *TRAINING_TESTS,
+        ],
         cwd=REPO,
         env=env,
         capture_output=True,

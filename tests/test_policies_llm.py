@@ -21,6 +21,10 @@ uvicorn = pytest.importorskip("uvicorn")
 from fastapi import FastAPI, Request  # noqa: E402  (module level: FastAPI resolves string annotations here)
 from fastapi.responses import JSONResponse  # noqa: E402
 
+# its tests share a tiny local model and a fake endpoint (module fixtures): one worker runs them all (pytest-xdist
+# --dist loadgroup)
+pytestmark = pytest.mark.xdist_group("test_policies_llm")
+
 GOLD = {q.text: q.gold_answer for q in fx.questions()}
 
 
@@ -267,6 +271,7 @@ def tiny_model_dir(tmp_path_factory):
     return d
 
 
+@pytest.mark.slow
 def test_transformers_policy_runs_and_respects_the_cap(tiny_model_dir, tmp_path):
     from workbench.evaluate import evaluate
 
@@ -326,6 +331,7 @@ def test_multi_turn_messages_render_to_the_training_rollouts_ids(server):
     assert all(len(c["body"]["messages"]) == 2 for c in state["calls"])
 
 
+@pytest.mark.slow
 def test_transformers_policy_is_prompted_with_the_training_rollouts_ids():
     """Same seed, same (greedy) answers: the ids the evaluated hf_local policy is prompted with at
     every question equal the training rollout's context at that turn."""

@@ -446,6 +446,7 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+@pytest.mark.slow
 def test_python_m_server_reads_ree_variables_and_prints_its_config():
     port = _free_port()
     env = {

@@ -43,6 +43,7 @@ def _error(ws) -> dict:
 
 
 # ------------------------------------------------------------------------------ slow grades
+@pytest.mark.slow
 def test_slow_grades_from_one_client_do_not_stall_another_clients_fast_steps():
     """Eight sessions of one client send answers that hold a grading worker for the whole
     timeout; a canary session of another client keeps stepping, never waiting on them."""
@@ -392,6 +393,7 @@ def test_docs_page_works_offline(live_server):
 
 
 # ------------------------------------------------------------------------------ start-up warning
+@pytest.mark.slow
 def test_serving_the_network_without_a_token_warns_at_start():
     from test_server import _free_port, _sources_env
 

@@ -133,6 +133,7 @@ def test_evaluate_spreads_episodes_over_replicas_with_server_url(tmp_path):
 
 
 # ------------------------------------------------------------------------------ --workers N
+@pytest.mark.slow
 def test_workers_flag_serves_one_port_from_several_processes():
     port = _free_port()
     env = {

@@ -19,6 +19,10 @@ from training.trl_rollout import (
     parse_episode_prompt,
 )
 
+# its tests share the CPU GRPO smoke run (module fixture, ~20 s): one worker runs them all (pytest-xdist --dist
+# loadgroup)
+pytestmark = pytest.mark.xdist_group("test_training_grpo")
+
 
 # ----------------------------------------------------------------------------- units
 def test_episode_prompts_round_trip():
@@ -172,6 +176,7 @@ def smoke_run(tmp_path_factory):
     return setup, calls, out, seconds
 
 
+@pytest.mark.slow
 def test_smoke_run_two_steps_two_groups(smoke_run):
     setup, calls, out, seconds = smoke_run
     assert len(calls) == 2 and setup.trainer.state.global_step == 2
@@ -189,6 +194,7 @@ def test_smoke_run_two_steps_two_groups(smoke_run):
     assert seconds < 300, f"smoke run took {seconds:.0f} s (target: under 180 s on 2 CPU cores)"
 
 
+@pytest.mark.slow
 def test_smoke_group_members_played_identical_episodes(smoke_run):
     _, calls, _, _ = smoke_run
     for call in calls:
@@ -202,6 +208,7 @@ def test_smoke_group_members_played_identical_episodes(smoke_run):
             assert [s.question_id for s in a.steps][:n] == [s.question_id for s in b.steps][:n]
 
 
+@pytest.mark.slow
 def test_smoke_masks_and_logprobs_line_up_with_the_ids(smoke_run):
     setup, calls, _, _ = smoke_run
     tok = setup.policy.tokenizer
@@ -220,6 +227,7 @@ def test_smoke_masks_and_logprobs_line_up_with_the_ids(smoke_run):
                 assert turn.end - turn.start <= turn.cap <= 16
 
 
+@pytest.mark.slow
 def test_smoke_logged_rewards_equal_the_environments(smoke_run, tmp_path):
     setup, calls, out, _ = smoke_run
     for call in calls:
@@ -259,6 +267,7 @@ def test_smoke_logged_rewards_equal_the_environments(smoke_run, tmp_path):
     assert [e["train_step"] for e in episodes] == [0] * 4 + [1] * 4
 
 
+@pytest.mark.slow
 def test_smoke_run_folder_loads_in_the_workbench(smoke_run):
     from workbench.runs import load_run
 
@@ -322,6 +331,7 @@ def test_config_errors_are_clear(tmp_path, capsys):
 
 
 # ----------------------------------------------------------------------------- held-out evaluation
+@pytest.mark.slow
 def test_smoke_held_out_evaluation_is_logged_with_intervals(smoke_run):
     setup, calls, out, _ = smoke_run
     rows = [json.loads(line) for line in (out / "evaluations.jsonl").read_text().splitlines()]
@@ -346,6 +356,7 @@ def test_smoke_held_out_evaluation_is_logged_with_intervals(smoke_run):
     assert not set(trained) & set(seeds)
 
 
+@pytest.mark.slow
 def test_smoke_final_folder_records_the_episode_format(smoke_run):
     from reasoning_env.policies import TransformersPolicy
 

@@ -18,10 +18,12 @@ REPO = Path(__file__).resolve().parents[1]
 @pytest.fixture(scope="module")
 def two_process_run(tmp_path_factory):
     out = tmp_path_factory.mktemp("mp") / "run"
+    # --standalone: a free rendezvous port, not 29500 (which a concurrent run on the machine may hold)
     cmd = [
         sys.executable,
         "-m",
         "torch.distributed.run",
+        "--standalone",
         "--nproc_per_node",
         "2",
         "-m",

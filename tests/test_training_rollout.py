@@ -15,6 +15,9 @@ from training.generation import SamplingConfig, TransformersBackend, cut_generat
 from training.models import eos_token_ids
 from training.rollout import EpisodeRunner, EpisodeSpec, RolloutLimits
 
+# its tests share a tiny model loaded once (module fixture): one worker runs them all (pytest-xdist --dist loadgroup)
+pytestmark = pytest.mark.xdist_group("test_training_rollout")
+
 
 @pytest.fixture(scope="module")
 def policy():

@@ -13,32 +13,36 @@ Command line: ``python -m workbench.compare RUN [RUN ...] [--out DIR]`` prints t
 table with its intervals and the paired comparison, and writes ``summary.csv``,
 ``comparisons.csv`` and ``figures.html`` into ``DIR``.
 
-Runs are labelled by their folder name (made unique); policies of different runs are told apart
-as ``<run>:<policy>`` in the combined frames, so the figure builders of :mod:`workbench.plots`
-(pure functions over frames) draw one series per run and policy.
+Runs are labelled by their folder name (made unique) and their kind (evaluation, training, or an
+episode saved from the Play tab: :func:`workbench.runs.run_kind`). In the combined frames of
+several runs, ``policy`` is the series label ``<run>:<policy>`` and ``run``, ``run_kind`` and
+``policy_name`` say whose it is, so the figure builders of :mod:`workbench.plots` and
+:mod:`workbench.sweep_plots` draw them grouped: one colour per policy across runs, one line style
+per run (with a run key), one panel per run for bar charts. :meth:`RunSet.only` keeps the
+policies to draw (the Runs tab's policy picker).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from reasoning_env.errors import ReasoningEconomicsError
 from workbench import analysis, plots
-from workbench.runs import Run, load_run
+from workbench.runs import RUN_KINDS, Run, load_run
 
 __all__ = [
     "RunEntry",
     "RunSet",
     "SUMMARY_DISPLAY_COLUMNS",
     "TRAINING_METRICS",
+    "TRAINING_ROW",
     "accuracy_vs_budget",
     "accuracy_vs_tokens",
     "budget_spend",
@@ -79,6 +83,8 @@ SUMMARY_DISPLAY_COLUMNS = (
     "on_frontier",
     "mean_total_budget",
 )
+#: The summary row of a training run that logged metrics but no episodes.
+TRAINING_ROW = "(training, last logged step)"
 #: ``metrics.jsonl`` keys drawn as training curves, with their axis titles.
 TRAINING_METRICS = (
     ("reward", "reward (mean per episode)"),
@@ -94,7 +100,8 @@ class RunEntry:
 
     Attributes:
         path: The folder. label: Its path relative to the root (display name).
-        kind: ``run.json``'s ``kind`` (``"evaluation"``, ``"training"``) or ``"?"``.
+        kind: :func:`workbench.runs.run_kind`: ``"evaluation"``, ``"training"``, ``"play"`` (an
+            episode saved from the Play tab) or ``"?"``.
         modified: Last modification time of ``run.json`` (seconds since the epoch).
     """
 
@@ -105,9 +112,9 @@ class RunEntry:
 
     @property
     def choice(self) -> str:
-        """``"<label>  (<kind>, <date>)"``: the label a picker shows."""
+        """``"<label>  (<kind>, <date>)"``: the label a picker shows (``Play episode`` for Play saves)."""
         when = datetime.fromtimestamp(self.modified).strftime("%Y-%m-%d %H:%M")
-        return f"{self.label}  ({self.kind}, {when})"
+        return f"{self.label}  ({RUN_KINDS.get(self.kind, self.kind)}, {when})"
 
 
 def discover_runs(root: str | Path, *, max_depth: int = 3) -> list[RunEntry]:
@@ -122,6 +129,8 @@ def discover_runs(root: str | Path, *, max_depth: int = 3) -> list[RunEntry]:
     """
     import json
 
+    from workbench.runs import run_kind
+
     base = Path(root).expanduser()
     if not base.is_dir():
         return []
@@ -132,8 +141,8 @@ def discover_runs(root: str | Path, *, max_depth: int = 3) -> list[RunEntry]:
         meta = folder / "run.json"
         if meta.is_file():
             try:
-                kind = str(json.loads(meta.read_text(encoding="utf-8")).get("kind") or "?")
-            except (OSError, ValueError):
+                kind = run_kind(json.loads(meta.read_text(encoding="utf-8")))
+            except (OSError, ValueError, AttributeError):
                 kind = "?"
             label = folder.name if folder == base else str(folder.relative_to(base))
             found.append(RunEntry(folder, label, kind, meta.stat().st_mtime))
@@ -155,29 +164,75 @@ class RunSet:
     Attributes:
         runs: ``{label: Run}`` in the order given.
         errors: ``{path: message}`` of folders that could not be read.
+        shown: The policies kept by :meth:`only` (``None``: all).
     """
 
     runs: dict[str, Run] = field(default_factory=dict)
     errors: dict[str, str] = field(default_factory=dict)
+    shown: frozenset | None = None
 
     def __len__(self) -> int:
         return len(self.runs)
 
+    def _label(self, table: pd.DataFrame, label: str, run: Run) -> pd.DataFrame:
+        """``table`` of one run with ``run``, ``run_kind`` and ``policy_name`` columns, and
+        ``policy`` the series label (``<run>:<policy>`` when several runs are loaded)."""
+        df = table.copy()
+        df.insert(0, "run", label)
+        df.insert(1, "run_kind", run.kind)
+        df["policy_name"] = df["policy"].astype(str)
+        df["policy"] = label + ":" + df["policy_name"] if len(self.runs) > 1 else df["policy_name"]
+        return df
+
     def _frames(self, attr: str) -> pd.DataFrame:
-        parts = []
-        for label, run in self.runs.items():
-            df = getattr(run, attr)
-            if df is None or df.empty:
-                continue
-            df = df.copy()
-            df.insert(0, "run", label)
-            df["policy"] = label + ":" + df["policy"].astype(str) if len(self.runs) > 1 else df["policy"].astype(str)
-            parts.append(df)
+        parts = [
+            self._label(getattr(run, attr), label, run)
+            for label, run in self.runs.items()
+            if getattr(run, attr) is not None and not getattr(run, attr).empty
+        ]
         return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
 
+    def kinds(self) -> dict[str, str]:
+        """``{run label: kind}`` (:func:`workbench.runs.run_kind`)."""
+        return {label: run.kind for label, run in self.runs.items()}
+
+    def policies(self) -> list[str]:
+        """The policies' own names over every run, in order of first appearance (each once; a
+        training run with logged metrics only counts as :data:`TRAINING_ROW`)."""
+        names: list[str] = []
+        for run in self.runs.values():
+            tables = [
+                t
+                for t in (run.episodes, run.steps, run.summary)
+                if t is not None and not t.empty and "policy" in t.columns
+            ]
+            for table in tables:
+                names.extend(table["policy"].astype(str))
+            if not tables and run.metrics is not None and not run.metrics.empty:
+                names.append(TRAINING_ROW)
+        return list(dict.fromkeys(names))
+
+    def only(self, policies: Iterable[str] | None = None) -> RunSet:
+        """The same runs holding only the rows of ``policies`` (their own names, as
+        :meth:`policies` lists them; ``None``: all). Training metrics are kept; runs are kept even
+        when none of their policies is left (their training curves still draw)."""
+        if policies is None:
+            return self
+        keep = frozenset(map(str, policies))
+        out = RunSet(errors=dict(self.errors), shown=keep)
+        for label, run in self.runs.items():
+
+            def sel(table: pd.DataFrame | None) -> pd.DataFrame | None:
+                if table is None or table.empty or "policy" not in table.columns:
+                    return table
+                return table[table["policy"].astype(str).isin(keep)].reset_index(drop=True)
+
+            out.runs[label] = replace(run, steps=sel(run.steps), episodes=sel(run.episodes), summary=sel(run.summary))
+        return out
+
     def steps(self) -> pd.DataFrame:
-        """Every run's trajectories, ``run`` column added, ``policy`` = ``<run>:<policy>`` when
-        several runs are loaded."""
+        """Every run's trajectories with ``run``, ``run_kind`` and ``policy_name`` columns;
+        ``policy`` = ``<run>:<policy>`` when several runs are loaded."""
         return self._frames("steps")
 
     def episodes(self) -> pd.DataFrame:
@@ -203,7 +258,7 @@ class RunSet:
                 table = pd.DataFrame(
                     [
                         {
-                            "policy": "(training, last logged step)",
+                            "policy": TRAINING_ROW,
                             "kind": "training",
                             "accuracy": last.get("accuracy"),
                             "tokens_per_question": last.get("tokens_per_question"),
@@ -211,10 +266,13 @@ class RunSet:
                         }
                     ]
                 )
+            if table is not None and self.shown is not None:
+                table = table[table["policy"].astype(str).isin(self.shown)]
             if table is None or table.empty:
                 continue
             table = table.copy()
             table.insert(0, "run", label)
+            table.insert(1, "run_kind", run.kind)
             parts.append(table)
         if not parts:
             return pd.DataFrame(columns=list(columns or ()))
@@ -250,7 +308,8 @@ class RunSet:
             pols = analysis.policy_order(run.episodes) if not run.episodes.empty else []
             extra = f", {len(run.metrics)} logged training steps" if run.metrics is not None else ""
             lines.append(
-                f"- **{label}** ({run.meta.get('kind', '?')}): {len(pols)} policies, {len(run.episodes)} episodes, "
+                f"- **{label}** ({RUN_KINDS.get(run.kind, run.kind)}): {len(pols)} policies, "
+                f"{len(run.episodes)} episodes, "
                 f"{len(run.steps)} steps{extra}"
             )
             for note in list(run.notes) + list(run.meta.get("notes") or []):
@@ -307,7 +366,8 @@ def tokens_by_type(runs: RunSet) -> go.Figure:
 
 def utilisation_figure(runs: RunSet) -> go.Figure:
     """Budget utilisation per (run, policy): mean spent / budget over episodes (bars, with the
-    spread of episodes as error bars) and the share of episodes that ran dry (hover and labels)."""
+    spread of episodes as error bars) and the share of episodes that ran dry (hover and labels).
+    Several runs: horizontal bars, one panel per run, one colour per policy across runs."""
     title = "Budget utilisation (spent / budget, mean over episodes)"
     eps = runs.episodes()
     if eps.empty:
@@ -326,30 +386,75 @@ def utilisation_figure(runs: RunSet) -> go.Figure:
         )
         .reindex(order)
     )
-    colors = plots.policy_colors(order)
-    fig = go.Figure(
-        go.Bar(
-            x=order,
-            y=g["util"],
-            marker_color=[colors[p] for p in order],
-            error_y=dict(type="data", array=g["sd"].fillna(0.0), visible=True, color="#888"),
-            text=[f"{u:.2f} · ran dry {d:.0%}" for u, d in zip(g["util"].astype(float), g["dry"].astype(float))],
-            textposition="inside",
-            insidetextanchor="start",
-            textfont=dict(color="white"),
-            customdata=np.stack([g["dry"].astype(float), g["n"]], axis=1),
-            hovertemplate="%{x}<br>utilisation %{y:.2f}<br>ran dry in %{customdata[0]:.0%} of "
-            "%{customdata[1]} episodes<extra></extra>",
+    styles = plots.series_styles(eps)
+    text = [f"{u:.2f} · ran dry {d:.0%}" for u, d in zip(g["util"].astype(float), g["dry"].astype(float))]
+    custom = [[float(d), int(n), styles[p].hover] for p, d, n in zip(order, g["dry"], g["n"])]
+    hover = (
+        "%{customdata[2]}<br>utilisation %{x:.2f}<br>ran dry in %{customdata[0]:.0%} of %{customdata[1]} episodes"
+        "<extra></extra>"
+    )
+    if not plots.is_grouped(eps):
+        fig = go.Figure(
+            go.Bar(
+                x=order,
+                y=g["util"],
+                marker_color=[styles[p].color for p in order],
+                error_y=dict(type="data", array=g["sd"].fillna(0.0), visible=True, color="#888"),
+                text=text,
+                textposition="inside",
+                insidetextanchor="start",
+                textfont=dict(color="white"),
+                customdata=custom,
+                hovertemplate=hover.replace("%{x:.2f}", "%{y:.2f}"),
+            )
         )
-    )
-    fig.add_hline(y=1.0, line=dict(color="#333", width=1), annotation_text="budget", annotation_position="top left")
-    fig.update_layout(
-        title=title,
-        template="plotly_white",
-        yaxis_title="spent / budget",
-        yaxis=dict(rangemode="tozero"),
-        showlegend=False,
-    )
+        fig.add_hline(
+            y=1.0, line=dict(color="#333", width=1), annotation_text="budget", annotation_position="top left"
+        )
+        fig.update_layout(
+            title=title,
+            template="plotly_white",
+            yaxis_title="spent / budget",
+            yaxis=dict(rangemode="tozero"),
+            showlegend=False,
+        )
+        return fig
+    # several runs: one horizontal bar per (run, policy), the runs' panels stacked, labels readable at any count
+    sizes = pd.Series([styles[p].run for p in order]).value_counts().to_dict()
+    fig, rows, height = plots.run_panels(styles, sizes, horizontal_bars=True)
+    for i, p in enumerate(order):
+        st = styles[p]
+        fig.add_trace(
+            go.Bar(
+                y=[st.policy],
+                x=[g["util"].iloc[i]],
+                orientation="h",
+                marker_color=st.color,
+                name=st.hover,
+                showlegend=False,
+                error_x=dict(
+                    type="data",
+                    array=[0.0 if pd.isna(g["sd"].iloc[i]) else g["sd"].iloc[i]],
+                    visible=True,
+                    color="#888",
+                ),
+                text=[text[i]],
+                textposition="inside",
+                insidetextanchor="start",
+                textfont=dict(color="white"),
+                cliponaxis=False,
+                customdata=[custom[i]],
+                hovertemplate=hover,
+            ),
+            row=rows[st.run],
+            col=1,
+        )
+    for r in rows.values():
+        fig.add_vline(x=1.0, line=dict(color="#333", width=1), row=r, col=1)
+    fig.update_yaxes(automargin=True, autorange="reversed")
+    fig.update_xaxes(rangemode="tozero")
+    fig.update_xaxes(title_text="spent / budget (line: the whole budget)", row=len(rows), col=1)
+    fig.update_layout(title=title, template="plotly_white", showlegend=False, height=height, bargap=0.25)
     return fig
 
 
@@ -495,7 +600,17 @@ def held_out_figure(runs: RunSet) -> go.Figure:
         )
         return fig
     labels = list(dict.fromkeys(ev["run"]))
-    multi = len(labels) > 1
+    kinds = runs.kinds()
+    # several training runs: one colour per difficulty, one dash per run (the run key names them)
+    keyed = pd.DataFrame(
+        {
+            "run": labels,
+            "run_kind": [kinds.get(r, "training") for r in labels],
+            "policy_name": labels,
+            "policy": labels,
+        }
+    )
+    styles = plots.series_styles(keyed)
 
     def err(d: pd.DataFrame) -> dict:
         hi = (d["ci_high"] - d["estimate"]).fillna(0).clip(lower=0)
@@ -506,14 +621,14 @@ def held_out_figure(runs: RunSet) -> go.Figure:
         ev.loc[ev["metric"] == "tokens_by_difficulty", "key"].dropna().unique(), key=lambda k: (len(str(k)), str(k))
     )
     dcolors = plots.policy_colors([f"difficulty {d}" for d in diffs])
-    dashes = ["solid", "dash", "dot", "dashdot", "longdash"]
-    for i, label in enumerate(labels):
-        e = ev[ev["run"] == label]
+    shown: set = set()
+    for label in labels:
+        e, st = ev[ev["run"] == label], styles[label]
         for d in diffs:
             dd = e[(e["metric"] == "tokens_by_difficulty") & (e["key"] == d)].sort_values("step")
             if dd.empty:
                 continue
-            name = f"{label} · difficulty {d}" if multi else f"difficulty {d}"
+            name = f"difficulty {d}"
             fig.add_trace(
                 go.Scatter(
                     x=dd["step"],
@@ -521,12 +636,16 @@ def held_out_figure(runs: RunSet) -> go.Figure:
                     error_y=err(dd),
                     mode="lines+markers",
                     name=name,
-                    line=dict(color=dcolors[f"difficulty {d}"], dash=dashes[i % len(dashes)]),
-                    hovertemplate=f"{name}<br>step %{{x}}<br>%{{y:.1f}} tokens<extra></extra>",
+                    legendgroup=name,
+                    showlegend=name not in shown,
+                    line=dict(color=dcolors[name], dash=st.dash),
+                    marker=dict(symbol=st.symbol),
+                    hovertemplate=f"{label} · {name}<br>step %{{x}}<br>%{{y:.1f}} tokens<extra></extra>",
                 ),
                 row=1,
                 col=1,
             )
+            shown.add(name)
         rg = e[e["metric"] == "regret"].sort_values("step")
         if not rg.empty:
             fig.add_trace(
@@ -535,13 +654,18 @@ def held_out_figure(runs: RunSet) -> go.Figure:
                     y=rg["estimate"],
                     error_y=err(rg),
                     mode="lines+markers",
-                    name=f"{label} · regret" if multi else "regret",
-                    line=dict(color="#444", dash=dashes[i % len(dashes)]),
+                    name="regret",
+                    legendgroup="regret",
+                    showlegend="regret" not in shown,
+                    line=dict(color="#444", dash=st.dash),
+                    marker=dict(symbol=st.symbol),
                     hovertemplate=f"{label}<br>step %{{x}}<br>regret %{{y:.3f}}<extra></extra>",
                 ),
                 row=1,
                 col=2,
             )
+            shown.add("regret")
+    plots.add_run_key(fig, styles, legend_title="")
     fig.update_xaxes(title_text="training step")
     fig.update_yaxes(title_text="tokens", row=1, col=1)
     fig.update_yaxes(title_text="expected correct lost", row=1, col=2)
@@ -551,13 +675,15 @@ def held_out_figure(runs: RunSet) -> go.Figure:
 
 def labelled_summary(runs: RunSet) -> pd.DataFrame:
     """Every column of every run's summary (one row per run, policy and sweep condition), with
-    ``policy = "<run>:<policy>"`` when several runs are loaded (the figures' labels)."""
+    ``run``, ``run_kind``, ``policy_name`` (the policy's own name) and ``policy = "<run>:<policy>"``
+    when several runs are loaded (the figures' series labels)."""
     table = runs.summary(columns=None)
     if table.empty:
         return table
     table = table.copy()
+    table["policy_name"] = table["policy"].astype(str)
     if len(runs) > 1:
-        table["policy"] = table["run"].astype(str) + ":" + table["policy"].astype(str)
+        table["policy"] = table["run"].astype(str) + ":" + table["policy_name"]
     return table
 
 

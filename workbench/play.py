@@ -747,7 +747,7 @@ class PlaySession:
         return p
 
     def save_run(self, root: str | Path = "runs", *, name: str | None = None) -> Path:
-        """Write the episode as a run folder (``workbench.runs`` layout, ``kind: "evaluation"``,
+        """Write the episode as a run folder (``workbench.runs`` layout, ``kind: "play"``,
         one episode, policy = :meth:`label`) under ``root``; the Runs tab and the reward lab load it.
 
         Adds the evaluation extras: ``expected_correct`` per step (the solver curves at the
@@ -812,7 +812,7 @@ class PlaySession:
             try:
                 writer = RunWriter(
                     folder,
-                    kind="evaluation",
+                    kind="play",
                     config=_with_seed(ep.config, md.get("seed")),
                     meta={
                         "run_id": folder.name,

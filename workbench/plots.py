@@ -1,22 +1,37 @@
 """Figure builders: pure functions, run frames in, ``plotly.graph_objects.Figure`` out.
 
-Used by the evaluation report (``report.html``) and meant for the Gradio UI. ``steps`` and
-``episodes`` are a run folder's ``trajectories.parquet`` / ``episodes.parquet`` frames (several
-runs can be compared by concatenating frames and renaming ``policy`` values, e.g.
-``"<run>:<policy>"``). Every builder returns a figure with a title even for empty input.
+Used by the evaluation report (``report.html``) and the workbench's Runs tab. ``steps`` and
+``episodes`` are a run folder's ``trajectories.parquet`` / ``episodes.parquet`` frames. Every
+builder returns a figure with a title even for empty input.
+
+Several runs are drawn together from their concatenated frames (:class:`workbench.compare.RunSet`
+builds them) holding ``run``, ``run_kind`` and ``policy_name`` (the policy's own name) beside
+``policy`` (the series label, ``"<run>:<policy>"``). Such frames are drawn grouped
+(:func:`series_styles`): one colour per policy, the same in every run, and one line style and
+marker per run; the legend lists each policy once, and a second legend (the run key, below the
+plot) each run once with its kind, so a chart of 4 runs of 6 policies has 6 + 4 entries, not 24.
+Bar charts of several runs get one panel per run instead (:func:`run_panels`).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
+from plotly.subplots import make_subplots
 
 from workbench import analysis
 
 __all__ = [
+    "SeriesStyle",
     "accuracy_vs_tokens_figure",
+    "add_run_key",
+    "is_grouped",
     "policy_colors",
+    "run_panels",
+    "series_styles",
     "budget_spend_figure",
     "length_histogram_figure",
     "regret_figure",
@@ -46,13 +61,200 @@ _PALETTE = (
 )
 
 
+#: What tells runs apart when several are drawn together: line dash, marker symbol.
+_RUN_DASHES = ("solid", "dash", "dot", "dashdot", "longdash", "longdashdot")
+_RUN_SYMBOLS = ("circle", "square", "diamond", "triangle-up", "x", "star", "cross", "triangle-down")
+#: The run key's look (grey: it names a run, not a policy).
+_KEY_COLOR = "#555"
+#: Height of a line chart (pixels) before :func:`add_run_key` adds ``KEY_ROW_PX`` per row of its key.
+LINE_CHART_HEIGHT = 400
+KEY_ROW_PX = 22
+
+
 def policy_colors(policies: list[str]) -> dict[str, str]:
     """A stable colour per policy (by position in ``policies``), shared by all figures of a run."""
     return {p: _PALETTE[i % len(_PALETTE)] for i, p in enumerate(policies)}
 
 
+@dataclass(frozen=True)
+class SeriesStyle:
+    """How one series (one policy of one run) is drawn.
+
+    Attributes:
+        label: The frame's ``policy`` value (``"<run>:<policy>"`` when several runs are drawn).
+        policy: The policy's own name: the legend entry.
+        run: The run's label (``""`` for a single run). run_kind: ``"evaluation"``, ``"training"``,
+            ``"play"`` or ``""``.
+        color: One per policy. dash, symbol: One per run (``"solid"``, ``"circle"`` for a single run).
+        legend: Whether this series carries its policy's legend entry (the first of that policy).
+    """
+
+    label: str
+    policy: str
+    run: str
+    run_kind: str
+    color: str
+    dash: str
+    symbol: str
+    legend: bool
+
+    @property
+    def hover(self) -> str:
+        """The series' full name for hover labels: ``"<run> · <policy>"`` or the policy."""
+        return f"{self.run} · {self.policy}" if self.run else self.policy
+
+
+def is_grouped(frame: pd.DataFrame | None) -> bool:
+    """Whether ``frame`` holds several runs to draw grouped (``run`` and ``policy_name`` columns,
+    more than one run)."""
+    return (
+        frame is not None
+        and not frame.empty
+        and {"run", "policy_name", "policy"} <= set(frame.columns)
+        and frame["run"].nunique() > 1
+    )
+
+
+def series_styles(frame: pd.DataFrame) -> dict[str, SeriesStyle]:
+    """The style of every series (``policy`` value) of ``frame``, in order of first appearance.
+
+    One colour per policy: per ``policy_name`` when the frame has it (the same policy has the same
+    colour in every run), else per ``policy``. Several runs (:func:`is_grouped`): one dash and
+    marker symbol per ``run``; one run: solid lines and circles.
+    """
+    order = analysis.policy_order(frame)
+    if not order:
+        return {}
+    first = frame.drop_duplicates("policy").set_index("policy")
+    named = "policy_name" in first.columns
+    name = {p: str(first.at[p, "policy_name"]) if named else p for p in order}
+    run = {p: str(first.at[p, "run"]) if named and "run" in first.columns else "" for p in order}
+    kind = {p: str(first.at[p, "run_kind"]) if named and "run_kind" in first.columns else "" for p in order}
+    grouped = is_grouped(frame)
+    colors = policy_colors(list(dict.fromkeys(name.values())))
+    runs = list(dict.fromkeys(run.values()))
+    out, seen = {}, set()
+    for p in order:
+        i = runs.index(run[p]) if grouped else 0
+        out[p] = SeriesStyle(
+            p,
+            name[p],
+            run[p],
+            kind[p],
+            colors[name[p]],
+            _RUN_DASHES[i % len(_RUN_DASHES)],
+            _RUN_SYMBOLS[i % len(_RUN_SYMBOLS)],
+            name[p] not in seen,
+        )
+        seen.add(name[p])
+    return out
+
+
+def _run_names(styles: dict[str, SeriesStyle]) -> dict[str, str]:
+    """``{run: "<run> (<kind>)"}`` in order (the run key's and the panels' titles)."""
+    from workbench.runs import RUN_KINDS
+
+    out: dict[str, str] = {}
+    for st in styles.values():
+        if st.run and st.run not in out:
+            out[st.run] = f"{st.run} ({RUN_KINDS.get(st.run_kind, st.run_kind)})" if st.run_kind else st.run
+    return out
+
+
+def add_run_key(
+    fig: go.Figure,
+    styles: dict[str, SeriesStyle],
+    *,
+    lines: bool = True,
+    markers: bool = True,
+    legend_title: str = "policy",
+) -> go.Figure:
+    """Add the run key of a grouped figure: a second legend below the plot with one grey entry per
+    run in that run's line dash and marker (``lines`` / ``markers``), named ``"<run> (<kind>)"``.
+    Clicking an entry does nothing (it is a key); the first legend (``legend_title``) toggles
+    policies. No-op for a single run. The figure's height grows by the key's rows."""
+    runs = _run_names(styles)
+    if len(runs) < 2:
+        return fig
+    first = {}
+    for st in styles.values():
+        first.setdefault(st.run, st)
+    mode = "+".join(m for m, on in (("lines", lines), ("markers", markers)) if on) or "markers"
+    for run, name in runs.items():
+        st = first[run]
+        fig.add_trace(
+            go.Scatter(
+                x=[None],
+                y=[None],
+                mode=mode,
+                name=name,
+                legend="legend2",
+                hoverinfo="skip",
+                line=dict(color=_KEY_COLOR, dash=st.dash, width=2),
+                marker=dict(color=_KEY_COLOR, symbol=st.symbol, size=8),
+            )
+        )
+    # below the plot, as many a row as fit (run names are long: often one); the figure grows by a row per run
+    fig.update_layout(
+        legend=dict(title=dict(text=legend_title), tracegroupgap=2),
+        legend2=dict(
+            title=dict(text="run"),
+            orientation="h",
+            x=0,
+            xanchor="left",
+            y=-0.16,
+            yanchor="top",
+            itemclick=False,
+            itemdoubleclick=False,
+            font=dict(size=11),
+        ),
+        height=(fig.layout.height or LINE_CHART_HEIGHT) + KEY_ROW_PX * len(runs),
+    )
+    return fig
+
+
+def run_panels(
+    styles: dict[str, SeriesStyle],
+    sizes: dict[str, int] | None = None,
+    *,
+    horizontal_bars: bool = False,
+    unit_px: int = 22,
+    panel_px: int = 120,
+    **kwargs,
+) -> tuple[go.Figure, dict[str, int], int]:
+    """An empty figure with one panel (subplot row, shared x axis) per run of a grouped figure,
+    titled ``"<run> (<kind>)"``.
+
+    Args:
+        sizes: Rows per run (bars of a horizontal bar chart); panel heights follow them.
+        horizontal_bars: Size each panel by ``sizes`` (``unit_px`` per bar) rather than
+            ``panel_px`` per run.
+        kwargs: Passed to ``make_subplots``.
+
+    Returns:
+        ``(figure, {run: row}, height in pixels)``: set the height with ``fig.update_layout(height=...)``.
+    """
+    runs = _run_names(styles)
+    weights = [max(1, (sizes or {}).get(r, 1)) if horizontal_bars else 1 for r in runs]
+    body = sum(w * unit_px + 12 for w in weights) if horizontal_bars else panel_px * len(runs)
+    height = int(body + 40 * len(runs) + 110)
+    gap = min(0.3 / max(1, len(runs) - 1), 42 / height) if len(runs) > 1 else 0
+    fig = make_subplots(
+        rows=len(runs),
+        cols=1,
+        shared_xaxes=True,
+        row_heights=weights,
+        vertical_spacing=gap,
+        subplot_titles=list(runs.values()),
+        **kwargs,
+    )
+    for ann in fig.layout.annotations:  # panel titles: left-aligned, small
+        ann.update(x=0, xanchor="left", font=dict(size=12))
+    return fig, {r: i + 1 for i, r in enumerate(runs)}, height
+
+
 def _colors(frame: pd.DataFrame) -> dict[str, str]:
-    return policy_colors(analysis.policy_order(frame))
+    return {label: st.color for label, st in series_styles(frame).items()}
 
 
 def _empty(title: str) -> go.Figure:
@@ -67,7 +269,8 @@ def _empty(title: str) -> go.Figure:
 
 def budget_spend_figure(steps: pd.DataFrame) -> go.Figure:
     """Budget spend across the episode: mean cumulative share of the budget spent after each
-    question, one line per policy, with the even-spend diagonal for reference."""
+    question, one line per policy (grouped by run and policy for several runs), with the
+    even-spend diagonal for reference."""
     title = "Budget spend across the episode"
     curve = analysis.spend_curve(steps)
     if curve.empty:
@@ -83,16 +286,20 @@ def budget_spend_figure(steps: pd.DataFrame) -> go.Figure:
             line=dict(dash="dot", color="grey"),
         )
     )
-    colors = _colors(curve)
+    styles = series_styles(steps)
     for pol in analysis.policy_order(curve):
-        c = curve[curve["policy"] == pol]
+        st, c = styles[pol], curve[curve["policy"] == pol]
         fig.add_trace(
             go.Scatter(
                 x=[0] + c["question"].tolist(),
                 y=[0.0] + c["spent_fraction"].tolist(),
                 mode="lines+markers",
-                name=pol,
-                line=dict(color=colors[pol]),
+                name=st.policy,
+                legendgroup=st.policy,
+                showlegend=st.legend,
+                line=dict(color=st.color, dash=st.dash),
+                marker=dict(symbol=st.symbol, size=6),
+                hovertemplate=f"{st.hover}<br>after %{{x}} questions: %{{y:.0%}} of the budget<extra></extra>",
             )
         )
     fig.update_layout(
@@ -102,35 +309,54 @@ def budget_spend_figure(steps: pd.DataFrame) -> go.Figure:
         yaxis_title="share of budget spent (mean over episodes)",
         yaxis=dict(rangemode="tozero"),
     )
-    return fig
+    return add_run_key(fig, styles)
+
+
+def _bar_trace(c: pd.DataFrame, by: str, st: SeriesStyle) -> go.Bar:
+    return go.Bar(
+        x=c[by],
+        y=c["tokens"],
+        name=st.policy,
+        legendgroup=st.policy,
+        marker_color=st.color,
+        customdata=np.stack([c["accuracy"], c["n"]], axis=1),
+        hovertemplate="%{x}<br>%{y:.0f} tokens<br>accuracy %{customdata[0]:.2f} (n=%{customdata[1]})<extra>"
+        + st.hover
+        + "</extra>",
+    )
 
 
 def _grouped_bars(steps: pd.DataFrame, by: str, title: str, xlabel: str) -> go.Figure:
     g = analysis.by_group(steps, by)
     if g.empty:
         return _empty(title)
-    fig = go.Figure()
-    colors = _colors(g)
-    for pol in analysis.policy_order(g):
-        c = g[g["policy"] == pol]
-        fig.add_trace(
-            go.Bar(
-                x=c[by],
-                y=c["tokens"],
-                name=pol,
-                marker_color=colors[pol],
-                customdata=np.stack([c["accuracy"], c["n"]], axis=1),
-                hovertemplate="%{x}<br>%{y:.0f} tokens<br>accuracy %{customdata[0]:.2f} (n=%{customdata[1]})<extra>"
-                + pol
-                + "</extra>",
-            )
+    styles = series_styles(steps)
+    yaxis_title = "mean tokens per answered question"
+    if not is_grouped(steps):
+        fig = go.Figure()
+        for pol in analysis.policy_order(g):
+            fig.add_trace(_bar_trace(g[g["policy"] == pol], by, styles[pol]))
+        fig.update_layout(
+            title=title, template=_TEMPLATE, barmode="group", xaxis_title=xlabel, yaxis_title=yaxis_title
         )
+        return fig
+    # several runs: one panel per run, the same categories in every panel, one colour per policy
+    categories = sorted(g[by].unique(), key=lambda v: (v == "n/a", len(v) if by == "difficulty" else 0, v))
+    fig, rows, height = run_panels(styles)
+    for pol in analysis.policy_order(g):
+        st = styles[pol]
+        tr = _bar_trace(g[g["policy"] == pol], by, st)
+        tr.showlegend = st.legend
+        fig.add_trace(tr, row=rows[st.run], col=1)
+    fig.update_xaxes(categoryorder="array", categoryarray=categories, automargin=True)
+    fig.update_xaxes(title_text=xlabel, row=len(rows), col=1)
+    fig.update_yaxes(rangemode="tozero", nticks=4, title_text="tokens", title_font=dict(size=11))
     fig.update_layout(
-        title=title,
+        title=dict(text=title + " (one panel per run)", subtitle=dict(text=yaxis_title)),
         template=_TEMPLATE,
         barmode="group",
-        xaxis_title=xlabel,
-        yaxis_title="mean tokens per answered question",
+        height=height,
+        legend=dict(title=dict(text="policy")),
     )
     return fig
 
@@ -148,27 +374,29 @@ def tokens_by_difficulty_figure(steps: pd.DataFrame) -> go.Figure:
 def accuracy_vs_tokens_figure(steps: pd.DataFrame, summary: pd.DataFrame | None = None) -> go.Figure:
     """Accuracy vs tokens: per policy, accuracy of answered questions by token bin (powers of
     two, log-scale x; hover shows the count), and a large marker at the policy's mean tokens per
-    question and accuracy (from ``summary`` when given)."""
+    question and accuracy (from ``summary`` when given). Several runs: grouped (:func:`series_styles`)."""
     title = "Accuracy vs tokens"
     if steps is None or steps.empty:
         return _empty(title)
     fig = go.Figure()
-    colors = _colors(steps)
+    styles = series_styles(steps)
+    grouped = is_grouped(steps)
     binned = analysis.accuracy_vs_tokens(steps)
     for pol in analysis.policy_order(steps):
-        c = binned[binned["policy"] == pol]
+        st, c = styles[pol], binned[binned["policy"] == pol]
         fig.add_trace(
             go.Scatter(
                 x=c["tokens_mid"],
                 y=c["accuracy"],
                 mode="lines+markers",
-                name=pol,
-                legendgroup=pol,
-                line=dict(width=1, color=colors[pol]),
-                marker=dict(size=5),
+                name=st.policy,
+                legendgroup=st.policy,
+                showlegend=st.legend,
+                line=dict(width=1, color=st.color, dash=st.dash),
+                marker=dict(size=5, symbol=st.symbol),
                 opacity=0.7,
                 customdata=c["n"],
-                hovertemplate="~%{x:.0f} tokens: accuracy %{y:.2f} (n=%{customdata})<extra>" + pol + "</extra>",
+                hovertemplate="~%{x:.0f} tokens: accuracy %{y:.2f} (n=%{customdata})<extra>" + st.hover + "</extra>",
             )
         )
         if summary is not None and not summary.empty and pol in set(summary["policy"]):
@@ -179,22 +407,28 @@ def accuracy_vs_tokens_figure(steps: pd.DataFrame, summary: pd.DataFrame | None 
                         x=[r["tokens_per_question"]],
                         y=[r["accuracy"]],
                         mode="markers",
-                        name=f"{pol} (mean)",
-                        legendgroup=pol,
+                        name=f"{st.policy} (mean)",
+                        legendgroup=st.policy,
                         showlegend=False,
-                        marker=dict(size=14, symbol="diamond", color=colors[pol], line=dict(width=1, color="black")),
-                        hovertemplate=f"{pol}: %{{x:.0f}} tokens/question, accuracy %{{y:.3f}}<extra></extra>",
+                        marker=dict(
+                            size=14,
+                            symbol=st.symbol if grouped else "diamond",
+                            color=st.color,
+                            line=dict(width=1, color="black"),
+                        ),
+                        hovertemplate=f"{st.hover}: %{{x:.0f}} tokens/question, accuracy %{{y:.3f}}<extra></extra>",
                     )
                 )
+    means = "large markers: policy means" if grouped else "diamonds: policy means"
     fig.update_layout(
-        title=title + " (lines: by response length; diamonds: policy means)",
+        title=dict(text=title, subtitle=dict(text=f"lines: by response length; {means}")),
         template=_TEMPLATE,
         xaxis_title="tokens (log scale)",
         yaxis_title="accuracy",
         xaxis_type="log",
         yaxis=dict(range=[-0.02, 1.05]),
     )
-    return fig
+    return add_run_key(fig, styles)
 
 
 def reward_components_figure(episodes: pd.DataFrame) -> go.Figure:
@@ -227,21 +461,32 @@ def reward_components_figure(episodes: pd.DataFrame) -> go.Figure:
 
 def regret_figure(episodes: pd.DataFrame) -> go.Figure:
     """Per-episode regret against the oracle allocation (expected correct answers lost), one box
-    per policy."""
+    per policy (several runs: horizontal boxes, one panel per run)."""
     title = "Regret vs the oracle allocation (expected correct answers per episode)"
     if episodes is None or episodes.empty or "regret" not in episodes.columns or episodes["regret"].isna().all():
         return _empty(title)
-    fig = go.Figure()
-    colors = _colors(episodes)
+    styles = series_styles(episodes)
+    axis_title = "oracle expected correct - policy expected correct"
+    if not is_grouped(episodes):
+        fig = go.Figure()
+        for pol in analysis.policy_order(episodes):
+            r = episodes.loc[episodes["policy"] == pol, "regret"].dropna()
+            fig.add_trace(go.Box(y=r, name=styles[pol].policy, boxmean=True, marker_color=styles[pol].color))
+        fig.update_layout(title=title, template=_TEMPLATE, yaxis_title=axis_title, showlegend=False)
+        return fig
+    sizes = episodes.drop_duplicates("policy")["run"].astype(str).value_counts().to_dict()
+    fig, rows, height = run_panels(styles, sizes, horizontal_bars=True, unit_px=30)
     for pol in analysis.policy_order(episodes):
+        st = styles[pol]
         r = episodes.loc[episodes["policy"] == pol, "regret"].dropna()
-        fig.add_trace(go.Box(y=r, name=pol, boxmean=True, marker_color=colors[pol]))
-    fig.update_layout(
-        title=title,
-        template=_TEMPLATE,
-        yaxis_title="oracle expected correct - policy expected correct",
-        showlegend=False,
-    )
+        fig.add_trace(
+            go.Box(x=r, y=[st.policy] * len(r), name=st.hover, orientation="h", boxmean=True, marker_color=st.color),
+            row=rows[st.run],
+            col=1,
+        )
+    fig.update_yaxes(automargin=True, autorange="reversed")
+    fig.update_xaxes(title_text=axis_title, row=len(rows), col=1)
+    fig.update_layout(title=title, template=_TEMPLATE, showlegend=False, height=height)
     return fig
 
 

@@ -2,7 +2,7 @@
 
 Layout of ``<run_dir>/`` (schema version 1):
 
-- ``run.json``: ``{"schema_version": 1, "kind": "evaluation"|"training", "run_id", "created_at",
+- ``run.json``: ``{"schema_version": 1, "kind": "evaluation"|"training"|"play", "run_id", "created_at",
   "command", "seed", "n_episodes", "policies", "versions", ...}``. Evaluation adds
   ``episode_seeds`` (list, episode i's seed), ``budget_mode``, ``budget_note``, ``tokenizer_name``,
   ``sources_used``, ``curves`` (their source), ``server_url``, ``workers``, ``wall_s`` and
@@ -82,6 +82,18 @@ EVAL_STEP_EXTRAS = ("kind", "graded_text", "expected_correct")
 EVAL_EPISODE_EXTRAS = ("kind", "unanswered", "expected_correct", "oracle_expected_correct", "regret")
 #: Condition columns of evaluation rows (steps and episodes); ``token_cap`` only in calibration sweeps.
 EVAL_CONDITION_EXTRAS = ("base_seed", "budget_ratio")
+#: ``run.json`` kinds: what wrote the folder, and how pickers and figures name it.
+RUN_KINDS = {"evaluation": "evaluation", "training": "training", "play": "Play episode"}
+
+
+def run_kind(meta: dict) -> str:
+    """The kind of a run from its ``run.json``: ``"evaluation"``, ``"training"``, ``"play"`` (an
+    episode saved from the workbench's Play tab; folders saved before Play wrote its own kind say
+    ``"evaluation"`` with ``source: "workbench play tab"``) or ``"?"``."""
+    kind = str(meta.get("kind") or "?")
+    if kind == "evaluation" and meta.get("source") == "workbench play tab":
+        return "play"
+    return kind if kind in RUN_KINDS else "?"
 
 
 class RunFolderError(ReasoningEconomicsError, ValueError):
@@ -113,7 +125,7 @@ class RunWriter:
 
     Args:
         run_dir: Folder to create (parents too). Existing run files in it are overwritten.
-        kind: ``"evaluation"`` or ``"training"``.
+        kind: ``"evaluation"``, ``"training"`` or ``"play"`` (:data:`RUN_KINDS`).
         config: The environment config of the run.
         meta: Extra ``run.json`` fields (seed, n_episodes, policies...).
 
@@ -122,8 +134,8 @@ class RunWriter:
     """
 
     def __init__(self, run_dir: str | Path, *, kind: str, config: EnvConfig, meta: dict | None = None) -> None:
-        if kind not in ("evaluation", "training"):
-            raise ValueError(f"kind must be 'evaluation' or 'training', got {kind!r}")
+        if kind not in RUN_KINDS:
+            raise ValueError(f"kind must be one of {', '.join(map(repr, RUN_KINDS))}, got {kind!r}")
         self.run_dir = Path(run_dir)
         try:
             self.run_dir.mkdir(parents=True, exist_ok=True)
@@ -245,6 +257,11 @@ class Run:
     def name(self) -> str:
         """Display name: ``run_id`` from ``run.json`` or the folder name."""
         return str(self.meta.get("run_id") or self.path.name)
+
+    @property
+    def kind(self) -> str:
+        """:func:`run_kind` of ``run.json``: ``"evaluation"``, ``"training"``, ``"play"`` or ``"?"``."""
+        return run_kind(self.meta)
 
 
 def load_run(path: str | Path) -> Run:

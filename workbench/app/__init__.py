@@ -25,7 +25,7 @@ CSS = """
 #ree-tokens {max-height: 260px; overflow-y: auto;}
 #ree-verdict table, #ree-components table {font-size: 14px;}
 .ree-info {font-size: 13px;}
-#ree-status {min-height: 30px;}
+.ree-status {min-height: 30px;}
 """
 
 #: The theme name (a built-in Gradio theme).
@@ -45,7 +45,7 @@ def build_workbench(ctx: Any = None, *, title: str = "Reasoning Economics Workbe
     """
     import gradio as gr
 
-    from workbench.app.common import AppContext
+    from workbench.app.common import AppContext, marks_on
     from workbench.app.lab_tab import LabTab
     from workbench.app.play_tab import PlayTab
     from workbench.app.runs_tab import RunsTab
@@ -78,6 +78,9 @@ def build_workbench(ctx: Any = None, *, title: str = "Reasoning Economics Workbe
             [play_c["state"], runs_c["root"], runs_c["runs"]],
             [runs_c["runs"], runs_c["status"]],
             api_visibility="private",
-        ).then(lab.refresh, [lab_c["runs_root"]], [lab_c["run"]], api_visibility="private")
+            **marks_on(runs_c["busy"]),
+        ).success(
+            lab.refresh, [lab_c["runs_root"]], [lab_c["run"]], api_visibility="private", **marks_on(lab_c["status"])
+        )
     demo.workbench = {"ctx": ctx, "play": (play, play_c), "lab": (lab, lab_c), "runs": (runs, runs_c)}
     return demo

@@ -26,7 +26,7 @@ from reasoning_env.errors import ReasoningEconomicsError
 
 logger = logging.getLogger("workbench.app")
 
-__all__ = ["USER_ERRORS", "AppContext", "fmt_float", "fmt_int", "user_errors", "warn"]
+__all__ = ["USER_ERRORS", "AppContext", "fmt_float", "fmt_int", "marks_on", "status_line", "user_errors", "warn"]
 
 
 @dataclass
@@ -108,6 +108,20 @@ def user_errors(fn: Callable) -> Callable:
             raise _to_gr_error(exc, where) from None
 
     return wrapper
+
+
+def status_line(elem_id: str) -> gr.Markdown:
+    """A tab's status line: the one place its actions show that they are busy or were refused
+    (with :func:`marks_on` on every event of the tab). Create it inside the tab's layout."""
+    return gr.Markdown("", elem_id=elem_id, container=False, elem_classes=["ree-status"])
+
+
+def marks_on(status: gr.Markdown) -> dict[str, Any]:
+    """Event keyword arguments putting an event's busy timer and its error mark on ``status``
+    (a :func:`status_line`) only. A refused action then shows its message once (the toast of
+    :func:`user_errors`) and every output panel keeps what it showed, where Gradio would mark
+    each output of the event "Error"."""
+    return {"show_progress_on": [status]}
 
 
 def warn(message: str) -> None:

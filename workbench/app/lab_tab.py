@@ -19,7 +19,7 @@ import gradio as gr
 import pandas as pd
 
 from reasoning_env.rewards import describe, normalise_spec, spec_to_yaml
-from workbench.app.common import AppContext, esc, user_errors
+from workbench.app.common import AppContext, esc, marks_on, status_line, user_errors
 from workbench.compare import discover_runs
 from workbench.reward_lab import tuning as rt
 from workbench.reward_lab.figures import (
@@ -326,6 +326,8 @@ class LabTab:
                     label="Budgets for the induced allocation (tokens, 10 questions)",
                 )
             with gr.Column(scale=2, min_width=520):
+                # the one place the lab's actions show they are busy or were refused (the message is a toast)
+                c["status"] = status_line("ree-lab-status")
                 c["notes"] = gr.Markdown("")
                 c["table"] = gr.Dataframe(
                     pd.DataFrame(columns=list(RESCORE_COLUMNS.values())),
@@ -358,15 +360,17 @@ class LabTab:
         lab, sel, ctrls = c["lab"], c["selected"], c["controls"]
         update_outputs = [c["spec"], c["notes"], c["table"], c["comparison"], c["curves"], c["download"]]
         induced_outputs = [c["induced_tokens"], c["pareto"], c["induced_table"], c["induced_notes"]]
-        c["refresh"].click(self.refresh, [c["runs_root"]], [c["run"]], api_visibility="private")
+        on = marks_on(c["status"])  # busy and error marks on the status line only
+        private = {"api_visibility": "private", **on}
+        c["refresh"].click(self.refresh, [c["runs_root"]], [c["run"]], **private)
         load = c["run"].change(
-            self.load, [c["run"]], [lab, c["run_info"]], api_name="lab_load", trigger_mode="always_last"
+            self.load, [c["run"]], [lab, c["run_info"]], api_name="lab_load", trigger_mode="always_last", **on
         )
-        load.then(self.update, [lab, sel, *ctrls], update_outputs, api_visibility="private").then(
-            self.induced, [lab, sel, c["budgets"], *ctrls], induced_outputs, api_visibility="private"
+        load.success(self.update, [lab, sel, *ctrls], update_outputs, **private).success(
+            self.induced, [lab, sel, c["budgets"], *ctrls], induced_outputs, **private
         )
-        sel.change(self.visibility, [sel], c["accordions"], api_visibility="private")
-        c["use_recorded"].click(self.recorded_controls, [lab], [sel, *ctrls], api_visibility="private")
+        sel.change(self.visibility, [sel], c["accordions"], api_visibility="private", show_progress="hidden")
+        c["use_recorded"].click(self.recorded_controls, [lab], [sel, *ctrls], **private)
         live = gr.on(
             [sel.change] + [x.change for x in ctrls],
             self.update,
@@ -375,18 +379,23 @@ class LabTab:
             api_name="lab_update",
             trigger_mode="always_last",
             show_progress="minimal",
+            **on,
         )
-        live.then(
+        live.success(
             self.induced,
             [lab, sel, c["budgets"], *ctrls],
             induced_outputs,
-            api_visibility="private",
             trigger_mode="always_last",
             show_progress="minimal",
+            **private,
         )
-        c["budgets"].submit(self.induced, [lab, sel, c["budgets"], *ctrls], induced_outputs, api_name="lab_induced")
-        c["save_btn"].click(self.save, [lab, sel, c["save_path"], *ctrls], [c["save_status"]], api_name="lab_save")
-        c["_initial"] = (lab, c["run"], c["run_info"], update_outputs, induced_outputs)
+        c["budgets"].submit(
+            self.induced, [lab, sel, c["budgets"], *ctrls], induced_outputs, api_name="lab_induced", **on
+        )
+        c["save_btn"].click(
+            self.save, [lab, sel, c["save_path"], *ctrls], [c["save_status"]], api_name="lab_save", **on
+        )
+        c["_initial"] = (lab, c["run"], c["run_info"], update_outputs, induced_outputs, on)
         return c
 
     @user_errors
@@ -398,9 +407,8 @@ class LabTab:
 
     def wire_tab(self, tab: Any, c: dict[str, Any]) -> None:
         """When ``tab`` is selected: load the run on first use, then draw everything."""
-        lab, run, info, update_outputs, induced_outputs = c["_initial"]
-        tab.select(self.ensure_loaded, [lab, run], [lab, info], api_visibility="private").then(
-            self.update, [lab, c["selected"], *c["controls"]], update_outputs, api_visibility="private"
-        ).then(
-            self.induced, [lab, c["selected"], c["budgets"], *c["controls"]], induced_outputs, api_visibility="private"
-        )
+        lab, run, info, update_outputs, induced_outputs, on = c["_initial"]
+        private = {"api_visibility": "private", **on}
+        tab.select(self.ensure_loaded, [lab, run], [lab, info], **private).success(
+            self.update, [lab, c["selected"], *c["controls"]], update_outputs, **private
+        ).success(self.induced, [lab, c["selected"], c["budgets"], *c["controls"]], induced_outputs, **private)

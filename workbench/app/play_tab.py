@@ -23,7 +23,7 @@ import pandas as pd
 from reasoning_env.policies import describe as describe_policies
 from reasoning_env.prompting import SYSTEM_PROMPT, build_user_prompt
 from workbench import episode_plots
-from workbench.app.common import AppContext, esc, fmt_float, fmt_int, user_errors, warn
+from workbench.app.common import AppContext, esc, fmt_float, fmt_int, marks_on, status_line, user_errors, warn
 from workbench.play import (
     BUDGET_MODES,
     HUMAN,
@@ -643,7 +643,7 @@ class PlayTab:
                         c["answer_btn"] = gr.Button("Submit answer", variant="primary", elem_id="ree-answer")
                 # the one place a Play action shows it is busy or was refused (the message itself is a toast),
                 # so a refused action leaves every panel as it was
-                c["status"] = gr.Markdown("", elem_id="ree-status", container=False)
+                c["status"] = status_line("ree-status")
                 with gr.Row(equal_height=False):
                     with gr.Column(scale=3, min_width=360):
                         c["verdict"] = gr.Markdown(render_verdict(None), elem_id="ree-verdict")
@@ -690,7 +690,7 @@ class PlayTab:
             c["num_questions"],
             c["data_dir"],
         ]
-        on = {"show_progress_on": [c["status"]]}  # busy and error marks on the status line only
+        on = marks_on(c["status"])  # busy and error marks on the status line only
         first, rest = [c[name] for name in VIEW_FIRST], [c[name] for name in VIEW_REST]
         page = {"api_visibility": "private", **on}
         # (queue=False would save tens of ms per step, but Gradio 6.31's page then shows no message

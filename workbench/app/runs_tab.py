@@ -4,8 +4,14 @@ compare them side by side.
 Thin layer over :mod:`workbench.compare` (discovery, loading, combined frames, figures) and
 :mod:`workbench.plots`. Every per-policy number carries its 95% interval over episodes, the
 paired comparison says which policies cannot be told apart, and budget sweeps get accuracy
-against budget and the Pareto frontier (:meth:`RunsTab.uncertainty`). API names:
-``/runs_refresh``, ``/runs_compare``, ``/runs_uncertainty``.
+against budget and the Pareto frontier (:meth:`RunsTab.uncertainty`).
+
+Several runs are drawn grouped: one colour per policy (the same in every run), one line style per
+run with a run key naming each run and its kind (evaluation, training, Play episode), one panel
+per run for the bar charts and intervals; the policy picker narrows every figure, the table and
+the comparison to the chosen policies. Actions show they are busy or were refused on the tab's
+status line only (:func:`workbench.app.common.marks_on`). API names: ``/runs_refresh``,
+``/runs_compare``, ``/runs_uncertainty``.
 """
 
 from __future__ import annotations
@@ -19,7 +25,7 @@ import gradio as gr
 import pandas as pd
 
 from workbench import compare
-from workbench.app.common import AppContext, user_errors
+from workbench.app.common import AppContext, marks_on, status_line, user_errors
 
 __all__ = ["RunsTab"]
 
@@ -44,6 +50,36 @@ HEADERS = {
 }
 #: Metrics shown with their interval in one cell.
 _WITH_CI = {"accuracy": "{:.3f}", "reward": "{:+.2f}", "regret": "{:.3f}"}
+#: Height of the tab's line charts (pixels); bar charts and intervals of several runs grow with their rows.
+FIGURE_HEIGHT = 400
+_MARGIN = dict(l=55, r=15, t=60, b=50)
+
+
+def _fit(fig: Any) -> Any:
+    """The tab's look for ``fig``: its own height if it set one (panels per run), else
+    :data:`FIGURE_HEIGHT`; tick labels that make room for themselves."""
+    fig.update_layout(height=fig.layout.height or FIGURE_HEIGHT, margin=_MARGIN, legend=dict(font=dict(size=11)))
+    fig.update_xaxes(automargin=True)
+    fig.update_yaxes(automargin=True)
+    return fig
+
+
+def _paths(selected: Sequence[str] | None, extra_path: str) -> list[str]:
+    return list(selected or []) + [p.strip() for p in (extra_path or "").replace(";", ",").split(",") if p.strip()]
+
+
+def _load(paths: Sequence[str]) -> compare.RunSet:
+    runs = compare.load_runs(dict.fromkeys(paths))
+    if not len(runs):
+        raise ValueError("no run could be loaded: " + "; ".join(f"{k}: {v}" for k, v in runs.errors.items()))
+    return runs
+
+
+def _shown(runs: compare.RunSet, policies: Sequence[str] | None) -> list[str]:
+    """The chosen policies that the runs hold (all of them when none is chosen, or none is there)."""
+    available = runs.policies()
+    chosen = [p for p in (policies or []) if p in available]
+    return chosen or available
 
 
 def _display_table(summary: pd.DataFrame) -> pd.DataFrame:
@@ -102,54 +138,85 @@ class RunsTab:
         return gr.Dropdown(choices=choices, value=keep, multiselect=True), status
 
     @user_errors
-    def compare(self, selected: Sequence[str] | None, extra_path: str, smooth: float = 1) -> tuple:
-        """Load the chosen folders (plus ``extra_path``) and draw the comparison.
+    def compare(
+        self,
+        selected: Sequence[str] | None,
+        extra_path: str,
+        smooth: float = 1,
+        policies: Sequence[str] | None = None,
+    ) -> tuple:
+        """Load the chosen folders (plus ``extra_path``) and draw the comparison of ``policies``
+        (their own names; ``None`` or none of them there: every policy of the runs).
 
         Returns:
-            ``(description markdown, summary table, accuracy-vs-tokens, utilisation, budget spend,
-            tokens-by-type, training-curves, held-out evaluation figures)``.
+            ``(description markdown, summary table, accuracy-vs-tokens, budget spend, utilisation,
+            tokens-by-type figures, training-curves and held-out evaluation updates (``{"value":
+            figure, "visible": ...}``: hidden when no run has what they draw), what was drawn
+            (``{"paths": [...], "policies": [...]}``, for :meth:`uncertainty_of`), policy picker update)``.
 
         Raises ``gr.Error`` when nothing is chosen or nothing could be loaded.
         """
-        paths = list(selected or [])
-        for p in (extra_path or "").replace(";", ",").split(","):
-            if p.strip():
-                paths.append(p.strip())
+        paths = _paths(selected, extra_path)
         if not paths:
             raise ValueError("choose at least one run folder (or type a path)")
-        runs = compare.load_runs(dict.fromkeys(paths))
-        if not len(runs):
-            raise ValueError("no run could be loaded: " + "; ".join(f"{k}: {v}" for k, v in runs.errors.items()))
+        window = _smooth_window(smooth)
+        loaded = _load(paths)
+        shown = _shown(loaded, policies)
+        runs = loaded.only(shown)
         table = _display_table(runs.summary())
         figs = [
-            compare.accuracy_vs_tokens(runs),
-            compare.utilisation_figure(runs),
-            compare.budget_spend(runs),
-            compare.tokens_by_type(runs),
-            compare.training_curves_figure(runs, smooth=_smooth_window(smooth)),
-            compare.held_out_figure(runs),
+            _fit(f)
+            for f in (
+                compare.accuracy_vs_tokens(runs),
+                compare.budget_spend(runs),
+                compare.utilisation_figure(runs),
+                compare.tokens_by_type(runs),
+            )
         ]
-        for f in figs[:4]:
-            f.update_layout(height=400, margin=dict(l=55, r=15, t=60, b=50), legend=dict(font=dict(size=11)))
-        return (runs.describe(), table, *figs)
+        training = any(r.metrics is not None and not r.metrics.empty for r in runs.runs.values())
+        held_out = not compare.held_out_evaluations(runs).empty
+        picker = gr.Dropdown(choices=loaded.policies(), value=shown, multiselect=True)
+        return (
+            runs.describe(),
+            table,
+            *figs,
+            gr.update(value=compare.training_curves_figure(runs, smooth=window), visible=training),
+            gr.update(value=compare.held_out_figure(runs), visible=held_out),
+            {"paths": paths, "policies": shown},
+            picker,
+        )
+
+    def redraw(
+        self,
+        selected: Sequence[str] | None,
+        extra_path: str,
+        smooth: float = 1,
+        policies: Sequence[str] | None = None,
+    ) -> tuple:
+        """:meth:`compare` without the policy picker's update (for the picker's own edits)."""
+        return self.compare(selected, extra_path, smooth, policies)[:-1]
+
+    def uncertainty_of(self, drawn: dict | None) -> tuple:
+        """:meth:`uncertainty` of the runs and policies the first pass (:meth:`compare`) drew."""
+        drawn = drawn or {}
+        return self.uncertainty(drawn.get("paths") or [], "", drawn.get("policies"))
 
     @user_errors
-    def uncertainty(self, selected: Sequence[str] | None, extra_path: str) -> tuple:
-        """The paired comparison and the frontier of the chosen runs.
+    def uncertainty(
+        self, selected: Sequence[str] | None, extra_path: str, policies: Sequence[str] | None = None
+    ) -> tuple:
+        """The paired comparison and the frontier of the chosen runs and ``policies`` (as :meth:`compare`).
 
         Returns:
             ``(comparison markdown, intervals figure, frontier figure, accuracy-vs-budget figure)``.
         """
         from workbench import analysis
 
-        paths = list(selected or []) + [
-            p.strip() for p in (extra_path or "").replace(";", ",").split(",") if p.strip()
-        ]
+        paths = _paths(selected, extra_path)
         if not paths:
             return tuple(gr.skip() for _ in range(4))
-        runs = compare.load_runs(dict.fromkeys(paths))
-        if not len(runs):
-            raise ValueError("no run could be loaded: " + "; ".join(f"{k}: {v}" for k, v in runs.errors.items()))
+        loaded = _load(paths)
+        runs = loaded.only(_shown(loaded, policies))
         summary = compare.labelled_summary(runs)
         cmp = runs.comparisons()
         lines = [
@@ -166,9 +233,7 @@ class RunsTab:
                 "```\n" + text + "\n```",
             ]
         )
-        figs = [compare.intervals(runs), compare.frontier(runs), compare.accuracy_vs_budget(runs)]
-        for f in figs:
-            f.update_layout(height=400, margin=dict(l=55, r=15, t=60, b=50), legend=dict(font=dict(size=11)))
+        figs = [_fit(f) for f in (compare.intervals(runs), compare.frontier(runs), compare.accuracy_vs_budget(runs))]
         return (md, *figs)
 
     def build(self) -> dict[str, Any]:
@@ -194,10 +259,25 @@ class RunsTab:
             )
             c["path"] = gr.Textbox("", label="…or a folder path (commas for several)", scale=2)
         with gr.Row(equal_height=True):
+            c["policies"] = gr.Dropdown(
+                [],
+                value=[],
+                multiselect=True,
+                label="Policies to draw",
+                scale=4,
+                elem_id="ree-runs-policies",
+                info="every policy of the runs unless you narrow it; "
+                "one colour per policy in every run, one line style per run",
+            )
             c["smooth"] = gr.Slider(
-                1, 50, value=1, step=1, label="Smooth training curves (rolling mean, logged steps)", scale=3
+                1, 50, value=1, step=1, label="Smooth training curves (rolling mean, logged steps)", scale=2
             )
             c["compare_btn"] = gr.Button("Compare", variant="primary", scale=1, elem_id="ree-compare")
+        # the one place the tab's actions show they are busy or were refused (the message is a toast)
+        c["busy"] = status_line("ree-runs-status")
+        # the runs and policies the first pass drew: the second pass completes that comparison (it must not read
+        # the pickers, which may have changed, or be changing, in between)
+        c["drawn"] = gr.State({})
         c["describe"] = gr.Markdown("")
         c["table"] = gr.Dataframe(
             pd.DataFrame(columns=list(HEADERS.values())),
@@ -206,39 +286,53 @@ class RunsTab:
             wrap=False,
             elem_id="ree-runs-table",
         )
+        # line charts side by side; the per-run panels (one row per policy) side by side; the densest chart full width
         with gr.Row():
             c["acc_plot"] = gr.Plot(show_label=False, elem_id="ree-runs-acc")
-            c["util_plot"] = gr.Plot(show_label=False, elem_id="ree-runs-util")
+            c["spend_plot"] = gr.Plot(show_label=False, elem_id="ree-runs-spend")
         with gr.Row():
-            c["spend_plot"] = gr.Plot(show_label=False)
-            c["type_plot"] = gr.Plot(show_label=False)
-        c["train_plot"] = gr.Plot(show_label=False, elem_id="ree-runs-train")
-        c["held_out_plot"] = gr.Plot(show_label=False, elem_id="ree-runs-held-out")
-        with gr.Accordion("Uncertainty, paired comparison and frontier", open=True):
+            c["util_plot"] = gr.Plot(show_label=False, elem_id="ree-runs-util")
+            c["interval_plot"] = gr.Plot(show_label=False, elem_id="ree-runs-intervals")
+        c["type_plot"] = gr.Plot(show_label=False, elem_id="ree-runs-type")
+        c["train_plot"] = gr.Plot(show_label=False, elem_id="ree-runs-train", visible=False)
+        c["held_out_plot"] = gr.Plot(show_label=False, elem_id="ree-runs-held-out", visible=False)
+        with gr.Accordion("Paired comparison and frontier", open=True):
             c["uncertainty"] = gr.Markdown("", elem_id="ree-runs-uncertainty")
             with gr.Row():
-                c["interval_plot"] = gr.Plot(show_label=False, elem_id="ree-runs-intervals")
                 c["frontier_plot"] = gr.Plot(show_label=False, elem_id="ree-runs-frontier")
-            c["budget_plot"] = gr.Plot(show_label=False, elem_id="ree-runs-budget")
+                c["budget_plot"] = gr.Plot(show_label=False, elem_id="ree-runs-budget")
 
         outputs = [
             c["describe"],
             c["table"],
             c["acc_plot"],
-            c["util_plot"],
             c["spend_plot"],
+            c["util_plot"],
             c["type_plot"],
             c["train_plot"],
             c["held_out_plot"],
+            c["drawn"],
+            c["policies"],
         ]
         extra = [c["uncertainty"], c["interval_plot"], c["frontier_plot"], c["budget_plot"]]
-        c["_uncertainty_io"] = ([c["runs"], c["path"]], extra)
-        c["refresh"].click(self.refresh, [c["root"], c["runs"]], [c["runs"], c["status"]], api_name="runs_refresh")
-        c["root"].submit(self.refresh, [c["root"], c["runs"]], [c["runs"], c["status"]], api_visibility="private")
+        on = marks_on(c["busy"])  # busy and error marks on the status line only
+        private = {"api_visibility": "private", **on}
+        filtered = [c["runs"], c["path"], c["smooth"], c["policies"]]
+        c["_io"] = (outputs, extra, filtered, on)
+        c["refresh"].click(
+            self.refresh, [c["root"], c["runs"]], [c["runs"], c["status"]], api_name="runs_refresh", **on
+        )
+        c["root"].submit(self.refresh, [c["root"], c["runs"]], [c["runs"], c["status"]], **private)
+        # Compare draws every policy of the chosen runs; narrowing the picker (or smoothing) redraws the chosen ones
         c["compare_btn"].click(
-            self.compare, [c["runs"], c["path"], c["smooth"]], outputs, api_name="runs_compare"
-        ).then(self.uncertainty, [c["runs"], c["path"]], extra, api_name="runs_uncertainty")
-        c["smooth"].release(self.compare, [c["runs"], c["path"], c["smooth"]], outputs, api_visibility="private")
+            self.compare, [c["runs"], c["path"], c["smooth"]], outputs, api_name="runs_compare", **on
+        ).success(self.uncertainty_of, [c["drawn"]], extra, api_visibility="private", **on)
+        gr.on([], self.uncertainty, [c["runs"], c["path"]], extra, api_name="runs_uncertainty")
+        # (the picker is not redrawn by its own edits, and after several quick edits the last choice is drawn)
+        c["policies"].input(self.redraw, filtered, outputs[:-1], trigger_mode="always_last", **private).success(
+            self.uncertainty_of, [c["drawn"]], extra, trigger_mode="always_last", **private
+        )
+        c["smooth"].release(self.redraw, filtered, outputs[:-1], trigger_mode="always_last", **private)
         c["_refresh_io"] = ([c["root"], c["runs"]], [c["runs"], c["status"]])
         return c
 
@@ -261,38 +355,34 @@ class RunsTab:
         base = (root or "").strip() or self.ctx.runs_root
         choices = [(e.choice, str(e.path)) for e in compare.discover_runs(base)]
         if saved not in {v for _l, v in choices}:
-            choices.insert(0, (f"{Path(saved).name}  (saved episode)", saved))
+            choices.insert(0, (f"{Path(saved).name}  (Play episode)", saved))
         chosen = [v for v in (current or []) if v in {c for _l, c in choices}] + [saved]
         return (
             gr.Dropdown(choices=choices, value=list(dict.fromkeys(chosen)), multiselect=True),
             f"Saved episode `{saved}` added to the comparison; press **Compare**.",
         )
 
-    def compare_if_any(self, selected: Sequence[str] | None, extra_path: str, smooth: float = 1) -> tuple:
+    def compare_if_any(
+        self,
+        selected: Sequence[str] | None,
+        extra_path: str,
+        smooth: float = 1,
+        policies: Sequence[str] | None = None,
+    ) -> tuple:
         """:meth:`compare` when something is chosen; otherwise leave the outputs as they are."""
         if not selected and not (extra_path or "").strip():
-            return tuple(gr.skip() for _ in range(8))
-        return self.compare(selected, extra_path, smooth)
+            return tuple(gr.skip() for _ in range(10))
+        return self.compare(selected, extra_path, smooth, policies)
 
     def wire_tab(self, tab: Any, c: dict[str, Any]) -> None:
         """When ``tab`` is selected: refresh the list of runs (a Play episode may have been saved),
-        then draw the comparison of the selection."""
-        inputs, outputs = c["_refresh_io"]
-        u_in, u_out = c["_uncertainty_io"]
-        tab.select(self.refresh, inputs, outputs, api_visibility="private").then(
-            self.compare_if_any,
-            [c["runs"], c["path"], c["smooth"]],
-            [
-                c["describe"],
-                c["table"],
-                c["acc_plot"],
-                c["util_plot"],
-                c["spend_plot"],
-                c["type_plot"],
-                c["train_plot"],
-            ],
-            api_visibility="private",
-        ).then(self.uncertainty, u_in, u_out, api_visibility="private")
+        then draw the comparison of the selection (keeping the policy picker's choice)."""
+        inputs, refreshed = c["_refresh_io"]
+        outputs, extra, filtered, on = c["_io"]
+        private = {"api_visibility": "private", **on}
+        tab.select(self.refresh, inputs, refreshed, **private).success(
+            self.compare_if_any, filtered, outputs, **private
+        ).success(self.uncertainty_of, [c["drawn"]], extra, **private)
 
 
 def _smooth_window(smooth: Any) -> int:
