@@ -254,3 +254,42 @@ def test_the_report_fits_1400_pixels_without_horizontal_scrolling(run):
             browser.close()
     assert widths["doc"] <= widths["view"], widths
     assert widths["over"] == [], widths
+
+
+def test_the_best_policy_differences_are_oriented_best_minus_other():
+    # comparisons store each pair once, a - b; where the best policy is b, its difference to a is
+    # the negated row with the interval's bounds swapped (what the CLI text and the report print)
+    summary = pd.DataFrame({"policy": ["a", "b", "c"], "accuracy": [0.4, 0.7, 0.5]})
+    comparisons = pd.DataFrame(
+        {
+            "condition": ["", "", ""],
+            "metric": ["accuracy"] * 3,
+            "policy_a": ["a", "b", "a"],
+            "policy_b": ["b", "c", "c"],
+            "difference": [-0.3, 0.2, -0.1],
+            "ci_low": [-0.45, -0.05, -0.2],
+            "ci_high": [-0.15, 0.4, 0.0],
+            "p_value": [0.001, 0.2, 0.05],
+            "p_holm": [0.003, 0.2, 0.1],
+            "distinguishable": [True, False, False],
+            "episodes": [20, 20, 20],
+        }
+    )
+    (item,) = analysis.indistinguishable(comparisons, summary, metric="accuracy")
+    assert item["best"] == "b" and item["tied"] == ["c"] and item["separated"] == ["a"]
+    vs_a, vs_c = item["differences"]
+    assert vs_a["other"] == "a" and vs_a["difference"] == pytest.approx(0.3)
+    assert (vs_a["ci_low"], vs_a["ci_high"]) == pytest.approx((0.15, 0.45))
+    assert vs_c == {
+        "other": "c",
+        "difference": 0.2,
+        "ci_low": -0.05,
+        "ci_high": 0.4,
+        "p_value": 0.2,
+        "p_holm": 0.2,
+        "distinguishable": False,
+        "episodes": 20,
+    }
+    text = analysis.format_comparisons(comparisons, summary, metrics=("accuracy",))
+    assert "b - a: +0.300 [+0.150, +0.450], p = 0.001 (Holm 0.003)" in text
+    assert "b - c: +0.200 [-0.050, +0.400], p = 0.2 (Holm 0.2)  <- not distinguishable" in text

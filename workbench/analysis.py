@@ -410,7 +410,10 @@ def indistinguishable(comparisons: pd.DataFrame, summary: pd.DataFrame, *, metri
     regret) and the policies the paired comparison cannot tell apart from it.
 
     Returns:
-        ``[{"condition", "metric", "best", "tied": [names], "separated": [names]}]``.
+        ``[{"condition", "metric", "best", "tied": [names], "separated": [names], "differences": [...]}]``;
+        ``differences`` holds one dict per pair that includes the best policy, oriented best minus
+        other: ``{"other", "difference", "ci_low", "ci_high", "p_value", "p_holm", "distinguishable",
+        "episodes"}`` (the interval's bounds swapped where the pair was stored the other way round).
     """
     if comparisons is None or comparisons.empty or summary is None or summary.empty or metric not in summary:
         return []
@@ -426,13 +429,36 @@ def indistinguishable(comparisons: pd.DataFrame, summary: pd.DataFrame, *, metri
         if sub.empty:
             continue
         best = sub.sort_values(metric, ascending=(metric == "regret")).iloc[0]["policy"]
-        tied, separated = [], []
+        tied, separated, differences = [], [], []
         for _, r in cmp.iterrows():
             if best not in (r["policy_a"], r["policy_b"]):
                 continue
-            other = r["policy_b"] if r["policy_a"] == best else r["policy_a"]
+            sign = 1.0 if r["policy_a"] == best else -1.0
+            other = r["policy_b"] if sign > 0 else r["policy_a"]
             (separated if r["distinguishable"] else tied).append(other)
-        out.append({"condition": label, "metric": metric, "best": best, "tied": tied, "separated": separated})
+            lo, hi = sorted((sign * r["ci_low"], sign * r["ci_high"]))
+            differences.append(
+                {
+                    "other": other,
+                    "difference": sign * r["difference"],
+                    "ci_low": lo,
+                    "ci_high": hi,
+                    "p_value": r["p_value"],
+                    "p_holm": r["p_holm"],
+                    "distinguishable": bool(r["distinguishable"]),
+                    "episodes": int(r["episodes"]),
+                }
+            )
+        out.append(
+            {
+                "condition": label,
+                "metric": metric,
+                "best": best,
+                "tied": tied,
+                "separated": separated,
+                "differences": differences,
+            }
+        )
     return out
 
 
@@ -654,16 +680,10 @@ def format_comparisons(
             where = f" ({item['condition']})" if item["condition"] else ""
             tied = ", ".join(item["tied"]) or "none"
             lines.append(f"{metric}{where}: best {item['best']}; cannot be told apart from it: {tied}")
-            sub = comparisons[(comparisons["metric"] == metric) & (comparisons["condition"] == item["condition"])]
-            for _, r in sub.iterrows():
-                if item["best"] not in (r["policy_a"], r["policy_b"]):
-                    continue
-                sign = 1.0 if r["policy_a"] == item["best"] else -1.0
-                other = r["policy_b"] if sign > 0 else r["policy_a"]
-                lo, hi = sorted((sign * r["ci_low"], sign * r["ci_high"]))
+            for d in item["differences"]:
                 lines.append(
-                    f"  {item['best']} - {other}: {sign * r['difference']:+.3f} [{lo:+.3f}, {hi:+.3f}], "
-                    f"p = {r['p_value']:.3g} (Holm "
-                    f"{r['p_holm']:.3g}){'' if r['distinguishable'] else '  <- not distinguishable'}"
+                    f"  {item['best']} - {d['other']}: {d['difference']:+.3f} "
+                    f"[{d['ci_low']:+.3f}, {d['ci_high']:+.3f}], p = {d['p_value']:.3g} (Holm "
+                    f"{d['p_holm']:.3g}){'' if d['distinguishable'] else '  <- not distinguishable'}"
                 )
     return "\n".join(lines)

@@ -176,20 +176,13 @@ def _comparisons(comparisons: pd.DataFrame | None, summary: pd.DataFrame) -> str
                 else "is separated from every other policy at 95%"
             )
             parts.append(f"<p><b>{metric}</b>{where}: the best, <b>{html.escape(item['best'])}</b>, {verdict}.</p>")
-            sub = comparisons[(comparisons["metric"] == metric) & (comparisons["condition"] == item["condition"])]
-            rows = []
-            for _, r in sub.iterrows():
-                if item["best"] not in (r["policy_a"], r["policy_b"]):
-                    continue
-                sign = 1.0 if r["policy_a"] == item["best"] else -1.0
-                other = r["policy_b"] if sign > 0 else r["policy_a"]
-                lo, hi = sorted((sign * r["ci_low"], sign * r["ci_high"]))
-                rows.append(
-                    f"<tr><td>{html.escape(item['best'])} − "
-                    f"{html.escape(other)}</td><td>{sign * r['difference']:+.3f}</td>"
-                    f"<td>[{lo:+.3f}, {hi:+.3f}]</td><td>{r['p_value']:.3g}</td><td>{r['p_holm']:.3g}</td>"
-                    f"<td>{'yes' if r['distinguishable'] else 'no'}</td><td>{int(r['episodes'])}</td></tr>"
-                )
+            rows = [
+                f"<tr><td>{html.escape(item['best'])} − {html.escape(d['other'])}</td><td>{d['difference']:+.3f}</td>"
+                f"<td>[{d['ci_low']:+.3f}, {d['ci_high']:+.3f}]</td><td>{d['p_value']:.3g}</td>"
+                f"<td>{d['p_holm']:.3g}</td>"
+                f"<td>{'yes' if d['distinguishable'] else 'no'}</td><td>{d['episodes']}</td></tr>"
+                for d in item["differences"]
+            ]
             parts.append(
                 "<table><thead><tr><th>difference</th><th>mean</th><th>95% interval</th><th>p</th><th>p (Holm)</th>"
                 f"<th>told apart</th><th>episodes</th></tr></thead><tbody>{''.join(rows)}</tbody></table>"
