@@ -295,7 +295,15 @@ def test_training_curves_come_from_metrics(runs_root):
 
 def test_training_curves_without_training_runs_say_so(runs_root):
     fig = compare.training_curves_figure(compare.load_runs([runs_root / "eval-tiny"]))
-    assert any("no training runs" in (a.text or "") for a in fig.layout.annotations)
+    texts = [a.text for a in fig.layout.annotations]
+    assert [t for _k, t in compare.TRAINING_METRICS] == texts[:-1]  # the panel titles stay
+    assert "no training runs" in texts[-1]
+
+
+def test_held_out_figure_without_evaluations_names_the_flag_that_writes_them(runs_root):
+    fig = compare.held_out_figure(compare.load_runs([runs_root / "eval-tiny"]))
+    assert "--eval_every" in fig.layout.annotations[-1].text
+    assert fig.layout.height == 420
 
 
 def test_known_problem_types_get_distinct_colours():

@@ -371,13 +371,7 @@ def utilisation_figure(runs: RunSet) -> go.Figure:
     title = "Budget utilisation (spent / budget, mean over episodes)"
     eps = runs.episodes()
     if eps.empty:
-        fig = go.Figure()
-        fig.update_layout(
-            title=title,
-            template="plotly_white",
-            annotations=[dict(text="no episodes", showarrow=False, xref="paper", yref="paper", x=0.5, y=0.5)],
-        )
-        return fig
+        return plots.empty_figure(title, "no episodes")
     order = analysis.policy_order(eps)
     g = (
         eps.groupby("policy")
@@ -474,24 +468,7 @@ def training_curves_figure(runs: RunSet, *, smooth: int = 1) -> go.Figure:
         rows=2, cols=2, subplot_titles=[t for _k, t in TRAINING_METRICS], horizontal_spacing=0.1, vertical_spacing=0.16
     )
     if metrics.empty:
-        fig.update_layout(
-            title="Training curves",
-            template="plotly_white",
-            height=520,
-            annotations=list(fig.layout.annotations)
-            + [
-                dict(
-                    text="no training runs (metrics.jsonl) selected",
-                    showarrow=False,
-                    xref="paper",
-                    yref="paper",
-                    x=0.5,
-                    y=0.5,
-                    font=dict(size=14, color="#888"),
-                )
-            ],
-        )
-        return fig
+        return plots.empty_figure("Training curves", "no training runs (metrics.jsonl) selected", fig=fig, height=520)
     labels = list(dict.fromkeys(metrics["run"]))
     colors = plots.policy_colors(labels)
     for k, (key, _title) in enumerate(TRAINING_METRICS):
@@ -581,24 +558,9 @@ def held_out_figure(runs: RunSet) -> go.Figure:
     )
     title = "Held-out evaluation during training (95% intervals over episodes)"
     if ev.empty:
-        fig.update_layout(
-            title=title,
-            template="plotly_white",
-            height=420,
-            annotations=list(fig.layout.annotations)
-            + [
-                dict(
-                    text="no held-out evaluations: train with --eval_every N (evaluations.jsonl)",
-                    showarrow=False,
-                    xref="paper",
-                    yref="paper",
-                    x=0.5,
-                    y=0.5,
-                    font=dict(size=14, color="#888"),
-                )
-            ],
+        return plots.empty_figure(
+            title, "no held-out evaluations: train with --eval_every N (evaluations.jsonl)", fig=fig, height=420
         )
-        return fig
     labels = list(dict.fromkeys(ev["run"]))
     kinds = runs.kinds()
     # several training runs: one colour per difficulty, one dash per run (the run key names them)

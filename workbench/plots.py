@@ -257,13 +257,22 @@ def _colors(frame: pd.DataFrame) -> dict[str, str]:
     return {label: st.color for label, st in series_styles(frame).items()}
 
 
-def _empty(title: str) -> go.Figure:
-    fig = go.Figure()
-    fig.update_layout(
-        title=title,
-        template=_TEMPLATE,
-        annotations=[dict(text="no data", showarrow=False, xref="paper", yref="paper", x=0.5, y=0.5)],
-    )
+def empty_figure(
+    title: str, text: str = "no data", *, fig: go.Figure | None = None, height: int | None = None
+) -> go.Figure:
+    """A figure that says why it has nothing to draw: ``text`` in the middle under ``title``.
+
+    Args:
+        title: The figure's title, as the drawn figure would have had it.
+        text: What is missing and, where it helps, how to get it (e.g. which flag writes it).
+        fig: A figure to annotate instead of a new one (a subplot grid keeps its panel titles).
+        height: Figure height in pixels (Plotly's default when ``None``).
+    """
+    fig = go.Figure() if fig is None else fig
+    note = dict(text=text, showarrow=False, xref="paper", yref="paper", x=0.5, y=0.5, font=dict(size=14, color="#888"))
+    fig.update_layout(title=title, template=_TEMPLATE, annotations=[*fig.layout.annotations, note])
+    if height is not None:
+        fig.update_layout(height=height)
     return fig
 
 
@@ -274,7 +283,7 @@ def budget_spend_figure(steps: pd.DataFrame) -> go.Figure:
     title = "Budget spend across the episode"
     curve = analysis.spend_curve(steps)
     if curve.empty:
-        return _empty(title)
+        return empty_figure(title)
     fig = go.Figure()
     n = int(curve["question"].max())
     fig.add_trace(
@@ -329,7 +338,7 @@ def _bar_trace(c: pd.DataFrame, by: str, st: SeriesStyle) -> go.Bar:
 def _grouped_bars(steps: pd.DataFrame, by: str, title: str, xlabel: str) -> go.Figure:
     g = analysis.by_group(steps, by)
     if g.empty:
-        return _empty(title)
+        return empty_figure(title)
     styles = series_styles(steps)
     yaxis_title = "mean tokens per answered question"
     if not is_grouped(steps):
@@ -377,7 +386,7 @@ def accuracy_vs_tokens_figure(steps: pd.DataFrame, summary: pd.DataFrame | None 
     question and accuracy (from ``summary`` when given). Several runs: grouped (:func:`series_styles`)."""
     title = "Accuracy vs tokens"
     if steps is None or steps.empty:
-        return _empty(title)
+        return empty_figure(title)
     fig = go.Figure()
     styles = series_styles(steps)
     grouped = is_grouped(steps)
@@ -437,7 +446,7 @@ def reward_components_figure(episodes: pd.DataFrame) -> go.Figure:
     title = "Reward components (mean per episode)"
     comps = analysis.reward_components(episodes)
     if comps.empty:
-        return _empty(title)
+        return empty_figure(title)
     order = analysis.policy_order(comps)
     fig = go.Figure()
     for comp in list(dict.fromkeys(comps["component"])):
@@ -464,7 +473,7 @@ def regret_figure(episodes: pd.DataFrame) -> go.Figure:
     per policy (several runs: horizontal boxes, one panel per run)."""
     title = "Regret vs the oracle allocation (expected correct answers per episode)"
     if episodes is None or episodes.empty or "regret" not in episodes.columns or episodes["regret"].isna().all():
-        return _empty(title)
+        return empty_figure(title)
     styles = series_styles(episodes)
     axis_title = "oracle expected correct - policy expected correct"
     if not is_grouped(episodes):
@@ -494,10 +503,10 @@ def length_histogram_figure(steps: pd.DataFrame, policy: str | None = None) -> g
     """Histogram of charged tokens for correct vs wrong answers (all policies, or one)."""
     title = "Response length: correct vs wrong" + (f" ({policy})" if policy else "")
     if steps is None or steps.empty:
-        return _empty(title)
+        return empty_figure(title)
     s = steps if policy is None else steps[steps["policy"] == policy]
     if s.empty:
-        return _empty(title)
+        return empty_figure(title)
     fig = go.Figure()
     for verdict, label in ((True, "correct"), (False, "wrong")):
         fig.add_trace(go.Histogram(x=s.loc[s["correct"] == verdict, "tokens"], name=label, opacity=0.6, nbinsx=40))

@@ -16,21 +16,11 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from workbench import analysis, stats
-from workbench.plots import add_run_key, is_grouped, run_panels, series_styles
+from workbench.plots import add_run_key, empty_figure, is_grouped, run_panels, series_styles
 
 __all__ = ["accuracy_vs_budget_figure", "frontier_figure", "interval_figure"]
 
 _TEMPLATE = "plotly_white"
-
-
-def _empty(title: str, text: str = "no data") -> go.Figure:
-    fig = go.Figure()
-    fig.update_layout(
-        title=title,
-        template=_TEMPLATE,
-        annotations=[dict(text=text, showarrow=False, xref="paper", yref="paper", x=0.5, y=0.5)],
-    )
-    return fig
 
 
 def _errors(d: pd.DataFrame, metric: str) -> dict:
@@ -64,7 +54,7 @@ def interval_figure(summary: pd.DataFrame, metric: str = "accuracy", *, title: s
     horizontal row per policy (and ratio), one panel per run."""
     title = title or f"{metric.replace('_', ' ')} with 95% intervals over episodes"
     if summary is None or summary.empty or metric not in summary:
-        return _empty(title)
+        return empty_figure(title)
     order = analysis.policy_order(summary)
     styles = series_styles(summary)
     swept = _swept(summary)
@@ -134,7 +124,7 @@ def accuracy_vs_budget_figure(summary: pd.DataFrame, metric: str = "accuracy") -
     if summary is not None and not summary.empty and "budget_ratio" in summary:
         summary = summary.loc[_swept(summary)]  # several runs: the sweeps among them
     if summary is None or summary.empty or summary["budget_ratio"].nunique(dropna=True) < 2:
-        return _empty(title, "one budget only: run with --budget-ratios 1,2,4,8 for a sweep")
+        return empty_figure(title, "one budget only: run with --budget-ratios 1,2,4,8 for a sweep")
     styles = series_styles(summary)
     fig = go.Figure()
     for pol in analysis.policy_order(summary):
@@ -173,7 +163,7 @@ def frontier_figure(summary: pd.DataFrame) -> go.Figure:
     Several runs: one colour per policy, one marker symbol per run."""
     title = "Accuracy vs tokens per question: the Pareto frontier"
     if summary is None or summary.empty or "accuracy" not in summary:
-        return _empty(title)
+        return empty_figure(title)
     styles = series_styles(summary)
     front = summary[analysis.pareto_frontier(summary)].sort_values("tokens_per_question")
     fig = go.Figure()
