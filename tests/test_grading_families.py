@@ -9,24 +9,9 @@ fast path leaves undecided is also checked against math-verify's verdict.
 from __future__ import annotations
 
 import pytest
+from grading_responses import check_row, flatten, llama, minerva, qwen, row_ids, warm_grader
 
 from reasoning_env.grading import Grader, extract_final_answer
-
-
-def qwen(steps: str, boxed: str) -> str:
-    """Qwen2.5-Math style: reasoning, then a displayed box."""
-    return f"{steps}\n\nTherefore, the final answer is:\n\\[\n\\boxed{{{boxed}}}\n\\]"
-
-
-def llama(steps: str, boxed: str) -> str:
-    """Llama-3 style: numbered steps, then 'The final answer is: $\\boxed{..}$'."""
-    return f"## Step 1: Set up\n{steps}\n\n## Step 2: Conclude\nThe final answer is: $\\boxed{{{boxed}}}$"
-
-
-def minerva(steps: str, line: str) -> str:
-    """Minerva / MATH few-shot style: reasoning, then a 'Final Answer:' line."""
-    return f"{steps}\nFinal Answer: {line}"
-
 
 FAMILIES = {
     "named-value": [
@@ -204,21 +189,17 @@ FAMILIES = {
     ],
 }
 
-ROWS = [(fam, resp, gold, exp) for fam, rows in FAMILIES.items() for resp, gold, exp in rows]
+ROWS = flatten(FAMILIES)
 
 
 @pytest.fixture(scope="module")
 def grader() -> Grader:
-    g = Grader(timeout_s=5.0)
-    g.warm_up(wait_s=90.0)
-    return g
+    return warm_grader()
 
 
-@pytest.mark.parametrize("family,response,gold,expected", ROWS, ids=[f"{r[0]}:{i}:{r[3]}" for i, r in enumerate(ROWS)])
+@pytest.mark.parametrize("family,response,gold,expected", ROWS, ids=row_ids(ROWS))
 def test_family(grader: Grader, family: str, response: str, gold: str, expected: bool) -> None:
-    result = grader.grade(response, gold)
-    assert result.correct is expected, f"{family}: {response[-80:]!r} vs {gold!r}: {result}"
-    assert result.reason != "timeout", result
+    check_row(grader, family, response, gold, expected)
 
 
 def test_each_family_has_both_directions() -> None:

@@ -11,7 +11,7 @@ math-verify's verdict too. docs/grading.md states each rule with an example.
 from __future__ import annotations
 
 import pytest
-from test_grading_families import llama, minerva, qwen
+from grading_responses import check_row, flatten, llama, minerva, qwen, row_ids, warm_grader
 
 from reasoning_env.grading import Grader
 
@@ -151,21 +151,17 @@ CASES = {
     ],
 }
 
-ROWS = [(fam, resp, gold, exp) for fam, rows in CASES.items() for resp, gold, exp in rows]
+ROWS = flatten(CASES)
 
 
 @pytest.fixture(scope="module")
 def grader() -> Grader:
-    g = Grader(timeout_s=5.0)
-    g.warm_up(wait_s=90.0)
-    return g
+    return warm_grader()
 
 
-@pytest.mark.parametrize("family,response,gold,expected", ROWS, ids=[f"{r[0]}:{i}:{r[3]}" for i, r in enumerate(ROWS)])
+@pytest.mark.parametrize("family,response,gold,expected", ROWS, ids=row_ids(ROWS))
 def test_redteam_case(grader: Grader, family: str, response: str, gold: str, expected: bool) -> None:
-    result = grader.grade(response, gold)
-    assert result.correct is expected, f"{family}: {response[-80:]!r} vs {gold!r}: {result}"
-    assert result.reason != "timeout", result
+    check_row(grader, family, response, gold, expected)
 
 
 @pytest.mark.parametrize(
