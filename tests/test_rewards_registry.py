@@ -239,3 +239,13 @@ def test_the_reward_classes_take_the_old_keyword_with_a_warning():
         assert old.target_utilization == 0.8
     with pytest.raises(TypeError, match="give 'target_utilisation' only"):
         EconomicsReward(target_utilization=0.8, target_utilisation=0.7)
+
+
+def test_components_total_sums_a_batch_of_components_and_is_zero_without_any():
+    import numpy as np
+
+    from reasoning_env.rewards import components_total
+
+    total = components_total({"correctness": np.array([1.0, 0.0]), "cost": np.array([-0.25, -0.5])}, 2)
+    assert total.tolist() == [0.75, -0.5]
+    assert components_total({}, 3).tolist() == [0.0, 0.0, 0.0]

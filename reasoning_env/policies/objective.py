@@ -66,7 +66,7 @@ def _step_values(
     difficulty: float | None,
     problem_type: str,
 ) -> np.ndarray:
-    from reasoning_env.rewards import StepBatch
+    from reasoning_env.rewards import StepBatch, components_total
 
     batch = StepBatch.build(
         len(t),
@@ -81,17 +81,14 @@ def _step_values(
         difficulty=difficulty,
         problem_type=problem_type,
     )
-    total = np.zeros(len(t))
-    for v in rw.step_batch(batch).values():
-        total = total + v
-    return total
+    return components_total(rw.step_batch(batch), len(t))
 
 
 def _episode_coefficients(
     rw: Any, spends: np.ndarray, *, answered: int, n: int, budget: int, ran_dry: bool
 ) -> tuple[np.ndarray, np.ndarray, float]:
     """``a``, ``b`` (per final spend) and the largest deviation from affinity in ``K``."""
-    from reasoning_env.rewards import EpisodeBatch
+    from reasoning_env.rewards import EpisodeBatch, components_total
 
     def value(k: float) -> np.ndarray:
         eb = EpisodeBatch.build(
@@ -103,10 +100,7 @@ def _episode_coefficients(
             total_budget=budget,
             ran_dry=ran_dry,
         )
-        total = np.zeros(len(spends))
-        for v in rw.episode_batch(eb).values():
-            total = total + v
-        return total
+        return components_total(rw.episode_batch(eb), len(spends))
 
     g0 = value(0.0)
     if answered == 0:

@@ -23,7 +23,14 @@ from typing import Any
 
 from reasoning_env.errors import RewardSpecError
 from reasoning_env.rewards.base import EnvReward, EpisodeContext, StepContext
-from reasoning_env.rewards.batch import EpisodeBatch, GroupRewardError, RewardShape, StepBatch, group_error_message
+from reasoning_env.rewards.batch import (
+    EpisodeBatch,
+    GroupRewardError,
+    RewardShape,
+    StepBatch,
+    components_total,
+    group_error_message,
+)
 
 # The reward modules register themselves when imported, and this order is the registry's order
 # (what available() lists and the reward lab shows), so the import sorter leaves it as written.
@@ -55,6 +62,7 @@ __all__ = [
     "Entry",
     "EnvReward",
     "EpisodeBatch",
+    "components_total",
     "EpisodeContext",
     "GroupRewardError",
     "Param",

@@ -253,6 +253,19 @@ class EpisodeBatch:
         )
 
 
+def components_total(components: dict[str, np.ndarray], n: int) -> np.ndarray:
+    """The total reward of ``n`` rows: the sum of a batch's signed components (``step_batch`` or
+    ``episode_batch`` output, ``{name: float64 array of n}``); zeros when there are none.
+
+    Returns:
+        ``float64`` array of shape ``(n,)``.
+    """
+    total = np.zeros(n)
+    for v in components.values():
+        total = total + v
+    return total
+
+
 class RewardShape:
     """Base class of registered rewards (subclasses are frozen dataclasses of their parameters).
 

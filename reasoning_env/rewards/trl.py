@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from reasoning_env.rewards.batch import StepBatch
+from reasoning_env.rewards.batch import StepBatch, components_total
 
 
 def completion_text(c: Any) -> str:
@@ -193,10 +193,7 @@ def trl_reward_function(
             config=config,
             **kwargs,
         )
-        total = np.zeros(len(batch))
-        for v in reward.step_batch(batch).values():
-            total = total + v
-        return [float(x) for x in total]
+        return [float(x) for x in components_total(reward.step_batch(batch), len(batch))]
 
     reward_fn.__name__ = name or f"reward_{reward.info.name}"
     reward_fn.reward = reward  # type: ignore[attr-defined]

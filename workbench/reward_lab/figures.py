@@ -17,7 +17,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from reasoning_env.rewards import StepBatch, build_reward
+from reasoning_env.rewards import StepBatch, build_reward, components_total
 from workbench.reward_lab.induced import InducedResult
 from workbench.reward_lab.rescore import Rescored
 
@@ -105,10 +105,7 @@ def step_reward_curve(
             difficulty=difficulty,
         )
         take = np.arange(n)
-    total = np.zeros(len(batch))
-    for v in rw.step_batch(batch).values():
-        total = total + v
-    return total[take]
+    return components_total(rw.step_batch(batch), len(batch))[take]
 
 
 def reward_curves_figure(
