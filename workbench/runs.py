@@ -120,6 +120,75 @@ def _versions() -> dict[str, str]:
     return out
 
 
+#: Every file a writer of this project may leave in a run folder (``--overwrite`` removes them all,
+#: so no file of the old run is left beside the new one).
+RUN_FILES = (
+    "run.json",
+    "config.yaml",
+    "trajectories.parquet",
+    "trajectories.jsonl",
+    "episodes.parquet",
+    "episodes.jsonl",
+    "summary.csv",
+    "comparisons.csv",
+    "seeds.csv",
+    "curves.json",
+    "fitted_curves.json",
+    "metrics.jsonl",
+    "group_rewards.jsonl",
+    "report.html",
+)
+
+
+def fresh_run_dir(parent: str | Path, prefix: str, *, stamp: str | None = None) -> Path:
+    """Create and return a new folder ``<parent>/<prefix>-<stamp>`` (``stamp`` default: the local
+    time, ``YYYYmmdd-HHMMSS``), or ``...-<stamp>-2``, ``-3``, ... when that name is taken: two runs
+    started in the same second (by two processes too: the folder is created atomically) never share one.
+
+    Raises:
+        RunFolderError: ``parent`` cannot hold folders (a file is in the way, no permission).
+    """
+    stamp = stamp or datetime.now().strftime("%Y%m%d-%H%M%S")
+    base = Path(parent) / f"{prefix}-{stamp}"
+    for n in range(1, 10_000):
+        path = base if n == 1 else base.with_name(f"{base.name}-{n}")
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.mkdir()
+        except FileExistsError:
+            if path.parent.is_dir():
+                continue
+            raise RunFolderError(f"cannot create run folder {str(path)!r}: a file is in the way") from None
+        except (NotADirectoryError, PermissionError) as exc:
+            raise RunFolderError(f"cannot create run folder {str(path)!r}: {exc.strerror}") from None
+        return path
+    raise RunFolderError(f"too many run folders named {str(base)!r}-N; choose a folder with --out")  # pragma: no cover
+
+
+def claim_run_dir(run_dir: str | Path, *, overwrite: bool = False) -> Path:
+    """Check, before a run is played, that writing it into ``run_dir`` loses nothing; returns it
+    as a Path. A folder that does not exist yet, or holds no ``run.json``, is fine (other files in
+    it are kept); one that holds a run is refused unless ``overwrite`` (then call
+    :func:`clear_run_files` just before writing, so that none of the old run is left beside the new).
+
+    Raises:
+        RunFolderError: the folder already holds a run and ``overwrite`` is False.
+    """
+    path = Path(run_dir)
+    if (path / "run.json").exists() and not overwrite:
+        raise RunFolderError(
+            f"run folder {str(path)!r} already holds a run (run.json); choose another --out, "
+            "or pass --overwrite to replace that run"
+        )
+    return path
+
+
+def clear_run_files(run_dir: str | Path) -> None:
+    """Remove every file of :data:`RUN_FILES` from ``run_dir`` (other files are kept)."""
+    for name in RUN_FILES:
+        (Path(run_dir) / name).unlink(missing_ok=True)
+
+
 class RunWriter:
     """Collects step and episode rows and writes a run folder.
 
