@@ -48,6 +48,26 @@ class SourceSpec(BaseModel):
         return value
 
 
+#: The numeric settings of :class:`EnvConfig` (a boolean for any of them is refused by name).
+_NUMBER_FIELDS = (
+    "num_questions",
+    "budget_ratio",
+    "total_budget",
+    "min_tokens",
+    "max_tokens",
+    "max_tokens_per_step",
+    "soft_overspend_penalty",
+    "correct_reward",
+    "wrong_reward",
+    "beta",
+    "gamma",
+    "lambda_ep",
+    "target_utilisation",
+    "grading_timeout_s",
+    "seed",
+)
+
+
 def _default_sources() -> list[SourceSpec]:
     return [SourceSpec(name="metamathqa"), SourceSpec(name="numina_tir")]
 
@@ -172,6 +192,14 @@ class EnvConfig(BaseModel):
             super().__init__(**values)
         except ValidationError as exc:
             raise ConfigError(_format_validation_error(exc)) from None
+
+    @field_validator(*_NUMBER_FIELDS, mode="before")
+    @classmethod
+    def _no_boolean_numbers(cls, value: Any) -> Any:
+        # pydantic's lax mode reads True as 1: `num_questions: yes` would be a one-question episode
+        if isinstance(value, bool):
+            raise ValueError("must be a number, not a boolean (YAML reads yes/no/on/off/true/false as booleans)")
+        return value
 
     @field_validator("reward", mode="before")
     @classmethod

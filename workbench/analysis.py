@@ -195,8 +195,13 @@ def summary_table(
 
     Returns:
         The table (empty with the right columns when there are no episodes). ``token_cap`` is
-        added after ``budget_ratio`` for a calibration sweep.
+        added after ``budget_ratio`` for a calibration sweep. A mean over episodes (reward,
+        utilisation) is NaN, with no interval, when one of its episodes' values is not finite.
+
+    Raises:
+        ValueError: ``confidence`` outside (0, 1) or ``n_resamples`` < 100.
     """
+    stats.check_bootstrap_arguments(confidence, n_resamples)  # else _safe would drop every interval
     if episodes is None or episodes.empty:
         return pd.DataFrame(columns=list(SUMMARY_COLUMNS))
     rows = []
@@ -240,12 +245,15 @@ def summary_table(
                 "tokens_per_question",
                 _safe(stats.ratio_interval, ep["total_spent"], ep["num_answered"], **kw) if answered else None,
             )
-            row["utilisation"] = float(ep["utilisation"].mean())
-            _interval_row(row, "utilisation", _safe(stats.mean_interval, ep["utilisation"], **kw))
+            for metric, column in (("utilisation", "utilisation"), ("reward", "episode_reward")):
+                # over every episode counted, or missing: pandas' mean would skip a NaN episode
+                # silently, and an infinite one has no interval
+                values = ep[column].astype(float)
+                finite = bool(np.isfinite(values).all())
+                row[metric] = float(values.mean()) if finite else np.nan
+                _interval_row(row, metric, _safe(stats.mean_interval, values, **kw) if finite else None)
             row["run_dry_rate"] = float(ep["ran_dry"].astype(float).mean())
             _interval_row(row, "run_dry_rate", _safe(stats.mean_interval, ep["ran_dry"].astype(float), **kw))
-            row["reward"] = float(ep["episode_reward"].mean())
-            _interval_row(row, "reward", _safe(stats.mean_interval, ep["episode_reward"], **kw))
             for c in comp_cols:
                 row[c] = float(ep[c].mean())
             row["acc_per_1k_tokens"] = 1000.0 * correct / spent if spent else np.nan

@@ -110,7 +110,12 @@ def _parser() -> argparse.ArgumentParser:
         "--data-dir", "--data_dir", dest="data_dir", help="folder with local data files (e.g. ../shared/data)"
     )
     p.add_argument("--sources", help="comma list of question sources, e.g. gsm8k,math500 (overrides the config's)")
-    p.add_argument("--out", help="run folder (default runs/eval-<timestamp>)")
+    p.add_argument("--out", help="run folder (default runs/eval-<timestamp>); one that holds a run is refused")
+    p.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="replace the run already in --out (its files are removed when the new run is written)",
+    )
     p.add_argument(
         "--server-url",
         "--env_base_url",
@@ -335,6 +340,7 @@ def main(argv: list[str] | None = None) -> int:
             report=args.report,
             max_response_chars=args.max_response_chars,
             n_resamples=args.resamples,
+            overwrite=args.overwrite,
             run_meta={
                 "command": "python -m workbench.evaluate " + shlex.join(sys.argv[1:] if argv is None else list(argv))
             },

@@ -67,6 +67,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -118,6 +119,75 @@ def _versions() -> dict[str, str]:
         except metadata.PackageNotFoundError:
             pass
     return out
+
+
+#: Every file a writer of this project may leave in a run folder (``--overwrite`` removes them all,
+#: so no file of the old run is left beside the new one).
+RUN_FILES = (
+    "run.json",
+    "config.yaml",
+    "trajectories.parquet",
+    "trajectories.jsonl",
+    "episodes.parquet",
+    "episodes.jsonl",
+    "summary.csv",
+    "comparisons.csv",
+    "seeds.csv",
+    "curves.json",
+    "fitted_curves.json",
+    "metrics.jsonl",
+    "group_rewards.jsonl",
+    "report.html",
+)
+
+
+def fresh_run_dir(parent: str | Path, prefix: str, *, stamp: str | None = None) -> Path:
+    """Create and return a new folder ``<parent>/<prefix>-<stamp>`` (``stamp`` default: the local
+    time, ``YYYYmmdd-HHMMSS``), or ``...-<stamp>-2``, ``-3``, ... when that name is taken: two runs
+    started in the same second (by two processes too: the folder is created atomically) never share one.
+
+    Raises:
+        RunFolderError: ``parent`` cannot hold folders (a file is in the way, no permission).
+    """
+    stamp = stamp or datetime.now().strftime("%Y%m%d-%H%M%S")
+    base = Path(parent) / f"{prefix}-{stamp}"
+    for n in range(1, 10_000):
+        path = base if n == 1 else base.with_name(f"{base.name}-{n}")
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.mkdir()
+        except FileExistsError:
+            if path.parent.is_dir():
+                continue
+            raise RunFolderError(f"cannot create run folder {str(path)!r}: a file is in the way") from None
+        except (NotADirectoryError, PermissionError) as exc:
+            raise RunFolderError(f"cannot create run folder {str(path)!r}: {exc.strerror}") from None
+        return path
+    raise RunFolderError(f"too many run folders named {str(base)!r}-N; choose a folder with --out")  # pragma: no cover
+
+
+def claim_run_dir(run_dir: str | Path, *, overwrite: bool = False) -> Path:
+    """Check, before a run is played, that writing it into ``run_dir`` loses nothing; returns it
+    as a Path. A folder that does not exist yet, or holds no ``run.json``, is fine (other files in
+    it are kept); one that holds a run is refused unless ``overwrite`` (then call
+    :func:`clear_run_files` just before writing, so that none of the old run is left beside the new).
+
+    Raises:
+        RunFolderError: the folder already holds a run and ``overwrite`` is False.
+    """
+    path = Path(run_dir)
+    if (path / "run.json").exists() and not overwrite:
+        raise RunFolderError(
+            f"run folder {str(path)!r} already holds a run (run.json); choose another --out, "
+            "or pass --overwrite to replace that run"
+        )
+    return path
+
+
+def clear_run_files(run_dir: str | Path) -> None:
+    """Remove every file of :data:`RUN_FILES` from ``run_dir`` (other files are kept)."""
+    for name in RUN_FILES:
+        (Path(run_dir) / name).unlink(missing_ok=True)
 
 
 class RunWriter:
@@ -264,12 +334,30 @@ class Run:
         return run_kind(self.meta)
 
 
+def _read_table(folder: Path, name: str, read: Any, default: Any) -> Any:
+    """``read(folder / name)``, or ``default`` when the file is absent.
+
+    Raises:
+        RunFolderError: the file exists but cannot be read (damaged, truncated, still being written).
+    """
+    path = folder / name
+    if not path.is_file():
+        return default
+    try:
+        return read(path)
+    except (ValueError, OSError) as exc:  # pyarrow's ArrowInvalid and pandas' parser errors are ValueErrors
+        raise RunFolderError(
+            f"{name} cannot be read in {str(folder)!r} ({type(exc).__name__}: {str(exc)[:200]}): "
+            "the run folder is damaged or still being written; re-run it or remove that file"
+        ) from None
+
+
 def load_run(path: str | Path) -> Run:
     """Read a run folder.
 
     Raises:
-        RunFolderError: the folder or its ``run.json`` is missing, or it holds neither
-            trajectories nor metrics.
+        RunFolderError: the folder or its ``run.json`` is missing, a file of it cannot be read
+            (damaged JSON or Parquet), or it holds neither trajectories nor metrics.
     """
     p = Path(path)
     if not p.is_dir():
@@ -279,7 +367,14 @@ def load_run(path: str | Path) -> Run:
         raise RunFolderError(
             f"{str(p)!r} has no run.json: not a run folder (written by workbench.evaluate or training.grpo_train)"
         )
-    meta = json.loads(meta_path.read_text(encoding="utf-8"))
+    try:
+        meta = json.loads(meta_path.read_text(encoding="utf-8"))
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise RunFolderError(
+            f"run.json is not valid JSON in {str(p)!r} ({exc}): the run folder is damaged or still being written"
+        ) from None
+    if not isinstance(meta, dict):
+        raise RunFolderError(f"run.json does not hold a JSON object in {str(p)!r}: not a run folder of this project")
     notes: list[str] = []
     config = None
     if (p / "config.yaml").is_file():
@@ -287,19 +382,11 @@ def load_run(path: str | Path) -> Run:
             config = EnvConfig.from_yaml(p / "config.yaml")
         except ConfigError as exc:  # a config written by a newer version
             notes.append(f"config.yaml not loaded: {exc}")
-    steps = (
-        pd.read_parquet(p / "trajectories.parquet")
-        if (p / "trajectories.parquet").is_file()
-        else pd.DataFrame(columns=list(STEP_COLUMNS))
-    )
-    episodes = (
-        pd.read_parquet(p / "episodes.parquet")
-        if (p / "episodes.parquet").is_file()
-        else pd.DataFrame(columns=list(EPISODE_COLUMNS))
-    )
-    summary = pd.read_csv(p / "summary.csv") if (p / "summary.csv").is_file() else None
+    steps = _read_table(p, "trajectories.parquet", pd.read_parquet, pd.DataFrame(columns=list(STEP_COLUMNS)))
+    episodes = _read_table(p, "episodes.parquet", pd.read_parquet, pd.DataFrame(columns=list(EPISODE_COLUMNS)))
+    summary = _read_table(p, "summary.csv", pd.read_csv, None)
     metrics = (
-        pd.read_json(p / "metrics.jsonl", lines=True)
+        _read_table(p, "metrics.jsonl", lambda f: pd.read_json(f, lines=True), None)
         if (p / "metrics.jsonl").is_file() and (p / "metrics.jsonl").stat().st_size
         else None
     )

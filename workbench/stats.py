@@ -34,6 +34,7 @@ __all__ = [
     "N_RESAMPLES",
     "Interval",
     "PairedComparison",
+    "check_bootstrap_arguments",
     "ci_columns",
     "mean_interval",
     "paired_difference",
@@ -105,7 +106,10 @@ def _as_array(values: Sequence[float], what: str) -> np.ndarray:
     return arr
 
 
-def _check(confidence: float, n_resamples: int) -> None:
+def check_bootstrap_arguments(confidence: float, n_resamples: int) -> None:
+    """Raise ``ValueError`` unless ``0 < confidence < 1`` and ``n_resamples >= 100`` (callers that
+    turn a failed interval into a missing one check these first, so that a bad argument is not
+    mistaken for an undefined interval)."""
     if not 0 < confidence < 1:
         raise ValueError(f"confidence must be in (0, 1), got {confidence!r}")
     if n_resamples < 100:
@@ -160,7 +164,7 @@ def mean_interval(
     Raises:
         ValueError: empty input, NaN values, or bad ``confidence`` / ``n_resamples``.
     """
-    _check(confidence, n_resamples)
+    check_bootstrap_arguments(confidence, n_resamples)
     x = _as_array(values, "values")
     if x.size == 0:
         raise ValueError("mean_interval needs at least one episode")
@@ -196,7 +200,7 @@ def ratio_interval(
     Raises:
         ValueError: lengths differ, empty input, NaN, a negative denominator, or a zero total.
     """
-    _check(confidence, n_resamples)
+    check_bootstrap_arguments(confidence, n_resamples)
     num = _as_array(numerators, "numerators")
     den = _as_array(denominators, "denominators")
     if num.shape != den.shape:
@@ -239,7 +243,7 @@ def paired_difference(
     Raises:
         ValueError: lengths differ, empty input or NaN.
     """
-    _check(confidence, n_resamples)
+    check_bootstrap_arguments(confidence, n_resamples)
     x = _as_array(a, "a")
     y = _as_array(b, "b")
     if x.shape != y.shape:

@@ -22,6 +22,7 @@ sees the members of a group that this process generated.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -64,6 +65,70 @@ def _column(kwargs: dict, name: str, n: int) -> list | None:
     return [v] * n
 
 
+def _is_number(v: Any) -> bool:
+    return not isinstance(v, (bool, np.bool_)) and isinstance(v, (int, float, np.integer, np.floating))
+
+
+def _checked_numbers(values: list | None, name: str, *, positive: bool = False) -> list | None:
+    """``values`` unchanged when every one is a finite number (> 0 with ``positive``, else >= 0).
+
+    Raises:
+        ValueError: naming the column, the completion and the value.
+    """
+    if values is None:
+        return None
+    for i, v in enumerate(values):
+        if not _is_number(v) or not math.isfinite(v) or (v <= 0 if positive else v < 0):
+            bound = "> 0" if positive else ">= 0"
+            raise ValueError(
+                f"column {name!r} must hold finite numbers {bound} (tokens or counts), got {v!r} for completion {i}"
+            )
+    return values
+
+
+def _checked_flags(values: list | None, name: str) -> list | None:
+    """``values`` as bools when each is a bool (numpy's too) or the integer 0 / 1.
+
+    Raises:
+        ValueError: a value is anything else (``bool("False")`` is True: a string verdict would be paid).
+    """
+    if values is None:
+        return None
+    out = []
+    for i, v in enumerate(values):
+        if isinstance(v, (bool, np.bool_)) or (_is_number(v) and v in (0, 1)):
+            out.append(bool(v))
+        else:
+            raise ValueError(f"column {name!r} must hold booleans (True/False or 1/0), got {v!r} for completion {i}")
+    return out
+
+
+def _checked_golds(values: list) -> list[str]:
+    """The gold answers as text.
+
+    Raises:
+        ValueError: one is missing (None, NaN or blank): ``str(None)`` would grade ``\\boxed{None}`` correct.
+    """
+    out = []
+    for i, g in enumerate(values):
+        if g is None or (isinstance(g, float) and math.isnan(g)) or not str(g).strip():
+            raise ValueError(
+                f"the gold answer of completion {i} is missing ({g!r}); fill the dataset's gold column "
+                "or drop the row before training"
+            )
+        out.append(str(g))
+    return out
+
+
+def _checked_difficulties(values: list | None) -> list:
+    if values is None:
+        return []
+    for i, d in enumerate(values):
+        if d is not None and not _is_number(d):
+            raise ValueError(f"column 'difficulty' must hold numbers or None (unknown), got {d!r} for completion {i}")
+    return values
+
+
 def _group_ids(prompts: Sequence[Any] | None, kwargs: dict, n: int) -> np.ndarray:
     g = _column(kwargs, "group", n)
     keys = (
@@ -89,13 +154,29 @@ def steps_from_completions(
     config: Any = None,
     **kwargs: Any,
 ) -> StepBatch:
-    """The :class:`StepBatch` a TRL reward call describes (see the module docstring)."""
+    """The :class:`StepBatch` a TRL reward call describes (see the module docstring).
+
+    Raises:
+        TypeError: ``completions`` is not a list (a bare string would be one completion per
+            character), or a ``completion_ids`` entry is not a sequence of ids.
+        ValueError: a column's length differs from the completions', a gold answer is missing, a
+            verdict column holds non-booleans, or a token / budget column holds a negative,
+            non-finite or (``total_budget``, ``num_questions``) zero value.
+    """
+    if isinstance(completions, (str, bytes)) or not isinstance(completions, (Sequence, np.ndarray)):
+        raise TypeError(
+            "completions must be a list of completions (strings or chat message lists), "
+            f"got {type(completions).__name__}"
+        )
     texts = [completion_text(c) for c in completions]
     n = len(texts)
-    tok = _column(kwargs, "tokens", n)
+    tok = _checked_numbers(_column(kwargs, "tokens", n), "tokens")
     if tok is None and completion_ids is not None:
         if len(completion_ids) != n:
             raise ValueError(f"{len(completion_ids)} completion_ids for {n} completions")
+        for i, ids in enumerate(completion_ids):
+            if isinstance(ids, (str, bytes)) or not hasattr(ids, "__len__"):
+                raise TypeError(f"completion_ids[{i}] must be a sequence of token ids, got {type(ids).__name__}")
         tok = [len(ids) for ids in completion_ids]
     if tok is None and tokenizer is not None:
         count = getattr(tokenizer, "count", None)
@@ -103,8 +184,8 @@ def steps_from_completions(
     if tok is None:
         raise ValueError("token counts unknown: pass completion_ids (TRL does), a 'tokens' column, or tokenizer=")
 
-    correct = _column(kwargs, "correct", n)
-    has_answer = _column(kwargs, "has_answer", n)
+    correct = _checked_flags(_column(kwargs, "correct", n), "correct")
+    has_answer = _checked_flags(_column(kwargs, "has_answer", n), "has_answer")
     if correct is None:
         gold = next(
             (_column(kwargs, k, n) for k in ("gold_answer", "answer", "solution") if kwargs.get(k) is not None), None
@@ -113,6 +194,7 @@ def steps_from_completions(
             raise ValueError(
                 "verdicts unknown: pass a 'correct' column or a gold column ('gold_answer', 'answer' or 'solution')"
             )
+        gold = _checked_golds(gold)
         from reasoning_env.grading import Grader
 
         if grader is None:
@@ -134,8 +216,10 @@ def steps_from_completions(
         from reasoning_env.config import EnvConfig
 
         config = EnvConfig()
-    budget = _column(kwargs, "total_budget", n) or config.config_budget()
-    nq = _column(kwargs, "num_questions", n) or config.num_questions
+    budget = _checked_numbers(_column(kwargs, "total_budget", n), "total_budget", positive=True)
+    nq = _checked_numbers(_column(kwargs, "num_questions", n), "num_questions", positive=True)
+    budget = budget or config.config_budget()
+    nq = nq or config.num_questions
     return StepBatch.build(
         n,
         correct=correct,
@@ -144,10 +228,10 @@ def steps_from_completions(
         raw_tokens=tok,
         total_budget=budget,
         num_questions=nq,
-        spent_before=_column(kwargs, "spent_before", n) or 0,
-        question_index=_column(kwargs, "question_index", n) or 0,
-        hard_cap_mode=_column(kwargs, "hard_cap_mode", n) or config.hard_cap_mode,
-        difficulty=_column(kwargs, "difficulty", n) or [None] * n,
+        spent_before=_checked_numbers(_column(kwargs, "spent_before", n), "spent_before") or 0,
+        question_index=_checked_numbers(_column(kwargs, "question_index", n), "question_index") or 0,
+        hard_cap_mode=_checked_flags(_column(kwargs, "hard_cap_mode", n), "hard_cap_mode") or config.hard_cap_mode,
+        difficulty=_checked_difficulties(_column(kwargs, "difficulty", n)) or [None] * n,
         problem_type=_column(kwargs, "problem_type", n) or "",
         response=texts,
         group=_group_ids(prompts, kwargs, n),

@@ -54,7 +54,13 @@ from reasoning_env.server.fallback import FairFallback
 from reasoning_env.server.guard import MessageGuard, token_problem
 from reasoning_env.server.served_env import EpisodeStateError, ServedReasoningEconomicsEnv, TokenizerNotAllowedError
 from reasoning_env.server.sessions import SessionRegistry
-from reasoning_env.server.settings import ENV_VARS, ServerSettings, config_from_env, settings_from_env
+from reasoning_env.server.settings import (
+    ENV_VARS,
+    ServerSettings,
+    config_from_env,
+    settings_from_env,
+    unknown_env_vars,
+)
 from reasoning_env.server.workers import BOARD_VAR, WorkerBoard, total
 from reasoning_env.server.ws import WebSocketRoute
 from reasoning_env.sources import PoolSet, load_pools
@@ -377,15 +383,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     Configuration comes from the ``REE_*`` environment variables. Returns the exit status
     (2 when the configuration is invalid).
     """
+    defaults = {}
+    for var, fallback in (("PORT", 8000), ("REE_WORKERS", 1)):
+        raw = (os.environ.get(var) or "").strip()
+        try:
+            defaults[var] = int(raw) if raw else fallback
+        except ValueError:
+            print(
+                f"reasoning_env.server: {var}={raw!r} is not an integer; set it to a whole number or unset it",
+                file=sys.stderr,
+            )
+            return 2
     parser = argparse.ArgumentParser(prog="python -m reasoning_env.server", description=main.__doc__.splitlines()[0])
     parser.add_argument("--host", default="0.0.0.0", help="interface to bind (default 0.0.0.0: all)")
-    parser.add_argument(
-        "--port", type=int, default=int(os.environ.get("PORT", "8000")), help="TCP port (default $PORT or 8000)"
-    )
+    parser.add_argument("--port", type=int, default=defaults["PORT"], help="TCP port (default $PORT or 8000)")
     parser.add_argument(
         "--workers",
         type=int,
-        default=int(os.environ.get("REE_WORKERS", "1") or 1),
+        default=defaults["REE_WORKERS"],
         help="server processes on this port (default $REE_WORKERS or 1); each WebSocket session stays on "
         "the process that accepted it, and each process has its own limits",
     )
@@ -407,6 +422,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ReasoningEconomicsError as exc:  # a bad setting, unreachable questions, a tokenizer that cannot load
         print(f"reasoning_env.server: cannot start: {exc}", file=sys.stderr)
         return 2
+    for note in unknown_env_vars():
+        print(f"reasoning_env.server: WARNING: {note}", file=sys.stderr, flush=True)
     settings: ServerSettings = app.state.reasoning_env.settings
     if not settings.api_token and not is_loopback(args.host):
         print(

@@ -321,14 +321,49 @@ def config_from_env(environ: Mapping[str, str] | None = None) -> EnvConfig:
         raise ServerConfigError(f"the config from {names} is invalid: {exc}") from None
 
 
+#: ``REE_*`` variables read elsewhere (start-up options, caches, the test tooling): not misspellings.
+OTHER_VARS = (
+    "REE_WORKERS",
+    "REE_WORKER_BOARD",
+    "REE_MAX_TOKENIZERS",
+    "REE_HUB_CONNECT_TIMEOUT_S",
+    "REE_CI_VENVS",
+    "REE_SKIP_CI_VENVS",
+    "REE_GPU_PINS_VENV",
+    "REE_APP_VENV",
+)
+
+
+def unknown_env_vars(environ: Mapping[str, str] | None = None) -> list[str]:
+    """One sentence per set ``REE_*`` variable this project does not read (a misspelt one is
+    otherwise ignored without a word), naming the closest known variable when there is one."""
+    import difflib
+
+    environ = os.environ if environ is None else environ
+    known = (*ENV_VARS, *OTHER_VARS)
+    notes = []
+    for var in sorted(v for v in environ if v.startswith("REE_") and v not in known):
+        close = difflib.get_close_matches(var, known, n=1, cutoff=0.8)
+        hint = f"; did you mean {close[0]}?" if close else ""
+        notes.append(f"{var} is not a variable of this project (ignored){hint}")
+    return notes
+
+
 def settings_from_env(environ: Mapping[str, str] | None = None) -> ServerSettings:
     """The :class:`ServerSettings` described by the variables of :data:`SETTINGS_VARS`
     (defaults for unset ones).
 
     Raises:
-        ServerConfigError: a variable is malformed or out of range (the message names it).
+        ServerConfigError: a variable is malformed or out of range (the message names it), or
+            ``REE_API_TOKEN`` is set but blank.
     """
     environ = os.environ if environ is None else environ
+    if "REE_API_TOKEN" in environ and not environ["REE_API_TOKEN"].strip():
+        # e.g. REE_API_TOKEN=$SECRET with SECRET unset: taking it as "no token" would open the server
+        raise ServerConfigError(
+            "REE_API_TOKEN is set but blank, which would serve without authentication; give the secret "
+            "(at least 8 characters), or unset it to run without a token"
+        )
     values = _read(environ, SETTINGS_VARS)
     for name, (var, value) in values.items():
         try:  # check each value alone, so that the error names its variable

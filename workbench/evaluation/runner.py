@@ -25,7 +25,6 @@ import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -342,6 +341,7 @@ def evaluate(
     run_meta: dict[str, Any] | None = None,
     pools: Any = None,
     n_resamples: int = 2000,
+    overwrite: bool = False,
 ) -> EvalResult:
     """Run every policy on ``n_episodes`` seeded episodes (per seed and condition) and write the
     run folder.
@@ -355,7 +355,8 @@ def evaluate(
         budget_ratios: A budget sweep: the same episodes at each ratio (in-process only).
         caps: A calibration sweep: per-question caps (tokens), budget ``cap x num_questions``
             unless ``total_budget`` is given (in-process only).
-        out: Run folder (default ``runs/eval-<YYYYmmdd-HHMMSS>``).
+        out: Run folder (default a new ``runs/eval-<YYYYmmdd-HHMMSS>[-N]``). A folder that
+            already holds a run (``run.json``) is refused unless ``overwrite``.
         budget_mode: ``"tokenizer_native"`` (reset with the policy's tokenizer name) or
             ``"config"`` (config formula; the policy's tokenizer still counts, via step metadata).
         total_budget: Fixed budget per episode (tokens); overrides ``budget_mode``.
@@ -370,7 +371,9 @@ def evaluate(
         notes: Extra notes for ``run.json``. run_meta: extra ``run.json`` fields.
         pools: Pre-loaded question pools (:class:`reasoning_env.sources.PoolSet`) instead of the
             config's sources (in-process only).
-        n_resamples: Bootstrap resamples of the intervals.
+        n_resamples: Bootstrap resamples of the intervals (>= 100).
+        overwrite: Replace the run already in ``out`` (its files are removed just before the new
+            run is written, so none is left beside it).
 
     Returns:
         An :class:`EvalResult`. A policy that fails (:class:`PolicyError`) is reported in
@@ -378,14 +381,16 @@ def evaluate(
 
     Raises:
         ValueError: bad arguments (duplicate names, n_episodes < 1, unknown budget mode, a
-            policy needing trusted context with ``server_url``, a sweep against a server).
+            policy needing trusted context with ``server_url``, a sweep against a server,
+            ``n_resamples`` < 100); :class:`~workbench.runs.RunFolderError` (a ``ValueError``):
+            ``out`` already holds a run and ``overwrite`` is False, or cannot be created.
     """
     from tqdm.auto import tqdm
 
     from reasoning_env.env import ReasoningEconomicsEnv
     from reasoning_env.grading import Grader
     from workbench.evaluation.writer import write_run
-    from workbench.runs import RunWriter
+    from workbench.runs import RunWriter, claim_run_dir, clear_run_files, fresh_run_dir
 
     config = config or EnvConfig()
     curves = curves or SolverCurves()
@@ -402,7 +407,10 @@ def evaluate(
     )
     conds = conditions_for(config, budget_ratios=budget_ratios, caps=caps, total_budget=total_budget)
     notes = list(notes or [])
-    run_dir = Path(out) if out else Path("runs") / f"eval-{datetime.now().strftime('%Y%m%d-%H%M%S')}"
+    if isinstance(n_resamples, bool) or not isinstance(n_resamples, int) or n_resamples < 100:
+        # checked before playing: the summary would otherwise hold no interval at all
+        raise ValueError(f"n_resamples must be at least 100 (bootstrap resamples), got {n_resamples!r}")
+    run_dir = claim_run_dir(out, overwrite=overwrite) if out else fresh_run_dir("runs", "eval")
     RunWriter(run_dir, kind="evaluation", config=config)  # fail before playing when the folder cannot be created
     # episode index -> (base seed, episode seed); the same indices in every condition
     plan = [(s, episode_seed(s, i)) for s in base_seeds for i in range(n_episodes)]
@@ -513,6 +521,8 @@ def evaluate(
         "notes": notes,
         **(run_meta or {}),
     }
+    if overwrite:
+        clear_run_files(run_dir)  # only now: a run that fails before this point leaves the old one whole
     return write_run(
         run_dir,
         results_all,

@@ -1,0 +1,27 @@
+"""A YAML boolean is not a number: ``num_questions: true`` must not become a one-question episode
+(pydantic's lax mode reads True as 1), nor ``seed: yes`` seed 1; the error names the setting."""
+
+from __future__ import annotations
+
+import pytest
+
+from reasoning_env.config import ConfigError, EnvConfig
+
+
+@pytest.mark.parametrize("field", ["num_questions", "budget_ratio", "total_budget", "max_tokens", "seed", "beta"])
+@pytest.mark.parametrize("value", [True, False])
+def test_a_boolean_for_a_number_is_refused(field, value) -> None:
+    with pytest.raises(ConfigError, match=rf"{field}: .*a number, not a boolean"):
+        EnvConfig(**{field: value})
+
+
+def test_a_boolean_in_yaml_names_the_file_and_setting(tmp_path) -> None:
+    path = tmp_path / "c.yaml"
+    path.write_text("num_questions: yes\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"(?s)c\.yaml.*num_questions: .*not a boolean"):
+        EnvConfig.from_yaml(path)
+
+
+def test_numbers_and_boolean_settings_still_load() -> None:
+    cfg = EnvConfig(num_questions=3, budget_ratio=2, seed=0, hard_cap_mode=False)
+    assert (cfg.num_questions, cfg.budget_ratio, cfg.seed, cfg.hard_cap_mode) == (3, 2.0, 0, False)
