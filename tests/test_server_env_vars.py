@@ -4,6 +4,8 @@ misspelt variable (which would be ignored) is reported with the name it most lik
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from reasoning_env.server.app import main
@@ -34,3 +36,24 @@ def test_a_misspelt_variable_is_reported_with_its_likely_name() -> None:
         "REE_MAX_SESSION is not a variable of this project (ignored); did you mean REE_MAX_SESSIONS?",
         "REE_ZZZ is not a variable of this project (ignored)",
     ]
+
+
+def test_every_ree_variable_the_code_reads_is_known_to_the_misspelling_check():
+    import re
+    import subprocess
+
+    from reasoning_env.server.settings import ENV_VARS, OTHER_VARS
+
+    repo = Path(__file__).resolve().parents[1]
+    files = subprocess.run(
+        ["git", "ls-files", "*.py", "*.sh", "Dockerfile", ".ci/*"],
+        cwd=repo,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
+    read = set()
+    for f in files:
+        if not f.startswith("tests/"):
+            read |= set(re.findall(r"\bREE_[A-Z0-9_]*[A-Z0-9]\b", (repo / f).read_text(encoding="utf-8")))
+    assert read - set(ENV_VARS) - set(OTHER_VARS) == set()
