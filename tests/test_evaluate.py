@@ -460,6 +460,16 @@ def test_budget_note_without_finished_episodes_says_so():
     assert "nan" not in note and "no episode finished" in note
 
 
+def test_a_chosen_builtin_source_is_not_reported_as_a_fallback(tmp_path):
+    """`sources: [builtin]` (examples/sources/builtin.yaml) serves the builtin set on purpose: the
+    provenance says they are project-written questions, not that a source failed to load."""
+    config = EnvConfig(sources=[{"name": "builtin", "options": {"subset": "all"}}])
+    res = evaluate([make_policy("uniform")], config=config, n_episodes=1, seed=3, out=tmp_path / "run", progress=False)
+    warnings = " ".join(res.meta["provenance"]["warnings"])
+    assert "could not be loaded" not in warnings
+    assert "Builtin questions" in warnings and "not a public dataset" in warnings
+
+
 @pytest.mark.parametrize(
     "kwargs, says",
     [

@@ -90,6 +90,8 @@ def provenance(policies: Sequence[dict], sources_used: Sequence[dict] | None, cu
             models.append(name)
     builtin = [s.get("source") for s in (sources_used or []) if str(s.get("used", "")).startswith("builtin")]
     real = [s.get("source") for s in (sources_used or []) if not str(s.get("used", "")).startswith("builtin")]
+    # The `builtin` source itself serves them on purpose; any other source serving them fell back.
+    fell_back = [s for s in builtin if s != "builtin"]
     warnings = []
     if simulated:
         warnings.append(
@@ -105,11 +107,16 @@ def provenance(policies: Sequence[dict], sources_used: Sequence[dict] | None, cu
         warnings.append(
             f"Placeholder answers: {', '.join(placeholder)} answer \\boxed{{0}} (a budget smoke test, not a solver)."
         )
-    if builtin:
+    if fell_back:
         warnings.append(
-            f"Builtin stand-in questions: {', '.join(map(str, builtin))} could not be "
+            f"Builtin stand-in questions: {', '.join(map(str, fell_back))} could not be "
             "loaded and were replaced by the small builtin "
             "stand-in sets shipped with the package (not the real datasets); see sources_used."
+        )
+    if "builtin" in builtin:
+        warnings.append(
+            "Builtin questions: the `builtin` source serves the small sets written for this project and shipped "
+            "with the package (in the style of MetaMathQA and NuminaMath-TIR), not a public dataset."
         )
     return {
         "simulated_policies": simulated,
