@@ -69,7 +69,20 @@ def budget_note(
         f"int({'budget_ratio' if ratios else f'{config.budget_ratio:g}'} x tokens of "
         "the episode's "
         f"question texts) in the policy tokenizer's units ({toks}); {mean_text} for "
-        f"{config.num_questions} questions.{sweep}"
+        f"{_questions_served(config, episodes)}.{sweep}"
+    )
+
+
+def _questions_served(config: EnvConfig, episodes: pd.DataFrame) -> str:
+    """``"10 questions"``, or, when the sources hold fewer questions than ``num_questions`` (the
+    sampler then serves them all), the number the episodes had and why."""
+    served = sorted(set(episodes["num_questions"].dropna().astype(int))) if "num_questions" in episodes else []
+    if not served or served == [config.num_questions]:
+        return f"{config.num_questions} questions"
+    counts = f"{served[0]} to {served[-1]}" if len(served) > 1 else str(served[0])
+    return (
+        f"{counts} questions (num_questions is {config.num_questions}, but the sources hold fewer: "
+        "an episode serves each question at most once)"
     )
 
 
