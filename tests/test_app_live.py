@@ -8,6 +8,7 @@ One app is started for the module (uvicorn in a thread); the runs folder is a te
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -90,6 +91,20 @@ def test_app_py_rejects_a_bad_port_variable():
         [sys.executable, "app.py"], cwd=REPO_ROOT, capture_output=True, text=True, timeout=120, env=env
     )
     assert out.returncode == 2 and "PORT" in out.stderr
+
+
+def test_app_py_refuses_a_port_in_use_before_announcing_itself():
+    """A port another server holds: exit 2 with a message naming the port and the flag, and no
+    "Workbench on http://...:PORT/" line (that URL would be the other server)."""
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        out = subprocess.run(
+            [sys.executable, "app.py", "--port", str(port)], cwd=REPO_ROOT, capture_output=True, text=True, timeout=120
+        )
+    assert out.returncode == 2 and f"port {port}" in out.stderr and "--port" in out.stderr
+    assert "Workbench on" not in out.stdout
 
 
 # ------------------------------------------------------------------------------- one process, two faces

@@ -460,6 +460,30 @@ def test_budget_note_without_finished_episodes_says_so():
     assert "nan" not in note and "no episode finished" in note
 
 
+def test_budget_note_counts_the_questions_the_episodes_had_when_the_data_holds_fewer(tmp_path):
+    """A 4-question file under the default num_questions (10) gives 4-question episodes; the note
+    must say 4 (and why), not the config's 10."""
+    rows = [{"question": f"What is {i} + {i}?", "answer": f"{i} + {i} = {2 * i}\n#### {2 * i}"} for i in range(1, 5)]
+    data = tmp_path / "mine.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    options = {"data_files": str(data), "prompt_field": "question", "answer_field": "answer"}
+    config = EnvConfig(sources=[{"name": "jsonl", "options": {**options, "answer_extraction": "gsm8k"}}])
+    res = evaluate([make_policy("uniform")], config=config, n_episodes=1, seed=3, out=tmp_path / "run", progress=False)
+    assert set(res.episodes["num_questions"]) == {4}
+    note = res.meta["budget_note"]
+    assert "for 4 questions" in note and "num_questions is 10" in note and "for 10 questions" not in note
+
+
+def test_a_chosen_builtin_source_is_not_reported_as_a_fallback(tmp_path):
+    """`sources: [builtin]` (examples/sources/builtin.yaml) serves the builtin set on purpose: the
+    provenance says they are project-written questions, not that a source failed to load."""
+    config = EnvConfig(sources=[{"name": "builtin", "options": {"subset": "all"}}])
+    res = evaluate([make_policy("uniform")], config=config, n_episodes=1, seed=3, out=tmp_path / "run", progress=False)
+    warnings = " ".join(res.meta["provenance"]["warnings"])
+    assert "could not be loaded" not in warnings
+    assert "Builtin questions" in warnings and "not a public dataset" in warnings
+
+
 @pytest.mark.parametrize(
     "kwargs, says",
     [

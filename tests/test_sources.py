@@ -116,6 +116,32 @@ def test_jsonl_source_names_missing_fields(tmp_path):
         load_source("jsonl", {"data_files": str(f)}, OFFLINE)
 
 
+def test_a_malformed_jsonl_line_is_a_source_error_naming_the_file_and_line(tmp_path):
+    f = tmp_path / "rows.jsonl"
+    f.write_text(json.dumps({"question": "1+1?", "answer": "#### 2"}) + '\n{"question": "2+2?", "answer": \n')
+    with pytest.raises(SourceError, match=r"rows\.jsonl.*line 2") as err:
+        load_source("jsonl", {"data_files": str(f), "answer_extraction": "gsm8k"}, OFFLINE)
+    assert "one JSON object per line" in str(err.value)
+
+
+def test_an_empty_data_file_is_a_source_error_saying_so(tmp_path):
+    f = tmp_path / "rows.jsonl"
+    f.write_text("")
+    with pytest.raises(SourceError, match=r"rows\.jsonl.*is empty"):
+        load_source("jsonl", {"data_files": str(f), "answer_extraction": "gsm8k"}, OFFLINE)
+
+
+def test_an_unreadable_csv_or_parquet_file_is_a_source_error_with_the_reader_s_reason(tmp_path):
+    csv = tmp_path / "rows.csv"
+    csv.write_text('question,answer\n1+1?,"#### 2\n')
+    with pytest.raises(SourceError, match=r"cannot read .*rows\.csv: .*EOF inside string"):
+        load_source("jsonl", {"data_files": str(csv), "answer_extraction": "gsm8k"}, OFFLINE)
+    parquet = tmp_path / "rows.parquet"
+    parquet.write_bytes(b"not a parquet file")
+    with pytest.raises(SourceError, match=r"cannot read .*rows\.parquet: .*[Pp]arquet"):
+        load_source("jsonl", {"data_files": str(parquet), "answer_extraction": "gsm8k"}, OFFLINE)
+
+
 def test_jsonl_needs_files_and_hf_needs_an_id():
     with pytest.raises(SourceError, match="data_files"):
         load_source("jsonl", {}, OFFLINE)

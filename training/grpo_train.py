@@ -247,7 +247,8 @@ def apply_smoke_defaults(args: argparse.Namespace, argv: list[str] | None = None
         if token.startswith("--"):
             given.add(token[2:].split("=", 1)[0])
     # total_budget 40 over 3 questions: members overspend differently (cost penalty) and run dry
-    # after 2 turns, so rewards differ within a group and the loss is not zero.
+    # after 2 turns, so rewards differ within a group and the gradient is not zero. (The logged loss is
+    # 0.0: on-policy, equal-length episodes, advantages summing to 0 per group; grad_norm shows the update.)
     smoke = dict(
         model="tiny",
         num_episodes=2,

@@ -8,6 +8,7 @@ is filled at import time and never mutated afterwards.
 from __future__ import annotations
 
 import glob
+import json
 import logging
 import os
 from abc import ABC, abstractmethod
@@ -153,12 +154,50 @@ def _expand(patterns: Iterable[str], base: str | None = None) -> list[str]:
     return out
 
 
-def _load_files(files: list[str]) -> list[dict]:
+def _load_files(files: list[str], source: str) -> list[dict]:
+    """Rows of local data files (one format), read with ``datasets``.
+
+    Raises:
+        SourceError: a file cannot be read (malformed JSON line, broken CSV or parquet, empty file);
+            the message names the file, the line for JSON lines, and the reader's reason.
+    """
     import datasets  # heavy import, only when needed
+    from datasets.exceptions import DatasetGenerationError
 
     datasets.disable_progress_bars()
-    ds = datasets.load_dataset(_builder_for(files), data_files=files, split="train")
+    builder = _builder_for(files)
+    try:
+        ds = datasets.load_dataset(builder, data_files=files, split="train")
+    except (DatasetGenerationError, ValueError, StopIteration) as exc:  # ArrowInvalid is a ValueError
+        raise SourceError(f"source {source!r}: {_unreadable_files(files, exc)}") from exc
     return ds.to_list()
+
+
+def _unreadable_files(files: Sequence[str], exc: BaseException) -> str:
+    """Why ``datasets`` could not read ``files``: the first empty file or malformed JSON line,
+    else the innermost reason of ``exc``."""
+    for f in files:
+        if os.path.getsize(f) == 0:
+            return f"cannot read {f}: the file is empty"
+        if f.lower().endswith(".jsonl"):
+            with open(f, encoding="utf-8", errors="replace") as fh:
+                for n, line in enumerate(fh, 1):
+                    if not line.strip():
+                        continue
+                    try:
+                        row = json.loads(line)
+                    except json.JSONDecodeError as err:
+                        return f"cannot read {f}, line {n}: {err.msg} (JSONL needs one JSON object per line)"
+                    if not isinstance(row, dict):
+                        return (
+                            f"cannot read {f}, line {n}: a JSON {type(row).__name__}, not an object "
+                            "(JSONL needs one JSON object per line)"
+                        )
+    cause = exc
+    while cause.__cause__ is not None or cause.__context__ is not None:
+        cause = cause.__cause__ or cause.__context__
+    reason = str(cause) or type(cause).__name__
+    return f"cannot read {', '.join(files[:3])}: {reason}"
 
 
 def load_hf_rows(
@@ -193,7 +232,7 @@ def load_hf_rows(
         files = _expand(pats)
         if not files:
             raise SourceError(f"source {source!r}: data_files {pats} match no file")
-        return _cap(_load_files(files), options), f"files:{','.join(files)}"
+        return _cap(_load_files(files, source), options), f"files:{','.join(files)}"
 
     dir_opt = options.get("data_dir")
     if dir_opt:
@@ -202,7 +241,7 @@ def load_hf_rows(
             raise SourceError(f"source {source!r}: data_dir {d!r} is not a folder")
         files = _expand(local_patterns, d)
         if files:
-            return _cap(_load_files(files), options), f"files:{','.join(files)}"
+            return _cap(_load_files(files, source), options), f"files:{','.join(files)}"
         import datasets
 
         datasets.disable_progress_bars()
@@ -212,7 +251,7 @@ def load_hf_rows(
     if ctx.data_dir:
         files = _expand(local_patterns, os.path.expanduser(ctx.data_dir))
         if files:
-            return _cap(_load_files(files), options), f"files:{','.join(files)}"
+            return _cap(_load_files(files, source), options), f"files:{','.join(files)}"
         tried.append(f"no file matching {list(local_patterns)} in data_dir {ctx.data_dir!r}")
 
     if ctx.hub:

@@ -13,8 +13,10 @@ question pools and grader (loaded once per process).
 from __future__ import annotations
 
 import argparse
+import errno
 import logging
 import os
+import socket
 import sys
 from collections.abc import Sequence
 
@@ -166,6 +168,20 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
+def port_unavailable(host: str, port: int) -> str | None:
+    """Why ``host``:``port`` cannot be listened on (e.g. another server holds it), else ``None``.
+
+    A trial bind with ``SO_REUSEADDR``, as uvicorn binds: a port in TIME_WAIT counts as free."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((host, port))
+        except OSError as exc:
+            return "the port is already in use" if exc.errno == errno.EADDRINUSE else (exc.strerror or str(exc))
+    return None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Serve until stopped. Returns the exit status (2: bad flags or configuration)."""
     args = _parser().parse_args(argv)
@@ -176,6 +192,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"app.py: {exc}", file=sys.stderr)
         return 2
     host = args.host or default_host()
+    busy = port_unavailable(host, port)
+    if busy:  # checked before the questions and tokenizers load, and before the URL is announced
+        print(
+            f"app.py: cannot listen on {host} port {port}: {busy}. Pick another with --port N (or PORT=N)",
+            file=sys.stderr,
+        )
+        return 2
     try:
         app = create_app(runs_root=args.runs_root, announce=True, curves=args.curves)
     except (ReasoningEconomicsError, ValueError, OSError) as exc:  # a bad setting, data or curves file

@@ -69,7 +69,20 @@ def budget_note(
         f"int({'budget_ratio' if ratios else f'{config.budget_ratio:g}'} x tokens of "
         "the episode's "
         f"question texts) in the policy tokenizer's units ({toks}); {mean_text} for "
-        f"{config.num_questions} questions.{sweep}"
+        f"{_questions_served(config, episodes)}.{sweep}"
+    )
+
+
+def _questions_served(config: EnvConfig, episodes: pd.DataFrame) -> str:
+    """``"10 questions"``, or, when the sources hold fewer questions than ``num_questions`` (the
+    sampler then serves them all), the number the episodes had and why."""
+    served = sorted(set(episodes["num_questions"].dropna().astype(int))) if "num_questions" in episodes else []
+    if not served or served == [config.num_questions]:
+        return f"{config.num_questions} questions"
+    counts = f"{served[0]} to {served[-1]}" if len(served) > 1 else str(served[0])
+    return (
+        f"{counts} questions (num_questions is {config.num_questions}, but the sources hold fewer: "
+        "an episode serves each question at most once)"
     )
 
 
@@ -90,6 +103,8 @@ def provenance(policies: Sequence[dict], sources_used: Sequence[dict] | None, cu
             models.append(name)
     builtin = [s.get("source") for s in (sources_used or []) if str(s.get("used", "")).startswith("builtin")]
     real = [s.get("source") for s in (sources_used or []) if not str(s.get("used", "")).startswith("builtin")]
+    # The `builtin` source itself serves them on purpose; any other source serving them fell back.
+    fell_back = [s for s in builtin if s != "builtin"]
     warnings = []
     if simulated:
         warnings.append(
@@ -105,11 +120,16 @@ def provenance(policies: Sequence[dict], sources_used: Sequence[dict] | None, cu
         warnings.append(
             f"Placeholder answers: {', '.join(placeholder)} answer \\boxed{{0}} (a budget smoke test, not a solver)."
         )
-    if builtin:
+    if fell_back:
         warnings.append(
-            f"Builtin stand-in questions: {', '.join(map(str, builtin))} could not be "
+            f"Builtin stand-in questions: {', '.join(map(str, fell_back))} could not be "
             "loaded and were replaced by the small builtin "
             "stand-in sets shipped with the package (not the real datasets); see sources_used."
+        )
+    if "builtin" in builtin:
+        warnings.append(
+            "Builtin questions: the `builtin` source serves the small sets written for this project and shipped "
+            "with the package (in the style of MetaMathQA and NuminaMath-TIR), not a public dataset."
         )
     return {
         "simulated_policies": simulated,
