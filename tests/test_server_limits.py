@@ -359,26 +359,50 @@ except KeyboardInterrupt:
 """
 
 
-def test_grading_workers_ignore_ctrl_c_and_shut_down_quietly():
+def _session_processes(sid: int) -> list[str]:
+    """``pid command`` of the live processes in session ``sid`` (Linux ``/proc``)."""
+    out = []
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit():
+            continue
+        try:
+            stat = (d / "stat").read_text()
+            fields = stat[stat.rindex(")") + 2 :].split()
+            if fields[0] != "Z" and int(fields[3]) == sid:
+                cmd = (d / "cmdline").read_bytes().replace(bytes(1), b" ").decode(errors="replace")
+                out.append(f"{d.name} {cmd[:120]}")
+        except (OSError, ValueError, IndexError):
+            continue
+    return out
+
+
+def test_grading_workers_ignore_ctrl_c_and_shut_down_quietly(tmp_path):
     repo = str(Path(__file__).resolve().parents[1])
-    proc = subprocess.Popen(
-        [sys.executable, "-c", SIGINT_SCRIPT, repo],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-    )
+    # Output goes to files, not pipes: a pipe's end would wait for every process that inherited it
+    # (forkserver, resource tracker), and the contract is about the program and its workers.
+    out_path, err_path = tmp_path / "out.txt", tmp_path / "err.txt"
+    with out_path.open("w") as out_f, err_path.open("w") as err_f:
+        proc = subprocess.Popen(
+            [sys.executable, "-c", SIGINT_SCRIPT, repo], stdout=out_f, stderr=err_f, text=True, start_new_session=True
+        )
     try:
-        pids = [int(p) for p in proc.stdout.readline().split()]
-        assert len(pids) == 2
+        deadline = time.monotonic() + 150
+        while not out_path.read_text().strip() and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.1)
+        pids = [int(p) for p in out_path.read_text().split()]
+        assert len(pids) == 2, (out_path.read_text(), err_path.read_text())
         os.killpg(proc.pid, signal.SIGINT)  # what Ctrl-C in a terminal or a notebook kernel interrupt does
-        out, err = proc.communicate(timeout=60)
+        proc.wait(timeout=60)
     finally:
         if proc.poll() is None:
             proc.kill()
+    out, err = out_path.read_text(), err_path.read_text()
     assert "interrupted" in out
     assert "Traceback" not in err and "KeyboardInterrupt" not in err, err
-    time.sleep(0.5)
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline and _session_processes(proc.pid):
+        time.sleep(0.2)
+    assert _session_processes(proc.pid) == [], "processes of the interrupted program still running"
     for pid in pids:
         with pytest.raises(ProcessLookupError):
             os.kill(pid, 0)
