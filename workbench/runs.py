@@ -249,6 +249,32 @@ def clear_run_files(run_dir: str | Path) -> None:
         (Path(run_dir) / name).unlink(missing_ok=True)
 
 
+def output_folder(out: str | Path, what: str, files: str) -> Path:
+    """The folder ``out`` (given as ``--out``) that a command writes ``what`` (e.g. "the
+    comparison") into, created; ``files`` names the files it writes (for the message).
+
+    Raises:
+        RunFolderError: ``out`` holds a run (``run.json``: its files would be mixed with, or
+            replaced by, the command's), or cannot be created (a file is in the way, no permission);
+            the message names ``--out`` and says to choose another folder.
+    """
+    path = Path(out)
+    if (path / "run.json").exists():
+        raise RunFolderError(
+            f"--out {str(path)!r} holds a run: {what}'s {files} would be written into the run's folder; "
+            "choose another folder"
+        )
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except (FileExistsError, NotADirectoryError):
+        raise RunFolderError(
+            f"cannot write {what} to {str(path)!r}: a file is in the way; choose another --out (a folder)"
+        ) from None
+    except PermissionError as exc:
+        raise RunFolderError(f"cannot write {what} to {str(path)!r}: {exc.strerror}; choose another --out") from None
+    return path
+
+
 class RunWriter:
     """Collects step and episode rows and writes a run folder.
 
