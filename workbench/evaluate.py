@@ -297,6 +297,18 @@ def _baseline_answer(args: argparse.Namespace) -> str:
     return "placeholder" if getattr(args, "server_url", None) else "solver"
 
 
+def _load_curves(path: str) -> SolverCurves:
+    """``--curves``: :meth:`SolverCurves.load`, its error naming the flag.
+
+    Raises:
+        ValueError: the file is missing, unreadable or not a solver curves JSON file.
+    """
+    try:
+        return SolverCurves.load(path)
+    except ValueError as exc:
+        raise ValueError(f"--curves: {exc}") from None
+
+
 def main(argv: list[str] | None = None) -> int:
     """Command-line entry point; returns the exit status (0 ok, 1 a policy failed, 2 bad usage)."""
     from workbench import analysis
@@ -311,7 +323,7 @@ def main(argv: list[str] | None = None) -> int:
         seeds = _numbers(args.seeds, "--seeds", int)
         if args.seed is None:
             args.seed = seeds[0] if seeds else (config.seed if config.seed is not None else 42)
-        curves = SolverCurves.load(args.curves) if args.curves else SolverCurves()
+        curves = _load_curves(args.curves) if args.curves else SolverCurves()
         if args.fit_curves:
             fit_pols = [s.strip() for s in args.fit_policies.split(",")] if args.fit_policies else None
             curves = fit_run(args.fit_curves, policies=fit_pols, base=curves)
