@@ -15,6 +15,7 @@ import pytest
 from reasoning_env.config import EnvConfig
 from reasoning_env.policies import (
     DEFAULT_POLICIES,
+    POLICY_NAMES,
     GreedyMaxPolicy,
     SimulatedSolverPolicy,
     SolverCurves,
@@ -521,6 +522,14 @@ def test_cli_bad_curves_file_names_the_flag_and_the_format(tmp_path, content, ca
     err = capsys.readouterr().err
     assert err.startswith("error: --curves: ") and str(path) in err and err.count("\n") == 1
     assert "expected a solver curves JSON file" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("given", ["", " , "])
+def test_cli_empty_policies_are_refused_listing_the_names(given, capsys):
+    assert main(["--n_episodes", "1", "--policies", given, "--no-progress", "--no-report"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: --policies") and "names no policy" in err and err.count("\n") == 1
+    assert all(name in err for name in POLICY_NAMES)
 
 
 def test_cli_unreachable_server_is_one_error_line(tmp_path, capsys):

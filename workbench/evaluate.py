@@ -247,7 +247,13 @@ def _config_from_args(args: argparse.Namespace) -> EnvConfig:
 
 
 def _policies_from_args(args: argparse.Namespace, curves: SolverCurves) -> list[BasePolicy]:
-    names = [n.strip() for n in str(args.policies or default_policy_names(args.server_url)).split(",") if n.strip()]
+    given = default_policy_names(args.server_url) if args.policies is None else args.policies
+    names = [n.strip() for n in str(given).split(",") if n.strip()]
+    if not names:  # an empty --policies "" (e.g. an unset shell variable) is a mistake, not "the defaults"
+        raise ValueError(
+            f"--policies {args.policies!r} names no policy; give a comma list of: {', '.join(POLICY_NAMES)} "
+            "(or leave --policies out for the defaults)"
+        )
     if args.include_llm:
         for kind, prefix in (("llm_api", "BASELINE_API_"), ("llm_local", "BASELINE_LOCAL_")):
             if kind not in names and os.environ.get(prefix + "BASE_URL") and os.environ.get(prefix + "MODEL"):
