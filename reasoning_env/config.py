@@ -68,6 +68,16 @@ _NUMBER_FIELDS = (
 )
 
 
+#: The boolean settings of :class:`EnvConfig` (a string or number for any of them is refused by name).
+_BOOLEAN_FIELDS = (
+    "hard_cap_mode",
+    "grade_beyond_budget",
+    "soft_allow_negative_budget",
+    "offline_fallback",
+    "allow_config_budget_fallback",
+)
+
+
 def _default_sources() -> list[SourceSpec]:
     return [SourceSpec(name="metamathqa"), SourceSpec(name="numina_tir")]
 
@@ -106,7 +116,11 @@ class EnvConfig(BaseModel):
     )
     max_tokens: int = Field(800, ge=1, description="Upper end of the config budget formula (abstract units).")
     max_tokens_per_step: int = Field(
-        2048, ge=1, description="Generation cap per step that policies and trainers should apply (tokens)."
+        2048,
+        ge=1,
+        le=MAX_TOTAL_BUDGET,
+        description="Generation cap per step that policies and trainers should apply (tokens; at most "
+        "MAX_TOTAL_BUDGET, the largest episode budget).",
     )
 
     # Budget modes
@@ -199,6 +213,25 @@ class EnvConfig(BaseModel):
         # pydantic's lax mode reads True as 1: `num_questions: yes` would be a one-question episode
         if isinstance(value, bool):
             raise ValueError("must be a number, not a boolean (YAML reads yes/no/on/off/true/false as booleans)")
+        return value
+
+    @field_validator("max_tokens_per_step", mode="before")
+    @classmethod
+    def _step_cap_bound(cls, value: Any) -> Any:
+        # checked before parsing, so that 1e22 is told the bound, not "exceeded maximum size"
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and value > MAX_TOTAL_BUDGET:
+            raise ValueError(
+                f"must be at most {MAX_TOTAL_BUDGET:,} tokens (MAX_TOTAL_BUDGET, the largest episode budget)"
+            )
+        return value
+
+    @field_validator(*_BOOLEAN_FIELDS, mode="before")
+    @classmethod
+    def _no_lax_booleans(cls, value: Any) -> Any:
+        # pydantic's lax mode reads 'yes', 'off', '0' and 1 as booleans: `hard_cap_mode: 'no'` (quoted)
+        # would silently be read, and a typo such as 'flase' would only fail by luck
+        if not isinstance(value, bool):
+            raise ValueError(f"must be true or false (a YAML/JSON boolean, unquoted), not a {type(value).__name__}")
         return value
 
     @field_validator("reward", mode="before")

@@ -14,6 +14,8 @@ import threading
 from functools import lru_cache
 from urllib.parse import urlparse
 
+from reasoning_env.env_vars import positive_number
+
 logger = logging.getLogger(__name__)
 
 _TRUE = {"1", "true", "yes", "on"}
@@ -46,9 +48,6 @@ def hub_reachable() -> bool:
     if offline_by_env():
         return False
     endpoint = os.environ.get("HF_ENDPOINT", "https://huggingface.co")
-    try:
-        timeout = float(os.environ.get("REE_HUB_CONNECT_TIMEOUT_S", "1.5"))
-    except ValueError:
-        timeout = 1.5
+    timeout = positive_number("REE_HUB_CONNECT_TIMEOUT_S", 1.5)  # malformed: 1.5 s, with a warning
     with _lock:
         return _probe(endpoint, timeout)

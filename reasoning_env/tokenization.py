@@ -33,6 +33,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from reasoning_env.env_vars import positive_number
 from reasoning_env.errors import TokenizerLoadError
 
 logger = logging.getLogger(__name__)
@@ -381,11 +382,8 @@ class _LRU:
 
 
 def _max_tokenizers() -> int:
-    raw = os.environ.get("REE_MAX_TOKENIZERS", "").strip()
-    try:
-        return max(1, int(raw)) if raw else DEFAULT_MAX_TOKENIZERS
-    except ValueError:
-        return DEFAULT_MAX_TOKENIZERS
+    # a malformed value (not a whole number >= 1) gives the default, with a warning naming the variable
+    return int(positive_number("REE_MAX_TOKENIZERS", DEFAULT_MAX_TOKENIZERS, integer=True))
 
 
 # One loaded tokenizer per vocabulary (key: "embedded:<key>" or a hash of the tokenizer files),

@@ -8,6 +8,7 @@ import math
 
 import evalpol_fixtures as fx
 import numpy as np
+import pandas as pd
 import pytest
 
 from reasoning_env.policies import UniformPolicy
@@ -56,3 +57,12 @@ def test_one_episode_has_no_interval(episodes) -> None:
 def test_too_few_resamples_raise_instead_of_dropping_every_interval(episodes, n_resamples) -> None:
     with pytest.raises(ValueError, match="n_resamples must be at least 100"):
         analysis.summary_table(episodes, n_resamples=n_resamples)
+
+
+def test_one_common_episode_prints_no_interval_instead_of_nan(episodes) -> None:
+    one = episodes.iloc[:1]
+    other = one.assign(policy="other", episode_reward=one["episode_reward"] - 0.5)
+    both = pd.concat([one, other], ignore_index=True)
+    text = analysis.format_comparisons(analysis.paired_comparisons(both), analysis.summary_table(both))
+    assert "n=1: no interval" in text and "nan" not in text.lower()
+    assert "+0.500" in text  # the difference itself is still printed

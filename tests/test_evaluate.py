@@ -15,6 +15,7 @@ import pytest
 from reasoning_env.config import EnvConfig
 from reasoning_env.policies import (
     DEFAULT_POLICIES,
+    POLICY_NAMES,
     GreedyMaxPolicy,
     SimulatedSolverPolicy,
     SolverCurves,
@@ -510,6 +511,25 @@ def test_cli_out_on_an_existing_file_is_one_error_line(tmp_path, capsys):
     )
     err = capsys.readouterr().err
     assert err.startswith("error: cannot create run folder") and "a file is in the way" in err
+
+
+@pytest.mark.parametrize("content", [None, "not json", "[1, 2]", '{"families": {"arithmetic": {"nope": 1}}}'])
+def test_cli_bad_curves_file_names_the_flag_and_the_format(tmp_path, content, capsys):
+    path = tmp_path / "curves.json"
+    if content is not None:
+        path.write_text(content)
+    assert main(["--n_episodes", "1", "--policies", "uniform", "--curves", str(path), "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: --curves: ") and str(path) in err and err.count("\n") == 1
+    assert "expected a solver curves JSON file" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("given", ["", " , "])
+def test_cli_empty_policies_are_refused_listing_the_names(given, capsys):
+    assert main(["--n_episodes", "1", "--policies", given, "--no-progress", "--no-report"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: --policies") and "names no policy" in err and err.count("\n") == 1
+    assert all(name in err for name in POLICY_NAMES)
 
 
 def test_cli_unreachable_server_is_one_error_line(tmp_path, capsys):

@@ -292,3 +292,26 @@ def test_command_line_summary_grouping(recorded, capsys):
     assert out.splitlines()[0].split()[0] == "member" and len(out.splitlines()) >= 4  # header + 3 members
     assert main(["rescore", str(path), "--by", "nope"]) == 2
     assert "cannot group the summary by 'nope'" in capsys.readouterr().err
+
+
+def test_command_line_out_on_a_run_folder_is_refused_before_rescoring(recorded, tmp_path, capsys):
+    from workbench.reward_lab.__main__ import main
+
+    path, _ = recorded["hard"]
+    before = sorted(p.name for p in path.iterdir())
+    assert main(["rescore", str(path), "--out", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: --out") and "holds a run" in err and "choose another folder" in err
+    assert err.count("\n") == 1 and sorted(p.name for p in path.iterdir()) == before
+
+
+def test_command_line_out_on_a_file_names_out_and_the_fix(recorded, tmp_path, capsys):
+    from workbench.reward_lab.__main__ import main
+
+    path, _ = recorded["hard"]
+    blocker = tmp_path / "afile"
+    blocker.write_text("x")
+    assert main(["rescore", str(path), "--out", str(blocker)]) == 2
+    err = capsys.readouterr().err
+    assert "a file is in the way" in err and "choose another --out" in err and "Errno" not in err
+    assert blocker.read_text() == "x"

@@ -679,7 +679,8 @@ def format_comparisons(
     comparisons: pd.DataFrame, summary: pd.DataFrame, *, metrics: Sequence[str] = ("accuracy", "reward")
 ) -> str:
     """Paired comparisons as text: per condition and metric, the best policy, the policies that
-    cannot be told apart from it (95% paired interval includes 0), and its difference to each."""
+    cannot be told apart from it (95% paired interval includes 0), and its difference to each
+    (``[n=1: no interval], no p-value`` where the pair has too few common episodes)."""
     if comparisons is None or comparisons.empty:
         return "paired comparison: fewer than two policies with common episodes"
     lines = []
@@ -689,9 +690,16 @@ def format_comparisons(
             tied = ", ".join(item["tied"]) or "none"
             lines.append(f"{metric}{where}: best {item['best']}; cannot be told apart from it: {tied}")
             for d in item["differences"]:
+                # too few common episodes (n=1) give no interval and no p-value: say so, as
+                # stats.Interval does, instead of printing NaN bounds
+                interval = (
+                    f"[n={d['episodes']}: no interval]"
+                    if math.isnan(d["ci_low"])
+                    else f"[{d['ci_low']:+.3f}, {d['ci_high']:+.3f}]"
+                )
+                p = "no p-value" if math.isnan(d["p_value"]) else f"p = {d['p_value']:.3g} (Holm {d['p_holm']:.3g})"
                 lines.append(
-                    f"  {item['best']} - {d['other']}: {d['difference']:+.3f} "
-                    f"[{d['ci_low']:+.3f}, {d['ci_high']:+.3f}], p = {d['p_value']:.3g} (Holm "
-                    f"{d['p_holm']:.3g}){'' if d['distinguishable'] else '  <- not distinguishable'}"
+                    f"  {item['best']} - {d['other']}: {d['difference']:+.3f} {interval}, {p}"
+                    f"{'' if d['distinguishable'] else '  <- not distinguishable'}"
                 )
     return "\n".join(lines)

@@ -35,7 +35,7 @@ from plotly.subplots import make_subplots
 
 from reasoning_env.errors import ReasoningEconomicsError
 from workbench import analysis, plots
-from workbench.runs import RUN_KINDS, Run, RunFolderError, fresh_run_dir, load_run
+from workbench.runs import RUN_KINDS, Run, RunFolderError, fresh_run_dir, load_run, output_folder
 
 __all__ = [
     "RunEntry",
@@ -671,29 +671,6 @@ def accuracy_vs_budget(runs: RunSet) -> go.Figure:
     return sweep_plots.accuracy_vs_budget_figure(labelled_summary(runs))
 
 
-def _output_folder(out: str) -> Path:
-    """The folder ``out`` a comparison is written to, created.
-
-    Raises:
-        RunFolderError: ``out`` holds a run (``run.json``), or cannot be created.
-    """
-    path = Path(out)
-    if (path / "run.json").exists():
-        raise RunFolderError(
-            f"--out {str(path)!r} holds a run: the comparison's summary.csv and comparisons.csv would "
-            "replace the run's; choose another folder"
-        )
-    try:
-        path.mkdir(parents=True, exist_ok=True)
-    except (FileExistsError, NotADirectoryError):
-        raise RunFolderError(
-            f"cannot write the comparison to {str(path)!r}: a file is in the way; choose another --out"
-        ) from None
-    except PermissionError as exc:
-        raise RunFolderError(f"cannot write the comparison to {str(path)!r}: {exc.strerror}") from None
-    return path
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m workbench.compare RUN [RUN ...] [--out DIR]``: print the comparison (one row per
     run and policy with 95% intervals, then the paired comparison on common episode seeds) and
@@ -713,7 +690,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--out", help="folder for summary.csv, comparisons.csv and figures.html (default compare-<time>)")
     args = p.parse_args(list(argv) if argv is not None else None)
     try:  # before any work: a comparison written over a run folder would replace its summary.csv
-        out = _output_folder(args.out) if args.out else None
+        out = output_folder(args.out, "the comparison", "summary.csv and comparisons.csv") if args.out else None
     except RunFolderError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -247,7 +247,13 @@ def _config_from_args(args: argparse.Namespace) -> EnvConfig:
 
 
 def _policies_from_args(args: argparse.Namespace, curves: SolverCurves) -> list[BasePolicy]:
-    names = [n.strip() for n in str(args.policies or default_policy_names(args.server_url)).split(",") if n.strip()]
+    given = default_policy_names(args.server_url) if args.policies is None else args.policies
+    names = [n.strip() for n in str(given).split(",") if n.strip()]
+    if not names:  # an empty --policies "" (e.g. an unset shell variable) is a mistake, not "the defaults"
+        raise ValueError(
+            f"--policies {args.policies!r} names no policy; give a comma list of: {', '.join(POLICY_NAMES)} "
+            "(or leave --policies out for the defaults)"
+        )
     if args.include_llm:
         for kind, prefix in (("llm_api", "BASELINE_API_"), ("llm_local", "BASELINE_LOCAL_")):
             if kind not in names and os.environ.get(prefix + "BASE_URL") and os.environ.get(prefix + "MODEL"):
@@ -297,6 +303,18 @@ def _baseline_answer(args: argparse.Namespace) -> str:
     return "placeholder" if getattr(args, "server_url", None) else "solver"
 
 
+def _load_curves(path: str) -> SolverCurves:
+    """``--curves``: :meth:`SolverCurves.load`, its error naming the flag.
+
+    Raises:
+        ValueError: the file is missing, unreadable or not a solver curves JSON file.
+    """
+    try:
+        return SolverCurves.load(path)
+    except ValueError as exc:
+        raise ValueError(f"--curves: {exc}") from None
+
+
 def main(argv: list[str] | None = None) -> int:
     """Command-line entry point; returns the exit status (0 ok, 1 a policy failed, 2 bad usage)."""
     from workbench import analysis
@@ -311,7 +329,7 @@ def main(argv: list[str] | None = None) -> int:
         seeds = _numbers(args.seeds, "--seeds", int)
         if args.seed is None:
             args.seed = seeds[0] if seeds else (config.seed if config.seed is not None else 42)
-        curves = SolverCurves.load(args.curves) if args.curves else SolverCurves()
+        curves = _load_curves(args.curves) if args.curves else SolverCurves()
         if args.fit_curves:
             fit_pols = [s.strip() for s in args.fit_policies.split(",")] if args.fit_policies else None
             curves = fit_run(args.fit_curves, policies=fit_pols, base=curves)

@@ -63,7 +63,8 @@ import json
 import os
 import platform
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -166,21 +167,79 @@ def fresh_run_dir(parent: str | Path, prefix: str, *, stamp: str | None = None) 
     raise RunFolderError(f"too many run folders named {str(base)!r}-N; choose a folder with --out")  # pragma: no cover
 
 
-def claim_run_dir(run_dir: str | Path, *, overwrite: bool = False) -> Path:
-    """Check, before a run is played, that writing it into ``run_dir`` loses nothing; returns it
-    as a Path. A folder that does not exist yet, or holds no ``run.json``, is fine (other files in
-    it are kept); one that holds a run is refused unless ``overwrite`` (then call
+#: The claim file of a run folder: created atomically (``O_EXCL``) before a run is played and
+#: removed when it is written, so that two runs never write into one folder at once.
+CLAIM_FILE = ".claim"
+
+
+@contextmanager
+def claim_run_dir(run_dir: str | Path, *, overwrite: bool = False) -> Iterator[Path]:
+    """Claim ``run_dir`` for one run, for as long as the ``with`` block lasts; yields it as a Path.
+
+    The claim is the file :data:`CLAIM_FILE` (holding the claimer's process id), created with
+    ``O_EXCL``, so of two runs racing for one folder (two processes or two threads) exactly one
+    gets it; it is removed when the block ends, however it ends. Only once claimed is the folder
+    checked: a folder that does not exist yet (it is created), or holds no ``run.json``, is fine
+    (other files in it are kept); one that holds a run is refused unless ``overwrite`` (then call
     :func:`clear_run_files` just before writing, so that none of the old run is left beside the new).
 
     Raises:
-        RunFolderError: the folder already holds a run and ``overwrite`` is False.
+        RunFolderError: another run holds the claim (with ``overwrite`` too: two runs would
+            interleave their files), the folder already holds a run and ``overwrite`` is False, or
+            the folder cannot be created. A claim file left by a run that was killed (``SIGKILL``,
+            power loss) is not taken over: the message names it and says to remove it.
+    """
+    path = make_run_dir(run_dir)
+    claim = path / CLAIM_FILE
+    try:
+        fd = os.open(claim, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+    except FileExistsError:
+        raise RunFolderError(_claimed_message(path, claim)) from None
+    except OSError as exc:
+        raise RunFolderError(f"cannot claim run folder {str(path)!r}: {exc.strerror}; choose another --out") from None
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(f"{os.getpid()}\n")
+        if (path / "run.json").exists() and not overwrite:
+            raise RunFolderError(
+                f"run folder {str(path)!r} already holds a run (run.json); choose another --out, "
+                "or pass --overwrite to replace that run"
+            )
+        yield path
+    finally:
+        claim.unlink(missing_ok=True)
+
+
+def _claimed_message(path: Path, claim: Path) -> str:
+    try:
+        pid = int(claim.read_text(encoding="utf-8").strip())
+    except (OSError, ValueError):
+        pid = None
+    who = f"process {pid}" if pid else "another process"
+    return (
+        f"run folder {str(path)!r} is being written by another run now ({who}, claim file {str(claim)!r}); "
+        "choose another --out, or wait for that run and pass --overwrite to replace it "
+        "(if no run is writing there, remove the claim file)"
+    )
+
+
+def make_run_dir(run_dir: str | Path) -> Path:
+    """Create ``run_dir`` (parents too; an existing folder is fine) and return it as a Path.
+
+    Raises:
+        RunFolderError: a file is in the way, or no permission.
     """
     path = Path(run_dir)
-    if (path / "run.json").exists() and not overwrite:
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except (FileExistsError, NotADirectoryError):
         raise RunFolderError(
-            f"run folder {str(path)!r} already holds a run (run.json); choose another --out, "
-            "or pass --overwrite to replace that run"
-        )
+            f"cannot create run folder {str(path)!r}: a file is in the way; choose another folder"
+        ) from None
+    except PermissionError as exc:
+        raise RunFolderError(
+            f"cannot create run folder {str(path)!r}: {exc.strerror}; choose another folder"
+        ) from None
     return path
 
 
@@ -188,6 +247,32 @@ def clear_run_files(run_dir: str | Path) -> None:
     """Remove every file of :data:`RUN_FILES` from ``run_dir`` (other files are kept)."""
     for name in RUN_FILES:
         (Path(run_dir) / name).unlink(missing_ok=True)
+
+
+def output_folder(out: str | Path, what: str, files: str) -> Path:
+    """The folder ``out`` (given as ``--out``) that a command writes ``what`` (e.g. "the
+    comparison") into, created; ``files`` names the files it writes (for the message).
+
+    Raises:
+        RunFolderError: ``out`` holds a run (``run.json``: its files would be mixed with, or
+            replaced by, the command's), or cannot be created (a file is in the way, no permission);
+            the message names ``--out`` and says to choose another folder.
+    """
+    path = Path(out)
+    if (path / "run.json").exists():
+        raise RunFolderError(
+            f"--out {str(path)!r} holds a run: {what}'s {files} would be written into the run's folder; "
+            "choose another folder"
+        )
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except (FileExistsError, NotADirectoryError):
+        raise RunFolderError(
+            f"cannot write {what} to {str(path)!r}: a file is in the way; choose another --out (a folder)"
+        ) from None
+    except PermissionError as exc:
+        raise RunFolderError(f"cannot write {what} to {str(path)!r}: {exc.strerror}; choose another --out") from None
+    return path
 
 
 class RunWriter:
@@ -206,17 +291,7 @@ class RunWriter:
     def __init__(self, run_dir: str | Path, *, kind: str, config: EnvConfig, meta: dict | None = None) -> None:
         if kind not in RUN_KINDS:
             raise ValueError(f"kind must be one of {', '.join(map(repr, RUN_KINDS))}, got {kind!r}")
-        self.run_dir = Path(run_dir)
-        try:
-            self.run_dir.mkdir(parents=True, exist_ok=True)
-        except (FileExistsError, NotADirectoryError):
-            raise RunFolderError(
-                f"cannot create run folder {str(self.run_dir)!r}: a file is in the way; choose another folder"
-            ) from None
-        except PermissionError as exc:
-            raise RunFolderError(
-                f"cannot create run folder {str(self.run_dir)!r}: {exc.strerror}; choose another folder"
-            ) from None
+        self.run_dir = make_run_dir(run_dir)
         self.kind = kind
         self.config = config
         self.meta = dict(meta or {})

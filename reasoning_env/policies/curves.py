@@ -270,8 +270,29 @@ class SolverCurves:
 
     @classmethod
     def load(cls, path: str | Path) -> SolverCurves:
-        """Read a JSON file written by :meth:`save` (e.g. a run folder's ``curves.json``)."""
-        return cls.from_dict(json.loads(Path(path).read_text(encoding="utf-8")))
+        """Read a JSON file written by :meth:`save` (e.g. a run folder's ``curves.json``).
+
+        Raises:
+            ValueError: the file is missing or unreadable, is not JSON, or does not hold solver
+                curves (a JSON object with ``families``: ``{family: {curve parameters}}``); the
+                message names the file and the format expected.
+        """
+        expected = (
+            "expected a solver curves JSON file (a run folder's curves.json, fitted_curves.json, "
+            "or SolverCurves.save output)"
+        )
+        try:
+            text = Path(path).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            reason = getattr(exc, "strerror", None) or type(exc).__name__
+            raise ValueError(f"cannot read solver curves {str(path)!r} ({reason}): {expected}") from None
+        try:
+            data = json.loads(text)
+            if not isinstance(data, Mapping):
+                raise TypeError(f"a JSON {type(data).__name__}, not an object")
+            return cls.from_dict(data)
+        except (ValueError, TypeError, AttributeError) as exc:
+            raise ValueError(f"{str(path)!r} does not hold solver curves ({exc}): {expected}") from None
 
     # ------------------------------------------------------------------ fitting
     @classmethod

@@ -390,7 +390,7 @@ def evaluate(
     from reasoning_env.env import ReasoningEconomicsEnv
     from reasoning_env.grading import Grader
     from workbench.evaluation.writer import write_run
-    from workbench.runs import RunWriter, claim_run_dir, clear_run_files, fresh_run_dir
+    from workbench.runs import claim_run_dir, clear_run_files, fresh_run_dir
 
     config = config or EnvConfig()
     curves = curves or SolverCurves()
@@ -410,130 +410,134 @@ def evaluate(
     if isinstance(n_resamples, bool) or not isinstance(n_resamples, int) or n_resamples < 100:
         # checked before playing: the summary would otherwise hold no interval at all
         raise ValueError(f"n_resamples must be at least 100 (bootstrap resamples), got {n_resamples!r}")
-    run_dir = claim_run_dir(out, overwrite=overwrite) if out else fresh_run_dir("runs", "eval")
-    RunWriter(run_dir, kind="evaluation", config=config)  # fail before playing when the folder cannot be created
-    # episode index -> (base seed, episode seed); the same indices in every condition
-    plan = [(s, episode_seed(s, i)) for s in base_seeds for i in range(n_episodes)]
-    grader = Grader(timeout_s=config.grading_timeout_s)
-    env_pools = (
-        None if server_url else (pools if pools is not None else ReasoningEconomicsEnv(config, grader=grader).pools)
-    )  # load once, share
-    factory = remote_factory or connect_remote
-    # One set of replicas for the whole run, so that its sessions spread over them.
-    target = (server_url if remote_factory else Replicas(server_url)) if server_url else None
+    run_dir = fresh_run_dir("runs", "eval") if not out else out
+    with claim_run_dir(run_dir, overwrite=overwrite) as run_dir:  # held until the run is written
+        # episode index -> (base seed, episode seed); the same indices in every condition
+        plan = [(s, episode_seed(s, i)) for s in base_seeds for i in range(n_episodes)]
+        grader = Grader(timeout_s=config.grading_timeout_s)
+        env_pools = (
+            None
+            if server_url
+            else (pools if pools is not None else ReasoningEconomicsEnv(config, grader=grader).pools)
+        )  # load once, share
+        factory = remote_factory or connect_remote
+        # One set of replicas for the whole run, so that its sessions spread over them.
+        target = (server_url if remote_factory else Replicas(server_url)) if server_url else None
 
-    def env_maker(cond: Condition) -> Callable[[], Any]:
-        if server_url:
-            return lambda: factory(target)
-        return lambda: ReasoningEconomicsEnv(cond.config, pools=env_pools, grader=grader)
+        def env_maker(cond: Condition) -> Callable[[], Any]:
+            if server_url:
+                return lambda: factory(target)
+            return lambda: ReasoningEconomicsEnv(cond.config, pools=env_pools, grader=grader)
 
-    # Warm up what every policy needs (tokenizer, grader imports) so per-policy wall_s is comparable.
-    from reasoning_env.tokenization import TokenizerLoadError, get_tokenizer
+        # Warm up what every policy needs (tokenizer, grader imports) so per-policy wall_s is comparable.
+        from reasoning_env.tokenization import TokenizerLoadError, get_tokenizer
 
-    try:
-        get_tokenizer(config.tokenizer_name)
-    except TokenizerLoadError:  # reported by the env on reset
-        pass
-    grader.grade("\\boxed{1}", "2")
-    # one oracle cache per condition, shared by every policy's regret and the oracle policy
-    oracles = [OracleCache(curves, cap=c.config.max_tokens_per_step, min_tokens=c.config.min_tokens) for c in conds]
-    results_all: list[EpisodeResult] = []
-    timing: dict[str, dict[str, float]] = {}
-    failed: dict[str, str] = {}
-    tokenizers_used: list[str] = []
-    sources_used = None
-    t_start = time.perf_counter()
-    for policy in policies:
         try:
-            tok_name = _resolve_tokenizer(policy, config, notes)
-        except PolicyError as exc:
-            failed[policy.name] = str(exc)
-            print(f"[{policy.name}] skipped: {exc}", file=sys.stderr)
-            continue
-        if tok_name not in tokenizers_used:
-            tokenizers_used.append(tok_name)
-        mine: list[EpisodeResult] = []
-        bar = tqdm(
-            total=len(plan) * len(conds),
-            desc=f"{policy.name:>18}",
-            unit="ep",
-            disable=not progress,
-            file=sys.stderr,
-            leave=True,
-            dynamic_ncols=True,
-        )
-        t0 = time.perf_counter()
-        try:
-            for ci, cond in enumerate(conds):
-                if isinstance(policy, OracleAllocationPolicy) and policy.curves is curves:
-                    policy.oracle_cache = oracles[ci]
-                mine.extend(
-                    _play_condition(
-                        policy,
-                        cond,
-                        first_index=ci * len(plan),
-                        plan=plan,
-                        make_env=env_maker(cond),
-                        workers=workers,
-                        on_episode=bar.update,
-                        run_id=run_dir.name,
-                        tokenizer_name=tok_name,
-                        budget_mode=budget_mode,
-                        curves=curves,
-                        oracle=oracles[ci],
-                        max_response_chars=max_response_chars,
+            get_tokenizer(config.tokenizer_name)
+        except TokenizerLoadError:  # reported by the env on reset
+            pass
+        grader.grade("\\boxed{1}", "2")
+        # one oracle cache per condition, shared by every policy's regret and the oracle policy
+        oracles = [
+            OracleCache(curves, cap=c.config.max_tokens_per_step, min_tokens=c.config.min_tokens) for c in conds
+        ]
+        results_all: list[EpisodeResult] = []
+        timing: dict[str, dict[str, float]] = {}
+        failed: dict[str, str] = {}
+        tokenizers_used: list[str] = []
+        sources_used = None
+        t_start = time.perf_counter()
+        for policy in policies:
+            try:
+                tok_name = _resolve_tokenizer(policy, config, notes)
+            except PolicyError as exc:
+                failed[policy.name] = str(exc)
+                print(f"[{policy.name}] skipped: {exc}", file=sys.stderr)
+                continue
+            if tok_name not in tokenizers_used:
+                tokenizers_used.append(tok_name)
+            mine: list[EpisodeResult] = []
+            bar = tqdm(
+                total=len(plan) * len(conds),
+                desc=f"{policy.name:>18}",
+                unit="ep",
+                disable=not progress,
+                file=sys.stderr,
+                leave=True,
+                dynamic_ncols=True,
+            )
+            t0 = time.perf_counter()
+            try:
+                for ci, cond in enumerate(conds):
+                    if isinstance(policy, OracleAllocationPolicy) and policy.curves is curves:
+                        policy.oracle_cache = oracles[ci]
+                    mine.extend(
+                        _play_condition(
+                            policy,
+                            cond,
+                            first_index=ci * len(plan),
+                            plan=plan,
+                            make_env=env_maker(cond),
+                            workers=workers,
+                            on_episode=bar.update,
+                            run_id=run_dir.name,
+                            tokenizer_name=tok_name,
+                            budget_mode=budget_mode,
+                            curves=curves,
+                            oracle=oracles[ci],
+                            max_response_chars=max_response_chars,
+                        )
                     )
-                )
-        except PolicyError as exc:
-            failed[policy.name] = str(exc)
-            print(f"[{policy.name}] failed: {exc}", file=sys.stderr)
-            continue
-        finally:
-            bar.close()
-        lat = [s.latency_s for r in mine for s in r.steps if s.latency_s is not None]
-        timing[policy.name] = {
-            "wall_s": round(time.perf_counter() - t0, 3),
-            "latency_s_mean": round(sum(lat) / len(lat), 6) if lat else float("nan"),
-        }
-        results_all.extend(mine)
-        if sources_used is None and env_pools is not None:
-            sources_used = [dict(s) for s in env_pools.sources_used]
-        policy.close()
+            except PolicyError as exc:
+                failed[policy.name] = str(exc)
+                print(f"[{policy.name}] failed: {exc}", file=sys.stderr)
+                continue
+            finally:
+                bar.close()
+            lat = [s.latency_s for r in mine for s in r.steps if s.latency_s is not None]
+            timing[policy.name] = {
+                "wall_s": round(time.perf_counter() - t0, 3),
+                "latency_s_mean": round(sum(lat) / len(lat), 6) if lat else float("nan"),
+            }
+            results_all.extend(mine)
+            if sources_used is None and env_pools is not None:
+                sources_used = [dict(s) for s in env_pools.sources_used]
+            policy.close()
 
-    for name, err in failed.items():
-        notes.append(f"policy {name} failed: {err}")
-    meta = {
-        "seed": base_seeds[0],
-        "seeds": base_seeds,
-        "n_episodes": n_episodes,
-        "episode_seeds": [s for _b, s in plan],
-        "policies": [p.describe() for p in policies if p.name not in failed],
-        "failed_policies": failed,
-        "budget_mode": "client" if total_budget is not None else budget_mode,
-        "total_budget": total_budget,
-        "budget_ratios": [float(c.columns["budget_ratio"]) for c in conds] if budget_ratios else None,
-        "caps": [int(c.columns["token_cap"]) for c in conds] if caps else None,
-        "tokenizer_name": tokenizers_used,
-        "sources_used": sources_used,
-        "curves": curves.source,
-        "server_url": server_url,
-        "workers": workers,
-        "notes": notes,
-        **(run_meta or {}),
-    }
-    if overwrite:
-        clear_run_files(run_dir)  # only now: a run that fails before this point leaves the old one whole
-    return write_run(
-        run_dir,
-        results_all,
-        config=config,
-        curves=curves,
-        meta=meta,
-        order=[p.name for p in policies],
-        timing=timing,
-        failed=failed,
-        report=report,
-        tokenizers=tokenizers_used or [config.tokenizer_name],
-        t_start=t_start,
-        n_resamples=n_resamples,
-    )
+        for name, err in failed.items():
+            notes.append(f"policy {name} failed: {err}")
+        meta = {
+            "seed": base_seeds[0],
+            "seeds": base_seeds,
+            "n_episodes": n_episodes,
+            "episode_seeds": [s for _b, s in plan],
+            "policies": [p.describe() for p in policies if p.name not in failed],
+            "failed_policies": failed,
+            "budget_mode": "client" if total_budget is not None else budget_mode,
+            "total_budget": total_budget,
+            "budget_ratios": [float(c.columns["budget_ratio"]) for c in conds] if budget_ratios else None,
+            "caps": [int(c.columns["token_cap"]) for c in conds] if caps else None,
+            "tokenizer_name": tokenizers_used,
+            "sources_used": sources_used,
+            "curves": curves.source,
+            "server_url": server_url,
+            "workers": workers,
+            "notes": notes,
+            **(run_meta or {}),
+        }
+        if overwrite:
+            clear_run_files(run_dir)  # only now: a run that fails before this point leaves the old one whole
+        return write_run(
+            run_dir,
+            results_all,
+            config=config,
+            curves=curves,
+            meta=meta,
+            order=[p.name for p in policies],
+            timing=timing,
+            failed=failed,
+            report=report,
+            tokenizers=tokenizers_used or [config.tokenizer_name],
+            t_start=t_start,
+            n_resamples=n_resamples,
+        )

@@ -119,7 +119,11 @@ def main(argv: list[str] | None = None) -> int:
     r = sub.add_parser("rescore", help="re-score a run folder under a reward")
     r.add_argument("run")
     r.add_argument("--reward", help="registry name, YAML text or YAML file (default: the run's own reward)")
-    r.add_argument("--out", help="write the re-scored steps/episodes parquet files into this folder")
+    r.add_argument(
+        "--out",
+        help="write rescored_steps.parquet and rescored_episodes.parquet into this folder "
+        "(created; a run folder is refused)",
+    )
     r.add_argument(
         "--by",
         default="policy",
@@ -204,21 +208,20 @@ def _run(args: argparse.Namespace) -> int:
             print(f"figures written to {args.html}")
     elif args.cmd == "rescore":
         from workbench.reward_lab.rescore import rescore
+        from workbench.runs import output_folder
 
         group_by = [c.strip() for c in args.group_by.split(",") if c.strip()] if args.group_by else None
+        # checked before re-scoring: a bad --out fails at once and writes nothing into a run
+        out = output_folder(args.out, "the re-scoring", "rescored_*.parquet") if args.out else None
         res = rescore(args.run, args.reward, group_by=group_by)
         with pd.option_context("display.width", 200, "display.max_columns", 30):
             print(res.summary(args.by).round(4).to_string(index=False))
         for n in res.notes:
             print(f"note: {n}")
-        if args.out:
-            from pathlib import Path
-
-            p = Path(args.out)
-            p.mkdir(parents=True, exist_ok=True)
-            res.steps.to_parquet(p / "rescored_steps.parquet", index=False)
-            res.episodes.to_parquet(p / "rescored_episodes.parquet", index=False)
-            print(f"written to {p}")
+        if out is not None:
+            res.steps.to_parquet(out / "rescored_steps.parquet", index=False)
+            res.episodes.to_parquet(out / "rescored_episodes.parquet", index=False)
+            print(f"written to {out}")
     elif args.cmd == "describe":
         from reasoning_env.rewards import describe
 
