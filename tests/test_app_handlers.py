@@ -359,6 +359,48 @@ def test_refresh_lists_runs_and_selects_the_newest(runs, ctx):
     assert kept.value == [picker.choices[1][1]]
 
 
+def _aged(folder: Path, seconds_ago: float) -> Path:
+    """``folder``'s ``run.json`` dated ``seconds_ago`` (the runs folder is listed newest first by it)."""
+    import os
+    import time
+
+    t = time.time() - seconds_ago
+    os.utime(folder / "run.json", (t, t))
+    return folder
+
+
+def test_each_page_load_lists_the_folder_as_it_is_now_and_selects_its_newest(tmp_path):
+    """Not the list (or selection) the app was built with: a run made after start-up is listed and selected."""
+    from workbench.app.runs_tab import DEFAULT_SELECTION
+
+    root = tmp_path / "runs"
+    old = [_aged(make_training_run(root, f"old-{i}"), 100 + i) for i in range(DEFAULT_SELECTION)]
+    tab = RunsTab(AppContext(base_config=play_config(), runs_root=str(root), pools=fx.pools()))
+    first, _status, listed = tab.on_load(str(root))
+    assert first.value == [str(f) for f in old] and listed == {"root": str(root), "paths": first.value}
+    new = make_training_run(root, "made-after-start")
+    picker, status, listed = tab.on_load(str(root))
+    assert picker.value == [str(new)] + [str(f) for f in old[:-1]] and str(new) in listed["paths"]
+    assert "4 run folder(s)" in status and "new" not in status  # a fresh page has nothing to compare with
+
+
+def test_relisting_keeps_the_selection_and_adds_the_runs_that_appeared_since(tmp_path):
+    root = tmp_path / "runs"
+    a, b = _aged(make_training_run(root, "a"), 200), _aged(make_training_run(root, "b"), 100)
+    tab = RunsTab(AppContext(base_config=play_config(), runs_root=str(root), pools=fx.pools()))
+    _picker, _status, listed = tab.on_load(str(root))
+    new = make_training_run(root, "from-another-shell")
+    picker, status, listed = tab.relist(str(root), [str(a)], listed)
+    assert picker.value == [str(a), str(new)] and "1 new since the last listing, selected" in status
+    assert [v for _l, v in picker.choices] == [str(new), str(b), str(a)]
+    again, status, _ = tab.relist(str(root), [str(a)], listed)  # nothing new: the user's choice stands
+    assert again.value == [str(a)] and "new" not in status
+    other = tmp_path / "other"
+    c = make_training_run(other, "c")
+    moved, _status, _ = tab.relist(str(other), [str(a)], listed)  # another folder: its newest, none "new"
+    assert moved.value == [str(c)]
+
+
 def test_refresh_of_an_empty_folder_explains_what_to_do(runs, tmp_path):
     picker, status = runs.refresh(str(tmp_path), [])
     assert picker.choices == [] and "workbench.evaluate" in status

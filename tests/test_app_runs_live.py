@@ -10,7 +10,16 @@ legend entry and bar label (none may overlap another on the same axis or legend)
 from __future__ import annotations
 
 import pytest
-from test_app_support import CHROMIUM, CHROMIUM_ARGS, ERROR_MARKS, make_runs_of_every_kind, needs_chromium, start_app
+from test_app_support import (
+    CHROMIUM,
+    CHROMIUM_ARGS,
+    ERROR_MARKS,
+    make_eval_run,
+    make_runs_of_every_kind,
+    make_training_run,
+    needs_chromium,
+    start_app,
+)
 
 pytestmark = [needs_chromium, pytest.mark.slow, pytest.mark.xdist_group("app_runs_live")]
 
@@ -262,3 +271,93 @@ def test_a_refused_reward_lab_action_shows_its_message_once_and_keeps_the_panels
     box.press("Enter")
     refused_once(page, "budgets must be whole numbers", "ree-lab-status")
     assert panels(page, shown) == before
+
+
+# ------------------------------------------------------------------------------- runs made while the app runs
+@pytest.fixture(scope="module")
+def growing(tmp_path_factory):
+    """The app on a runs folder of its own (runs are added to it while it runs): four old runs."""
+    import os
+    import time
+
+    root = tmp_path_factory.mktemp("growing-runs")
+    for i in range(4):
+        t = time.time() - 600 + i
+        os.utime(make_training_run(root, f"old-{i}") / "run.json", (t, t))
+    app = start_app(root)
+    app.runs_root = root
+    yield app
+    app.stop()
+
+
+@pytest.fixture
+def browser():
+    """Headless chromium; each test opens its own pages (one per browser session)."""
+    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright (Python) is not installed")
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            yield browser
+        finally:
+            browser.close()
+
+
+def open_runs_tab(browser, url: str):
+    page = browser.new_page(viewport={"width": 1440, "height": 1000})
+    page.goto(url, timeout=60_000)
+    page.wait_for_selector("#ree-reset", timeout=60_000)
+    page.get_by_role("tab", name="Runs").click()
+    page.wait_for_function(
+        "document.querySelectorAll('#ree-runs-picker .token').length > 0"
+        " && !document.querySelector('#ree-runs-status .generating')",
+        timeout=60_000,
+    )
+    return page
+
+
+def run_name(text: str) -> str:
+    """The run's folder name in a picker entry ``"<name>  (<kind>, <date>)"`` (a selected option has a tick)."""
+    return text.split(" (")[0].strip().lstrip("✓").strip()
+
+
+def chosen(page) -> list[str]:
+    return [run_name(t.inner_text()) for t in page.locator("#ree-runs-picker .token").all()]
+
+
+def listed(page) -> list[str]:
+    page.locator("#ree-runs-picker input").click()
+    page.wait_for_selector("[role=option]", timeout=10_000)
+    names = [run_name(o.inner_text()) for o in page.locator("[role=option]").all()]
+    page.keyboard.press("Escape")
+    return names
+
+
+def test_a_run_made_while_the_app_runs_is_listed_and_preselected_in_a_new_page(growing, browser):
+    """The list and its newest-three selection are made when each page loads, not when the app started."""
+    before = open_runs_tab(browser, growing.url)
+    assert "made-while-running" not in listed(before)
+    make_eval_run(growing.runs_root, "made-while-running")  # as `python -m workbench.evaluate` would
+    page = open_runs_tab(browser, growing.url)
+    assert chosen(page)[0] == "made-while-running" and len(chosen(page)) == 3
+    assert listed(page)[0] == "made-while-running"
+    assert page.locator(ERROR_MARKS).count() == 0
+
+
+def test_the_refresh_button_adds_a_run_made_since_to_the_selection(growing, browser):
+    """An open page keeps the user's choice and gains the run that appeared (listed and selected)."""
+    page = open_runs_tab(browser, growing.url)
+    page.locator("#ree-runs-picker .token").first.locator(".token-remove").click()  # the user's own choice
+    page.keyboard.press("Escape")
+    mine = chosen(page)
+    assert len(mine) == 2
+    make_training_run(growing.runs_root, "made-after-the-page")
+    page.get_by_role("button", name="Refresh list").click()
+    page.wait_for_function(
+        "Array.from(document.querySelectorAll('#ree-runs-picker .token'))"
+        ".some(t => t.innerText.includes('made-after-the-page'))",
+        timeout=60_000,
+    )
+    assert chosen(page) == mine + ["made-after-the-page"]
+    assert "made-after-the-page" in listed(page)
+    assert "1 new since the last listing" in page.inner_text("body")
+    assert page.locator(ERROR_MARKS).count() == 0

@@ -72,6 +72,7 @@ def build_workbench(ctx: Any = None, *, title: str = "Reasoning Economics Workbe
                 runs_c = runs.build()
         lab.wire_tab(lab_tab, lab_c)
         runs.wire_tab(runs_tab, runs_c)
+        runs.wire_load(demo, runs_c)
         # a saved Play episode appears (selected) in the Runs tab and in the reward lab's run picker
         play_c["save_event"].success(
             runs.include_saved,

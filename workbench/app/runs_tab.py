@@ -116,26 +116,56 @@ class RunsTab:
 
     @user_errors
     def refresh(self, root: str, current: Sequence[str] | None = None) -> tuple:
-        """List the run folders under ``root`` (newest first), keeping the current selection.
+        """List the run folders under ``root`` (newest first), keeping the current selection
+        (the newest :data:`DEFAULT_SELECTION` when none of it is there).
 
         Returns:
             ``(run picker update, status markdown)``.
         """
+        return self._listing(root, current)[:2]
+
+    @user_errors
+    def on_load(self, root: str) -> tuple:
+        """A page was opened (each browser session): the runs folder as it is now, its newest
+        :data:`DEFAULT_SELECTION` runs selected (not the selection of an earlier page).
+
+        Returns:
+            ``(run picker update, status markdown, listed)``; ``listed`` (``{"root": ..., "paths":
+            [...]}``) is what this page has seen, for :meth:`relist`.
+        """
+        return self._listing(root, None)
+
+    @user_errors
+    def relist(self, root: str, current: Sequence[str] | None, listed: dict | None) -> tuple:
+        """List the runs folder again (the Refresh button, Enter in the folder box, opening the tab):
+        keep the current selection and add to it every run that appeared since this page last
+        listed the same folder (``listed``, from :meth:`on_load` or an earlier call), such as an
+        evaluation run from another shell or an episode saved in another browser.
+
+        Returns:
+            ``(run picker update, status markdown, listed)``.
+        """
+        return self._listing(root, current, listed)
+
+    def _listing(self, root: str, current: Sequence[str] | None, listed: dict | None = None) -> tuple:
         root = (root or "").strip() or self.ctx.runs_root
         found = compare.discover_runs(root)
-        choices = [(e.choice, str(e.path)) for e in found]
-        keep = [v for v in (current or []) if v in {p for _l, p in choices}]
-        if not keep and found:
-            keep = [str(e.path) for e in found[:DEFAULT_SELECTION]]
-        status = (
-            f"{len(found)} run folder(s) under `{root}`."
-            if found
-            else (
+        paths = [str(e.path) for e in found]
+        seen = (listed or {}).get("paths") if (listed or {}).get("root") == root else None
+        appeared = [] if seen is None else [p for p in paths if p not in set(seen)]
+        keep = [v for v in (current or []) if v in set(paths)] or paths[:DEFAULT_SELECTION]
+        chosen = list(dict.fromkeys(keep + appeared))
+        if not found:
+            status = (
                 f"No run folders under `{root}` yet: run `python -m workbench.evaluate "
                 "--n_episodes 5`, or save an episode from the Play tab."
             )
-        )
-        return gr.Dropdown(choices=choices, value=keep, multiselect=True), status
+        else:
+            status = f"{len(found)} run folder(s) under `{root}`" + (
+                f"; {len(appeared)} new since the last listing, selected." if appeared else "."
+            )
+        picker = gr.Dropdown(choices=[(e.choice, str(e.path)) for e in found], value=chosen, multiselect=True)
+        return picker, status, {"root": root, "paths": paths}
 
     @user_errors
     def compare(
@@ -243,15 +273,17 @@ class RunsTab:
             The components by name.
         """
         c: dict[str, Any] = {}
-        first_choices, first_status = self._initial()
+        # the list and its selection are filled per page, when it loads (:meth:`wire_load`), never at build time
         with gr.Row(equal_height=True):
             c["root"] = gr.Textbox(self.ctx.runs_root, label="Runs folder", scale=2)
             c["refresh"] = gr.Button("Refresh list", scale=1)
-        c["status"] = gr.Markdown(first_status)
+        c["status"] = gr.Markdown(f"Listing the run folders under `{self.ctx.runs_root}`…")
+        # what this page last listed ({"root", "paths"}): runs that appear after it are selected on the next listing
+        c["listed"] = gr.State({})
         with gr.Row(equal_height=True):
             c["runs"] = gr.Dropdown(
-                first_choices,
-                value=[v for _l, v in first_choices[:DEFAULT_SELECTION]],
+                [],
+                value=[],
                 multiselect=True,
                 label="Runs to compare",
                 scale=4,
@@ -319,10 +351,9 @@ class RunsTab:
         private = {"api_visibility": "private", **on}
         filtered = [c["runs"], c["path"], c["smooth"], c["policies"]]
         c["_io"] = (outputs, extra, filtered, on)
-        c["refresh"].click(
-            self.refresh, [c["root"], c["runs"]], [c["runs"], c["status"]], api_name="runs_refresh", **on
-        )
-        c["root"].submit(self.refresh, [c["root"], c["runs"]], [c["runs"], c["status"]], **private)
+        listing_in, listing_out = [c["root"], c["runs"], c["listed"]], [c["runs"], c["status"], c["listed"]]
+        c["refresh"].click(self.relist, listing_in, listing_out, api_name="runs_refresh", **on)
+        c["root"].submit(self.relist, listing_in, listing_out, **private)
         # Compare draws every policy of the chosen runs; narrowing the picker (or smoothing) redraws the chosen ones
         c["compare_btn"].click(
             self.compare, [c["runs"], c["path"], c["smooth"]], outputs, api_name="runs_compare", **on
@@ -333,17 +364,8 @@ class RunsTab:
             self.uncertainty_of, [c["drawn"]], extra, trigger_mode="always_last", **private
         )
         c["smooth"].release(self.redraw, filtered, outputs[:-1], trigger_mode="always_last", **private)
-        c["_refresh_io"] = ([c["root"], c["runs"]], [c["runs"], c["status"]])
+        c["_refresh_io"] = (listing_in, listing_out)
         return c
-
-    def _initial(self) -> tuple[list[tuple[str, str]], str]:
-        found = compare.discover_runs(self.ctx.runs_root)
-        if not found:
-            return [], (
-                f"No run folders under `{self.ctx.runs_root}` yet: run `python -m workbench.evaluate --n_episodes 5`, "
-                "or save an episode from the Play tab."
-            )
-        return [(e.choice, str(e.path)) for e in found], f"{len(found)} run folder(s) under `{self.ctx.runs_root}`."
 
     def include_saved(self, session: Any, root: str, current: Sequence[str] | None) -> tuple:
         """After the Play tab saved an episode: re-list the runs folder and add the saved run to
@@ -374,13 +396,21 @@ class RunsTab:
             return tuple(gr.skip() for _ in range(10))
         return self.compare(selected, extra_path, smooth, policies)
 
+    def wire_load(self, demo: Any, c: dict[str, Any]) -> None:
+        """When a page of ``demo`` loads (each browser session): list the runs folder as it is
+        now and select its newest runs (:meth:`on_load`)."""
+        _inputs, refreshed = c["_refresh_io"]
+        on = c["_io"][-1]
+        demo.load(self.on_load, [c["root"]], refreshed, api_visibility="private", **on)
+
     def wire_tab(self, tab: Any, c: dict[str, Any]) -> None:
-        """When ``tab`` is selected: refresh the list of runs (a Play episode may have been saved),
-        then draw the comparison of the selection (keeping the policy picker's choice)."""
+        """When ``tab`` is selected: list the runs again (:meth:`relist`: runs made since the
+        page loaded are added to the selection), then draw the comparison of the selection
+        (keeping the policy picker's choice)."""
         inputs, refreshed = c["_refresh_io"]
         outputs, extra, filtered, on = c["_io"]
         private = {"api_visibility": "private", **on}
-        tab.select(self.refresh, inputs, refreshed, **private).success(
+        tab.select(self.relist, inputs, refreshed, **private).success(
             self.compare_if_any, filtered, outputs, **private
         ).success(self.uncertainty_of, [c["drawn"]], extra, **private)
 
