@@ -84,3 +84,16 @@ def real_config(shared_data):
     from reasoning_env import EnvConfig
 
     return EnvConfig(sources=["gsm8k", "math500"], data_dir=str(shared_data))
+
+
+@pytest.fixture(autouse=True)
+def _sigint_untouched():
+    """No test leaves this process's Ctrl-C handling changed: the subprocesses of every later test
+    in the same worker would inherit it (a test that loaded the grading worker's script left SIGINT
+    ignored, and a later Ctrl-C test's program then slept through its interrupt)."""
+    import signal
+
+    before = (signal.getsignal(signal.SIGINT), signal.pthread_sigmask(signal.SIG_BLOCK, []))
+    yield
+    after = (signal.getsignal(signal.SIGINT), signal.pthread_sigmask(signal.SIG_BLOCK, []))
+    assert after == before, f"the test changed SIGINT handling (handler, blocked signals): {before} -> {after}"

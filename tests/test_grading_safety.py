@@ -77,9 +77,17 @@ def test_payloads_never_execute(payload: str, grader: Grader, tmp_path, monkeypa
 def test_payload_through_math_verify_directly(tmp_path, monkeypatch) -> None:
     """The worker's math-verify call (LaTeX extraction only) on a payload: no file."""
     import runpy
+    import signal
 
     monkeypatch.chdir(tmp_path)
-    worker = runpy.run_path(str(GRADING_DIR / "_worker.py"), run_name="worker_under_test")
+    # the worker script ignores Ctrl-C as it loads (its process's business): put this process's
+    # handler back, or every later test's subprocess would inherit SIG_IGN for SIGINT
+    previous = signal.getsignal(signal.SIGINT)
+    try:
+        worker = runpy.run_path(str(GRADING_DIR / "_worker.py"), run_name="worker_under_test")
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    assert signal.getsignal(signal.SIGINT) is previous
     for payload in PAYLOADS:
         worker["mv_equal"](payload.replace(r"\boxed", ""), "1")
     assert not (tmp_path / MARKER).exists()
@@ -280,6 +288,8 @@ def test_timeout_replaces_the_worker(grader: Grader) -> None:
 
 
 def test_workers_have_an_address_space_limit(grader: Grader) -> None:
+    # earlier tests kill workers past their deadline; their replacements start in the background
+    assert grader.pool.warm_up(wait_s=60.0), "grading workers did not restart"
     pid = grader.pool.pids()[0]
     limits = Path(f"/proc/{pid}/limits").read_text()
     line = next(ln for ln in limits.splitlines() if ln.startswith("Max address space"))

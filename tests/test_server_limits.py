@@ -346,7 +346,8 @@ def test_the_typed_client_raises_server_gone_error_when_the_server_dies():
 
 # ------------------------------------------------------------------------------ grading workers and Ctrl-C
 SIGINT_SCRIPT = r"""
-import sys, time
+import signal, sys, time
+signal.signal(signal.SIGINT, signal.default_int_handler)  # Ctrl-C works, as in a terminal, whatever was inherited
 sys.path.insert(0, sys.argv[1])
 from reasoning_env.grading.pool import WorkerPool
 pool = WorkerPool(2)
