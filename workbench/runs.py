@@ -230,17 +230,7 @@ def make_run_dir(run_dir: str | Path) -> Path:
         RunFolderError: a file is in the way, or no permission.
     """
     path = Path(run_dir)
-    try:
-        path.mkdir(parents=True, exist_ok=True)
-    except (FileExistsError, NotADirectoryError):
-        raise RunFolderError(
-            f"cannot create run folder {str(path)!r}: a file is in the way; choose another folder"
-        ) from None
-    except PermissionError as exc:
-        raise RunFolderError(
-            f"cannot create run folder {str(path)!r}: {exc.strerror}; choose another folder"
-        ) from None
-    return path
+    return _make_folder(path, f"cannot create run folder {str(path)!r}", "choose another folder")
 
 
 def clear_run_files(run_dir: str | Path) -> None:
@@ -264,14 +254,18 @@ def output_folder(out: str | Path, what: str, files: str) -> Path:
             f"--out {str(path)!r} holds a run: {what}'s {files} would be written into the run's folder; "
             "choose another folder"
         )
+    return _make_folder(path, f"cannot write {what} to {str(path)!r}", "choose another --out (a folder)")
+
+
+def _make_folder(path: Path, cannot: str, choose: str) -> Path:
+    """``path`` created with its parents, or :class:`RunFolderError` ``"<cannot>: <why>; <choose>"``
+    (a file is in the way, or no permission)."""
     try:
         path.mkdir(parents=True, exist_ok=True)
     except (FileExistsError, NotADirectoryError):
-        raise RunFolderError(
-            f"cannot write {what} to {str(path)!r}: a file is in the way; choose another --out (a folder)"
-        ) from None
+        raise RunFolderError(f"{cannot}: a file is in the way; {choose}") from None
     except PermissionError as exc:
-        raise RunFolderError(f"cannot write {what} to {str(path)!r}: {exc.strerror}; choose another --out") from None
+        raise RunFolderError(f"{cannot}: {exc.strerror}; {choose}") from None
     return path
 
 
