@@ -15,7 +15,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from test_app_support import CHROMIUM, CHROMIUM_ARGS, ERROR_MARKS, REPO_ROOT, start_app
+from test_app_support import ERROR_MARKS, REPO_ROOT, headless_chromium, needs_chromium, open_app, start_app
 
 from workbench.app.server import DEFAULT_PORT, default_host, default_port
 
@@ -196,44 +196,30 @@ def test_reward_lab_through_gradio_client(client):
 
 # ------------------------------------------------------------------------------- real browser
 @pytest.mark.slow
-@pytest.mark.skipif(
-    not os.path.exists(CHROMIUM),
-    reason=f"no Chromium at {CHROMIUM} (install Debian's chromium: apt-get install chromium)",
-)
+@needs_chromium
 def test_browser_plays_an_episode_and_draws_the_charts(live, tmp_path):
-    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright (Python) is not installed")
-    with sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        try:
-            page = browser.new_page(viewport={"width": 1440, "height": 1000})
-            page.goto(live.url, timeout=60_000)
-            page.wait_for_selector("#ree-reset", timeout=60_000)
-            page.click("#ree-reset")
-            page.wait_for_function(
-                "document.querySelector('#ree-question')?.innerText.includes('Question 1 of')", timeout=90_000
-            )
-            page.click("#ree-run")
-            page.wait_for_selector(".ree-done", timeout=120_000)
-            for plot in ("#ree-spend-plot", "#ree-type-plot", "#ree-reward-plot"):
-                page.wait_for_selector(f"{plot} svg.main-svg", timeout=30_000)
-                assert page.locator(f"{plot} svg.main-svg").count() >= 1
-            assert page.locator("#ree-spend-plot .scatterlayer .trace").count() >= 3  # fair share, budget, spend
-            assert page.locator("#ree-history tbody tr").count() >= 1
-            page.screenshot(path=str(tmp_path / "play.png"), full_page=True)
-        finally:
-            browser.close()
+    with headless_chromium() as browser:
+        page = open_app(browser, live.url)
+        page.click("#ree-reset")
+        page.wait_for_function(
+            "document.querySelector('#ree-question')?.innerText.includes('Question 1 of')", timeout=90_000
+        )
+        page.click("#ree-run")
+        page.wait_for_selector(".ree-done", timeout=120_000)
+        for plot in ("#ree-spend-plot", "#ree-type-plot", "#ree-reward-plot"):
+            page.wait_for_selector(f"{plot} svg.main-svg", timeout=30_000)
+            assert page.locator(f"{plot} svg.main-svg").count() >= 1
+        assert page.locator("#ree-spend-plot .scatterlayer .trace").count() >= 3  # fair share, budget, spend
+        assert page.locator("#ree-history tbody tr").count() >= 1
+        page.screenshot(path=str(tmp_path / "play.png"), full_page=True)
     assert (tmp_path / "play.png").stat().st_size > 10_000
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(
-    not os.path.exists(CHROMIUM),
-    reason=f"no Chromium at {CHROMIUM} (install Debian's chromium: apt-get install chromium)",
-)
+@needs_chromium
 def test_browser_a_refused_action_shows_its_message_once_and_keeps_the_panels(live, tmp_path):
     """A refused Reset (gsm8k offline, no data folder) and a refused answer (episode over): one
     toast with the message, one mark on the status line, every panel as it was."""
-    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright (Python) is not installed")
 
     def panels(page):
         return {
@@ -247,34 +233,28 @@ def test_browser_a_refused_action_shows_its_message_once_and_keeps_the_panels(li
         assert panels(page) == before
         page.locator(".toast-body button, .toast-close").first.click()  # close it: the next refusal gets its own
 
-    with sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        try:
-            page = browser.new_page(viewport={"width": 1440, "height": 1000})
-            page.goto(live.url, timeout=60_000)
-            page.wait_for_selector("#ree-reset", timeout=60_000)
-            page.get_by_label("gsm8k", exact=True).check()
-            before = panels(page)
-            page.click("#ree-reset")
-            refused(page, before, "Fill “Data folder”")
-            page.screenshot(path=str(tmp_path / "refused-reset.png"), full_page=True)
+    with headless_chromium() as browser:
+        page = open_app(browser, live.url)
+        page.get_by_label("gsm8k", exact=True).check()
+        before = panels(page)
+        page.click("#ree-reset")
+        refused(page, before, "Fill “Data folder”")
+        page.screenshot(path=str(tmp_path / "refused-reset.png"), full_page=True)
 
-            page.get_by_label("gsm8k", exact=True).uncheck()
-            page.click("#ree-reset")
-            page.wait_for_function(
-                "document.querySelector('#ree-question')?.innerText.includes('Question 1 of')", timeout=90_000
-            )
-            page.click("#ree-run")
-            page.wait_for_selector(".ree-done", timeout=120_000)
-            page.wait_for_function("!document.querySelector('#ree-status .generating')", timeout=30_000)
-            before = panels(page)
-            page.get_by_role("tab", name="Answer it yourself").click()
-            page.fill("#ree-response textarea", "one more: \\boxed{1}")
-            page.click("#ree-answer")
-            refused(page, before, "the episode is over")
-            page.screenshot(path=str(tmp_path / "refused-answer.png"), full_page=True)
-        finally:
-            browser.close()
+        page.get_by_label("gsm8k", exact=True).uncheck()
+        page.click("#ree-reset")
+        page.wait_for_function(
+            "document.querySelector('#ree-question')?.innerText.includes('Question 1 of')", timeout=90_000
+        )
+        page.click("#ree-run")
+        page.wait_for_selector(".ree-done", timeout=120_000)
+        page.wait_for_function("!document.querySelector('#ree-status .generating')", timeout=30_000)
+        before = panels(page)
+        page.get_by_role("tab", name="Answer it yourself").click()
+        page.fill("#ree-response textarea", "one more: \\boxed{1}")
+        page.click("#ree-answer")
+        refused(page, before, "the episode is over")
+        page.screenshot(path=str(tmp_path / "refused-answer.png"), full_page=True)
 
 
 def test_the_play_tab_follows_the_servers_tokenizer_policy(client):

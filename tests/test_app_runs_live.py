@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import pytest
 from test_app_support import (
-    CHROMIUM,
-    CHROMIUM_ARGS,
     ERROR_MARKS,
+    headless_chromium,
     make_eval_run,
     make_runs_of_every_kind,
     make_training_run,
     needs_chromium,
+    open_app,
     start_app,
 )
 
@@ -92,16 +92,8 @@ def live(tmp_path_factory):
 
 @pytest.fixture
 def page(live):
-    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright (Python) is not installed")
-    with sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        try:
-            page = browser.new_page(viewport={"width": 1440, "height": 1000})
-            page.goto(live.url, timeout=60_000)
-            page.wait_for_selector("#ree-reset", timeout=60_000)
-            yield page
-        finally:
-            browser.close()
+    with headless_chromium() as browser:
+        yield open_app(browser, live.url)
 
 
 def open_runs_tab_and_compare_all(page) -> None:
@@ -190,7 +182,6 @@ def test_narrowing_the_policies_redraws_every_chart_with_those(page):
 def test_notebook_03s_figures_of_five_runs_keep_their_labels_apart_at_a_notebooks_width(live, tmp_path):
     """Notebook 03 draws the same figures (library calls) in a notebook's output width (~900 px):
     measured in the browser as in the tab."""
-    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright (Python) is not installed")
     from workbench import compare, plots
 
     root = live.runs_root
@@ -212,31 +203,27 @@ def test_notebook_03s_figures_of_five_runs_keep_their_labels_apart_at_a_notebook
     )
     page_file = tmp_path / "notebook.html"
     page_file.write_text(f"<!DOCTYPE html><html><body style='width:900px'>{html}</body></html>", encoding="utf-8")
-    with sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        try:
-            page = browser.new_page(viewport={"width": 940, "height": 1000})
-            page.goto(page_file.as_uri(), timeout=60_000)
-            page.wait_for_function(
-                f"document.querySelectorAll('.js-plotly-plot .main-svg').length >= {len(figs)}", timeout=60_000
+    with headless_chromium() as browser:
+        page = browser.new_page(viewport={"width": 940, "height": 1000})
+        page.goto(page_file.as_uri(), timeout=60_000)
+        page.wait_for_function(
+            f"document.querySelectorAll('.js-plotly-plot .main-svg').length >= {len(figs)}", timeout=60_000
+        )
+        page.screenshot(path=str(tmp_path / "notebook.png"), full_page=True)
+        for i in range(len(figs)):
+            m = page.evaluate(MEASURE, f"fig-{i}")
+            assert m is not None, i
+            assert sum(len([t for t in v if t not in REFERENCE_LINES]) for v in m["legends"].values()) <= 7 + 5, (
+                i,
+                m["legends"],
             )
-            page.screenshot(path=str(tmp_path / "notebook.png"), full_page=True)
-            for i in range(len(figs)):
-                m = page.evaluate(MEASURE, f"fig-{i}")
-                assert m is not None, i
-                assert sum(len([t for t in v if t not in REFERENCE_LINES]) for v in m["legends"].values()) <= 7 + 5, (
-                    i,
-                    m["legends"],
-                )
-                for name, boxes in m["legendBoxes"].items():
-                    assert not overlapping(boxes), (i, name)
-                for axis, boxes in m["ticks"].items():
-                    assert not overlapping(boxes), (i, axis)
-                assert not overlapping([b for b, _s in m["bars"]]) and all(s >= 9 for _b, s in m["bars"]), i
-                if m["title"]:
-                    assert m["box"][0] - 1 <= m["title"][0] and m["title"][2] <= m["box"][2] + 1, i
-        finally:
-            browser.close()
+            for name, boxes in m["legendBoxes"].items():
+                assert not overlapping(boxes), (i, name)
+            for axis, boxes in m["ticks"].items():
+                assert not overlapping(boxes), (i, axis)
+            assert not overlapping([b for b, _s in m["bars"]]) and all(s >= 9 for _b, s in m["bars"]), i
+            if m["title"]:
+                assert m["box"][0] - 1 <= m["title"][0] and m["title"][2] <= m["box"][2] + 1, i
 
 
 def panels(page, ids) -> dict:
@@ -293,19 +280,12 @@ def growing(tmp_path_factory):
 @pytest.fixture
 def browser():
     """Headless chromium; each test opens its own pages (one per browser session)."""
-    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright (Python) is not installed")
-    with sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        try:
-            yield browser
-        finally:
-            browser.close()
+    with headless_chromium() as browser:
+        yield browser
 
 
 def open_runs_tab(browser, url: str):
-    page = browser.new_page(viewport={"width": 1440, "height": 1000})
-    page.goto(url, timeout=60_000)
-    page.wait_for_selector("#ree-reset", timeout=60_000)
+    page = open_app(browser, url)
     page.get_by_role("tab", name="Runs").click()
     page.wait_for_function(
         "document.querySelectorAll('#ree-runs-picker .token').length > 0"

@@ -7,12 +7,13 @@
   policies, a budget sweep, a saved Play episode, a training run), for the Runs tab at scale.
 - :func:`start_app`: the whole app (OpenEnv API + workbench) served by uvicorn in a thread on a
   free loopback port.
-- :data:`needs_chromium`, :data:`CHROMIUM`, :data:`CHROMIUM_ARGS`, :data:`ERROR_MARKS`: the real
+- :data:`needs_chromium`, :func:`headless_chromium`, :func:`open_app`, :data:`ERROR_MARKS`: the real
   browser of the app tests (Debian chromium driven by Playwright, headless).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import socket
 import threading
@@ -39,6 +40,27 @@ needs_chromium = pytest.mark.skipif(
     not Path(CHROMIUM).exists(),
     reason=f"no Chromium at {CHROMIUM} (install Debian's chromium: apt-get install chromium)",
 )
+
+
+@contextlib.contextmanager
+def headless_chromium():
+    """Debian's chromium, headless, through Playwright (skips the test without Playwright); closed
+    when the block ends."""
+    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright (Python) is not installed")
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            yield browser
+        finally:
+            browser.close()
+
+
+def open_app(browser, url: str, *, width: int = 1440):
+    """A new page (its own browser session) on the app at ``url``, once the Play tab has rendered."""
+    page = browser.new_page(viewport={"width": width, "height": 1000})
+    page.goto(url, timeout=60_000)
+    page.wait_for_selector("#ree-reset", timeout=60_000)
+    return page
 
 
 def play_config(**changes):

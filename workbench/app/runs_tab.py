@@ -151,9 +151,11 @@ class RunsTab:
         root = (root or "").strip() or self.ctx.runs_root
         found = compare.discover_runs(root)
         paths = [str(e.path) for e in found]
-        seen = (listed or {}).get("paths") if (listed or {}).get("root") == root else None
-        appeared = [] if seen is None else [p for p in paths if p not in set(seen)]
-        keep = [v for v in (current or []) if v in set(paths)] or paths[:DEFAULT_SELECTION]
+        listed = listed or {}
+        seen = set(listed["paths"]) if listed.get("root") == root and listed.get("paths") is not None else None
+        appeared = [] if seen is None else [p for p in paths if p not in seen]
+        present = set(paths)
+        keep = [v for v in (current or []) if v in present] or paths[:DEFAULT_SELECTION]
         chosen = list(dict.fromkeys(keep + appeared))
         if not found:
             status = (
