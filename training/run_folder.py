@@ -87,12 +87,14 @@ class TrainingRunWriter(RunWriter):
             fh.write(json.dumps(record, default=_json_default) + "\n")
 
     def steps_frame(self):
+        """The base class's step rows plus ``train_step`` (the optimizer step that played each row)."""
         df = super().steps_frame()
         if len(df) == len(self.step_train_steps) and len(df):
             df["train_step"] = self.step_train_steps
         return df
 
     def episodes_frame(self):
+        """The base class's episode rows plus ``train_step`` (the optimizer step that played each)."""
         df = super().episodes_frame()
         if len(df) == len(self.episode_train_steps) and len(df):
             df["train_step"] = self.episode_train_steps

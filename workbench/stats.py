@@ -90,6 +90,7 @@ class PairedComparison:
 
     @property
     def distinguishable(self) -> bool:
+        """The interval of the difference excludes 0 (False when it has no interval, n < 2)."""
         d = self.difference
         return not math.isnan(d.low) and (d.low > 0 or d.high < 0)
 
