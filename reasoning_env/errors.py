@@ -35,6 +35,8 @@ The hierarchy (the class is importable from here and from the module in brackets
     ├── CurveFitError (ValueError)                [policies]     rows that cannot identify a curve
     ├── ChatFormatError (ValueError)              [conversation] a chat template cannot render an episode
     ├── TokenizerLoadError (RuntimeError)         [tokenization] a tokenizer cannot be loaded
+    ├── ModelNotAvailableError (RuntimeError)     [offline_model] a model name resolves to nothing here
+    ├── ModelServerError (RuntimeError)           [model_server] a local inference server cannot start
     ├── ServerError (RuntimeError)                [client]       the server answered with an error frame
     ├── ServerGoneError (ConnectionError)         [client]       the connection ended under a request
     └── EpisodeLostError (ConnectionError)        [remote]       no replica could continue an episode
@@ -61,6 +63,8 @@ __all__ = [
     "EpisodeLostError",
     "EpisodeStateError",
     "GroupRewardError",
+    "ModelNotAvailableError",
+    "ModelServerError",
     "PolicyError",
     "ReasoningEconomicsError",
     "RewardSpecError",
@@ -158,6 +162,16 @@ class SourceUnavailable(ReasoningEconomicsError, RuntimeError):
     def __reduce__(self) -> Any:  # keep the fields across processes (keyword-only arguments)
         fields = {"source": self.source, "tried": self.tried, "local_patterns": self.local_patterns}
         return (_rebuild, (type(self), str(self), fields))
+
+
+class ModelNotAvailableError(ReasoningEconomicsError, RuntimeError):
+    """A model name resolves to no weights here: not a folder, not in the HF cache, the Hub
+    unreachable, and (for the embedded name) the offline model not built; says how to build it."""
+
+
+class ModelServerError(ReasoningEconomicsError, RuntimeError):
+    """A local inference server (vLLM's CPU engine) cannot be started or stopped answering; the
+    message names the command, the log file and its last lines."""
 
 
 class SamplingError(ReasoningEconomicsError, ValueError):

@@ -100,7 +100,10 @@ QWEN3 = EmbeddedSpec("qwen3", "qwen.tiktoken", _QWEN3_ADDED, "Qwen3 BPE (same vo
 
 #: Name patterns that resolve to an embedded tokenizer when neither cache nor Hub has them.
 EMBEDDED_TOKENIZERS: tuple[tuple[re.Pattern, EmbeddedSpec], ...] = (
-    (re.compile(r"^(embedded:qwen2\.5|Qwen/Qwen2\.5-(Math-)?[0-9.]+B(-Instruct)?)$"), QWEN25),
+    (
+        re.compile(r"^(embedded:qwen2\.5(-coder-0\.5b)?|Qwen/Qwen2\.5-(Math-|Coder-)?[0-9.]+B(-Instruct)?(-AWQ)?)$"),
+        QWEN25,
+    ),
     (re.compile(r"^(embedded:qwen3|Qwen/Qwen3-[0-9.]+B(-Base|-Instruct-2507|-Thinking-2507)?)$"), QWEN3),
 )
 
@@ -121,10 +124,15 @@ def embedded_spec_for(name: str) -> EmbeddedSpec | None:
     return None
 
 
+def cache_root() -> Path:
+    """The project's cache: ``$REE_CACHE_DIR`` or ``~/.cache/reasoning_env`` (tokenizers, the offline
+    model, vLLM's CPU venv)."""
+    return Path(os.environ.get("REE_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".cache", "reasoning_env"))
+
+
 def cache_dir() -> Path:
-    """Where built tokenizers are cached: ``$REE_CACHE_DIR`` or ``~/.cache/reasoning_env``."""
-    root = os.environ.get("REE_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".cache", "reasoning_env")
-    return Path(root) / "tokenizers"
+    """Where built tokenizers are cached: ``<cache_root>/tokenizers``."""
+    return cache_root() / "tokenizers"
 
 
 # ------------------------------------------------------------------------- embedded build

@@ -30,6 +30,8 @@ CORE = [
     ("ServerError", "reasoning_env.client", RuntimeError),
     ("ServerGoneError", "reasoning_env.client", ConnectionError),
     ("EpisodeLostError", "reasoning_env.remote", ConnectionError),
+    ("ModelNotAvailableError", "reasoning_env.offline_model", RuntimeError),
+    ("ModelServerError", "reasoning_env.model_server", RuntimeError),
 ]
 
 #: Errors of the packages built on the core: (module, class name, built-in class it keeps)

@@ -14,6 +14,7 @@ import pandas as pd
 import pytest
 
 from reasoning_env.policies import OpenAIChatPolicy, PolicyError, TransformersPolicy, make_policy, split_thinking
+from reasoning_env.policies.turn_cap import TurnCap, capped_observation
 from reasoning_env.tokenization import get_tokenizer
 
 fastapi = pytest.importorskip("fastapi")
@@ -310,7 +311,8 @@ def test_multi_turn_messages_render_to_the_training_rollouts_ids(server):
     tokens = EpisodeTokens(chat)
     env2 = fx.make_env(cfg)
     obs = env2.reset(seed=3, tokenizer_name=fx.TOKENIZER)
-    tokens.start(obs)
+    shown = TurnCap()  # the rollout's default turn cap, stated in the prompt as the policy's is
+    tokens.start(capped_observation(obs, shown(obs)))
     from reasoning_env.models import ReasoningEconomicsAction
 
     for k, (call, out) in enumerate(zip(state["calls"], outs)):
@@ -323,7 +325,7 @@ def test_multi_turn_messages_render_to_the_training_rollouts_ids(server):
         tokens.add_model_turn(chat.encode(out.response) + [im_end])  # the answer as the server generated it
         obs = env2.step(ReasoningEconomicsAction(response=out.response))
         if not obs.done:
-            tokens.add_env_turn(tokens.next_question_ids(obs))
+            tokens.add_env_turn(tokens.next_question_ids(capped_observation(obs, shown(obs))))
     assert len(state["calls"]) == len(steps) >= 2
     single = OpenAIChatPolicy(url, fx.TOKENIZER, tokenizer_name=fx.TOKENIZER, format="single_turn")
     state["calls"].clear()
@@ -416,3 +418,39 @@ def test_play_llm_policy_sees_the_answers_a_person_typed(server):
     assert [m["role"] for m in second] == ["system"] + ["user", "assistant"] * 3 + ["user"]
     assert second[2]["content"] == "typed one \\boxed{1}" and second[6]["content"] == "typed three \\boxed{3}"
     assert second[4]["content"] == s.results[1].response  # the policy's own earlier answer, as sent
+
+
+# ----------------------------------------------------------------------------- the per-answer cap of real models
+def test_turn_cap_share_is_twice_the_remaining_share_within_step_token_cap():
+    cap = TurnCap()
+    obs = {"step_token_cap": 1700, "remaining_budget": 1700, "questions_remaining": 10}
+    assert cap(obs) == 340  # 2 x 1700 / 10: one looping answer cannot take the episode
+    assert cap({**obs, "remaining_budget": 100, "step_token_cap": 100}) == 64  # the floor while the budget lasts
+    assert cap({**obs, "remaining_budget": 40, "step_token_cap": 40}) == 40  # never above what is left
+    assert TurnCap("env")(obs) == 1700
+    assert TurnCap(max_tokens=100)(obs) == 100
+
+
+@pytest.mark.parametrize(
+    "kwargs", [{"rule": "half"}, {"factor": 0}, {"factor": float("nan")}, {"floor": 0}, {"max_tokens": 0}]
+)
+def test_turn_cap_refuses_bad_settings_naming_them(kwargs):
+    with pytest.raises(ValueError, match=next(iter(kwargs)).replace("rule", "turn cap rule")):
+        TurnCap(**kwargs)
+
+
+def test_llm_policy_applies_the_turn_cap_and_states_it_in_the_prompt(server):
+    url, state = server
+    cfg = fx.config()
+    pol = OpenAIChatPolicy(url, fx.TOKENIZER, tokenizer_name=fx.TOKENIZER)
+    state["calls"].clear()
+    _outs, steps, _obs = fx.play(fx.make_env(cfg), pol, cfg, seed=1, total_budget=3000)
+    first = state["calls"][0]["body"]
+    expected = min(cfg.max_tokens_per_step, max(64, -(-2 * 3000 // cfg.num_questions)))
+    assert first["max_tokens"] == expected < 3000
+    assert f"This answer may use at most {expected} tokens" in first["messages"][-1]["content"]
+    assert pol.describe()["turn_cap"] == {"rule": "share", "factor": 2.0, "floor": 64, "max_tokens": None}
+    env_rule = OpenAIChatPolicy(url, fx.TOKENIZER, tokenizer_name=fx.TOKENIZER, turn_cap="env")
+    state["calls"].clear()
+    fx.play(fx.make_env(cfg), env_rule, cfg, seed=1, total_budget=3000)
+    assert state["calls"][0]["body"]["max_tokens"] == min(cfg.max_tokens_per_step, 3000)

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from reasoning_env.errors import ReasoningEconomicsError
+from reasoning_env.policies.turn_cap import TurnCap
 from training.trainer import DEFAULT_IS_MODE, IS_MODES
 
 logger = logging.getLogger("training.grpo_train")
@@ -134,6 +135,14 @@ def build_parser() -> argparse.ArgumentParser:
         default=8192,
         help="Prompt + completion tokens per episode (model context); when full, remaining questions are forfeited.",
     )
+    g.add_argument(
+        "--turn_cap",
+        choices=["share", "env"],
+        default="share",
+        help="Per-answer cap: share (default, as evaluation: --turn_factor x the remaining budget per remaining "
+        "question, at least 64, at most step_token_cap) or env (step_token_cap alone).",
+    )
+    g.add_argument("--turn_factor", type=float, default=2.0, help="The share rule's multiple.")
     g = p.add_argument_group("GRPO (TRL GRPOConfig)")
     g.add_argument("--output_dir", default=None, help="Run folder (default runs/grpo-<time>).")
     g.add_argument("--run_name", default=None)
@@ -475,7 +484,10 @@ def build_trainer(args: argparse.Namespace, *, policy: Any = None, env_config: A
     tokenizer_name = args.tokenizer_name or policy.tokenizer_name
     chat = ChatFormat(policy.tokenizer, reasoning_mode=args.reasoning_mode)
     limits = RolloutLimits(
-        max_episode_tokens=args.max_episode_tokens, tokenizer_name=tokenizer_name, total_budget=args.total_budget
+        max_episode_tokens=args.max_episode_tokens,
+        tokenizer_name=tokenizer_name,
+        total_budget=args.total_budget,
+        turn_cap=TurnCap(args.turn_cap, factor=args.turn_factor),
     )
     env_factory = RemoteEnvFactory(args.env_base_url, env_cfg) if args.env_base_url else InProcessEnvFactory(env_cfg)
     meta = {
@@ -487,6 +499,7 @@ def build_trainer(args: argparse.Namespace, *, policy: Any = None, env_config: A
         "backend": backend,
         "unsloth": bool(policy.unsloth),
         "reasoning_mode": args.reasoning_mode,
+        "turn_cap": limits.turn_cap.describe(),
         "thinking": chat.thinking,
         "env_base_url": args.env_base_url,
         "num_generations": args.num_generations,

@@ -17,11 +17,13 @@ Each episode is kept as token ids (shapes: ``prompt_ids [P]``, ``completion_ids 
   next assistant header; ``env_mask = 0``, log-prob ``0.0``). Turns are appended, never
   re-rendered, so the trainer scores exactly the tokens that were sampled.
 
-Each turn's generation is capped by the environment (``obs.step_token_cap`` = min of the config's
-``max_tokens_per_step`` and, in hard-cap mode, the remaining budget) and by the room left under
-``max_episode_tokens``. When the next environment turn plus ``min_turn_tokens`` no longer fits,
-the remaining questions are forfeited: answered with an empty response (0 tokens, graded wrong)
-so that the episode still ends in the environment and its reward stays the environment's.
+Each turn's generation is capped by the turn cap rule (:class:`~reasoning_env.policies.turn_cap.TurnCap`,
+the evaluation's LLM policies' default: twice the remaining budget per remaining question, at most the
+environment's ``obs.step_token_cap`` = min of the config's ``max_tokens_per_step`` and, in hard-cap mode,
+the remaining budget; the prompt states the cap applied) and by the room left under ``max_episode_tokens``.
+When the next environment turn plus ``min_turn_tokens`` no longer fits, the remaining questions are
+forfeited: answered with an empty response (0 tokens, graded wrong) so that the episode still ends in the
+environment and its reward stays the environment's.
 
 The reward of an episode is the sum of the environment's step rewards (episode bonus included);
 its components are summed by name.
@@ -35,6 +37,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from reasoning_env.conversation import ChatFormat, EpisodeTokens
+from reasoning_env.policies.turn_cap import TurnCap, capped_observation
 from reasoning_env.records import EpisodeRow, StepRow, episode_row_from_steps, step_row_from_observation
 from training.generation import Generation, GenerationBackend
 
@@ -70,6 +73,9 @@ class RolloutLimits:
             tokenizer-native budget with it).
         total_budget: Explicit budget (tokens) for every episode, or ``None``.
         max_response_chars: Keep at most this many characters of each response in the step rows.
+        turn_cap: The per-answer cap rule, the evaluation's LLM policies' default
+            (:class:`~reasoning_env.policies.turn_cap.TurnCap`: 2 x the remaining budget per remaining
+            question, never above ``step_token_cap``); the prompt states the cap applied, as in evaluation.
     """
 
     max_episode_tokens: int = 8192
@@ -77,6 +83,7 @@ class RolloutLimits:
     tokenizer_name: str | None = None
     total_budget: int | None = None
     max_response_chars: int | None = 4000
+    turn_cap: TurnCap = field(default_factory=TurnCap)
 
     def __post_init__(self) -> None:
         if self.max_episode_tokens < 16:
@@ -274,7 +281,7 @@ class _LiveEpisode:
         env_questions = getattr(getattr(self.session, "env", None), "questions", None)
         if env_questions is not None:
             self.trace.questions = [(q.problem_type, q.difficulty, q.gold_answer) for q in env_questions]
-        self.trace.prompt_ids = self.tokens.start(obs)
+        self.trace.prompt_ids = self.tokens.start(self._shown(obs))
         if obs.done:
             self._finish(obs)
         elif len(self.trace.prompt_ids) + lim.min_turn_tokens > lim.max_episode_tokens:
@@ -283,9 +290,13 @@ class _LiveEpisode:
     def context(self) -> list[int]:
         return self.tokens.context()
 
+    def _shown(self, obs: Any) -> Any:
+        """``obs`` as the model is prompted with it: ``step_token_cap`` set to the turn cap applied."""
+        return capped_observation(obs, self.r.limits.turn_cap(obs)) if obs.step_token_cap else obs
+
     def cap(self) -> int:
         room = self.r.limits.max_episode_tokens - len(self.trace.prompt_ids) - len(self.trace.completion_ids)
-        step_cap = int(self.obs.step_token_cap) if self.obs.step_token_cap else 0
+        step_cap = self.r.limits.turn_cap(self.obs) if self.obs.step_token_cap else 0
         if step_cap <= 0:  # soft mode with no cap set, or a server that does not send it
             step_cap = room
         self._pending_cap = max(1, min(step_cap, room))
@@ -307,7 +318,7 @@ class _LiveEpisode:
         if obs.done:
             self._finish(obs)
             return
-        env_ids = self.tokens.next_question_ids(obs)
+        env_ids = self.tokens.next_question_ids(self._shown(obs))
         if len(self.context()) + len(env_ids) + self.r.limits.min_turn_tokens > self.r.limits.max_episode_tokens:
             self._forfeit_rest()
             return

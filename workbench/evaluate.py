@@ -30,6 +30,8 @@ from typing import Any
 
 from reasoning_env.config import EnvConfig
 from reasoning_env.errors import ReasoningEconomicsError
+from reasoning_env.model_server import DEFAULT_MODEL as DEFAULT_SERVED_MODEL
+from reasoning_env.model_server import ModelServer
 from reasoning_env.policies import (
     BUDGET_BASELINES,
     DEFAULT_POLICIES,
@@ -41,7 +43,9 @@ from reasoning_env.policies import (
     make_policy,
 )
 from reasoning_env.policies import describe as describe_policies
+from reasoning_env.policies.llm import OpenAIChatPolicy
 from reasoning_env.policies.oracle import OracleCache
+from reasoning_env.policies.turn_cap import TURN_CAP_RULES, TurnCap
 from reasoning_env.remote import RemoteEnv
 from workbench.evaluation.episodes import EpisodeResult, episode_seed, make_episode_info, run_episode
 from workbench.evaluation.runner import EvalResult, connect_remote, evaluate
@@ -201,6 +205,24 @@ def _parser() -> argparse.ArgumentParser:
     g.add_argument(
         "--llm-max-tokens", dest="llm_max_tokens", type=int, help="extra cap on tokens per step (below step_token_cap)"
     )
+    g.add_argument(
+        "--llm-turn-cap",
+        dest="llm_turn_cap",
+        choices=list(TURN_CAP_RULES),
+        help="per-answer cap of the LLM policies: share (default: --llm-turn-factor x the remaining budget per "
+        "remaining question, at least 64, so one looping answer cannot spend the episode) or env (step_token_cap)",
+    )
+    g.add_argument(
+        "--llm-turn-factor", dest="llm_turn_factor", type=float, help="the share rule's multiple (default 2)"
+    )
+    g.add_argument(
+        "--serve-model",
+        dest="serve_model",
+        nargs="?",
+        const=DEFAULT_SERVED_MODEL,
+        help="start vLLM's CPU engine on this model for llm_local during the run and stop it after (default "
+        f"{DEFAULT_SERVED_MODEL}; build it with bash scripts/real_model.sh); sets --llm-base-url and --llm-model",
+    )
     g.add_argument("--llm-timeout", dest="llm_timeout", type=float, help="seconds per request")
     g.add_argument("--llm-retries", dest="llm_retries", type=int)
     g.add_argument(
@@ -261,7 +283,15 @@ def _policies_from_args(args: argparse.Namespace, curves: SolverCurves) -> list[
     unknown = [n for n in names if n not in POLICIES]
     if unknown:
         raise ValueError(f"unknown policies {unknown}; available: {', '.join(POLICY_NAMES)}")
+    turn_cap = None
+    if args.llm_turn_cap is not None or args.llm_turn_factor is not None:
+        turn_cap = TurnCap(
+            args.llm_turn_cap or "share",
+            factor=args.llm_turn_factor if args.llm_turn_factor is not None else 2.0,
+            max_tokens=args.llm_max_tokens,
+        )
     llm = {
+        "turn_cap": turn_cap,
         "base_url": args.llm_base_url,
         "api_key": args.llm_api_key,
         "model": args.llm_model,
@@ -275,6 +305,7 @@ def _policies_from_args(args: argparse.Namespace, curves: SolverCurves) -> list[
         "seed": args.seed,
     }
     hf = {
+        "turn_cap": turn_cap,
         "model": args.hf_model,
         "tokenizer_name": args.llm_tokenizer,
         "temperature": args.llm_temperature,
@@ -317,9 +348,31 @@ def _load_curves(path: str) -> SolverCurves:
 
 def main(argv: list[str] | None = None) -> int:
     """Command-line entry point; returns the exit status (0 ok, 1 a policy failed, 2 bad usage)."""
+    args = _parser().parse_args(argv)
+    if not args.serve_model:
+        return _run(args, argv, None)
+    server = ModelServer(args.serve_model)
+    print(f"starting vLLM on {args.serve_model} for llm_local (about a minute) ...", flush=True)
+    try:
+        server.start()
+    except ReasoningEconomicsError as exc:
+        print(f"error: --serve-model: {exc}", file=sys.stderr)
+        return 2
+    print(
+        f"vLLM {server.engine_version} ({server.engine_dist[0]}) serving at {server.base_url} after "
+        f"{server.startup_s:.0f} s; log {server.log_path}",
+        flush=True,
+    )
+    args.llm_base_url, args.llm_model = server.base_url, server.served_name
+    try:
+        return _run(args, argv, server)
+    finally:
+        server.stop()
+
+
+def _run(args: argparse.Namespace, argv: list[str] | None, server: ModelServer | None) -> int:
     from workbench import analysis
 
-    args = _parser().parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     warnings.filterwarnings("ignore", message=".*Timeout is disabled.*")
     logging.getLogger("math_verify").setLevel(logging.ERROR)
@@ -334,6 +387,11 @@ def main(argv: list[str] | None = None) -> int:
             fit_pols = [s.strip() for s in args.fit_policies.split(",")] if args.fit_policies else None
             curves = fit_run(args.fit_curves, policies=fit_pols, base=curves)
         policies = _policies_from_args(args, curves)
+        if server is not None:
+            served = {k: v for k, v in server.describe().items() if k not in ("model", "log", "base_url")}
+            for pol in policies:
+                if isinstance(pol, OpenAIChatPolicy) and pol.base_url == server.base_url:
+                    pol.engine = served
         ratios = _numbers(args.budget_ratios, "--budget-ratios")
         caps = _numbers(args.caps, "--caps", int)
     except (ReasoningEconomicsError, ValueError, FileNotFoundError) as exc:

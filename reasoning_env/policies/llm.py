@@ -13,9 +13,11 @@ server drops earlier ``<think>`` blocks unless it is started with a prefix-prese
 as TRL's ``qwen3_training.jinja``).
 
 Answers given by someone else in the same episode (Play: a person types one) must be passed to
-:meth:`record_answer` so the conversation stays whole. Generation is capped at the observation's
-``step_token_cap`` (the tokens the budget still allows, at most ``max_tokens_per_step``),
-optionally lower with ``max_tokens``.
+:meth:`record_answer` so the conversation stays whole. Generation is capped per answer by a
+:class:`~reasoning_env.policies.turn_cap.TurnCap`: by default twice the remaining budget per
+remaining question (at least 64 tokens), never above the observation's ``step_token_cap``, so one
+looping answer cannot spend the whole episode; ``turn_cap="env"`` applies ``step_token_cap`` alone,
+and ``max_tokens`` lowers either. The prompt states the cap applied.
 
 Token accounting: the environment counts the returned text with the episode's tokenizer (choose
 the model's own with ``tokenizer_name``); the policy also records what the generator reported
@@ -50,7 +52,9 @@ from reasoning_env.conversation import (
     EpisodeTokens,
     check_format,
 )
+from reasoning_env.offline_model import ResolvedModel, model_spec_for, resolve_model
 from reasoning_env.policies.base import BasePolicy, EpisodeInfo, PolicyError, PolicyOutput, obs_get
+from reasoning_env.policies.turn_cap import TurnCap, capped_observation
 from reasoning_env.prompting import SYSTEM_PROMPT
 
 #: File a training run writes next to its weights: the episode format the model was trained in.
@@ -58,7 +62,7 @@ EPISODE_FORMAT_FILE = "episode_format.json"
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["OpenAIChatPolicy", "TransformersPolicy", "openai_policy_from_env", "split_thinking"]
+__all__ = ["OpenAIChatPolicy", "TransformersPolicy", "model_line", "openai_policy_from_env", "split_thinking"]
 
 RETRY_STATUS = {408, 409, 425, 429, 500, 502, 503, 504}
 
@@ -74,6 +78,26 @@ def split_thinking(text: str) -> tuple[str, str | None]:
     if close == -1:
         return text, None
     return text, text[close + len("</think>") :].strip()
+
+
+def model_line(desc: dict[str, Any]) -> str:
+    """Where an LLM policy's answers come from, in one phrase, from its ``describe()`` (as saved in
+    ``run.json``): ``"real model: embedded:qwen2.5-coder-0.5b (Qwen/Qwen2.5-Coder-0.5B-Instruct,
+    GGUF Q4_K_M via PyPI), vLLM 0.32.0 on CPU"``."""
+    info = desc.get("model_info") or {}
+    name = info.get("name") or desc.get("model") or "?"
+    upstream = info.get("upstream")
+    what = f"{name} ({upstream}, GGUF Q4_K_M via PyPI)" if upstream and upstream != name else str(name)
+    eng = desc.get("engine") or {}
+    engine = {"vllm": "vLLM", "transformers": "transformers"}.get(eng.get("engine"), eng.get("engine") or "")
+    if eng.get("engine_version"):
+        engine += f" {eng['engine_version']}"
+    where = eng.get("device")
+    if where:
+        engine += f" on {str(where).upper() if str(where) in ('cpu', 'gpu') else where}"
+    if eng.get("dtype") and eng.get("engine") == "transformers":
+        engine += f" ({eng['dtype']})"
+    return f"real model: {what}" + (f", {engine}" if engine else "")
 
 
 def read_episode_format(model_dir: Any) -> dict[str, Any]:
@@ -161,11 +185,12 @@ class _ConversationPolicy(BasePolicy):
         self._conv.answer(text)
 
 
-def _step_cap(obs: Any, max_tokens: int | None) -> int:
-    cap = int(obs_get(obs, "step_token_cap", 0) or 0)
-    if max_tokens is not None:
-        cap = min(cap, int(max_tokens)) if cap > 0 else int(max_tokens)
-    return max(1, cap)
+def _turn_cap(turn_cap: TurnCap | str | None, max_tokens: int | None) -> TurnCap:
+    if isinstance(turn_cap, TurnCap):
+        if max_tokens is not None and turn_cap.max_tokens is None:
+            return TurnCap(turn_cap.rule, turn_cap.factor, turn_cap.floor, int(max_tokens))
+        return turn_cap
+    return TurnCap(turn_cap or "share", max_tokens=int(max_tokens) if max_tokens is not None else None)
 
 
 class OpenAIChatPolicy(_ConversationPolicy):
@@ -181,7 +206,10 @@ class OpenAIChatPolicy(_ConversationPolicy):
             name if it loads with :func:`~reasoning_env.tokenization.get_tokenizer`, else the
             config's, with a warning in the run metadata).
         temperature: Sampling temperature (default 0.0).
-        max_tokens: Extra cap on generated tokens per step (default: only ``step_token_cap``).
+        max_tokens: Extra fixed cap on generated tokens per answer.
+        turn_cap: The per-answer cap rule: a :class:`~reasoning_env.policies.turn_cap.TurnCap`,
+            ``"share"`` (default: 2 x the remaining budget per remaining question, at least 64) or
+            ``"env"`` (``step_token_cap`` alone).
         max_tokens_field: Request field carrying the cap (``"max_tokens"``, or
             ``"max_completion_tokens"`` for APIs that require it).
         timeout_s: Per-request timeout (seconds).
@@ -214,6 +242,7 @@ class OpenAIChatPolicy(_ConversationPolicy):
         temperature: float = 0.0,
         max_tokens: int | None = None,
         max_tokens_field: str = "max_tokens",
+        turn_cap: TurnCap | str | None = None,
         timeout_s: float = 300.0,
         retries: int = 4,
         backoff_s: float = 1.0,
@@ -238,6 +267,7 @@ class OpenAIChatPolicy(_ConversationPolicy):
         self.tokenizer_name = tokenizer_name
         self.temperature = float(temperature)
         self.max_tokens = max_tokens
+        self.turn_cap = _turn_cap(turn_cap, max_tokens)
         self.max_tokens_field = max_tokens_field
         self.timeout_s = float(timeout_s)
         self.retries = int(retries)
@@ -245,23 +275,58 @@ class OpenAIChatPolicy(_ConversationPolicy):
         self.extra_body = dict(extra_body or {})
         self.system_prompt = system_prompt
         self.seed = seed
+        self.engine: dict[str, Any] | None = None
         self._client = None
         self._lock = threading.Lock()
 
     def describe(self) -> dict[str, Any]:
-        """Settings for ``run.json`` (the API key is never included)."""
+        """Settings for ``run.json`` (the API key is never included), with what serves the model."""
+        spec = model_spec_for(self.model)
         return {
+            "engine": self.engine_info(),
+            "model_info": ResolvedModel(self.model, self.model, "server", self.model, spec).describe()
+            if spec is not None
+            else {"name": self.model, "origin": "server"},
             **super().describe(),
             "base_url": self.base_url,
             "model": self.model,
             "tokenizer_name": self.tokenizer_name,
             "temperature": self.temperature,
             "max_tokens": self.max_tokens,
+            "turn_cap": self.turn_cap.describe(),
             "timeout_s": self.timeout_s,
             "retries": self.retries,
             "format": self.format,
             "history_thinking": self.history_thinking,
         }
+
+    def engine_info(self) -> dict[str, Any]:
+        """What serves the model, asked once of the server: its ``/v1/models`` entry (``owned_by``:
+        ``vllm`` for vLLM) and, for vLLM, ``/version``. Set :attr:`engine` beforehand to state it
+        (the evaluation does when it starts vLLM itself: engine, version, device)."""
+        if self.engine is not None:
+            return dict(self.engine)
+        import httpx
+
+        info: dict[str, Any] = {"engine": "openai-compatible server", "base_url": self.base_url}
+        try:
+            client = self._http()
+            r = client.get(f"{self.base_url}/models", timeout=5.0)
+            entries = (r.json() or {}).get("data") or [] if r.status_code == 200 else []
+            entry = next((e for e in entries if isinstance(e, dict) and e.get("id") == self.model), None)
+            if entry is not None and entry.get("owned_by") == "vllm":
+                info["engine"] = "vllm"
+                root = self.base_url[: -len("/v1")] if self.base_url.endswith("/v1") else self.base_url
+                v = client.get(f"{root}/version", timeout=5.0)
+                if v.status_code == 200:
+                    info["engine_version"] = (v.json() or {}).get("version")
+                info["max_model_len"] = entry.get("max_model_len")
+            elif entry is not None:
+                info["owned_by"] = entry.get("owned_by")
+        except (httpx.HTTPError, ValueError, AttributeError):
+            info["probe"] = "the server did not describe itself"
+        self.engine = info
+        return dict(info)
 
     def _http(self):
         import httpx
@@ -339,9 +404,9 @@ class OpenAIChatPolicy(_ConversationPolicy):
 
     def act(self, obs: Any) -> PolicyOutput:
         """One chat completion for the current question (the episode so far in the chosen
-        format), capped at ``step_token_cap``."""
-        cap = _step_cap(obs, self.max_tokens)
-        conv = self._ask(obs)
+        format), capped by :attr:`turn_cap`."""
+        cap = self.turn_cap(obs)
+        conv = self._ask(capped_observation(obs, cap))
         data = self.complete(conv.messages(), cap)
         choice = data["choices"][0]
         msg = choice.get("message") or {}
@@ -414,7 +479,8 @@ class TransformersPolicy(_ConversationPolicy):
         tokenizer_name: What the environment counts with (default: the model path/id when it is
             a string; else the tokenizer's ``name_or_path``).
         temperature: 0 = greedy decoding; > 0 samples with this temperature.
-        max_tokens: Extra cap on new tokens per step (default: only ``step_token_cap``).
+        max_tokens: Extra fixed cap on new tokens per answer.
+        turn_cap: The per-answer cap rule (as :class:`OpenAIChatPolicy`; default ``"share"``).
         device: ``"cpu"``, ``"cuda"``, ... (default: CUDA if available).
         dtype: torch dtype name for loading (``"auto"``, ``"bfloat16"``...; default ``"auto"``).
         system_prompt: System message (default: the template's).
@@ -449,6 +515,7 @@ class TransformersPolicy(_ConversationPolicy):
         tokenizer_name: str | None = None,
         temperature: float = 0.0,
         max_tokens: int | None = None,
+        turn_cap: TurnCap | str | None = None,
         device: str | None = None,
         dtype: str = "auto",
         system_prompt: str | None = SYSTEM_PROMPT,
@@ -459,7 +526,11 @@ class TransformersPolicy(_ConversationPolicy):
         reasoning_mode: str | None = None,
     ) -> None:
         super().__init__()
-        saved = read_episode_format(model) if isinstance(model, str) else {}
+        self.resolved: ResolvedModel | None = None
+        if isinstance(model, str):  # a folder, a Hub id or embedded:<key>: where its weights are, offline too
+            self.resolved = resolve_model(model)
+        load_ref = self.resolved.ref if self.resolved is not None else model
+        saved = read_episode_format(load_ref) if isinstance(model, str) else {}
         self._init_format(
             format or saved.get("format") or "multi_turn", history_thinking or saved.get("history_thinking") or "keep"
         )
@@ -476,16 +547,20 @@ class TransformersPolicy(_ConversationPolicy):
         self._tokens: EpisodeTokens | None = None
         self._open_mark: int | None = None
         self._model_ref = model
-        self._tok_ref = tokenizer if tokenizer is not None else (model if isinstance(model, str) else None)
+        self._load_ref = load_ref
+        self._tok_ref = tokenizer if tokenizer is not None else (load_ref if isinstance(model, str) else None)
         self.name = name
         if tokenizer_name is None:
-            if isinstance(self._tok_ref, str):
+            if self.resolved is not None and tokenizer is None:
+                tokenizer_name = self.resolved.tokenizer_name
+            elif isinstance(self._tok_ref, str):
                 tokenizer_name = self._tok_ref
             elif self._tok_ref is not None:
                 tokenizer_name = getattr(self._tok_ref, "name_or_path", None) or None
         self.tokenizer_name = tokenizer_name
         self.temperature = float(temperature)
         self.max_tokens = max_tokens
+        self.turn_cap = _turn_cap(turn_cap, max_tokens)
         self.device = device
         self.dtype = dtype
         self.system_prompt = system_prompt
@@ -504,11 +579,30 @@ class TransformersPolicy(_ConversationPolicy):
             "tokenizer_name": self.tokenizer_name,
             "temperature": self.temperature,
             "max_tokens": self.max_tokens,
+            "turn_cap": self.turn_cap.describe(),
             "device": self.device,
             "format": self.format,
             "history_thinking": self.history_thinking,
             "reasoning_mode": self.reasoning_mode,
             "episode_format_source": self.episode_format_source,
+            "model_info": self.resolved.describe() if self.resolved is not None else None,
+            "engine": self.engine_info(),
+        }
+
+    def engine_info(self) -> dict[str, Any]:
+        """What generates: ``transformers`` (its version), the device and the loaded dtype."""
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            tv = version("transformers")
+        except PackageNotFoundError:  # pragma: no cover - the policy cannot run without it
+            tv = None
+        dtype = getattr(self._model, "dtype", None)
+        return {
+            "engine": "transformers",
+            "engine_version": tv,
+            "device": self.device,
+            "dtype": str(dtype).replace("torch.", "") if dtype is not None else self.dtype,
         }
 
     def _load(self) -> None:
@@ -535,7 +629,7 @@ class TransformersPolicy(_ConversationPolicy):
                 kwargs: dict[str, Any] = {}
                 if self.dtype and self.dtype != "auto":
                     kwargs["dtype"] = getattr(torch, self.dtype)
-                self._model = AutoModelForCausalLM.from_pretrained(self._model_ref, **kwargs)
+                self._model = AutoModelForCausalLM.from_pretrained(self._load_ref, **kwargs)
             except Exception as exc:  # noqa: BLE001 - a Hugging Face load raises many types (OSError, ValueError, Hub HTTP errors)
                 raise PolicyError(f"could not load model {self._model_ref!r}: {type(exc).__name__}: {exc}") from None
         device = self.device or ("cuda" if torch.cuda.is_available() else "cpu")
@@ -614,12 +708,12 @@ class TransformersPolicy(_ConversationPolicy):
         return list(self._tok(text, add_special_tokens=False)["input_ids"])
 
     def act(self, obs: Any) -> PolicyOutput:
-        """Generate at most ``step_token_cap`` new tokens for the current question."""
+        """Generate at most :attr:`turn_cap` new tokens for the current question."""
         import torch
 
         self._load()
-        cap = _step_cap(obs, self.max_tokens)
-        input_ids = torch.tensor([self.prompt_ids(obs)], dtype=torch.long, device=self.device)
+        cap = self.turn_cap(obs)
+        input_ids = torch.tensor([self.prompt_ids(capped_observation(obs, cap))], dtype=torch.long, device=self.device)
         attn = torch.ones_like(input_ids)
         tok = self._tok
         pad = tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id

@@ -19,6 +19,7 @@ import pandas as pd
 
 from reasoning_env.config import EnvConfig
 from reasoning_env.policies import SolverCurves
+from reasoning_env.policies.llm import model_line
 from workbench.evaluation.episodes import EpisodeResult
 
 __all__ = ["budget_note", "provenance", "write_run"]
@@ -116,6 +117,9 @@ def provenance(policies: Sequence[dict], sources_used: Sequence[dict] | None, cu
         warnings.append(
             f"Expected accuracy and regret use the solver curves ({curves.provenance}); accuracy is the model's own."
         )
+    for p in policies:
+        if p.get("kind") == "llm":
+            warnings.append(f"{p.get('name')}: {model_line(p)}.")
     if placeholder:
         warnings.append(
             f"Placeholder answers: {', '.join(placeholder)} answer \\boxed{{0}} (a budget smoke test, not a solver)."
@@ -135,6 +139,7 @@ def provenance(policies: Sequence[dict], sources_used: Sequence[dict] | None, cu
         "simulated_policies": simulated,
         "model_policies": models,
         "placeholder_policies": placeholder,
+        "real_models": {p.get("name"): model_line(p) for p in policies if p.get("kind") == "llm"},
         "curves": curves.provenance,
         "builtin_sources": builtin,
         "real_sources": real,
