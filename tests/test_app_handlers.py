@@ -127,7 +127,8 @@ def test_play_actions_show_busy_and_refused_on_the_status_line_only(ctx):
     assert len(page) == 4  # reset, answer (button and Enter: one event), policy step, run to the end
     assert all(d["show_progress_on"] == [c["status"]._id] for d in page)
     second = [d for d in deps if d.get("trigger_after") in {p["id"] for p in page}]
-    assert len(second) == 2 and all(d["show_progress"] == "hidden" and d["trigger_only_on_success"] for d in second)
+    # the second pass of a typed answer and of a policy step, and the live panel cleared after a reset
+    assert len(second) == 3 and all(d["show_progress"] == "hidden" and d["trigger_only_on_success"] for d in second)
 
 
 @pytest.mark.parametrize("tab, status", [("lab", "status"), ("runs", "busy")])

@@ -229,18 +229,40 @@ def start_app(runs_root: Path, config=None, environ: dict | None = None) -> Live
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
 
-def fake_openai_app(golds: dict):
+def fake_openai_app(golds: dict, *, chunk_delay_s: float = 0.0):
     """A minimal OpenAI-compatible ``/v1/chat/completions``: answers ``\\boxed{gold}`` for the
-    question found in the last user message (``golds``: question text -> gold), ``0`` otherwise."""
+    question found in the last user message (``golds``: question text -> gold), ``0`` otherwise.
+    With ``"stream": true`` it sends the same answer as server-sent events, a word per chunk
+    (``choices[0].delta.content``; ``chunk_delay_s`` apart), a last chunk with ``usage``, then
+    ``data: [DONE]``, as vLLM does."""
+    import asyncio
+
     from starlette.applications import Starlette
-    from starlette.responses import JSONResponse
+    from starlette.responses import JSONResponse, StreamingResponse
     from starlette.routing import Route
+
+    def sse(obj) -> str:
+        return "data: " + (obj if isinstance(obj, str) else json.dumps(obj)) + "\n\n"
 
     async def chat(request):
         body = await request.json()
         user = body["messages"][-1]["content"]
         gold = next((g for q, g in golds.items() if q in user), "0")
         text = "Working it out step by step. The result is \\boxed{" + gold + "}."
+        if body.get("stream"):
+
+            async def events():
+                words = text.split(" ")
+                for i, word in enumerate(words):
+                    piece = word if i == len(words) - 1 else word + " "
+                    yield sse({"choices": [{"index": 0, "delta": {"content": piece}, "finish_reason": None}]})
+                    await asyncio.sleep(chunk_delay_s)
+                yield sse({"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
+                usage = {"prompt_tokens": 10, "completion_tokens": 12, "total_tokens": 22}
+                yield sse({"choices": [], "usage": usage})
+                yield sse("[DONE]")
+
+            return StreamingResponse(events(), media_type="text/event-stream")
         return JSONResponse(
             {
                 "id": "x",

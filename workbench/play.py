@@ -7,6 +7,7 @@ browser session in the app) and records what each step did, so that the UI is a 
     session.reset(PlaySettings(seed=7))                 # or parse_play_settings(...) from form fields
     session.step("Twelve minus five is 7. \\boxed{7}")   # a typed answer ("human")
     session.step_policy("sim_greedy")                    # or let a policy answer
+    for item in session.stream_policy("llm_local", llm=...): ...  # a real model, streamed
     for result in session.run_iter("uniform"): ...       # ... to the end, one step at a time
     session.export()                                     # JSON-ready episode
     session.save_run("runs")                             # a run folder the Runs tab loads
@@ -17,6 +18,13 @@ oracle get the episode's questions (trusted, in-process) through
 gets the evaluation's extras (expected correctness, oracle, regret; :mod:`workbench.evaluation.extras`)
 under the session's solver curves (``curves``: the defaults, or a calibrated file). A policy may take over in the
 middle of an episode (it is reset with the episode's info when it first answers).
+
+A real model answers through ``llm_local`` (any OpenAI-compatible server; by default the project's
+vLLM CPU server on ``127.0.0.1:8001``): :meth:`PlaySession.stream_policy` yields a
+:class:`StreamProgress` each time the server sends text, then the step's :class:`StepResult` (the
+same step :meth:`PlaySession.step_policy` takes with the final text). :class:`LocalEngine` starts
+vLLM's CPU engine for the app (one per process, stopped at exit). A saved run names the real model
+and its engine in its provenance (:func:`workbench.evaluation.writer.provenance`).
 
 Every user-facing failure (bad form values, an unknown tokenizer, a step before reset or after
 the end, an unreachable LLM endpoint) raises :class:`PlayError` with a message meant for a person.
@@ -46,6 +54,7 @@ from reasoning_env.policies import (
     DEFAULT_POLICIES,
     BasePolicy,
     PolicyError,
+    PolicyOutput,
     SolverCurves,
     make_policy,
 )
@@ -56,14 +65,19 @@ from workbench.evaluation.extras import BUDGET_MODES, budget_reset_kwargs, episo
 
 __all__ = [
     "BUDGET_MODES",
+    "DEFAULT_LOCAL_BASE_URL",
     "HUMAN",
+    "LocalEngine",
     "PlayError",
     "PlaySession",
     "PlaySettings",
     "StepResult",
+    "StreamProgress",
     "TOKENIZER_CHOICES",
     "available_policies",
     "llm_settings",
+    "local_engine",
+    "local_model_defaults",
     "parse_play_settings",
     "token_spans",
 ]
@@ -82,6 +96,9 @@ TOKENIZER_CHOICES = (
 MAX_RESPONSE_CHARS = 200_000
 #: Largest number of questions per episode the Play tab accepts.
 MAX_PLAY_QUESTIONS = 100
+#: Where ``llm_local`` looks for a real model when ``BASELINE_LOCAL_BASE_URL`` is unset: the port
+#: ``python -m reasoning_env.model_server`` serves on by default.
+DEFAULT_LOCAL_BASE_URL = "http://127.0.0.1:8001/v1"
 
 
 class PlayError(ReasoningEconomicsError, ValueError):
@@ -233,16 +250,30 @@ def parse_play_settings(
     )
 
 
-def available_policies(environ: dict | None = None) -> list[str]:
+def available_policies(environ: dict | None = None, *, real_model: bool = False) -> list[str]:
     """Policies the Play tab offers: the budget baselines, the simulated strategies and the
     oracle, plus ``llm_api`` / ``llm_local`` when their ``BASELINE_*_BASE_URL`` and
-    ``BASELINE_*_MODEL`` variables are set."""
+    ``BASELINE_*_MODEL`` variables are set; ``real_model=True`` offers ``llm_local`` in any case
+    (its server URL and model are then given with the request, default :func:`local_model_defaults`)."""
     env = os.environ if environ is None else environ
     names = list(DEFAULT_POLICIES)
     for name, prefix in (("llm_api", "BASELINE_API_"), ("llm_local", "BASELINE_LOCAL_")):
-        if env.get(prefix + "BASE_URL") and env.get(prefix + "MODEL"):
+        if (env.get(prefix + "BASE_URL") and env.get(prefix + "MODEL")) or (real_model and name == "llm_local"):
             names.append(name)
     return names
+
+
+def local_model_defaults(environ: dict | None = None) -> tuple[str, str]:
+    """``(base URL, model)`` of ``llm_local``: ``BASELINE_LOCAL_BASE_URL`` / ``BASELINE_LOCAL_MODEL``
+    when set, else the project's vLLM CPU server (:data:`DEFAULT_LOCAL_BASE_URL`) serving the offline
+    real model ``embedded:qwen2.5-coder-0.5b``."""
+    from reasoning_env.model_server import DEFAULT_MODEL
+
+    env = os.environ if environ is None else environ
+    return (
+        str(env.get("BASELINE_LOCAL_BASE_URL") or "").strip() or DEFAULT_LOCAL_BASE_URL,
+        str(env.get("BASELINE_LOCAL_MODEL") or "").strip() or DEFAULT_MODEL,
+    )
 
 
 def llm_settings(
@@ -326,6 +357,8 @@ class StepResult:
         actor: ``"human"`` or the policy name that answered.
         response: The full response text. grading_response: the text graded instead, if any.
         latency_s: Seconds the policy took to answer (``None`` for typed answers).
+        meta: The policy's diagnostics (:attr:`~reasoning_env.policies.PolicyOutput.meta`: an LLM's
+            turn cap ``max_tokens``, ``tokens``, ``finish_reason``...), saved as ``policy_<key>`` columns.
     """
 
     observation: ReasoningEconomicsObservation
@@ -334,6 +367,54 @@ class StepResult:
     response: str
     grading_response: str | None = None
     latency_s: float | None = None
+    meta: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class StreamProgress:
+    """An answer while a model writes it (:meth:`PlaySession.stream_policy`).
+
+    Attributes:
+        actor: The policy answering. question_index: 0-based index of the question.
+        text: The answer so far (reasoning a server sends apart re-joined in ``<think>`` tags).
+        tokens: Tokens of ``text``, counted with the episode's tokenizer (what the step will charge,
+            before any hard-cap clip).
+        cap: The policy's per-answer cap (its turn cap; the environment's ``step_token_cap`` for a
+            policy without one).
+        remaining_budget: Budget left before this answer. total_budget: The episode's budget.
+        elapsed_s: Seconds since the request was sent. first_text_s: Seconds to the first text.
+        model: Where the answers come from (:func:`reasoning_env.policies.llm.model_line`), if a model.
+    """
+
+    actor: str
+    question_index: int
+    text: str
+    tokens: int
+    cap: int
+    remaining_budget: int
+    total_budget: int
+    elapsed_s: float
+    first_text_s: float | None
+    model: str | None = None
+
+    @property
+    def budget_left(self) -> int:
+        """Budget left if the answer ended now."""
+        return max(0, self.remaining_budget - self.tokens)
+
+    @property
+    def tokens_per_s(self) -> float | None:
+        """Tokens per second since the first text (``None`` before a second's tenth of streaming)."""
+        if self.first_text_s is None or self.elapsed_s - self.first_text_s < 0.1:
+            return None
+        return self.tokens / (self.elapsed_s - self.first_text_s)
+
+    def line(self) -> str:
+        """``"answer 123 / cap 344 tokens · budget 1,597 of 1,720 left"``."""
+        return (
+            f"answer {self.tokens:,} / cap {self.cap:,} tokens · "
+            f"budget {self.budget_left:,} of {self.total_budget:,} left"
+        )
 
 
 @dataclass
@@ -344,6 +425,8 @@ class _Episode:
     obs: ReasoningEconomicsObservation
     results: list[StepResult] = field(default_factory=list)
     policies: dict[str, BasePolicy] = field(default_factory=dict)
+    policy_args: dict[str, Any] = field(default_factory=dict)
+    model_lines: dict[str, str] = field(default_factory=dict)
     saved_to: Path | None = None
 
 
@@ -381,6 +464,7 @@ class PlaySession:
         self._env_key: str | None = None
         self._episode: _Episode | None = None
         self._lock = threading.RLock()
+        self._answering: str | None = None  # set while a policy streams an answer (no lock is held then)
 
     # ------------------------------------------------------------------ state
     @property
@@ -491,6 +575,7 @@ class PlaySession:
             if why:
                 raise PlayError(why)
         with self._lock:
+            self._require_idle()
             config = self.config_for(settings)
             if settings.budget_mode == "explicit" and settings.total_budget is None:
                 raise PlayError("budget mode 'explicit' needs a total budget (tokens)")
@@ -519,7 +604,12 @@ class PlaySession:
             return obs
 
     # ------------------------------------------------------------------ steps
+    def _require_idle(self) -> None:
+        if self._answering:
+            raise PlayError(f"{self._answering}: wait for the answer, or press Stop")
+
     def _require_open(self) -> _Episode:
+        self._require_idle()
         if self._episode is None:
             raise PlayError("no episode yet: press Reset to start one")
         if self._episode.obs.done:
@@ -535,6 +625,7 @@ class PlaySession:
         grading_response: str | None,
         latency: float | None,
         num_generated_tokens: int | None = None,
+        meta: dict[str, Any] | None = None,
     ) -> StepResult:
         try:
             action = make_action(response, grading_response, num_generated_tokens=num_generated_tokens)
@@ -555,7 +646,7 @@ class PlaySession:
             grading_response=md.get("grading_response"),
             latency_s=latency,
         )
-        result = StepResult(obs, row, actor, response, md.get("grading_response"), latency)
+        result = StepResult(obs, row, actor, response, md.get("grading_response"), latency, dict(meta or {}))
         for name, pol in ep.policies.items():  # multi-turn LLM policies keep the whole episode in context
             if name != actor and hasattr(pol, "record_answer"):
                 pol.record_answer(ep.obs, response)
@@ -579,15 +670,23 @@ class PlaySession:
             return self._apply(ep, HUMAN, response, grading_response, None)
 
     def _policy(self, ep: _Episode, name: str, llm: dict | None) -> BasePolicy:
+        llm = dict(llm or {})
+        engine = llm.pop("engine", None)
         pol = ep.policies.get(name)
-        if pol is not None:
+        if pol is not None and ep.policy_args.get(name) == llm:
             return pol
+        if pol is not None:  # another server or model for the same policy: a fresh one, given the episode so far
+            pol.close()
+            del ep.policies[name]
+            ep.model_lines.pop(name, None)
         from workbench.evaluation.episodes import make_episode_info
 
         try:
-            pol = make_policy(name, curves=self.curves, llm=llm)
+            pol = make_policy(name, curves=self.curves, llm=llm or None)
         except ValueError as exc:
             raise PlayError(str(exc)) from None
+        if engine is not None and hasattr(pol, "engine"):
+            pol.engine = dict(engine)
         info = make_episode_info(ep.reset_obs, ep.config, policy=pol, questions=self._env.questions, episode=0)
         try:
             pol.reset(info)
@@ -599,7 +698,22 @@ class PlaySession:
         except PolicyError as exc:
             raise PlayError(str(exc)) from None
         ep.policies[name] = pol
+        ep.policy_args[name] = llm
         return pol
+
+    def model_line(self, name: str) -> str | None:
+        """Where policy ``name``'s answers in this episode come from, for a model policy
+        (``"real model: embedded:qwen2.5-coder-0.5b (...), vLLM 0.32.0"``); ``None`` otherwise or
+        before it answered. The server is asked once per policy."""
+        ep = self._episode
+        pol = ep.policies.get(name) if ep is not None else None
+        if pol is None or pol.kind != "llm":
+            return None
+        if name not in ep.model_lines:
+            from reasoning_env.policies.llm import model_line
+
+            ep.model_lines[name] = model_line(pol.describe())
+        return ep.model_lines[name]
 
     def step_policy(self, name: str, *, llm: dict | None = None) -> StepResult:
         """Let policy ``name`` answer the current question.
@@ -621,7 +735,82 @@ class PlaySession:
             except PolicyError as exc:
                 raise PlayError(f"policy {name!r} failed: {exc}") from None
             latency = time.perf_counter() - t0
-            return self._apply(ep, name, out.response, out.grading_response, latency, out.num_generated_tokens)
+            return self._apply(
+                ep, name, out.response, out.grading_response, latency, out.num_generated_tokens, out.meta
+            )
+
+    def stream_policy(self, name: str, *, llm: dict | None = None) -> Iterator[StreamProgress | StepResult]:
+        """:meth:`step_policy`, streamed: yields a :class:`StreamProgress` each time the model sends
+        text, then the step's :class:`StepResult` as the last item. The step is the one
+        :meth:`step_policy` takes with the same final text. A policy that cannot stream (the
+        simulated ones, ``hf_local``) yields only the result.
+
+        While the answer streams the session refuses other actions (a :class:`PlayError` saying
+        so); closing the generator (the page's Stop) drops the answer and takes no step.
+
+        Raises:
+            PlayError: as :meth:`step_policy`.
+        """
+        with self._lock:
+            ep = self._require_open()
+            pol = self._policy(ep, name, llm)
+            obs = ep.obs
+            if not hasattr(pol, "act_stream"):
+                result = self.step_policy(name, llm=llm)
+            else:
+                result = None
+                self._answering = f"{name} is answering question {obs.question_index + 1}"
+        if result is not None:
+            yield result
+            return
+        try:
+            model = self.model_line(name)
+            cap_rule = getattr(pol, "turn_cap", None)
+            cap = int(cap_rule(obs)) if callable(cap_rule) else int(obs.step_token_cap)
+            tok = self.tokenizer
+            out = None
+            t0 = time.perf_counter()
+            first = None
+            stream = pol.act_stream(obs)
+            try:
+                for item in stream:
+                    if isinstance(item, PolicyOutput):
+                        out = item
+                        continue
+                    now = time.perf_counter() - t0
+                    first = now if first is None else first
+                    yield StreamProgress(
+                        actor=name,
+                        question_index=int(obs.question_index),
+                        text=item,
+                        tokens=tok.count(item) if tok is not None else 0,
+                        cap=cap,
+                        remaining_budget=int(obs.remaining_budget),
+                        total_budget=int(ep.reset_obs.total_budget),
+                        elapsed_s=now,
+                        first_text_s=first,
+                        model=model,
+                    )
+            except PolicyError as exc:
+                hint = ""
+                if "ConnectError" in str(exc):
+                    hint = (
+                        ": no server answers there; start one (`python -m reasoning_env.model_server --port 8001`, "
+                        "or the Play tab's Start local vLLM engine) or correct the URL"
+                    )
+                raise PlayError(f"policy {name!r} failed: {exc}{hint}") from None
+            finally:
+                stream.close()
+            if out is None:
+                raise PlayError(f"policy {name!r} ended its stream without an answer")
+            latency = time.perf_counter() - t0
+            with self._lock:
+                result = self._apply(
+                    ep, name, out.response, out.grading_response, latency, out.num_generated_tokens, out.meta
+                )
+        finally:
+            self._answering = None
+        yield result
 
     def run_iter(self, name: str, *, max_steps: int | None = None, llm: dict | None = None) -> Iterator[StepResult]:
         """Let policy ``name`` answer until the episode ends (or ``max_steps`` steps), yielding
@@ -765,6 +954,7 @@ class PlaySession:
         from reasoning_env.policies import OracleCache
         from reasoning_env.policies.text import minimal_tokens
         from workbench import analysis
+        from workbench.evaluation.writer import provenance
         from workbench.runs import RunFolderError, RunWriter
 
         with self._lock:
@@ -792,6 +982,8 @@ class PlaySession:
                         "graded_text": ls.graded_text,
                         "grading_response": r.grading_response,
                         "expected_correct": step_expected_correct(self.curves, ls),
+                        # an LLM's turn cap, reported tokens, finish reason..., as evaluation records them
+                        **{f"policy_{k}": v if _scalar(v) else str(v) for k, v in r.meta.items()},
                     }
                 )
             episode = episode_row_from_steps(rows, num_questions=int(ep.reset_obs.num_questions))
@@ -809,6 +1001,15 @@ class PlaySession:
                 lows=lows,
                 oracle=oracle,
             )
+            actors = list(dict.fromkeys(r.actor for r in ep.results))
+            answered_by = [self._describe_actor(ep, a) for a in actors if a != HUMAN]
+            prov = provenance(answered_by, md.get("sources_used"), self.curves)
+            if HUMAN in actors:
+                prov["warnings"].insert(
+                    0,
+                    "human: answers typed in the Play tab; their expected accuracy and regret use the solver "
+                    f"curves ({self.curves.provenance}), not the person.",
+                )
             try:
                 writer = RunWriter(
                     folder,
@@ -821,13 +1022,19 @@ class PlaySession:
                         "n_episodes": 1,
                         "episode_seeds": [md.get("seed")],
                         "policies": [
-                            {"name": label, "kind": kind, "actors": list(dict.fromkeys(r.actor for r in ep.results))}
+                            {
+                                "name": label,
+                                "kind": kind,
+                                "actors": actors,
+                                "answered_by": answered_by,
+                                **({"models": prov["real_models"]} if prov["real_models"] else {}),
+                            }
                         ],
                         "budget_mode": ep.settings.budget_mode,
                         "tokenizer_name": [md.get("tokenizer_name")],
                         "sources_used": _jsonable(md.get("sources_used")),
                         "curves": self.curves.source,
-                        "provenance": {"curves": self.curves.provenance},
+                        "provenance": _jsonable(prov),
                         "notes": []
                         if ep.obs.done
                         else [
@@ -848,6 +1055,15 @@ class PlaySession:
             ep.saved_to = folder
             return folder
 
+    def _describe_actor(self, ep: _Episode, actor: str) -> dict[str, Any]:
+        """A policy that answered, as ``run.json`` describes policies (a model's server asked once)."""
+        pol = ep.policies.get(actor)
+        if pol is None:
+            return {"name": actor, "kind": "unknown"}
+        if pol.kind == "llm":
+            self.model_line(actor)  # asks the server what serves the model, once
+        return _jsonable({**pol.describe(), "name": actor, "kind": pol.kind})
+
     def close(self) -> None:
         """Release the policies' resources and the environment (idempotent)."""
         with self._lock:
@@ -859,10 +1075,129 @@ class PlaySession:
             self._episode = None
 
 
+# ------------------------------------------------------------------------------- local engine
+class LocalEngine:
+    """vLLM's CPU engine serving a real model for the app: one per process, started on request in a
+    background thread (about a minute on 2 cores), stopped when the process exits.
+
+    Thin wrapper over :class:`reasoning_env.model_server.ModelServer`; :meth:`status` is what the
+    page shows while it starts.
+
+    Args:
+        python: The interpreter with vLLM (default :func:`reasoning_env.model_server.vllm_python`).
+        log_path: The server's log (default: a temporary file).
+    """
+
+    def __init__(self, *, python: str | os.PathLike[str] | None = None, log_path: str | None = None) -> None:
+        self.python = python
+        self.log_path = log_path
+        self.server: Any = None
+        self.error: str | None = None
+        self.started_at: float | None = None
+        self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()
+
+    def available(self) -> bool:
+        """Whether vLLM's venv is here (``bash scripts/real_model.sh`` builds it)."""
+        from reasoning_env.model_server import vllm_python
+
+        return Path(self.python).is_file() if self.python else vllm_python().is_file()
+
+    def start(self, model: str | None = None) -> None:
+        """Start serving ``model`` (default ``embedded:qwen2.5-coder-0.5b``) in the background;
+        a no-op while it starts or runs. :meth:`status` follows it."""
+        from reasoning_env.model_server import DEFAULT_MODEL, ModelServer
+
+        with self._lock:
+            if self._thread is not None and (self._thread.is_alive() or (self.server and self.server.alive())):
+                return
+            self.error = None
+            self.server = ModelServer(
+                (model or "").strip() or DEFAULT_MODEL, port=0, python=self.python, log_path=self.log_path
+            )
+            self.started_at = time.monotonic()
+            self._thread = threading.Thread(target=self._run, args=(self.server,), daemon=True, name="local-engine")
+            self._thread.start()
+            _register_stop(self)
+
+    def _run(self, server: Any) -> None:
+        try:
+            server.start()
+        except (ReasoningEconomicsError, OSError) as exc:
+            first = str(exc).split("\n", 1)[0]
+            self.error = first
+        except Exception as exc:  # noqa: BLE001 - shown in the page, never as a traceback
+            self.error = f"{type(exc).__name__}: {exc}".split("\n", 1)[0]
+
+    def status(self) -> dict[str, Any]:
+        """``state`` (``"idle"``, ``"starting"``, ``"running"``, ``"failed"`` or ``"stopped"``),
+        ``elapsed_s`` since the start, and when running ``base_url``, ``model`` and ``engine``
+        (what serves it, for provenance); ``error`` when it failed."""
+        srv, thread = self.server, self._thread
+        elapsed = time.monotonic() - self.started_at if self.started_at is not None else 0.0
+        if srv is None:
+            return {"state": "idle", "elapsed_s": 0.0}
+        if thread is not None and thread.is_alive():
+            return {"state": "starting", "elapsed_s": elapsed, "model": srv.served_name}
+        if self.error:
+            return {"state": "failed", "elapsed_s": elapsed, "error": self.error, "model": srv.served_name}
+        if not srv.alive():
+            return {"state": "stopped", "elapsed_s": elapsed, "model": srv.served_name}
+        d = srv.describe()
+        engine = {k: d.get(k) for k in ("engine", "engine_version", "device", "distribution", "max_model_len")}
+        return {
+            "state": "running",
+            "elapsed_s": elapsed,
+            "startup_s": d.get("startup_s"),
+            "base_url": srv.base_url,
+            "model": srv.served_name,
+            "engine": engine,
+        }
+
+    def engine_for(self, base_url: str | None) -> dict[str, Any] | None:
+        """What serves ``base_url`` when it is this engine's (``None`` otherwise)."""
+        st = self.status()
+        if st["state"] == "running" and str(base_url or "").rstrip("/") == st["base_url"]:
+            return dict(st["engine"])
+        return None
+
+    def stop(self) -> None:
+        """Stop the engine (idempotent)."""
+        srv = self.server
+        if srv is not None:
+            srv.stop()
+
+
+_ENGINE: LocalEngine | None = None
+_ENGINE_LOCK = threading.Lock()
+_STOP_REGISTERED: set[int] = set()
+
+
+def _register_stop(engine: LocalEngine) -> None:
+    import atexit
+
+    if id(engine) not in _STOP_REGISTERED:
+        _STOP_REGISTERED.add(id(engine))
+        atexit.register(engine.stop)
+
+
+def local_engine() -> LocalEngine:
+    """The process's :class:`LocalEngine` (created on first use)."""
+    global _ENGINE
+    with _ENGINE_LOCK:
+        if _ENGINE is None:
+            _ENGINE = LocalEngine()
+        return _ENGINE
+
+
 def _relabel(row: StepRow, policy: str, run_id: str) -> StepRow:
     from dataclasses import replace
 
     return replace(row, policy=policy, run_id=run_id)
+
+
+def _scalar(value: Any) -> bool:
+    return value is None or isinstance(value, (str, int, float, bool))
 
 
 def _jsonable(value: Any) -> Any:

@@ -6,13 +6,22 @@ tests can call them directly; each returns the whole view (:data:`VIEW`) so ever
 consistent with the session. In the page, a step is drawn in two passes (:data:`VIEW_FIRST`, then
 :meth:`PlayTab.view_rest`) so the verdict is not held up by redrawing the charts.
 
+A real model (``llm_local``: any OpenAI-compatible server, by default the project's vLLM CPU
+server) answers streamed in the page: :meth:`PlayTab.policy_stream` and :meth:`PlayTab.run_stream`
+are generators over :meth:`workbench.play.PlaySession.stream_policy` that redraw the live panel
+(:func:`render_live`: the text so far, tokens against the turn cap and the budget) as the text
+arrives, then the step. :meth:`PlayTab.start_engine` starts vLLM's CPU engine for the app
+(:class:`workbench.play.LocalEngine`).
+
 API names (for ``gradio_client``): ``/reset``, ``/answer``, ``/policy_step``, ``/run_to_end``,
-``/save_run``.
+``/save_run`` (the API's policy steps are not streamed; ``llm_local`` there uses
+``BASELINE_LOCAL_*`` or the default local server).
 """
 
 from __future__ import annotations
 
 import re
+import time
 import weakref
 from collections.abc import Iterator
 from typing import Any
@@ -31,13 +40,29 @@ from workbench.play import (
     PlayError,
     PlaySession,
     StepResult,
+    StreamProgress,
     available_policies,
     llm_settings,
+    local_engine,
+    local_model_defaults,
     parse_play_settings,
     token_spans,
 )
 
-__all__ = ["PlayTab", "POLICY_LABELS", "VIEW", "render_gauges", "render_question", "render_verdict"]
+__all__ = [
+    "PlayTab",
+    "POLICY_LABELS",
+    "VIEW",
+    "render_gauges",
+    "render_live",
+    "render_question",
+    "render_verdict",
+]
+
+#: Fewest seconds between two redraws of a streaming answer (a fast server sends a token every few ms).
+STREAM_REDRAW_S = 0.1
+#: Policies whose server URL and model the page asks for.
+REAL_MODEL_POLICIES = ("llm_local",)
 
 #: Names of the view outputs every Play handler returns, in order (after the session state).
 VIEW = (
@@ -64,6 +89,7 @@ assert VIEW == VIEW_FIRST + VIEW_REST, "the first pass must be a prefix of the v
 
 #: The policy picker's labels: ``name: summary`` from the policy registry.
 POLICY_LABELS = {name: f"{name}: {meta['summary']}" for name, meta in describe_policies().items()}
+POLICY_LABELS["llm_local"] = "llm_local: a real model on an OpenAI-compatible server, streamed (URL below)"
 BUDGET_MODE_LABELS = {
     "tokenizer_native": "tokenizer-native: ratio × tokens of the questions",
     "config": "config formula: ratio × N × (min + max) / 2",
@@ -306,6 +332,64 @@ def render_components(result: StepResult | None) -> str:
     return "#### Reward, by component\n" + "\n".join(rows)
 
 
+def render_live(progress: StreamProgress | None, result: StepResult | None = None) -> str:
+    """HTML of a model's answer: while it streams (``progress``), the text so far with tokens
+    against the turn cap and the budget ("answer 123 / cap 344 tokens · budget 1,597 of 1,720
+    left"), speed and the model; once answered (``result`` too), how long it took and why it ended."""
+    if progress is None:
+        return ""
+    p = progress
+    speed = f" · {p.tokens_per_s:.1f} tokens/s" if p.tokens_per_s is not None else ""
+    first = f"first text after {p.first_text_s:.1f} s" if p.first_text_s is not None else "waiting for the first text"
+    if result is None:
+        head = f"Q{p.question_index + 1} · <code>{esc(p.actor)}</code> is answering… ({p.elapsed_s:.0f} s)"
+        stats = f"{first}{speed}"
+        line = p.line()
+    else:
+        ls = result.observation.last_step
+        finish = result.meta.get("finish_reason")
+        why = {"length": "stopped at the cap", "stop": "ended by the model"}.get(str(finish), str(finish or ""))
+        head = f"Q{p.question_index + 1} · answered by <code>{esc(p.actor)}</code> in {result.latency_s or 0:.1f} s"
+        stats = f"{first}{speed}" + (f" · {why}" if why else "")
+        line = (
+            f"answer {ls.tokens:,} / cap {p.cap:,} tokens · "
+            f"budget {int(result.observation.remaining_budget):,} of {p.total_budget:,} left"
+        )
+    frac = min(1.0, p.tokens / p.cap) if p.cap else 0.0
+    model = f"<div class='ree-live-model'>{esc(p.model)}</div>" if p.model else ""
+    return (
+        "<div class='ree-live' style='padding:10px 14px;border:1px solid var(--border-color-primary);"
+        "border-radius:10px;background:var(--block-background-fill)'>"
+        f"<div style='font-weight:650'>{head}</div>{model}"
+        f"<div class='ree-live-line' style='font-variant-numeric:tabular-nums;margin-top:4px'><b>{esc(line)}</b>"
+        f" <span style='color:var(--body-text-color-subdued);font-size:12.5px'>· {esc(stats)}</span></div>"
+        f"{_bar(frac, '#4c78a8')}"
+        "<pre class='ree-live-text' style='white-space:pre-wrap;max-height:320px;overflow:auto;margin-top:8px;"
+        f"font-size:13px'>{esc(p.text)}</pre></div>"
+    )
+
+
+def render_engine(status: dict[str, Any]) -> str:
+    """Markdown of the local engine's state (:meth:`workbench.play.LocalEngine.status`)."""
+    state = status.get("state")
+    if state == "starting":
+        return (
+            f"Starting vLLM's CPU engine for `{status.get('model')}`: about a minute "
+            f"({status.get('elapsed_s', 0):.0f} s so far)…"
+        )
+    if state == "running":
+        eng = status.get("engine") or {}
+        return (
+            f"vLLM {eng.get('engine_version') or ''} ({eng.get('device') or 'cpu'}) serves `{status.get('model')}` at "
+            f"`{status.get('base_url')}` (started in {status.get('startup_s') or 0:.0f} s); it stops with the app."
+        )
+    if state == "failed":
+        return f"The engine did not start: {status.get('error')}"
+    if state == "stopped":
+        return "The engine stopped; start it again."
+    return ""
+
+
 def render_info(session: PlaySession | None) -> str:
     """Markdown of the episode's settings: budget and its source, seed, tokenizer, sources."""
     if session is None or session.reset_observation is None:
@@ -363,7 +447,8 @@ class PlayTab:
 
     def __init__(self, ctx: AppContext) -> None:
         self.ctx = ctx
-        self.policies = available_policies(ctx.environ)
+        self.policies = available_policies(ctx.environ, real_model=True)
+        self.engine = local_engine()
         self._told_offline: weakref.WeakSet[PlaySession] = (
             weakref.WeakSet()
         )  # sessions already shown the stand-in notice
@@ -550,8 +635,104 @@ class PlayTab:
         done = "" if session.done else " (the episode is not finished: the unanswered questions count as wrong)"
         return f"Saved to `{folder}`{done}. Open it in the **Runs** tab, or re-score it in the **Reward lab**."
 
-    def _llm(self, name: str) -> dict | None:
-        return llm_settings(name, self.ctx.environ) if name in ("llm_api", "llm_local") else None
+    def _llm(self, name: str, base_url: Any = None, model: Any = None) -> dict | None:
+        """LLM settings of ``name``: its ``BASELINE_*`` variables; for ``llm_local`` the page's server
+        URL and model when given (else the variables, else the project's local server), and what
+        serves it when that is the app's own engine."""
+        if name not in ("llm_api", "llm_local"):
+            return None
+        out = llm_settings(name, self.ctx.environ)
+        if name in REAL_MODEL_POLICIES:
+            url_default, model_default = local_model_defaults(self.ctx.environ)
+            out["base_url"] = str(base_url or "").strip() or out.get("base_url") or url_default
+            out["model"] = str(model or "").strip() or out.get("model") or model_default
+            engine = self.engine.engine_for(out["base_url"])
+            if engine is not None:
+                out["engine"] = engine
+        return out
+
+    def _stream_step(
+        self, session: PlaySession, name: str, llm: dict | None
+    ) -> Iterator[tuple[StreamProgress | None, StepResult | None]]:
+        """One streamed step: ``(progress, None)`` at most every :data:`STREAM_REDRAW_S`, then
+        ``(last progress, result)``."""
+        last, shown_at = None, 0.0
+        stream = session.stream_policy(name, llm=llm)
+        try:
+            for item in stream:
+                if isinstance(item, StreamProgress):
+                    last = item
+                    now = time.monotonic()
+                    if now - shown_at >= STREAM_REDRAW_S:
+                        shown_at = now
+                        yield item, None
+                else:
+                    yield last, item
+        finally:
+            stream.close()
+
+    @user_errors
+    def policy_stream(self, session: PlaySession | None, policy: str, base_url: Any = None, model: Any = None):
+        """:meth:`policy_step_first`, streamed for the page: yields the live panel as the model
+        writes (other outputs unchanged), then the step's :data:`VIEW_FIRST` outputs and the
+        finished live panel. Outputs: ``(state, *VIEW_FIRST, live)``."""
+        if session is None:
+            raise PlayError("no episode yet: press Reset to start one")
+        name = self._check_policy(policy)
+        skip = tuple(gr.skip() for _ in VIEW_FIRST)
+        for progress, result in self._stream_step(session, name, self._llm(name, base_url, model)):
+            if result is None:
+                yield (gr.skip(), *skip, render_live(progress))
+            else:
+                yield (session, *self.view_first(session), render_live(progress, result))
+
+    @user_errors
+    def run_stream(self, session: PlaySession | None, policy: str, base_url: Any = None, model: Any = None):
+        """:meth:`run_to_end` for the page, each answer streamed: yields the live panel as the model
+        writes, and the whole view after each step. Outputs: ``(state, *VIEW, live)``."""
+        if session is None:
+            raise PlayError("no episode yet: press Reset to start one")
+        name = self._check_policy(policy)
+        llm = self._llm(name, base_url, model)
+        skip = tuple(gr.skip() for _ in VIEW)
+        first = True
+        while first or not session.done:  # a first step even when over: the session says why it cannot
+            first = False
+            for progress, result in self._stream_step(session, name, llm):
+                if result is None:
+                    yield (gr.skip(), *skip, render_live(progress))
+                else:
+                    yield (session, *self.view(session), render_live(progress, result))
+        yield (session, *self.view(session), gr.skip())
+
+    @user_errors
+    def start_engine(self, base_url: Any, model: Any):
+        """Start vLLM's CPU engine for the model named in the page (one per app), showing its
+        progress; once it serves, point the page's server URL and model at it. Outputs:
+        ``(base_url, model, engine status)``."""
+        if not self.engine.available():
+            raise PlayError(
+                "vLLM's CPU engine is not installed here: build it with `bash scripts/real_model.sh`, "
+                "or give the URL of an OpenAI-compatible server"
+            )
+        self.engine.start(str(model or "").strip() or None)
+        while True:
+            st = self.engine.status()
+            if st["state"] == "running":
+                yield st["base_url"], st["model"], render_engine(st)
+                return
+            if st["state"] in ("failed", "stopped", "idle"):
+                raise PlayError(render_engine(st) or "the engine did not start")
+            yield gr.skip(), gr.skip(), render_engine(st)
+            time.sleep(1.0)
+
+    def real_model_visible(self, policy: str) -> Any:
+        """The real-model settings are shown only while a policy that uses them is chosen."""
+        return gr.Group(visible=(policy or "") in REAL_MODEL_POLICIES)
+
+    def clear_live(self) -> str:
+        """An empty live panel (a new episode)."""
+        return ""
 
     def _check_policy(self, policy: str) -> str:
         name = (policy or "").strip()
@@ -633,6 +814,35 @@ class PlayTab:
                             c["policy_btn"] = gr.Button("Answer this one", scale=1, elem_id="ree-policy-step")
                             c["run_btn"] = gr.Button("Run to the end", variant="primary", scale=1, elem_id="ree-run")
                             c["stop_btn"] = gr.Button("Stop", variant="stop", scale=0, min_width=70)
+                        url_default, model_default = local_model_defaults(self.ctx.environ)
+                        with gr.Group(visible=False, elem_id="ree-real-model") as c["real_model"]:
+                            with gr.Row(equal_height=True):
+                                c["llm_url"] = gr.Textbox(
+                                    url_default,
+                                    label="Model server (OpenAI-compatible /v1 URL)",
+                                    scale=3,
+                                    elem_id="ree-llm-url",
+                                )
+                                c["llm_model"] = gr.Textbox(
+                                    model_default, label="Model", scale=2, elem_id="ree-llm-model"
+                                )
+                                c["engine_btn"] = gr.Button(
+                                    "Start local vLLM engine",
+                                    scale=1,
+                                    visible=self.engine.available(),
+                                    elem_id="ree-engine-start",
+                                )
+                            c["engine_status"] = gr.Markdown(
+                                "A real model answers through this server, streamed as it writes. "
+                                + (
+                                    "No server yet? **Start local vLLM engine** serves the model named here "
+                                    "on this machine's CPU (about a minute)."
+                                    if self.engine.available()
+                                    else "Start one with `python -m reasoning_env.model_server --port 8001` "
+                                    "(after `bash scripts/real_model.sh`), or give any OpenAI-compatible URL."
+                                ),
+                                elem_id="ree-engine-status",
+                            )
                     with gr.Tab("Answer it yourself"):
                         c["response"] = gr.Textbox(
                             label="Your response (reasoning, then \\boxed{answer})",
@@ -644,6 +854,8 @@ class PlayTab:
                 # the one place a Play action shows it is busy or was refused (the message itself is a toast),
                 # so a refused action leaves every panel as it was
                 c["status"] = status_line("ree-status")
+                # a real model's answer as it is written (text, tokens against the turn cap and the budget)
+                c["live"] = gr.HTML("", elem_id="ree-live")
                 with gr.Row(equal_height=False):
                     with gr.Column(scale=3, min_width=360):
                         c["verdict"] = gr.Markdown(render_verdict(None), elem_id="ree-verdict")
@@ -696,7 +908,9 @@ class PlayTab:
         # (queue=False would save tens of ms per step, but Gradio 6.31's page then shows no message
         # for a refused action: keep the queue.)
         second_pass = {"api_visibility": "private", "show_progress": "hidden"}
-        c["reset_btn"].click(self.reset, reset_inputs, [state, *view], api_name="reset", **on)
+        c["reset_btn"].click(self.reset, reset_inputs, [state, *view], api_name="reset", **on).success(
+            self.clear_live, None, [c["live"]], api_visibility="private", show_progress="hidden"
+        )
         # in the page a step is drawn in two passes (see VIEW_FIRST); the API endpoints return the whole view
         gr.on(
             [c["answer_btn"].click, c["response"].submit],
@@ -706,12 +920,20 @@ class PlayTab:
             **page,
         ).success(self.view_rest, [state], rest, **second_pass)
         gr.on([], self.answer, [state, c["response"]], [state, *view, c["response"]], api_name="answer")
-        c["policy_btn"].click(self.policy_step_first, [state, c["policy"]], [state, *first], **page).success(
-            self.view_rest, [state], rest, **second_pass
+        llm_inputs = [c["llm_url"], c["llm_model"]]
+        # in the page a policy's answer streams into the live panel (a model's), then the step is drawn
+        step = c["policy_btn"].click(
+            self.policy_stream, [state, c["policy"], *llm_inputs], [state, *first, c["live"]], **page
         )
+        step.success(self.view_rest, [state], rest, **second_pass)
         gr.on([], self.policy_step, [state, c["policy"]], [state, *view], api_name="policy_step")
-        run = c["run_btn"].click(self.run_to_end, [state, c["policy"]], [state, *view], api_name="run_to_end", **on)
-        c["stop_btn"].click(None, None, None, cancels=[run], api_visibility="private")
+        run = c["run_btn"].click(self.run_stream, [state, c["policy"], *llm_inputs], [state, *view, c["live"]], **page)
+        gr.on([], self.run_to_end, [state, c["policy"]], [state, *view], api_name="run_to_end")
+        c["stop_btn"].click(None, None, None, cancels=[run, step], api_visibility="private")
+        c["policy"].change(self.real_model_visible, [c["policy"]], [c["real_model"]], api_visibility="private")
+        c["engine_btn"].click(
+            self.start_engine, llm_inputs, [*llm_inputs, c["engine_status"]], api_visibility="private", **on
+        )
         c["save_event"] = c["save_btn"].click(
             self.save_run, [state, c["runs_root"]], [c["save_status"]], api_name="save_run"
         )
