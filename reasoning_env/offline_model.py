@@ -125,7 +125,7 @@ QWEN25_CODER_05B = OfflineModelSpec(
     licence="Apache-2.0 (upstream Qwen2.5-Coder-0.5B-Instruct); the PyPI packaging names no licence",
     aliases=("Qwen/Qwen2.5-Coder-0.5B-Instruct", "Qwen/Qwen2.5-Coder-0.5B-Instruct-AWQ"),
     provenance={
-        "upstream": "Qwen/Qwen2.5-Coder-0.5B-Instruct (Apache-2.0), "
+        "release": "Qwen/Qwen2.5-Coder-0.5B-Instruct (Apache-2.0), "
         "AWQ int4 release Qwen/Qwen2.5-Coder-0.5B-Instruct-AWQ",
         "quantisation": "GGUF Q4_K_M mixture (Q5_0, Q8_0, Q6_K, Q4_K; norms and biases F32) of the AWQ model: "
         "int4 twice, quality may be below the upstream bf16 model",

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # One-time set-up of the current Python environment (use a venv). Idempotent.
 #   bash scripts/setup.sh          # the app, the core and CPU training (requirements.txt + requirements-train.txt)
-#   bash scripts/setup.sh --test   # plus what the tests need (requirements-test.txt, Debian chromium, and
-#                                  # the two extra venvs of scripts/ci_venvs.sh)
+#   bash scripts/setup.sh --test   # plus what the tests need (requirements-test.txt, Debian chromium, the
+#                                  # two extra venvs of scripts/ci_venvs.sh, and the real model with vLLM's
+#                                  # CPU engine: scripts/real_model.sh)
 # requirements.txt alone is what the Space (app.py) installs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -28,3 +29,8 @@ if [ "${1:-}" = "--test" ] && [ "${REE_SKIP_CI_VENVS:-0}" != "1" ]; then
 fi
 # Build the embedded offline tokenizers once (cached under ~/.cache/reasoning_env).
 python -m reasoning_env prepare
+# The real model offline (embedded:qwen2.5-coder-0.5b) and vLLM's CPU engine in its own venv, reused once built;
+# the real-model tests use them. REE_SKIP_REAL_MODEL=1 skips them (those tests then skip with the reason).
+if [ "${1:-}" = "--test" ] && [ "${REE_SKIP_REAL_MODEL:-0}" != "1" ]; then
+  bash scripts/real_model.sh
+fi

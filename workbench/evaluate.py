@@ -114,6 +114,9 @@ def _parser() -> argparse.ArgumentParser:
         "--data-dir", "--data_dir", dest="data_dir", help="folder with local data files (e.g. ../shared/data)"
     )
     p.add_argument("--sources", help="comma list of question sources, e.g. gsm8k,math500 (overrides the config's)")
+    p.add_argument(
+        "--num-questions", dest="num_questions", type=int, help="questions per episode (overrides the config's)"
+    )
     p.add_argument("--out", help="run folder (default runs/eval-<timestamp>); one that holds a run is refused")
     p.add_argument(
         "--overwrite",
@@ -265,6 +268,8 @@ def _config_from_args(args: argparse.Namespace) -> EnvConfig:
         changes["data_dir"] = args.data_dir
     if args.sources:
         changes["sources"] = [s.strip() for s in args.sources.split(",") if s.strip()]
+    if args.num_questions is not None:
+        changes["num_questions"] = args.num_questions
     return config.replace(**changes) if changes else config
 
 

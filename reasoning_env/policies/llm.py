@@ -37,11 +37,13 @@ Environment variables (the seed's names) configure :func:`openai_policy_from_env
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import random
 import threading
 import time
+from collections.abc import Iterator
 from typing import Any
 
 from reasoning_env.conversation import (
@@ -78,6 +80,13 @@ def split_thinking(text: str) -> tuple[str, str | None]:
     if close == -1:
         return text, None
     return text, text[close + len("</think>") :].strip()
+
+
+def _joined(content: str, reasoning: str) -> str:
+    """The answer as charged: reasoning the server returned separately re-joined in ``<think>`` tags."""
+    if reasoning and "</think>" not in content:
+        return f"<think>\n{reasoning}\n</think>\n\n{content}"
+    return content
 
 
 def model_line(desc: dict[str, Any]) -> str:
@@ -341,6 +350,18 @@ class OpenAIChatPolicy(_ConversationPolicy):
                 )
             return self._client
 
+    def _body(self, messages: list[dict], max_tokens: int) -> dict[str, Any]:
+        body: dict[str, Any] = {
+            "model": self.model,
+            "messages": messages,
+            "temperature": self.temperature,
+            self.max_tokens_field: int(max_tokens),
+        }
+        if self.seed is not None:
+            body["seed"] = int(self.seed)
+        body.update(self.extra_body)
+        return body
+
     def complete(self, messages: list[dict], max_tokens: int) -> dict[str, Any]:
         """POST one chat completion with retries.
 
@@ -352,15 +373,7 @@ class OpenAIChatPolicy(_ConversationPolicy):
         """
         import httpx
 
-        body = {
-            "model": self.model,
-            "messages": messages,
-            "temperature": self.temperature,
-            self.max_tokens_field: int(max_tokens),
-        }
-        if self.seed is not None:
-            body["seed"] = int(self.seed)
-        body.update(self.extra_body)
+        body = self._body(messages, max_tokens)
         url = f"{self.base_url}/chat/completions"
         client = self._http()
         last_err = "no attempt made"
@@ -410,22 +423,94 @@ class OpenAIChatPolicy(_ConversationPolicy):
         data = self.complete(conv.messages(), cap)
         choice = data["choices"][0]
         msg = choice.get("message") or {}
-        content = msg.get("content") or ""
-        reasoning = msg.get("reasoning_content") or msg.get("reasoning") or ""
-        if reasoning and "</think>" not in content:
-            text = f"<think>\n{reasoning}\n</think>\n\n{content}"
-        else:
-            text = content
+        return self._output(
+            cap,
+            msg.get("content") or "",
+            msg.get("reasoning_content") or msg.get("reasoning") or "",
+            choice.get("finish_reason"),
+            data.get("usage") or {},
+            data.get("_latency_s"),
+            data.get("_attempts"),
+        )
+
+    def act_stream(self, obs: Any) -> Iterator[str | PolicyOutput]:
+        """:meth:`act`, streamed (``"stream": true``): yields the answer's text so far each time the
+        server sends more, then the :class:`PolicyOutput` as the last item (the same one :meth:`act`
+        returns). One attempt: a stream is not retried once text has been shown.
+
+        Raises:
+            PolicyError: the server refused the request, sent something that is not a chat
+                completion stream, or the connection failed.
+        """
+        import httpx
+
+        cap = self.turn_cap(obs)
+        conv = self._ask(capped_observation(obs, cap))
+        body = self._body(conv.messages(), cap)
+        body.update({"stream": True, "stream_options": {"include_usage": True}})
+        url = f"{self.base_url}/chat/completions"
+        content: list[str] = []
+        reasoning: list[str] = []
+        finish, usage = None, {}
+        t0 = time.perf_counter()
+        try:
+            with self._http().stream("POST", url, json=body) as resp:
+                if resp.status_code != 200:
+                    resp.read()
+                    raise PolicyError(
+                        f"{url} refused the streamed request (HTTP {resp.status_code}: {resp.text[:300]}); "
+                        "check the model name, key and URL"
+                    )
+                for line in resp.iter_lines():
+                    if not line.startswith("data:"):
+                        continue
+                    payload = line[len("data:") :].strip()
+                    if payload == "[DONE]":
+                        break
+                    try:
+                        chunk = json.loads(payload)
+                    except ValueError:
+                        raise PolicyError(f"{url} streamed a line that is not JSON: {payload[:200]!r}") from None
+                    if not isinstance(chunk, dict):
+                        continue
+                    usage = chunk.get("usage") or usage
+                    grew = False
+                    for ch in chunk.get("choices") or []:
+                        delta = ch.get("delta") or {}
+                        if delta.get("content"):
+                            content.append(str(delta["content"]))
+                            grew = True
+                        piece = delta.get("reasoning_content") or delta.get("reasoning")
+                        if piece:
+                            reasoning.append(str(piece))
+                            grew = True
+                        finish = ch.get("finish_reason") or finish
+                    if grew:
+                        yield _joined("".join(content), "".join(reasoning))
+        except httpx.HTTPError as exc:
+            raise PolicyError(f"{url}: the stream failed ({type(exc).__name__}: {exc})") from None
+        yield self._output(cap, "".join(content), "".join(reasoning), finish, usage, time.perf_counter() - t0, 1)
+
+    def _output(
+        self,
+        cap: int,
+        content: str,
+        reasoning: str,
+        finish: Any,
+        usage: dict[str, Any],
+        latency_s: float | None,
+        attempts: int | None,
+    ) -> PolicyOutput:
+        text = _joined(content, reasoning)
         response, grading = split_thinking(text)
         self._answered(response, None)
-        usage = data.get("usage") or {}
         meta = {
             "max_tokens": cap,
             "tokens": usage.get("completion_tokens"),
             "prompt_tokens": usage.get("prompt_tokens"),
-            "finish_reason": choice.get("finish_reason"),
-            "latency_s": data.get("_latency_s"),
-            "attempts": data.get("_attempts"),
+            "finish_reason": finish,
+            "latency_s": latency_s,
+            "attempts": attempts,
         }
         return PolicyOutput(response=response, grading_response=grading, meta=meta)
 
@@ -482,7 +567,8 @@ class TransformersPolicy(_ConversationPolicy):
         max_tokens: Extra fixed cap on new tokens per answer.
         turn_cap: The per-answer cap rule (as :class:`OpenAIChatPolicy`; default ``"share"``).
         device: ``"cpu"``, ``"cuda"``, ... (default: CUDA if available).
-        dtype: torch dtype name for loading (``"auto"``, ``"bfloat16"``...; default ``"auto"``).
+        dtype: torch dtype name for loading (``"auto"``, ``"bfloat16"``...; default ``"auto"``: the
+            checkpoint's dtype on a GPU, float32 on a CPU, where bf16 matmuls ran 2-3x slower here).
         system_prompt: System message (default: the template's).
         seed: Torch seed set before each sampled generation (with the step index).
         chat_template_kwargs: ``{"enable_thinking": False/True}`` sets ``reasoning_mode`` off/on
@@ -627,8 +713,11 @@ class TransformersPolicy(_ConversationPolicy):
         if self._model is None:
             try:
                 kwargs: dict[str, Any] = {}
+                on_cpu = (self.device or ("cuda" if torch.cuda.is_available() else "cpu")) == "cpu"
                 if self.dtype and self.dtype != "auto":
                     kwargs["dtype"] = getattr(torch, self.dtype)
+                elif on_cpu:  # bf16 weights on a CPU: compute in float32 (bf16 matmuls ran 2-3x slower here)
+                    kwargs["dtype"] = torch.float32
                 self._model = AutoModelForCausalLM.from_pretrained(self._load_ref, **kwargs)
             except Exception as exc:  # noqa: BLE001 - a Hugging Face load raises many types (OSError, ValueError, Hub HTTP errors)
                 raise PolicyError(f"could not load model {self._model_ref!r}: {type(exc).__name__}: {exc}") from None

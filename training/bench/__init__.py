@@ -2,6 +2,8 @@
 
 - ``rollout``: lockstep batched rollouts vs one episode at a time, same model, same episodes
   (:mod:`.rollout`).
+- ``generation``: tokens/s of ``transformers`` vs vLLM's CPU server on the real model at 1/4/8/16
+  answers in flight (:mod:`.generation`).
 
 Same protocol as :mod:`reasoning_env.bench` (one module per benchmark with ``add_arguments`` and
 ``run``).
@@ -20,6 +22,10 @@ SUBCOMMANDS = {
     "rollout": (
         "training.bench.rollout",
         "lockstep vs one-episode-at-a-time GRPO rollouts (with stop-token stragglers)",
+    ),
+    "generation": (
+        "training.bench.generation",
+        "tokens/s of transformers vs vLLM's CPU server on the real model, 1/4/8/16 in flight",
     ),
 }
 

@@ -1,0 +1,97 @@
+"""GRPO rollouts through vLLM's CPU server on the real model: per-sequence caps and sampled log-probs
+come back aligned, and after the LoRA hand-off the server samples from the trainer's current weights
+(its log-probs are the trainer's own for the same tokens)."""
+
+from __future__ import annotations
+
+import math
+from types import SimpleNamespace
+
+import pytest
+from real_model_support import model_dir_or_skip
+
+from training.generation import SamplingConfig
+
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("vllm_cpu")]
+
+
+@pytest.fixture
+def server(vllm_server):
+    return vllm_server
+
+
+@pytest.fixture(scope="module")
+def tokenizer():
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(str(model_dir_or_skip()))
+
+
+def _backend(server, tokenizer, temperature=1.0):
+    from training.vllm_server_backend import VLLMServerBackend
+
+    eos = [tokenizer.convert_tokens_to_ids("<|im_end|>"), tokenizer.convert_tokens_to_ids("<|endoftext|>")]
+    return VLLMServerBackend(server.base_url, server.served_name, eos, SamplingConfig(temperature=temperature), seed=1)
+
+
+def _prompt(tokenizer, text):
+    return list(
+        tokenizer.apply_chat_template(
+            [{"role": "user", "content": text}], add_generation_prompt=True, tokenize=True, return_dict=True
+        )["input_ids"]
+    )
+
+
+def test_each_sequence_gets_its_own_cap_and_aligned_logprobs(server, tokenizer):
+    backend = _backend(server, tokenizer)
+    contexts = [_prompt(tokenizer, "Count from 1 to 50."), _prompt(tokenizer, "Write a long poem about budgets.")]
+    gens = backend.generate(contexts, [5, 24])
+    assert [len(g.ids) <= c for g, c in zip(gens, [5, 24])] == [True, True]
+    assert len(gens[0].ids) == 5 and not gens[0].finished  # cut at its cap, not the call's largest
+    for g in gens:
+        assert len(g.logprobs) == len(g.ids) and all(math.isfinite(x) and x <= 0 for x in g.logprobs)
+    assert backend.stats.calls == 1 and backend.stats.sequences == 2
+
+
+def test_a_turn_that_ends_keeps_its_stop_token(server, tokenizer):
+    backend = _backend(server, tokenizer, temperature=0.0)
+    (gen,) = backend.generate([_prompt(tokenizer, "Reply with the single word: yes")], [64])
+    assert gen.finished and gen.ids[-1] in backend.eos_ids and len(gen.ids) < 64
+
+
+def test_after_the_handoff_the_server_samples_from_the_trainers_weights(server, tokenizer, tmp_path):
+    import torch
+    from peft import LoraConfig, get_peft_model
+    from transformers import AutoModelForCausalLM
+
+    from training.vllm_server_backend import LoraHandoff
+
+    base = AutoModelForCausalLM.from_pretrained(str(model_dir_or_skip()), dtype=torch.float32)
+    model = get_peft_model(base, LoraConfig(r=8, lora_alpha=16, target_modules=["q_proj", "v_proj"]))
+    torch.manual_seed(0)
+    with torch.no_grad():  # a trained-looking adapter: B != 0 changes the outputs
+        for name, p in model.named_parameters():
+            if "lora_B" in name:
+                p.normal_(0, 0.02)
+    trainer = SimpleNamespace(
+        model=model, state=SimpleNamespace(global_step=3), accelerator=SimpleNamespace(unwrap_model=lambda m: m)
+    )
+    backend = _backend(server, tokenizer)
+    handoff = LoraHandoff(trainer, backend, tmp_path)
+    handoff.sync_weights()
+    assert backend.model == "policy-step-3" and handoff.stats.count == 1
+    ctx = _prompt(tokenizer, "What is 12 + 30? Answer briefly.")
+    (gen,) = backend.generate([ctx], [24])
+    ids = torch.tensor([ctx + gen.ids])
+    with torch.no_grad():
+        logits = model(input_ids=ids).logits[0, len(ctx) - 1 : -1].float()
+    own = torch.log_softmax(logits, dim=-1).gather(1, torch.tensor(gen.ids)[:, None]).squeeze(1)
+    diff = (own - torch.tensor(gen.logprobs)).abs()
+    assert diff.mean().item() < 0.05, f"server log-probs are not the adapter's: mean |diff| {diff.mean():.3f}"
+    with torch.no_grad(), model.disable_adapter():
+        base_logits = model(input_ids=ids).logits[0, len(ctx) - 1 : -1].float()
+    base_lp = torch.log_softmax(base_logits, dim=-1).gather(1, torch.tensor(gen.ids)[:, None]).squeeze(1)
+    assert (base_lp - torch.tensor(gen.logprobs)).abs().mean().item() > diff.mean().item()
+    trainer.state.global_step = 4
+    handoff.sync_weights()  # the next step's adapter replaces it (the old one unloaded and removed)
+    assert backend.model == "policy-step-4" and not (tmp_path / "policy-step-3").exists()

