@@ -809,7 +809,8 @@ class PlayTab:
                                 label="Policy",
                                 scale=3,
                                 elem_id="ree-policy",
-                                info=f"Simulated policies follow the {self.ctx.curves.provenance}",
+                                info=f"sim_* and oracle follow the {self.ctx.curves.provenance}; llm_local is a real "
+                                "model (its server below)",
                             )
                             c["policy_btn"] = gr.Button("Answer this one", scale=1, elem_id="ree-policy-step")
                             c["run_btn"] = gr.Button("Run to the end", variant="primary", scale=1, elem_id="ree-run")
