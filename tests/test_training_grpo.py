@@ -3,6 +3,7 @@ run folder, and the command line's errors."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import time
@@ -434,3 +435,174 @@ def test_is_masked_fraction_counts_zeroed_or_clipped_weights():
     assert is_masked_fraction(seq, torch.zeros_like(mask), "sequence_mask", 3.0) == 0.0
     with pytest.raises(ValueError, match="importance-sampling mode"):
         is_masked_fraction(seq, mask, "per_episode", 3.0)
+
+
+# ----------------------------------------------------------------------------- training review (issue 21)
+def test_gradient_checkpointing_is_on_by_default_as_in_trl(tmp_path):
+    import dataclasses
+
+    from trl import GRPOConfig
+
+    from training.grpo_train import _grpo_config, build_parser
+
+    trl_default = {f.name: f.default for f in dataclasses.fields(GRPOConfig)}["gradient_checkpointing"]
+    assert trl_default is True  # TRL 1.15 and 1.16
+    args = parse_args(["--model", "tiny", "--output_dir", str(tmp_path / "r")])
+    assert args.gradient_checkpointing is True
+    assert _grpo_config(args, "transformers", None).gradient_checkpointing is True
+    # Unsloth applies its own (get_peft_model(use_gradient_checkpointing="unsloth")); TRL's stays off
+    assert _grpo_config(args, "vllm", None, unsloth=True).gradient_checkpointing is False
+    off = parse_args(["--model", "tiny", "--output_dir", str(tmp_path / "r"), "--no_gradient_checkpointing"])
+    assert _grpo_config(off, "transformers", None).gradient_checkpointing is False
+    assert "on by default" in " ".join(build_parser().format_help().split())
+
+
+def test_vllm_memory_share_is_one_value_in_cli_loader_docs_and_notebook():
+    import inspect
+    import re
+    from pathlib import Path
+
+    from training.grpo_train import build_parser
+    from training.models import VLLM_GPU_MEMORY_UTILIZATION, load_policy, load_unsloth
+
+    root = Path(__file__).resolve().parents[1]
+    value = VLLM_GPU_MEMORY_UTILIZATION
+    assert build_parser().parse_args([]).vllm_gpu_memory_utilization == value
+    for fn in (load_policy, load_unsloth):
+        assert inspect.signature(fn).parameters["gpu_memory_utilization"].default == value
+    docs = re.findall(r"gpu_memory_utilization[^0-9\n]{0,40}([0-9]\.[0-9]+)", (root / "docs/training.md").read_text())
+    notebook = json.loads((root / "notebooks/02_grpo_unsloth.ipynb").read_text())
+    code = "\n".join("".join(c["source"]) for c in notebook["cells"] if c["cell_type"] == "code")
+    in_notebook = re.findall(r"gpu_memory_utilization\s*=\s*([0-9.]+)", code)
+    assert docs and in_notebook
+    assert {float(v) for v in docs + in_notebook} == {value}
+
+
+def test_masked_fraction_is_computed_from_log_probs_when_trl_gives_no_ratio():
+    """Unsloth (and the transformers backend) leave no ``importance_sampling_ratio`` in TRL's output:
+    the project computes the weights itself from the trainer's and the sampler's log-probs."""
+    import types
+
+    import torch
+
+    from training.trainer import episode_trainer_class, importance_sampling_weights
+
+    old = torch.tensor([[0.0, -1.0, -2.0, 0.0], [-0.5, -0.5, 0.0, 0.0]])
+    sampling = torch.tensor([[0.0, -3.0, -2.0, -9.0], [-0.5, -0.4, 0.0, 0.0]])  # token 1: ratio e^2 = 7.4
+    mask = torch.tensor([[1, 1, 1, 0], [1, 1, 0, 0]])
+    w = importance_sampling_weights(old, sampling, mask, "token_truncate", 3.0)
+    assert w[0, 1] == pytest.approx(3.0) and w[0, 3] == pytest.approx(1.0)  # masked-out token: ratio 1
+    assert importance_sampling_weights(old, sampling, mask, "token_mask", 3.0)[0, 1] == 0.0
+    seq = importance_sampling_weights(old, sampling, mask, "sequence_mask", 3.0)
+    assert seq.shape == (2, 1) and seq[0, 0] == 0.0 and seq[1, 0] == pytest.approx(math.exp(-0.1))
+
+    calls = []
+
+    def per_token_logps(self, model, ids, attention, keep, batch_size=None):
+        calls.append((tuple(ids.shape), keep, batch_size))
+        return old, None, None
+
+    fake = types.SimpleNamespace(
+        model=None,
+        args=types.SimpleNamespace(
+            per_device_train_batch_size=2,
+            per_device_eval_batch_size=2,
+            vllm_importance_sampling_mode="token_truncate",
+            vllm_importance_sampling_clip_max=3.0,
+            vllm_importance_sampling_clip_min=None,
+        ),
+    )
+    fake._get_per_token_logps_and_entropies = types.MethodType(per_token_logps, fake)
+    output = {  # what TRL returns without vLLM correction: sampling log-probs, no old_per_token_logps, no ratio
+        "prompt_ids": torch.ones((2, 3), dtype=torch.long),
+        "prompt_mask": torch.ones((2, 3), dtype=torch.long),
+        "completion_ids": torch.ones((2, 4), dtype=torch.long),
+        "completion_mask": torch.tensor([[1, 1, 1, 1], [1, 1, 1, 0]]),
+        "tool_mask": torch.tensor([[1, 1, 1, 0], [1, 1, 0, 1]]),
+        "sampling_per_token_logps": sampling,
+    }
+    fraction = episode_trainer_class()._local_is_masked_fraction(fake, output, "train")
+    assert calls == [((2, 7), 4, 2)]
+    assert fraction == pytest.approx(1 / 5)  # 5 model tokens, one clipped at the cap
+    output["old_per_token_logps"] = old  # TRL's own (vLLM path): no extra forward pass
+    assert episode_trainer_class()._local_is_masked_fraction(fake, output, "train") == pytest.approx(1 / 5)
+    assert len(calls) == 1
+
+
+@pytest.mark.slow
+def test_smoke_logs_the_masked_fraction_without_vllm(smoke_run):
+    _, _, out, _ = smoke_run
+    rows = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    assert rows and all(r.get("sampling/is_masked_fraction") == 0.0 for r in rows)  # sampler == trainer
+
+
+def test_held_out_evaluation_syncs_vllm_weights_before_playing(tmp_path):
+    """With TRL's vLLM engine the evaluation hands the current weights over first, as TRL does before a
+    training rollout (TRL syncs only inside its own generation step)."""
+    import types
+
+    from training_helpers import ScriptedBackend, tiny_env_config, tiny_tokenizer
+
+    from reasoning_env.conversation import ChatFormat
+    from reasoning_env.policies import SolverCurves
+    from training.envs import InProcessEnvFactory
+    from training.evaluation import HeldOutEvaluator
+    from training.rollout import RolloutLimits
+    from training.trl_rollout import GRPORollout
+
+    events = []
+    tok = tiny_tokenizer()
+
+    class Backend(ScriptedBackend):
+        @contextlib.contextmanager
+        def temperature(self, value):
+            yield self
+
+        def _generate(self, contexts, caps, call_max):
+            events.append("generate")
+            return super()._generate(contexts, caps, call_max)
+
+    vg = types.SimpleNamespace(sync_weights=lambda: events.append("sync"))
+    trainer = types.SimpleNamespace(
+        use_vllm=True,
+        vllm_generation=vg,
+        _last_loaded_step=2,  # TRL synced before the step-2 rollout; the optimizer then made step 3
+        state=types.SimpleNamespace(global_step=3),
+        model=types.SimpleNamespace(training=False, train=lambda: None),
+        accelerator=types.SimpleNamespace(process_index=0, num_processes=1),
+        processing_class=tok,
+    )
+    cfg = tiny_env_config()
+    rollout = GRPORollout(
+        InProcessEnvFactory(cfg),
+        ChatFormat(tok),
+        RolloutLimits(max_episode_tokens=2048),
+        [tok.convert_tokens_to_ids("<|im_end|>")],
+        backend_factory=lambda trainer: Backend(tok, lambda text: "42"),
+    )
+    evaluator = HeldOutEvaluator(rollout, [5], tmp_path, curves=SolverCurves(), config=cfg)
+    evaluator.run(trainer, 3)
+    assert events[0] == "sync" and events.count("sync") == 1 and "generate" in events
+    assert trainer._last_loaded_step == 3  # TRL's next rollout at step 3 does not sync again
+    events.clear()
+    trainer.state.global_step = 4
+    trainer._last_loaded_step = 4  # already current: nothing to hand over
+    evaluator.run(trainer, 4)
+    assert "sync" not in events
+
+
+def test_advantage_study_plays_the_tokenizer_native_budget_training_uses():
+    from reasoning_env.config import EnvConfig
+    from reasoning_env.env import ReasoningEconomicsEnv
+    from training.advantage_study import play_groups
+
+    cfg = EnvConfig().replace(num_questions=3)
+    data = play_groups(1, 2, 0.5, 0, cfg)
+    assert set(data["budget_source"]) == {"tokenizer_native"}
+    env = ReasoningEconomicsEnv(cfg)
+    config_budget = env.reset(seed=1).total_budget  # without a tokenizer: the config budget
+    native = env.reset(seed=1, tokenizer_name=cfg.tokenizer_name).total_budget
+    env.close()
+    assert native < config_budget and max(data["budget"]) < config_budget
+    fixed = play_groups(1, 2, 0.5, 0, cfg, total_budget=300)
+    assert set(fixed["budget"].tolist()) == {300}

@@ -355,3 +355,83 @@ def test_remote_episodes_match_in_process(policy, factory):
     finally:
         srv.should_exit = True
         thread.join(timeout=10)
+
+
+# ----------------------------------------------------------------------------- training review (issue 21)
+class FakeVLLMGeneration:
+    """TRL's ``VLLMGeneration`` surface the backend uses; records every call and, like the engine, refuses
+    a request whose prompt plus ``max_tokens`` exceeds ``max_model_length``. Samples never stop early."""
+
+    def __init__(self, max_model_length: int) -> None:
+        self.max_model_length = max_model_length
+        self.max_completion_length = 0
+        self.temperature = 1.0
+        self.calls: list[tuple[int, list[int]]] = []
+
+    def generate(self, prompts, images, num_generations):
+        self.calls.append((self.max_completion_length, [len(p) for p in prompts]))
+        for p in prompts:
+            assert len(p) + self.max_completion_length <= self.max_model_length, "asked past the context"
+        ids = [[7] * self.max_completion_length for _ in prompts]
+        lps = [[[-0.5]] * self.max_completion_length for _ in prompts]
+        return prompts, ids, lps, [[[7]] * self.max_completion_length for _ in prompts]
+
+
+def _vllm_backend(limit: int):
+    from types import SimpleNamespace
+
+    from training.generation import TrlVLLMBackend
+
+    vg = FakeVLLMGeneration(limit)
+    trainer = SimpleNamespace(
+        vllm_generation=vg,
+        accelerator=SimpleNamespace(num_processes=1),
+        args=SimpleNamespace(vllm_max_model_length=limit),
+    )
+    return TrlVLLMBackend(trainer, [0]), vg
+
+
+def test_vllm_calls_never_ask_a_sequence_past_its_context():
+    backend, vg = _vllm_backend(100)
+    # a fresh episode (cap 40, room 90) next to a late one (10 tokens of room, so its cap is 10)
+    gens = backend.generate([[1] * 10, [1] * 90], [40, 10])
+    assert [len(g.ids) for g in gens] == [40, 10]  # each cut to its own cap
+    assert vg.calls == [(40, [10]), (10, [90])]  # the late one waits for a call it fits in
+    assert backend.engine_calls == 2 and backend.stats.calls == 1
+    # when every sequence has room for the largest cap: one call per turn, as before
+    backend, vg = _vllm_backend(100)
+    gens = backend.generate([[1] * 10, [1] * 50, [1] * 20], [40, 12, 25])
+    assert vg.calls == [(40, [10, 50, 20])] and [len(g.ids) for g in gens] == [40, 12, 25]
+
+
+def test_vllm_backend_refuses_a_cap_beyond_the_context():
+    backend, vg = _vllm_backend(100)
+    with pytest.raises(ValueError, match="left under max_model_len"):
+        backend.generate([[1] * 90], [20])
+    assert vg.calls == []
+
+
+def test_rollout_refuses_a_pad_id_that_ends_turns(policy, factory):
+    from training.models import distinct_pad_token
+    from training.trl_rollout import GRPORollout, PadTokenError
+
+    tok = policy.tokenizer
+    pad, im_end = tok.pad_token_id, tok.convert_tokens_to_ids("<|im_end|>")
+    chat = ChatFormat(tok)
+    with pytest.raises(PadTokenError) as err:  # Qwen2.5-Instruct: <|endoftext|> pads and ends turns
+        GRPORollout(factory, chat, RolloutLimits(), [im_end, pad], pad_token_id=pad)
+    msg = str(err.value)
+    assert str(pad) in msg and str(im_end) in msg and "pad_token" in msg
+    GRPORollout(factory, chat, RolloutLimits(), [im_end], pad_token_id=pad)  # distinct: accepted
+
+    # the loader picks a spare pad token when the model's EOS list holds the pad id
+    from transformers import AutoTokenizer
+
+    from training.models import tiny_tokenizer_dir
+
+    fresh = AutoTokenizer.from_pretrained(str(tiny_tokenizer_dir()))
+    model = type("M", (), {})()
+    model.generation_config = type("G", (), {"eos_token_id": [im_end, fresh.pad_token_id], "pad_token_id": pad})()
+    new_pad = distinct_pad_token(fresh, model)
+    assert new_pad not in (im_end, pad) and fresh.pad_token_id == new_pad == model.generation_config.pad_token_id
+    assert fresh.pad_token == "<|vision_pad|>"

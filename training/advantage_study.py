@@ -4,7 +4,10 @@
     python -m training.advantage_study --groups 64 --num_generations 4 --sigma 0.5
 
 GRPO groups of ``--num_generations`` members play the same seeded episode of the real environment
-(default config: builtin questions, the economics reward, tokenizer-native budgets). Each member is
+(default config: builtin questions, the economics reward) at the budget training plays: each reset
+names the tokenizer (``tokenizer_name``, default the config's), so the budget is tokenizer-native
+(``budget_ratio`` x the questions' tokens, about 1.7k tokens for 10 questions), as in
+``training.rollout``; ``--total_budget`` fixes it instead, like training's ``--total_budget``. Each member is
 a stochastic simulated solver: it splits the budget in proportion to difficulty times a lognormal
 factor (``--sigma``, its own draw per question), writes responses of exactly that many tokens, and
 is right with the probability the solver curves give for that length (``reasoning_env.policies``).
@@ -24,7 +27,14 @@ mean; ``dapo``: ``A / sum |o|`` over the batch; ``dr_grpo``: ``A / (B * L_max)``
   to full size;
 - per ``loss_type``: ``long_to_short_token_weight`` = mean per-token weight |A| w of the longer
   half of the episodes over the shorter half (1 = every token weighs the same, whatever its
-  episode's length), with ``scale_rewards="batch"``.
+  episode's length), with ``scale_rewards="batch"``;
+- ``budget`` (mean episode budget) and ``budget_source``.
+
+What is measured and what holds by construction: ``tied_share``, ``raw_tied_to_untied`` and the
+``group`` row depend on the environment, the budget and the simulated solver (its lognormal spread sets
+the tie rate). For ``batch`` and ``none``, ``tied_to_untied_adv == raw_tied_to_untied`` by construction
+(one divisor for the whole batch), and ``dapo`` / ``dr_grpo`` weigh a token ``A / constant``, so their
+long/short ratio only restates how |A| varies with length; ``grpo``'s ``1/|o|`` is the formula.
 """
 
 from __future__ import annotations
@@ -81,11 +91,25 @@ def token_weights(adv: np.ndarray, lengths: np.ndarray, loss_type: str, max_len:
     raise ValueError(f"loss_type must be one of {LOSSES}, got {loss_type!r}")
 
 
-def play_groups(n_groups: int, group_size: int, sigma: float, seed: int, config=None) -> dict:
+def play_groups(
+    n_groups: int,
+    group_size: int,
+    sigma: float,
+    seed: int,
+    config=None,
+    *,
+    tokenizer_name: str | None = None,
+    total_budget: int | None = None,
+) -> dict:
     """Play ``n_groups`` groups on the real environment (see the module docstring).
 
+    Args:
+        tokenizer_name: Sent to every ``reset`` (the tokenizer-native budget, as training does);
+            default the config's ``tokenizer_name``.
+        total_budget: A fixed budget for every episode instead (training's ``--total_budget``).
     Returns:
-        ``{"rewards": [B], "num_correct": [B], "tokens": [B], "group": [B]}`` (numpy arrays).
+        ``{"rewards": [B], "num_correct": [B], "tokens": [B], "group": [B], "budget": [B],
+        "budget_source": [B]}`` (numpy arrays).
     """
     from reasoning_env.config import EnvConfig
     from reasoning_env.env import ReasoningEconomicsEnv
@@ -96,14 +120,17 @@ def play_groups(n_groups: int, group_size: int, sigma: float, seed: int, config=
 
     cfg = config or EnvConfig()
     env = ReasoningEconomicsEnv(cfg)
-    tok = get_tokenizer(cfg.tokenizer_name)
+    tokenizer_name = tokenizer_name or cfg.tokenizer_name
+    tok = get_tokenizer(tokenizer_name)
     curves = SolverCurves()
     rng = random.Random(seed)
-    out = {"rewards": [], "num_correct": [], "tokens": [], "group": []}
+    out = {"rewards": [], "num_correct": [], "tokens": [], "group": [], "budget": [], "budget_source": []}
     for g in range(n_groups):
         ep_seed = rng.randrange(2**31)
         for _m in range(group_size):
-            obs = env.reset(seed=ep_seed)
+            obs = env.reset(seed=ep_seed, tokenizer_name=tokenizer_name, total_budget=total_budget)
+            out["budget"].append(int(obs.total_budget))
+            out["budget_source"].append(str((obs.metadata or {}).get("budget_source")))
             qs = env.questions
             diffs = np.array([float(q.difficulty or 3) for q in qs])
             shares = diffs * np.exp(np.array([rng.gauss(0.0, sigma) for _ in qs]))
@@ -157,6 +184,9 @@ def study(data: dict, group_size: int) -> dict:
         )
         res["loss_type"][loss] = {"long_to_short_token_weight": None if ratio is None else round(ratio, 3)}
     res["mean_episode_tokens"] = round(float(n.mean()), 1)
+    if "budget" in data:
+        res["budget"] = round(float(np.mean(data["budget"])), 1)
+        res["budget_source"] = sorted({str(s) for s in data["budget_source"]})
     return res
 
 
@@ -169,6 +199,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--num_questions", type=int, default=None, help="Questions per episode (default: the config's 10).")
+    p.add_argument(
+        "--tokenizer_name", default=None, help="Tokenizer of the tokenizer-native budget (default: the config's)."
+    )
+    p.add_argument(
+        "--total_budget", type=int, default=None, help="A fixed budget instead (training's --total_budget)."
+    )
     args = p.parse_args(argv)
     if args.groups < 2 or args.num_generations < 2:
         print("error: --groups and --num_generations must be >= 2", file=sys.stderr)
@@ -176,7 +212,15 @@ def main(argv: list[str] | None = None) -> int:
     from reasoning_env.config import EnvConfig
 
     cfg = EnvConfig() if args.num_questions is None else EnvConfig().replace(num_questions=args.num_questions)
-    data = play_groups(args.groups, args.num_generations, args.sigma, args.seed, cfg)
+    data = play_groups(
+        args.groups,
+        args.num_generations,
+        args.sigma,
+        args.seed,
+        cfg,
+        tokenizer_name=args.tokenizer_name,
+        total_budget=args.total_budget,
+    )
     print(json.dumps({"settings": vars(args), **study(data, args.num_generations)}, indent=2))
     return 0
 

@@ -17,6 +17,11 @@ Rows are appended to ``evaluations.jsonl`` in the run folder (tidy: one JSON obj
 ``(step, metric, key)`` with ``estimate``, ``ci_low``, ``ci_high``, ``n``), and the played episodes to
 ``eval_episodes.jsonl``, as each evaluation ends, so a crashed run keeps every evaluation logged.
 
+Each evaluation plays the weights of the step it is logged at: with TRL's vLLM engine it first hands
+the current weights to the engine (:func:`training.trl_rollout.sync_generation_weights`), as TRL does
+before a training rollout; otherwise the "step N" and final evaluations would play the weights from
+before the last update.
+
 Regret needs the questions of every episode, answered or not: it is computed for in-process
 environments (the rollout keeps them as trusted context) and, against a remote server, only for
 episodes whose questions were all answered.
@@ -243,10 +248,14 @@ class HeldOutEvaluator:
         """
         from training.distributed import gather_rows, process_info
         from training.rollout import EpisodeSpec
+        from training.trl_rollout import sync_generation_weights
 
         if step in self.evaluated_steps:
             return []
         self.evaluated_steps.append(step)
+        # TRL hands the weights to vLLM only inside its own generation step: after an optimizer update the
+        # engine still holds the previous weights until the next rollout, so sync first (a no-op without vLLM).
+        sync_generation_weights(trainer)
         runner = self.rollout._ensure_runner(trainer)
         rank, world = process_info()
         mine = [

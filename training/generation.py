@@ -361,9 +361,15 @@ class TrlVLLMBackend(GenerationBackend):
 
     Calls ``trainer.vllm_generation.generate(prompts=contexts, images=None, num_generations=1)``
     (TRL 1.15/1.16 signature; returns ``prompt_ids, completion_ids, logprobs,
-    logprob_token_ids``) with ``max_completion_length`` set to the largest cap for that call,
-    then cuts each sequence to its own cap. Weights are synced by the trainer before
-    ``rollout_func`` runs (TRL ``_generate``). Not run in this repository's CI (needs a GPU).
+    logprob_token_ids``) with ``max_completion_length`` set for that call, then cuts each sequence
+    to its own cap. vLLM takes one ``max_tokens`` per call, and no sequence may be asked past its
+    context room (``max_model_len`` minus its context, ``max_model_len`` being the trainer's
+    ``vllm_max_model_length``, i.e. ``--max_episode_tokens``): a call asks for the largest cap of the
+    sequences it serves, and a sequence whose room is below that (a late episode next to a fresh one)
+    waits for a later call of the same turn with a smaller ``max_tokens``. Usually one call per turn;
+    ``engine_calls`` counts them. In collective mode every process makes the same calls with the same
+    ``max_tokens`` and batch size (synced). Weights are synced by the trainer before ``rollout_func``
+    runs (TRL ``_generate``). Not run in this repository's CI (needs a GPU).
 
     Args:
         trainer: The ``GRPOTrainer`` (``use_vllm=True``).
@@ -379,6 +385,13 @@ class TrlVLLMBackend(GenerationBackend):
         mode = getattr(self.vg, "mode", "colocate")
         tp = int(getattr(self.vg, "tensor_parallel_size", 1) or 1)
         self.collective = trainer.accelerator.num_processes > 1 and (mode == "server" or tp > 1)
+        limit = getattr(getattr(trainer, "args", None), "vllm_max_model_length", None)
+        if limit is None:
+            limit = getattr(self.vg, "max_model_length", None)
+        #: The engine's context length (prompt + generated tokens), or ``None`` when unknown.
+        self.max_model_len: int | None = int(limit) if limit else None
+        #: Calls made to the engine (one per turn unless a sequence's room forced a second).
+        self.engine_calls = 0
 
     def sync_max(self, values: list[int]) -> list[int]:
         if self.trainer.accelerator.num_processes == 1:
@@ -400,25 +413,63 @@ class TrlVLLMBackend(GenerationBackend):
         finally:
             self.vg.temperature = old
 
+    def _room(self, context: list[int]) -> int | None:
+        if self.max_model_len is None:
+            return None
+        room = self.max_model_len - len(context)
+        if room < 1:
+            raise ValueError(
+                f"a context of {len(context)} tokens leaves no room under the engine's max_model_len "
+                f"{self.max_model_len}"
+            )
+        return room
+
     def _generate(self, contexts: list[list[int]], caps: list[int], call_max: int) -> list[Generation]:
+        rooms = [self._room(c) for c in contexts]
+        for i, (room, cap) in enumerate(zip(rooms, caps)):
+            if room is not None and cap > room:
+                raise ValueError(f"sequence {i} asks for {cap} tokens with {room} left under max_model_len")
+        result: list[tuple[list[int], list[float]] | None] = [None] * len(contexts)
+        pending = list(range(len(contexts)))
+        while True:
+            want = max((caps[i] for i in pending), default=0)
+            if self.collective:
+                want = self.sync_max([want])[0]
+            if want == 0:
+                break
+            # the sequence holding the largest cap always fits (cap <= room), so each round serves one
+            take = [i for i in pending if rooms[i] is None or rooms[i] >= want]
+            batch = [contexts[i] for i in take]
+            if self.collective:  # every process sends the same number of prompts
+                n = self.sync_max([len(take)])[0]
+                batch += [list(self.pad_context)] * (n - len(take))
+            served = self._call(batch, want) if batch else []
+            for j, i in enumerate(take):
+                result[i] = served[j]
+            taken = set(take)
+            pending = [i for i in pending if i not in taken]
+        return [cut_generation(r[0], r[1], cap, self.eos_ids) for r, cap in zip(result, caps)]  # type: ignore[index]
+
+    def _call(self, prompts: list[list[int]], max_tokens: int) -> list[tuple[list[int], list[float]]]:
         old = self.vg.max_completion_length
-        self.vg.max_completion_length = int(call_max)
+        self.vg.max_completion_length = int(max_tokens)
         try:
             _, completion_ids, logprobs, logprob_token_ids = self.vg.generate(
-                prompts=contexts, images=None, num_generations=1
+                prompts=prompts, images=None, num_generations=1
             )
         finally:
             self.vg.max_completion_length = old
-        result = []
-        for i, cap in enumerate(caps):
+        self.engine_calls += 1
+        out = []
+        for i in range(len(prompts)):
             ids = list(completion_ids[i])
             lps = sampled_logprobs(
                 ids,
                 logprobs[i] if logprobs is not None else None,
                 logprob_token_ids[i] if logprob_token_ids is not None else None,
             )
-            result.append(cut_generation(ids, lps, cap, self.eos_ids))
-        return result
+            out.append((ids, lps))
+        return out
 
 
 def sampled_logprobs(ids: list[int], logprobs: list | None, token_ids: list | None) -> list[float]:

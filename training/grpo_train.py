@@ -34,6 +34,7 @@ from typing import Any
 
 from reasoning_env.errors import ReasoningEconomicsError
 from reasoning_env.policies.turn_cap import TurnCap
+from training.models import VLLM_GPU_MEMORY_UTILIZATION
 from training.trainer import DEFAULT_IS_MODE, IS_MODES
 
 logger = logging.getLogger("training.grpo_train")
@@ -202,7 +203,20 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--top_k", type=int, default=0)
     g.add_argument("--logging_steps", type=int, default=1)
     g.add_argument("--save_steps", type=int, default=0, help="Checkpoint every N steps (0 = only at the end).")
-    g.add_argument("--gradient_checkpointing", action="store_true")
+    g.add_argument(
+        "--gradient_checkpointing",
+        dest="gradient_checkpointing",
+        action="store_true",
+        default=True,
+        help="Recompute activations in the backward pass (on by default, as in TRL's GRPOConfig; with --unsloth, "
+        "Unsloth's own checkpointing). Without it, long episodes can run out of GPU memory.",
+    )
+    g.add_argument(
+        "--no_gradient_checkpointing",
+        dest="gradient_checkpointing",
+        action="store_false",
+        help="Turn gradient checkpointing off (faster backward, far more activation memory).",
+    )
     g.add_argument(
         "--bf16", default="auto", choices=["auto", "true", "false"], help="auto = on when CUDA supports it."
     )
@@ -235,7 +249,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     g.add_argument("--vllm_mode", default="colocate", choices=["colocate", "server"])
     g.add_argument("--vllm_server_base_url", default=None, help="vLLM server mode: URL of `trl vllm-serve`.")
-    g.add_argument("--vllm_gpu_memory_utilization", type=float, default=0.3)
+    g.add_argument(
+        "--vllm_gpu_memory_utilization",
+        type=float,
+        default=VLLM_GPU_MEMORY_UTILIZATION,
+        help="Share of GPU memory the vLLM engine may take (weights + KV cache): Unsloth's gpu_memory_utilization "
+        "and TRL's vllm_gpu_memory_utilization (colocate).",
+    )
     g.add_argument(
         "--smoke",
         action="store_true",
@@ -326,7 +346,9 @@ def resolve_backend(args: argparse.Namespace, policy: Any) -> str:
     return "transformers"
 
 
-def _grpo_config(args: argparse.Namespace, backend: str, env_cfg: Any):
+def _grpo_config(args: argparse.Namespace, backend: str, env_cfg: Any, *, unsloth: bool = False):
+    """TRL's ``GRPOConfig`` for ``args``. ``unsloth``: the model was loaded by Unsloth, which applied its own
+    gradient checkpointing (``get_peft_model(use_gradient_checkpointing="unsloth")``), so TRL's is left off."""
     from trl import GRPOConfig
 
     per_device = args.per_device_train_batch_size or 2 * args.num_generations
@@ -369,7 +391,7 @@ def _grpo_config(args: argparse.Namespace, backend: str, env_cfg: Any):
         report_to=report_to,
         project=args.project,
         bf16=bf16,
-        gradient_checkpointing=args.gradient_checkpointing,
+        gradient_checkpointing=bool(args.gradient_checkpointing) and not unsloth,
         remove_unused_columns=False,
         log_completions=False,
         use_vllm=backend == "vllm",
@@ -479,6 +501,7 @@ def build_trainer(args: argparse.Namespace, *, policy: Any = None, env_config: A
             load_in_4bit=args.load_in_4bit,
             fast_inference=not args.no_fast_inference,
             gpu_memory_utilization=args.vllm_gpu_memory_utilization,
+            gradient_checkpointing=args.gradient_checkpointing,
         )
     backend = resolve_backend(args, policy)
     tokenizer_name = args.tokenizer_name or policy.tokenizer_name
@@ -519,6 +542,8 @@ def build_trainer(args: argparse.Namespace, *, policy: Any = None, env_config: A
         "top_k": args.top_k,
         "episode_format": episode_format(chat, args.history_thinking),
         "eval_every": args.eval_every,
+        "gradient_checkpointing": ("unsloth" if policy.unsloth else True) if args.gradient_checkpointing else False,
+        "vllm_gpu_memory_utilization": args.vllm_gpu_memory_utilization if backend == "vllm" else None,
     }
     for stale in [
         *out.glob("episodes*.jsonl"),
@@ -532,10 +557,16 @@ def build_trainer(args: argparse.Namespace, *, policy: Any = None, env_config: A
         group_reward = group_reward_function(args.group_reward, log_path=out / "group_rewards.jsonl")
     writer = TrainingRunWriter(out, config=env_cfg, meta=meta)
     rollout = GRPORollout(
-        env_factory, chat, limits, eos_token_ids(policy.tokenizer, policy.model), writer=writer, run_id=out.name
+        env_factory,
+        chat,
+        limits,
+        eos_token_ids(policy.tokenizer, policy.model),
+        writer=writer,
+        run_id=out.name,
+        pad_token_id=policy.tokenizer.pad_token_id,
     )
 
-    config = _grpo_config(args, backend, env_cfg)
+    config = _grpo_config(args, backend, env_cfg, unsloth=bool(policy.unsloth))
     dataset = build_episode_dataset(args.num_episodes, base_seed=args.seed)
     callbacks = [make_metrics_callback(out / "metrics.jsonl", on_save=writer.write)]
     eval_callback = None

@@ -25,6 +25,15 @@ LORA_TARGETS = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", 
 
 GPU_REQUIRED = "requires a CUDA GPU; install requirements-gpu.txt"
 
+#: Share of GPU memory the vLLM engine may take (weights + KV cache): Unsloth's ``gpu_memory_utilization``
+#: and TRL's ``vllm_gpu_memory_utilization`` (``--vllm_gpu_memory_utilization``). One value everywhere
+#: (the CLI, :func:`load_policy`, notebook 02, docs/training.md); chosen, not measured on a GPU here.
+VLLM_GPU_MEMORY_UTILIZATION = 0.6
+
+#: Tokens that can pad a batch without ever ending a turn, tried in order when the tokenizer's pad token
+#: is one of the end-of-turn ids (Qwen2.5-Instruct: pad ``<|endoftext|>`` is also in its generation EOS list).
+PAD_CANDIDATES = ("<|vision_pad|>", "<|fim_pad|>", "<|PAD_TOKEN|>", "<|finetune_right_pad_id|>", "<pad>", "<|pad|>")
+
 
 class ModelLoadError(ReasoningEconomicsError, RuntimeError):
     """The model or tokenizer could not be loaded; the message names it and the fix."""
@@ -140,7 +149,8 @@ def load_policy(
     max_seq_length: int = 8192,
     load_in_4bit: bool = False,
     fast_inference: bool = True,
-    gpu_memory_utilization: float = 0.6,
+    gpu_memory_utilization: float = VLLM_GPU_MEMORY_UTILIZATION,
+    gradient_checkpointing: bool = True,
 ) -> LoadedPolicy:
     """Load the policy to train.
 
@@ -154,8 +164,11 @@ def load_policy(
         load_in_4bit: Unsloth 4-bit base weights (QLoRA).
         fast_inference: Unsloth's vLLM engine for rollouts.
         gpu_memory_utilization: Share of GPU memory Unsloth's vLLM may take.
+        gradient_checkpointing: Unsloth only: its own checkpointing (``use_gradient_checkpointing="unsloth"``)
+            or none; other models get TRL's (``GRPOConfig.gradient_checkpointing``).
     Returns:
-        A :class:`LoadedPolicy`.
+        A :class:`LoadedPolicy` whose pad token is none of its end-of-turn ids when the vocabulary has a
+        spare pad token (:func:`distinct_pad_token`).
     Raises:
         ModelLoadError: unknown model path or Hub id unreachable; ``--unsloth`` without a CUDA GPU
             or without Unsloth installed (``requires a CUDA GPU; install requirements-gpu.txt``).
@@ -169,6 +182,7 @@ def load_policy(
             fast_inference=fast_inference,
             gpu_memory_utilization=gpu_memory_utilization,
             seed=seed,
+            gradient_checkpointing=gradient_checkpointing,
         )
     if is_tiny(name):
         tok_dir = tiny_tokenizer_dir()
@@ -180,6 +194,16 @@ def load_policy(
     looks_local = name.startswith((".", "/", "~")) or name.count("/") > 1
     if looks_local and not os.path.isdir(path):
         raise ModelLoadError(f"model folder {name!r} does not exist")
+    from reasoning_env.errors import ModelNotAvailableError
+    from reasoning_env.offline_model import resolve_model
+
+    try:  # a folder, a Hub id (offline: its HF cache, or the offline build of its upstream id), embedded:<key>
+        resolved = resolve_model(name)
+    except ModelNotAvailableError as exc:
+        raise ModelLoadError(str(exc)) from None
+    path = resolved.ref
+    # what the environment counts with: the folder, the embedded tokenizer of the offline build, or the Hub id
+    name_for_env = resolved.tokenizer_name if resolved.origin == "local" or resolved.spec is not None else name
     import torch
     from transformers import AutoModelForCausalLM
 
@@ -196,11 +220,12 @@ def load_policy(
             f"could not load model {name!r}: {type(exc).__name__}: {str(exc)[:300]}. "
             "Pass a local model folder or a Hub id reachable from here."
         ) from None
+    distinct_pad_token(tok, model)
     return LoadedPolicy(
         model,
         tok,
         name,
-        path if os.path.isdir(path) else name,
+        name_for_env,
         peft_config=lora_config(lora_rank) if lora_rank else None,
     )
 
@@ -224,8 +249,9 @@ def load_unsloth(
     max_seq_length: int = 8192,
     load_in_4bit: bool = False,
     fast_inference: bool = True,
-    gpu_memory_utilization: float = 0.6,
+    gpu_memory_utilization: float = VLLM_GPU_MEMORY_UTILIZATION,
     seed: int = 3407,
+    gradient_checkpointing: bool = True,
 ) -> LoadedPolicy:
     """Unsloth's GRPO recipe: ``FastLanguageModel.from_pretrained(name, max_seq_length,
     load_in_4bit, fast_inference, max_lora_rank, gpu_memory_utilization)`` then
@@ -257,12 +283,36 @@ def load_unsloth(
         r=lora_rank,
         target_modules=list(LORA_TARGETS),
         lora_alpha=2 * lora_rank,
-        use_gradient_checkpointing="unsloth",
+        use_gradient_checkpointing="unsloth" if gradient_checkpointing else False,
         random_state=seed,
     )
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
+    distinct_pad_token(tokenizer, model)
     return LoadedPolicy(model, tokenizer, name, name, unsloth=True)
+
+
+def distinct_pad_token(tokenizer: Any, model: Any = None) -> int | None:
+    """Make the pad token none of the end-of-turn ids (:func:`eos_token_ids`) when it is one.
+
+    Unsloth's GRPO loss treats every pad-id token as padding (``unsloth_zoo`` ``left_pack_padding``), so a
+    turn ended by the pad id would be moved and masked and its log-probs misaligned; the rollout refuses
+    that (:class:`training.trl_rollout.GRPORollout`). When the pad id is an end-of-turn id, the first of
+    :data:`PAD_CANDIDATES` in the vocabulary becomes the pad token (tokenizer, ``model.config`` and
+    ``model.generation_config``). Returns the pad id now in use; unchanged when no candidate exists.
+    """
+    eos = set(eos_token_ids(tokenizer, model))
+    if tokenizer.pad_token_id is None or int(tokenizer.pad_token_id) not in eos:
+        return tokenizer.pad_token_id
+    vocab = tokenizer.get_vocab()
+    for token in PAD_CANDIDATES:
+        if token in vocab and int(vocab[token]) not in eos:
+            tokenizer.pad_token = token
+            for cfg in (getattr(model, "config", None), getattr(model, "generation_config", None)):
+                if cfg is not None and hasattr(cfg, "pad_token_id"):
+                    cfg.pad_token_id = int(vocab[token])
+            return int(vocab[token])
+    return tokenizer.pad_token_id
 
 
 def eos_token_ids(tokenizer: Any, model: Any = None) -> list[int]:

@@ -4,10 +4,17 @@
 replaces it with its patched class on import, so the subclass keeps Unsloth's patches). After
 TRL's own ``_generate_and_score_completions`` it:
 
-- logs ``sampling/is_masked_fraction``: under vLLM's importance-sampling correction, the share of
-  model tokens (token modes) or episodes (sequence modes) whose ratio was zeroed (``*_mask``) or
-  clipped at the cap (``*_truncate``); above :data:`IS_WARN_FRACTION` it logs a warning naming the
-  mode. A completion here is a whole episode (1-3k model tokens), so TRL's default
+- logs ``sampling/is_masked_fraction``: the share of model tokens (token modes) or episodes
+  (sequence modes) whose importance-sampling weight is zeroed (``*_mask``) or clipped at the cap
+  (``*_truncate``); above :data:`IS_WARN_FRACTION` it logs a warning naming the mode. The weights are
+  computed here (:func:`importance_sampling_weights`, TRL 1.15/1.16's formula) from the trainer's
+  log-probs of the sampled tokens and the rollout's sampling log-probs, on every path: TRL's own
+  vLLM path, Unsloth (which rewrites TRL's correction block and applies the ratio inside its loss, so
+  TRL's ``importance_sampling_ratio`` never exists there), and the ``transformers`` backend (where no
+  correction is applied and the figure is the share it would touch: the sampler's and the trainer's
+  log-probs agree, so it reads 0). When TRL computed no ``old_per_token_logps`` (the ``transformers``
+  backend, aligned steps), one extra no-grad forward pass over the batch computes them.
+  A completion here is a whole episode (1-3k model tokens), so TRL's default
   ``sequence_mask`` (ratio = exp of the summed per-token log-ratio) masks most of them from noise
   alone (huggingface/trl#5814, #4772); :data:`DEFAULT_IS_MODE` is token-level.
 - drops TRL's ``completions/clipped_ratio`` ("the last token is not EOS"): every episode that ran
@@ -15,8 +22,10 @@ TRL's own ``_generate_and_score_completions`` it:
   The project's ``cap_hit_rate`` (turns cut by their per-turn cap) is logged by the reward function.
 
 Unsloth's trainer is generated from TRL's source; this subclass only post-processes the output
-dict and the metrics, so it does not depend on TRL's internals beyond the ``_metrics`` dict and
-the output keys ``importance_sampling_ratio``, ``completion_mask`` and ``tool_mask``.
+dict and the metrics, so it does not depend on TRL's internals beyond the ``_metrics`` dict, the
+output keys ``prompt_ids``, ``prompt_mask``, ``completion_ids``, ``completion_mask``, ``tool_mask``,
+``old_per_token_logps`` and ``sampling_per_token_logps``, and ``_get_per_token_logps_and_entropies``
+(the same signature in TRL 1.15 and 1.16; its result is used only when it has the completion's shape).
 """
 
 from __future__ import annotations
@@ -78,6 +87,42 @@ def is_masked_fraction(
     return float(hit.double().mean())
 
 
+def importance_sampling_weights(
+    old_logps: Any, sampling_logps: Any, mask: Any, mode: str, clip_max: float | None, clip_min: float | None = None
+):
+    """The vLLM importance-sampling weights, as TRL 1.15/1.16 compute them in
+    ``_generate_and_score_completions``.
+
+    Args:
+        old_logps: ``(B, T)`` the trainer's log-probs of the sampled tokens before the update.
+        sampling_logps: ``(B, T)`` their log-probs under the sampling distribution (the rollout's).
+        mask: ``(B, T)`` 1 for model tokens in the loss (``completion_mask * tool_mask``).
+        mode: One of :data:`IS_MODES`.
+        clip_max, clip_min: TRL's ``vllm_importance_sampling_clip_max`` / ``_min``.
+    Returns:
+        ``(B, T)`` in token modes, ``(B, 1)`` in sequence modes: ``exp(old - sampling)`` over model tokens
+        (NaN differences count as 0, i.e. ratio 1), summed per episode in sequence modes, then clamped
+        (``*_truncate``) or zeroed outside ``[clip_min, clip_max]`` (``*_mask``).
+    Raises:
+        ValueError: unknown mode.
+    """
+    import torch
+
+    if mode not in IS_MODES:
+        raise ValueError(f"unknown importance-sampling mode {mode!r}; choose one of {IS_MODES}")
+    m = torch.as_tensor(mask, dtype=torch.float64)
+    diff = (torch.as_tensor(old_logps, dtype=torch.float64) - torch.as_tensor(sampling_logps, dtype=torch.float64)) * m
+    diff = torch.nan_to_num(diff, nan=0.0)
+    if mode.startswith("sequence"):
+        diff = diff.sum(dim=-1, keepdim=True)
+    ratio = torch.exp(diff)
+    if mode.endswith("_truncate"):
+        return torch.clamp(ratio, min=clip_min, max=clip_max)
+    low = -math.inf if clip_min is None else clip_min
+    high = math.inf if clip_max is None else clip_max
+    return ratio.masked_fill((ratio < low) | (ratio > high), 0.0)
+
+
 def episode_trainer_class():
     """A subclass of the current ``trl.GRPOTrainer`` with the diagnostics of the module docstring."""
     import trl
@@ -93,36 +138,82 @@ def episode_trainer_class():
             mode = "train" if self.model.training else "eval"
             metrics = self._metrics[mode]
             metrics.pop("completions/clipped_ratio", None)
-            ratio = output.get("importance_sampling_ratio")
-            if ratio is not None:
-                mask = output["completion_mask"]
-                if output.get("tool_mask") is not None:
-                    mask = mask * output["tool_mask"]
-                args = self.args
-                local = is_masked_fraction(
-                    ratio,
-                    mask,
+            local = self._local_is_masked_fraction(output, mode)
+            import torch
+
+            # every process takes part in the gather (NaN: this process had nothing to count)
+            value = local if local is not None else float("nan")
+            gathered = self.accelerator.gather(torch.tensor([value], device=self.accelerator.device))
+            if bool(torch.isnan(gathered).all()):
+                return output
+            value = float(gathered.nanmean())
+            metrics["sampling/is_masked_fraction"].append(value)
+            args = self.args
+            if value > IS_WARN_FRACTION and math.isfinite(value):
+                logger.warning(
+                    "step %d: %.1f%% of the %s were masked or clipped by vLLM importance sampling "
+                    "(mode %s, cap %s); "
+                    "the policy learns from the rest only. Check "
+                    "sampling/importance_sampling_ratio/* and consider "
+                    "--vllm_importance_sampling_mode token_truncate",
+                    self.state.global_step,
+                    100 * value,
+                    "episodes" if args.vllm_importance_sampling_mode.startswith("sequence") else "model tokens",
                     args.vllm_importance_sampling_mode,
                     args.vllm_importance_sampling_clip_max,
-                    args.vllm_importance_sampling_clip_min,
                 )
-                import torch
-
-                value = float(self.accelerator.gather(torch.tensor([local], device=self.accelerator.device)).mean())
-                metrics["sampling/is_masked_fraction"].append(value)
-                if value > IS_WARN_FRACTION and math.isfinite(value):
-                    logger.warning(
-                        "step %d: %.1f%% of the %s were masked or clipped by vLLM importance sampling "
-                        "(mode %s, cap %s); "
-                        "the policy learns from the rest only. Check "
-                        "sampling/importance_sampling_ratio/* and consider "
-                        "--vllm_importance_sampling_mode token_truncate",
-                        self.state.global_step,
-                        100 * value,
-                        "episodes" if args.vllm_importance_sampling_mode.startswith("sequence") else "model tokens",
-                        args.vllm_importance_sampling_mode,
-                        args.vllm_importance_sampling_clip_max,
-                    )
             return output
+
+        def _local_is_masked_fraction(self, output: dict, mode: str) -> float | None:
+            """This process's masked fraction, or ``None`` when the log-probs it needs are missing."""
+            import torch
+
+            sampling = output.get("sampling_per_token_logps")
+            completion_ids = output.get("completion_ids")
+            if sampling is None or completion_ids is None:
+                return None
+            mask = output["completion_mask"]
+            if output.get("tool_mask") is not None:
+                mask = mask * output["tool_mask"]
+            old = output.get("old_per_token_logps")
+            if old is None:  # TRL computed none (no vLLM correction, aligned steps): one no-grad pass
+                batch_size = (
+                    self.args.per_device_train_batch_size if mode == "train" else self.args.per_device_eval_batch_size
+                )
+                with torch.no_grad():
+                    got = self._get_per_token_logps_and_entropies(
+                        self.model,
+                        torch.cat([output["prompt_ids"], completion_ids], dim=1),
+                        torch.cat([output["prompt_mask"], output["completion_mask"]], dim=1),
+                        completion_ids.size(1),
+                        batch_size=batch_size,
+                    )
+                old = got[0] if isinstance(got, tuple) else got
+            if not torch.is_tensor(old) or tuple(old.shape) != tuple(completion_ids.shape):
+                if not getattr(self, "_is_fraction_warned", False):
+                    self._is_fraction_warned = True
+                    logger.warning(
+                        "sampling/is_masked_fraction is not logged: this trainer's per-token log-probs have shape %s, "
+                        "not the completion's %s",
+                        getattr(old, "shape", None),
+                        tuple(completion_ids.shape),
+                    )
+                return None
+            args = self.args
+            weights = importance_sampling_weights(
+                old.detach(),
+                sampling,
+                mask,
+                args.vllm_importance_sampling_mode,
+                args.vllm_importance_sampling_clip_max,
+                args.vllm_importance_sampling_clip_min,
+            )
+            return is_masked_fraction(
+                weights,
+                mask,
+                args.vllm_importance_sampling_mode,
+                args.vllm_importance_sampling_clip_max,
+                args.vllm_importance_sampling_clip_min,
+            )
 
     return EpisodeGRPOTrainer

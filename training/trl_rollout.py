@@ -25,6 +25,7 @@ from collections.abc import Callable
 from typing import Any
 
 from reasoning_env.conversation import ChatFormat
+from reasoning_env.errors import ReasoningEconomicsError
 from training.generation import GenerationBackend, SamplingConfig, TransformersBackend, TrlVLLMBackend
 from training.rollout import EpisodeRunner, EpisodeSpec, EpisodeTrace, RolloutLimits
 
@@ -105,6 +106,30 @@ def assign_groups(seeds: list[int], num_generations: int, offset: int, first_gro
     return specs
 
 
+class PadTokenError(ReasoningEconomicsError, ValueError):
+    """The tokenizer's pad id is one of the ids that end a turn (see :func:`check_pad_token`)."""
+
+
+def check_pad_token(pad_token_id: int | None, eos_ids: list[int]) -> None:
+    """Refuse a pad id that is also an end-of-turn id.
+
+    A turn ended by such a token keeps it in the episode's completion, and Unsloth's GRPO loss treats
+    every pad-id token as padding (``unsloth_zoo`` ``left_pack_padding`` moves them to the end and
+    masks them), which would shift every later token against its log-prob.
+
+    Raises:
+        PadTokenError: naming both ids and the fix.
+    """
+    if pad_token_id is not None and int(pad_token_id) in {int(e) for e in eos_ids}:
+        raise PadTokenError(
+            f"the tokenizer's pad id {int(pad_token_id)} is one of the end-of-turn ids {sorted(set(eos_ids))}: a turn "
+            "ended by it would be taken for padding by Unsloth's loss and misalign the log-probs. Fix: give the "
+            "tokenizer a pad token that never ends a turn (e.g. tokenizer.pad_token = '<|vision_pad|>' for Qwen; "
+            "training.models.distinct_pad_token does this when the vocabulary has one), or drop that id from the "
+            "model's generation_config.eos_token_id"
+        )
+
+
 def unwrap_kwargs(unwrap: Callable, args: Any) -> dict:
     """Keyword arguments for TRL's ``unwrap_model_for_generation`` that this TRL version takes.
 
@@ -119,6 +144,25 @@ def unwrap_kwargs(unwrap: Callable, args: Any) -> dict:
     if "gradient_checkpointing_kwargs" in params:
         kwargs["gradient_checkpointing_kwargs"] = args.gradient_checkpointing_kwargs
     return kwargs
+
+
+def sync_generation_weights(trainer: Any) -> bool:
+    """Hand the trainer's current weights to its vLLM engine if they changed since the last hand-off.
+
+    TRL syncs only inside its ``_generate`` (before ``rollout_func``), keyed on ``_last_loaded_step``;
+    anything generating elsewhere (the held-out evaluation, from a callback after an optimizer step)
+    must do the same first, or it plays the weights from before the last update. Same condition and
+    bookkeeping as TRL 1.15/1.16, so TRL's next rollout does not sync again. A no-op without vLLM.
+    Call it on every process (the sync is collective). Returns whether it synced.
+    """
+    if not getattr(trainer, "use_vllm", False) or getattr(trainer, "vllm_generation", None) is None:
+        return False
+    step = trainer.state.global_step
+    if getattr(trainer, "_last_loaded_step", None) == step:
+        return False
+    trainer.vllm_generation.sync_weights()
+    trainer._last_loaded_step = step
+    return True
 
 
 def transformers_backend_for(trainer: Any, eos_ids: list[int], sampling: SamplingConfig) -> TransformersBackend:
@@ -154,6 +198,11 @@ class GRPORollout:
         backend_factory: ``f(trainer) -> GenerationBackend``; default: vLLM through
             ``trainer.vllm_generation`` when ``trainer.use_vllm``, else ``transformers`` generate.
         run_id: Written to the step rows.
+        pad_token_id: The tokenizer's pad id, checked against ``eos_ids`` (:func:`check_pad_token`); the
+            trainer's tokenizer is checked again on the first call.
+
+    Raises:
+        PadTokenError: the pad id is one of ``eos_ids``.
 
     Attributes:
         last_traces: The traces of the latest call (tests inspect them).
@@ -170,7 +219,9 @@ class GRPORollout:
         writer: Any = None,
         backend_factory: Callable[[Any], GenerationBackend] | None = None,
         run_id: str = "grpo",
+        pad_token_id: int | None = None,
     ) -> None:
+        check_pad_token(pad_token_id, list(eos_ids))
         self.env_factory = env_factory
         self.chat = chat
         self.limits = limits
@@ -187,6 +238,8 @@ class GRPORollout:
 
     def _ensure_runner(self, trainer: Any) -> EpisodeRunner:
         if self.runner is None:
+            tok = getattr(trainer, "processing_class", None)
+            check_pad_token(getattr(getattr(tok, "tokenizer", tok), "pad_token_id", None), self.eos_ids)
             if self.writer is not None:  # one streamed log per process; the parquet files hold the main process's
                 self.writer.use_rank(trainer.accelerator.process_index)
             if self.backend_factory is not None:
