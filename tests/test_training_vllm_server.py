@@ -95,3 +95,28 @@ def test_after_the_handoff_the_server_samples_from_the_trainers_weights(server, 
     trainer.state.global_step = 4
     handoff.sync_weights()  # the next step's adapter replaces it (the old one unloaded and removed)
     assert backend.model == "policy-step-4" and not (tmp_path / "policy-step-3").exists()
+
+
+def test_one_grpo_step_on_the_real_model_through_the_server(server, tmp_path):
+    """--backend vllm_server: rollouts from vLLM's CPU engine, the adapter handed over, TRL's importance-
+    sampling correction on the server's log-probs, one optimizer step."""
+    import json
+
+    from real_model_support import MODEL
+
+    from training.grpo_train import main
+
+    cfg = tmp_path / "env.yaml"
+    cfg.write_text("num_questions: 2\nsources: [builtin]\n")
+    out = tmp_path / "run"
+    argv = ["--model", MODEL, "--config", str(cfg), "--backend", "vllm_server", "--rollout_server_url"]
+    argv += [server.base_url, "--lora_rank", "8", "--dtype", "float32", "--bf16", "false", "--num_generations", "2"]
+    argv += ["--per_device_train_batch_size", "2", "--max_steps", "1", "--num_episodes", "2", "--total_budget", "96"]
+    argv += ["--max_episode_tokens", "1024", "--output_dir", str(out), "--report_to", "none", "--logging_steps", "1"]
+    assert main(argv) == 0
+    run = json.loads((out / "run.json").read_text())
+    assert run["backend"] == "vllm_server" and run["weight_handoff"]["adapters"] >= 1
+    logged = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    step = next(m for m in logged if "sampling/sampling_logp_difference/mean" in m)
+    assert 0 <= step["sampling/sampling_logp_difference/mean"] < 0.5  # the server's log-probs are the trainer's
+    assert "sampling/is_masked_fraction" in step

@@ -244,8 +244,16 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument(
         "--backend",
         default="auto",
-        choices=["auto", "transformers", "vllm"],
-        help="auto = vLLM when installed with a CUDA GPU (or Unsloth fast_inference), else transformers.",
+        choices=["auto", "transformers", "vllm", "vllm_server"],
+        help="auto = vLLM when installed with a CUDA GPU (or Unsloth fast_inference), else transformers. "
+        "vllm_server = rollouts through a vLLM OpenAI-compatible server (vLLM's CPU engine here), kept on the "
+        "live weights by handing the LoRA adapter over after each step (needs --lora_rank; see docs/training.md).",
+    )
+    g.add_argument(
+        "--rollout_server_url",
+        default=None,
+        help="--backend vllm_server: a running server started with training.vllm_server_backend.serve_for_training "
+        "(LoRA on, processed log-probs); default: start one on --model for the run and stop it after.",
     )
     g.add_argument("--vllm_mode", default="colocate", choices=["colocate", "server"])
     g.add_argument("--vllm_server_base_url", default=None, help="vLLM server mode: URL of `trl vllm-serve`.")
@@ -330,6 +338,13 @@ def resolve_backend(args: argparse.Namespace, policy: Any) -> str:
         TrainSetupError: ``--backend vllm`` without vLLM or without a CUDA GPU.
     """
     unsloth_engine = bool(getattr(policy, "unsloth", False) and getattr(policy.model, "vllm_engine", None) is not None)
+    if args.backend == "vllm_server":
+        if getattr(policy, "unsloth", False) or not args.lora_rank:
+            raise TrainSetupError(
+                "--backend vllm_server hands the LoRA adapter to the server after each step: pass --lora_rank "
+                "(e.g. 8) and no --unsloth"
+            )
+        return "vllm_server"
     if args.backend == "transformers":
         if unsloth_engine:
             raise TrainSetupError("--backend transformers with Unsloth fast_inference: add --no_fast_inference")
@@ -427,6 +442,8 @@ class TrainingSetup:
     policy: Any
     backend: str
     output_dir: Path
+    server: Any = None  # --backend vllm_server: the ModelServer started for the run (stopped by main)
+    handoff: Any = None  # --backend vllm_server: the LoraHandoff (its stats: adapters loaded, seconds)
 
 
 def build_trainer(args: argparse.Namespace, *, policy: Any = None, env_config: Any = None) -> TrainingSetup:
@@ -533,8 +550,12 @@ def build_trainer(args: argparse.Namespace, *, policy: Any = None, env_config: A
         "beta": args.beta,
         "loss_type": args.loss_type,
         "scale_rewards": args.scale_rewards,
-        "vllm_importance_sampling_mode": args.vllm_importance_sampling_mode if backend == "vllm" else None,
-        "vllm_importance_sampling_cap": args.vllm_importance_sampling_cap if backend == "vllm" else None,
+        "vllm_importance_sampling_mode": args.vllm_importance_sampling_mode
+        if backend in ("vllm", "vllm_server")
+        else None,
+        "vllm_importance_sampling_cap": args.vllm_importance_sampling_cap
+        if backend in ("vllm", "vllm_server")
+        else None,
         "group_reward": args.group_reward,
         "group_reward_weight": args.group_reward_weight if args.group_reward else None,
         "temperature": args.temperature,
@@ -556,6 +577,12 @@ def build_trainer(args: argparse.Namespace, *, policy: Any = None, env_config: A
     if args.group_reward:
         group_reward = group_reward_function(args.group_reward, log_path=out / "group_rewards.jsonl")
     writer = TrainingRunWriter(out, config=env_cfg, meta=meta)
+    server, server_backend = None, None
+    if backend == "vllm_server":
+        server, server_backend = _rollout_server(args, policy, out)
+        writer.meta["rollout_server"] = (
+            server.describe() if server is not None else {"base_url": args.rollout_server_url}
+        )
     rollout = GRPORollout(
         env_factory,
         chat,
@@ -564,6 +591,7 @@ def build_trainer(args: argparse.Namespace, *, policy: Any = None, env_config: A
         writer=writer,
         run_id=out.name,
         pad_token_id=policy.tokenizer.pad_token_id,
+        backend_factory=(lambda trainer: server_backend) if server_backend is not None else None,
     )
 
     config = _grpo_config(args, backend, env_cfg, unsloth=bool(policy.unsloth))
@@ -603,7 +631,34 @@ def build_trainer(args: argparse.Namespace, *, policy: Any = None, env_config: A
     )
     if eval_callback is not None:
         eval_callback.trainer = trainer
-    return TrainingSetup(trainer, rollout, writer, env_cfg, policy, backend, out)
+    handoff = None
+    if server_backend is not None:
+        from training.vllm_server_backend import attach
+
+        handoff = attach(trainer, server_backend, out / "lora-handoff")
+    return TrainingSetup(trainer, rollout, writer, env_cfg, policy, backend, out, server, handoff)
+
+
+def _rollout_server(args: argparse.Namespace, policy: Any, out: Path) -> tuple[Any, Any]:
+    """``--backend vllm_server``: the server (started here unless --rollout_server_url names one) and the
+    rollout backend that talks to it."""
+    from training.generation import SamplingConfig
+    from training.models import eos_token_ids
+    from training.vllm_server_backend import VLLMServerBackend, serve_for_training
+
+    server = None
+    url, served = args.rollout_server_url, args.model
+    if url is None:
+        server = serve_for_training(args.model, max_lora_rank=max(8, int(args.lora_rank)), log_path=out / "vllm.log")
+        url, served = server.base_url, server.served_name
+    sampling = SamplingConfig(
+        temperature=args.temperature,
+        top_p=args.top_p,
+        top_k=args.top_k or None,
+        repetition_penalty=getattr(args, "repetition_penalty", 1.0) or 1.0,
+    )
+    backend = VLLMServerBackend(url, served, eos_token_ids(policy.tokenizer, policy.model), sampling, seed=args.seed)
+    return server, backend
 
 
 def episode_format(chat: Any, history_thinking: str = "keep") -> dict:
@@ -660,7 +715,16 @@ def main(argv: list[str] | None = None) -> int:
         f"groups/step={setup.trainer.args.generation_batch_size // args.num_generations}",
         flush=True,
     )
-    setup.trainer.train()
+    try:
+        setup.trainer.train()
+    finally:
+        if setup.server is not None:
+            setup.server.stop()
+    if setup.handoff is not None:
+        setup.writer.meta["weight_handoff"] = {
+            "adapters": setup.handoff.stats.count,
+            "seconds": round(setup.handoff.stats.seconds, 2),
+        }
     if setup.trainer.is_world_process_zero():
         setup.writer.meta["train_seconds"] = round(time.time() - t0, 2)
         setup.writer.write()
