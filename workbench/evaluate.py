@@ -26,6 +26,7 @@ import shlex
 import sys
 import time
 import warnings
+from pathlib import Path
 from typing import Any
 
 from reasoning_env.config import EnvConfig
@@ -43,6 +44,7 @@ from reasoning_env.policies import (
     make_policy,
 )
 from reasoning_env.policies import describe as describe_policies
+from reasoning_env.policies.curves import load_curves
 from reasoning_env.policies.llm import OpenAIChatPolicy
 from reasoning_env.policies.oracle import OracleCache
 from reasoning_env.policies.turn_cap import TURN_CAP_RULES, TurnCap
@@ -176,7 +178,12 @@ def _parser() -> argparse.ArgumentParser:
         "or with \\boxed{0} (placeholder: the seed's smoke test; the default with "
         "--server-url, where gold answers are not known)",
     )
-    p.add_argument("--curves", help="solver curves JSON (a run folder's curves.json or SolverCurves.save output)")
+    p.add_argument(
+        "--curves",
+        help="solver curves: a shipped set (defaults, qwen2.5-coder-0.5b: fitted to the real model) or a JSON file; "
+        "a comma list (e.g. defaults,qwen2.5-coder-0.5b) runs the simulated policies under each and reports whether "
+        "their ranking survives (the first set is the run's)",
+    )
     p.add_argument(
         "--fit-curves", dest="fit_curves", help="fit the solver curves from this run folder's trajectories first"
     )
@@ -340,15 +347,70 @@ def _baseline_answer(args: argparse.Namespace) -> str:
 
 
 def _load_curves(path: str) -> SolverCurves:
-    """``--curves``: :meth:`SolverCurves.load`, its error naming the flag.
+    """One ``--curves`` item: a shipped curve set by name or a curves file, its error naming the flag.
 
     Raises:
-        ValueError: the file is missing, unreadable or not a solver curves JSON file.
+        ValueError: neither a shipped set nor a readable solver curves JSON file.
     """
     try:
-        return SolverCurves.load(path)
+        return load_curves(path)
     except ValueError as exc:
         raise ValueError(f"--curves: {exc}") from None
+
+
+def _curve_sets(text: str | None) -> list[tuple[str, SolverCurves]]:
+    """``--curves A,B,...`` as ``(label, curves)`` pairs (``[("defaults", ...)]`` when not given)."""
+    if not text:
+        return [("defaults", SolverCurves())]
+    items = [t.strip() for t in str(text).split(",") if t.strip()]
+    if not items:
+        raise ValueError(f"--curves {text!r} names no curve set; give a name or a file")
+    labels = [item if items.count(item) == 1 else f"{item} #{i + 1}" for i, item in enumerate(items)]
+    return [(label, _load_curves(item)) for label, item in zip(labels, items)]
+
+
+def _ranking(summary: Any, policies: list[str]) -> list[str]:
+    """Policies by mean episode reward, best first (the table's own rows)."""
+    rows = summary[summary["policy"].isin(policies)] if "policy" in summary.columns else summary
+    col = "reward" if "reward" in rows.columns else "mean_reward"
+    return list(rows.sort_values(col, ascending=False)["policy"])
+
+
+def _curve_sensitivity(args: argparse.Namespace, config: EnvConfig, result: EvalResult, sets: list) -> None:
+    """Re-run the policies that follow the solver curves under every other ``--curves`` set (same episodes),
+    print each ranking and whether it survives, and save ``curve_sensitivity.json`` in the run folder."""
+    import json
+
+    curve_kinds = ("simulated", "oracle", "budget_baseline")
+    first_label = sets[0][0]
+    names = [p["name"] for p in result.meta.get("policies") or [] if p.get("kind") in curve_kinds]
+    if not names:
+        print("curve sensitivity: no policy of this run follows the solver curves")
+        return
+    rankings = {first_label: _ranking(result.summary, names)}
+    for label, curves in sets[1:]:
+        pols = [make_policy(n, curves=curves, baseline_answer=_baseline_answer(args)) for n in names]
+        other = evaluate(
+            pols,
+            config=config,
+            n_episodes=args.n_episodes,
+            seed=args.seed,
+            total_budget=args.total_budget,
+            budget_mode=args.budget,
+            curves=curves,
+            progress=False,
+            report=False,
+            out=str(result.run_dir / f"curves-{Path(label).stem.replace(' #', '-')}"),
+            overwrite=True,
+        )
+        rankings[label] = _ranking(other.summary, names)
+    first = rankings[first_label]
+    out = {"rankings": rankings, "survives": {k: v == first for k, v in rankings.items()}, "by": "mean episode reward"}
+    (result.run_dir / "curve_sensitivity.json").write_text(json.dumps(out, indent=2), encoding="utf-8")
+    print("curve sensitivity (ranking by mean episode reward, same episodes):")
+    for label, order in rankings.items():
+        same = "" if label == first_label else ("  (same ranking)" if order == first else "  (ranking changes)")
+        print(f"  {label}: {' > '.join(order)}{same}")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -387,7 +449,8 @@ def _run(args: argparse.Namespace, argv: list[str] | None, server: ModelServer |
         seeds = _numbers(args.seeds, "--seeds", int)
         if args.seed is None:
             args.seed = seeds[0] if seeds else (config.seed if config.seed is not None else 42)
-        curves = _load_curves(args.curves) if args.curves else SolverCurves()
+        curve_sets = _curve_sets(args.curves)
+        curves = curve_sets[0][1]
         if args.fit_curves:
             fit_pols = [s.strip() for s in args.fit_policies.split(",")] if args.fit_policies else None
             curves = fit_run(args.fit_curves, policies=fit_pols, base=curves)
@@ -449,6 +512,8 @@ def _run(args: argparse.Namespace, argv: list[str] | None, server: ModelServer |
     )
     if caps:
         _calibrate(result, args)
+    if len(curve_sets) > 1:
+        _curve_sensitivity(args, config, result, curve_sets)
     for note in result.meta.get("notes") or []:
         print(f"note: {note}")
     print(f"run folder: {result.run_dir}  ({len(result.steps)} steps, {time.perf_counter() - t0:.1f} s)")

@@ -57,15 +57,45 @@ import numpy as np
 from reasoning_env.policies.curve_fit import CurveFitError
 
 __all__ = [
+    "CURVE_SETS_DIR",
     "DEFAULTS_PROVENANCE",
     "Curve",
     "CurveFitError",
     "DEFAULT_CURVES",
     "DEFAULT_DIFFICULTY",
     "SolverCurves",
+    "curve_set_names",
     "fit_run",
+    "load_curves",
     "problem_family",
 ]
+
+#: Curve sets shipped in the package (``--curves NAME``): one JSON file each, written by
+#: :meth:`SolverCurves.save`, whose ``source`` says what it was fitted to and how.
+CURVE_SETS_DIR = Path(__file__).with_name("curve_sets")
+
+
+def curve_set_names() -> list[str]:
+    """``"defaults"`` (the hand-chosen curves) and every curve set shipped in the package."""
+    return ["defaults", *sorted(p.stem for p in CURVE_SETS_DIR.glob("*.json"))]
+
+
+def load_curves(spec: str) -> SolverCurves:
+    """A curve set by name (:func:`curve_set_names`) or a curves JSON file path.
+
+    Raises:
+        ValueError: neither a shipped name nor a readable curves file; the message lists the names.
+    """
+    name = str(spec).strip()
+    if name == "defaults":
+        return SolverCurves()
+    shipped = CURVE_SETS_DIR / f"{name}.json"
+    if "/" not in name and shipped.is_file():
+        return SolverCurves.load(shipped)
+    try:
+        return SolverCurves.load(name)
+    except ValueError as exc:
+        raise ValueError(f"{exc}; or name a shipped curve set: {', '.join(curve_set_names())}") from None
 
 
 @dataclass(frozen=True)
