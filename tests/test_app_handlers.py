@@ -472,7 +472,7 @@ def test_a_saved_episode_is_added_to_the_runs_selection(play, runs, ctx, tmp_pat
 def test_uncertainty_shows_the_paired_comparison_and_the_frontier(runs, ctx):
     root = Path(ctx.runs_root)
     md, intervals, frontier, budget = runs.uncertainty([str(root / "eval-tiny")], "")
-    assert "Paired comparison" in md and "cannot be told apart" in md
+    assert "Paired comparison" in md and "not told apart" in md
     assert all(isinstance(f, go.Figure) for f in (intervals, frontier, budget))
     assert frontier.data[0].name == "frontier"
     assert any("one budget only" in (a.text or "") for a in budget.layout.annotations)

@@ -8,6 +8,7 @@ import math
 import os
 
 import evalpol_fixtures as fx
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -74,7 +75,8 @@ def test_policies_on_the_same_seeds_are_compared_in_pairs(run):
     d = (a["num_correct"].to_numpy() - b["num_correct"].to_numpy()) / 10
     assert row["difference"] == pytest.approx(d.mean()) and row["episodes"] == 6
     assert row["p_holm"] >= row["p_value"] and row["ci_low"] <= row["difference"] <= row["ci_high"]
-    assert row["distinguishable"] == (row["ci_low"] > 0 or row["ci_high"] < 0)
+    # "told apart" is one criterion: the Holm-adjusted p-value below 0.05 (not the unadjusted interval)
+    assert row["distinguishable"] == (row["p_holm"] < analysis.ALPHA)
 
 
 def test_the_report_says_where_the_numbers_come_from_first(run):
@@ -82,7 +84,7 @@ def test_the_report_says_where_the_numbers_come_from_first(run):
     head = html[: html.index("<h2>")]
     assert "Simulated solver" in head and "hand-chosen defaults" in head
     assert "Can the policies be told apart?" in html and (
-        "cannot be told apart" in html or "separated from every other" in html
+        "is not told apart from" in html or "is told apart from every other" in html
     )
     assert "Pareto frontier" in html and "class='ci'" in html
     prov = run.meta["provenance"]
@@ -159,7 +161,7 @@ def test_the_command_line_takes_seeds_ratios_and_a_budget_ratio(tmp_path, capsys
         ]
     )
     out = capsys.readouterr().out
-    assert code == 0 and "95% CI" in out and "PROVENANCE" in out and "cannot be told apart" in out
+    assert code == 0 and "95% CI" in out and "PROVENANCE" in out and "not told apart from it" in out
     summ = pd.read_csv(tmp_path / "r" / "summary.csv")
     assert sorted(set(summ["budget_ratio"])) == [2.0, 4.0]
     code = main(
@@ -211,7 +213,7 @@ def test_compare_prints_intervals_and_the_paired_comparison_and_writes_figures(r
     out = tmp_path / "cmp"
     assert compare_main([str(run.run_dir), str(other.run_dir), "--out", str(out)]) == 0
     text = capsys.readouterr().out
-    assert "95% CI" in text and "cannot be told apart from it" in text
+    assert "95% CI" in text and "not told apart from it" in text
     assert (out / "figures.html").stat().st_size > 100_000
     cmp = pd.read_csv(out / "comparisons.csv")
     same = cmp[
@@ -280,6 +282,7 @@ def test_the_best_policy_differences_are_oriented_best_minus_other():
     vs_a, vs_c = item["differences"]
     assert vs_a["other"] == "a" and vs_a["difference"] == pytest.approx(0.3)
     assert (vs_a["ci_low"], vs_a["ci_high"]) == pytest.approx((0.15, 0.45))
+    assert math.isnan(vs_c.pop("sd"))  # this hand-made frame has no sd column
     assert vs_c == {
         "other": "c",
         "difference": 0.2,
@@ -292,4 +295,56 @@ def test_the_best_policy_differences_are_oriented_best_minus_other():
     }
     text = analysis.format_comparisons(comparisons, summary, metrics=("accuracy",))
     assert "b - a: +0.300 [+0.150, +0.450], p = 0.001 (Holm 0.003)" in text
-    assert "b - c: +0.200 [-0.050, +0.400], p = 0.2 (Holm 0.2)  <- not distinguishable" in text
+    assert "b - c: +0.200 [-0.050, +0.400], p = 0.2 (Holm 0.2)  <- not told apart" in text
+
+
+def _paired_episodes(diffs_by_policy: dict[str, list[float]]) -> pd.DataFrame:
+    rows = []
+    for pol, values in diffs_by_policy.items():
+        for i, v in enumerate(values):
+            rows.append(
+                {"policy": pol, "episode": i, "num_correct": v, "num_questions": 1, "episode_reward": v, "regret": 0.0}
+            )
+    return pd.DataFrame(rows)
+
+
+def test_told_apart_is_the_holm_adjusted_p_value_not_the_unadjusted_interval():
+    # 8 policies (28 pairs): "b" beats "a" on 9 of 10 episodes, so its unadjusted interval excludes 0
+    # and p ~ 0.02, but Holm over 28 pairs does not support a separation
+    base = [0.0] * 10
+    eps = {"a": base, "b": [1.0] * 9 + [0.0]}
+    for k in range(6):
+        eps[f"c{k}"] = [float((i + k) % 2) for i in range(10)]
+    cmp = analysis.paired_comparisons(_paired_episodes(eps), metrics=("accuracy",))
+    row = cmp[(cmp["policy_a"] == "a") & (cmp["policy_b"] == "b")].iloc[0]
+    assert row["ci_high"] < 0 and row["p_value"] < 0.05 and row["p_holm"] >= 0.05
+    assert not row["distinguishable"]
+    assert (cmp["distinguishable"] == (cmp["p_holm"] < analysis.ALPHA)).all()
+
+
+def test_the_comparison_text_states_the_p_value_floor_and_a_power_line_for_best_vs_runner_up():
+    rng = np.random.default_rng(0)
+    eps = {"a": list(rng.integers(0, 2, 20).astype(float))}
+    eps["b"] = [min(1.0, v + (i % 3 == 0)) for i, v in enumerate(eps["a"])]
+    eps["c"] = [0.0] * 20
+    episodes = _paired_episodes(eps)
+    summary = analysis.summary_table(
+        episodes.assign(
+            num_answered=1,
+            total_spent=10.0,
+            total_budget=10.0,
+            utilisation=1.0,
+            ran_dry=False,
+            budget_source="fixed",
+            tokenizer_name="t",
+            expected_correct=0.5,
+        )
+    )
+    text = analysis.format_comparisons(analysis.paired_comparisons(episodes), summary, metrics=("accuracy",))
+    assert "exact over all 2^20 sign flips, floor 9.5e-07" in text
+    (item,) = analysis.indistinguishable(analysis.paired_comparisons(episodes), summary, metric="accuracy")
+    assert item["best"] == "b" and item["power"]["other"] == "a"
+    assert "power (b vs runner-up a, 20 paired episodes" in text and "smallest difference detectable" in text
+    pw = item["power"]
+    assert pw["mde"] == pytest.approx(stats.detectable_difference(pw["sd"], 20))
+    assert pw["needed_holm"] > pw["needed"] > 0

@@ -6,7 +6,9 @@ import math
 
 import numpy as np
 import pytest
+from scipy import stats as _st
 
+from workbench import stats
 from workbench.stats import ci_columns, mean_interval, paired_difference, ratio_interval
 
 
@@ -80,3 +82,31 @@ def test_paired_difference_needs_the_same_episodes():
 
 def test_ci_column_names():
     assert ci_columns("accuracy") == ("accuracy_ci_low", "accuracy_ci_high")
+
+
+# ---------------------------------------------------------------- issue 22: p-value floor, Holm verdicts, power
+def test_exact_sign_flip_enumeration_matches_scipy_and_reaches_far_below_the_old_floor():
+    rng = np.random.default_rng(3)
+    d = np.round(rng.normal(0.1, 1.0, 12), 1)  # ties included
+    p, floor, method = stats.sign_flip_p_value(d)
+    ref = _st.permutation_test((d,), np.mean, permutation_type="samples", n_resamples=np.inf, alternative="two-sided")
+    assert method == "exact" and floor == 2.0**-12 and p == pytest.approx(ref.pvalue)
+    # 20 pairs, all the same sign: exact p = 2 / 2**20, a thousand times below 2,000 random flips' floor
+    cmp = stats.paired_difference(np.ones(20) + np.arange(20) / 100, np.zeros(20))
+    assert cmp.p_method == "exact" and cmp.p_value == pytest.approx(2 / 2**20) and cmp.p_floor == 2.0**-20
+
+
+def test_random_flips_are_sized_so_the_floor_is_far_below_holms_strictest_threshold():
+    m = 55  # 11 policies
+    flips = stats.flips_for(m)
+    assert 1 / (flips + 1) <= 0.05 / m / 100
+    cmp = stats.paired_difference(np.ones(40), np.zeros(40), n_flips=flips)
+    assert cmp.p_method == "random" and cmp.p_floor == pytest.approx(1 / (flips + 1))
+    assert cmp.p_value * m < 0.05  # a clear effect survives Holm over 55 pairs
+
+
+def test_power_helpers_follow_the_normal_approximation():
+    z = _st.norm.ppf(0.975) + _st.norm.ppf(0.8)
+    assert stats.detectable_difference(0.08, 20) == pytest.approx(z * 0.08 / np.sqrt(20))
+    assert stats.episodes_to_detect(0.025, 0.077) == np.ceil((z * 0.077 / 0.025) ** 2)  # ~75, as the audit found
+    assert stats.episodes_to_detect(0.0, 0.1) == np.inf

@@ -37,6 +37,7 @@ from reasoning_env.records import REWARD_COMPONENT_COLUMNS
 from workbench import stats
 
 __all__ = [
+    "ALPHA",
     "CI_METRICS",
     "COMPARISON_COLUMNS",
     "COMPARISON_METRICS",
@@ -47,11 +48,14 @@ __all__ = [
     "by_group",
     "conditions",
     "format_comparisons",
+    "format_floor",
+    "format_power",
     "format_table",
     "indistinguishable",
     "paired_comparisons",
     "pareto_frontier",
     "policy_order",
+    "power_of",
     "reward_components",
     "seed_table",
     "spend_curve",
@@ -118,7 +122,11 @@ COMPARISON_COLUMNS = (
     "p_value",
     "p_holm",
     "distinguishable",
+    "p_floor",
+    "sd",
 )
+#: Significance level of "told apart": a pair is told apart when its Holm-adjusted p-value is below it.
+ALPHA = 1 - stats.CONFIDENCE
 #: Columns that measure time and so differ between reruns.
 TIMING_COLUMNS = ("wall_s", "latency_s_mean")
 
@@ -357,14 +365,23 @@ def paired_comparisons(
     Per-episode metrics: ``accuracy`` (correct / questions), ``reward`` (episode reward),
     ``regret`` (expected correct answers lost to allocation; pairs without it are skipped).
 
+    The p-value is exact (all ``2**n`` sign flips) up to :data:`workbench.stats.EXACT_PAIRS`
+    common episodes; above, the random flips are :func:`workbench.stats.flips_for` the number of
+    pairs ``m`` (at least ``n_resamples``), so the floor ``1 / (flips + 1)`` lies 100 times below
+    Holm's strictest threshold ``0.05 / m``.
+
     Returns:
-        Columns :data:`COMPARISON_COLUMNS`; ``distinguishable`` is True when the interval
-        excludes 0.
+        Columns :data:`COMPARISON_COLUMNS`; ``distinguishable`` ("told apart") is True when the
+        Holm-adjusted p-value is below :data:`ALPHA` (the one criterion of every table; the 95%
+        interval is unadjusted and may exclude 0 for a pair that is not told apart);
+        ``p_floor`` is the smallest p-value the test could give; ``sd`` the standard deviation of
+        the per-episode differences.
     """
     if episodes is None or episodes.empty:
         return pd.DataFrame(columns=list(COMPARISON_COLUMNS))
     conds = conditions(episodes)
     pols = policy_order(episodes, order)
+    n_flips = stats.flips_for(len(pols) * (len(pols) - 1) // 2, ALPHA, at_least=n_resamples)
     rows = []
     for key, ep in _condition_groups(episodes, conds):
         label = _condition_label(conds, key)
@@ -388,6 +405,7 @@ def paired_comparisons(
                         confidence=confidence,
                         n_resamples=n_resamples,
                         seed=seed,
+                        n_flips=n_flips,
                     )
                     d = cmp.difference
                     block.append(
@@ -401,13 +419,15 @@ def paired_comparisons(
                             ci_low=d.low,
                             ci_high=d.high,
                             p_value=cmp.p_value,
-                            distinguishable=bool(cmp.distinguishable),
+                            p_floor=cmp.p_floor,
+                            sd=cmp.sd,
                         )
                     )
             if block:
                 adj = _holm(np.array([r["p_value"] for r in block], dtype=float))
                 for r, ph in zip(block, adj):
                     r["p_holm"] = float(ph)
+                    r["distinguishable"] = bool(not math.isnan(ph) and ph < ALPHA)
                 rows.extend(block)
     df = pd.DataFrame(rows, columns=list(COMPARISON_COLUMNS))
     return df
@@ -417,11 +437,17 @@ def indistinguishable(comparisons: pd.DataFrame, summary: pd.DataFrame, *, metri
     """Per sweep condition: the best policy by ``metric`` (highest accuracy or reward, lowest
     regret) and the policies the paired comparison cannot tell apart from it.
 
+    "Told apart" is the Holm-adjusted p-value below :data:`ALPHA` (``distinguishable`` of
+    :func:`paired_comparisons`).
+
     Returns:
-        ``[{"condition", "metric", "best", "tied": [names], "separated": [names], "differences": [...]}]``;
-        ``differences`` holds one dict per pair that includes the best policy, oriented best minus
-        other: ``{"other", "difference", "ci_low", "ci_high", "p_value", "p_holm", "distinguishable",
-        "episodes"}`` (the interval's bounds swapped where the pair was stored the other way round).
+        ``[{"condition", "metric", "best", "tied": [names], "separated": [names], "differences": [...],
+        "pairs", "p_floor", "power"}]``; ``differences`` holds one dict per pair that includes the
+        best policy, oriented best minus other: ``{"other", "difference", "ci_low", "ci_high",
+        "p_value", "p_holm", "distinguishable", "episodes", "sd"}`` (the interval's bounds swapped
+        where the pair was stored the other way round); ``pairs`` is the number of pairs Holm
+        adjusts over, ``p_floor`` the largest floor of their p-values, and ``power`` the
+        :func:`power_of` the best against the runner-up (``None`` without one).
     """
     if comparisons is None or comparisons.empty or summary is None or summary.empty or metric not in summary:
         return []
@@ -455,8 +481,17 @@ def indistinguishable(comparisons: pd.DataFrame, summary: pd.DataFrame, *, metri
                     "p_holm": r["p_holm"],
                     "distinguishable": bool(r["distinguishable"]),
                     "episodes": int(r["episodes"]),
+                    "sd": float(r["sd"]) if "sd" in r else np.nan,
                 }
             )
+        ranked = sub.sort_values(metric, ascending=(metric == "regret"))["policy"].tolist()
+        runner_up = next((p for p in ranked[1:] if any(d["other"] == p for d in differences)), None)
+        power = None
+        if runner_up is not None:
+            d = next(d for d in differences if d["other"] == runner_up)
+            power = power_of(d["difference"], d["sd"], d["episodes"], pairs=len(cmp))
+            power["other"] = runner_up
+        floors = cmp["p_floor"].dropna() if "p_floor" in cmp else pd.Series(dtype=float)
         out.append(
             {
                 "condition": label,
@@ -465,9 +500,74 @@ def indistinguishable(comparisons: pd.DataFrame, summary: pd.DataFrame, *, metri
                 "tied": tied,
                 "separated": separated,
                 "differences": differences,
+                "pairs": int(len(cmp)),
+                "p_floor": float(floors.max()) if len(floors) else np.nan,
+                "power": power,
             }
         )
     return out
+
+
+def power_of(difference: float, sd: float, episodes: int, *, pairs: int = 1, power: float = 0.8) -> dict:
+    """What a paired comparison of ``episodes`` episodes could detect (normal approximation,
+    :func:`workbench.stats.detectable_difference` / :func:`~workbench.stats.episodes_to_detect`),
+    at the unadjusted level :data:`ALPHA` and at Holm's strictest level ``ALPHA / pairs`` (the
+    Bonferroni bound: the level the pair must clear when its p-value is the smallest).
+
+    Returns:
+        ``{"difference", "sd", "episodes", "pairs", "power", "mde", "mde_holm", "needed", "needed_holm"}``:
+        ``mde`` the smallest true difference detected with ``power``; ``needed`` the paired episodes
+        that would detect the observed ``difference`` (inf when it is 0).
+    """
+    holm_alpha = ALPHA / max(1, int(pairs))
+    return {
+        "difference": float(difference),
+        "sd": float(sd),
+        "episodes": int(episodes),
+        "pairs": int(pairs),
+        "power": power,
+        "mde": stats.detectable_difference(sd, episodes, alpha=ALPHA, power=power),
+        "mde_holm": stats.detectable_difference(sd, episodes, alpha=holm_alpha, power=power),
+        "needed": stats.episodes_to_detect(difference, sd, alpha=ALPHA, power=power),
+        "needed_holm": stats.episodes_to_detect(difference, sd, alpha=holm_alpha, power=power),
+    }
+
+
+def _count(v: float) -> str:
+    if math.isnan(v):
+        return "?"
+    return "never (no difference observed)" if math.isinf(v) else f"{v:,.0f}"
+
+
+def format_power(item: dict) -> str:
+    """The power line of one :func:`indistinguishable` item (best vs runner-up), or ``""``."""
+    pw = item.get("power")
+    if not pw or math.isnan(pw["sd"]):
+        return ""
+    if pw["sd"] == 0:
+        return (
+            f"power: {item['best']} - {pw['other']} differs by the same {pw['difference']:+.3f} on every one of "
+            f"{pw['episodes']} episodes (paired SD 0)"
+        )
+    return (
+        f"power ({item['best']} vs runner-up {pw['other']}, {pw['episodes']} paired episodes, paired SD "
+        f"{pw['sd']:.3g}): smallest difference detectable with 80% power {pw['mde']:.3g} at p < {ALPHA:g}, "
+        f"{pw['mde_holm']:.3g} after Holm over {pw['pairs']} pairs; the observed {pw['difference']:+.3g} would "
+        f"need about {_count(pw['needed'])} episodes ({_count(pw['needed_holm'])} after Holm)"
+    )
+
+
+def format_floor(item: dict) -> str:
+    """How low the item's p-values could go (exact enumeration or random flips)."""
+    f = item.get("p_floor")
+    if f is None or (isinstance(f, float) and math.isnan(f)):
+        return ""
+    n = max((d["episodes"] for d in item["differences"]), default=0)
+    how = f"exact over all 2^{n} sign flips" if n <= stats.EXACT_PAIRS else f"{round(1 / f) - 1:,} random sign flips"
+    return (
+        f"p-values: {how}, floor {f:.2g} (Holm's strictest threshold {ALPHA / max(1, item['pairs']):.2g} over "
+        f"{item['pairs']} pairs)"
+    )
 
 
 def seed_table(episodes: pd.DataFrame, *, order: Sequence[str] | None = None) -> pd.DataFrame:
@@ -679,8 +779,9 @@ def format_comparisons(
     comparisons: pd.DataFrame, summary: pd.DataFrame, *, metrics: Sequence[str] = ("accuracy", "reward")
 ) -> str:
     """Paired comparisons as text: per condition and metric, the best policy, the policies that
-    cannot be told apart from it (95% paired interval includes 0), and its difference to each
-    (``[n=1: no interval], no p-value`` where the pair has too few common episodes)."""
+    cannot be told apart from it (Holm-adjusted p >= 0.05: the one criterion), its difference to
+    each (``[n=1: no interval], no p-value`` where the pair has too few common episodes), the
+    floor of the p-values and the power line of best vs runner-up."""
     if comparisons is None or comparisons.empty:
         return "paired comparison: fewer than two policies with common episodes"
     lines = []
@@ -688,7 +789,7 @@ def format_comparisons(
         for item in indistinguishable(comparisons, summary, metric=metric):
             where = f" ({item['condition']})" if item["condition"] else ""
             tied = ", ".join(item["tied"]) or "none"
-            lines.append(f"{metric}{where}: best {item['best']}; cannot be told apart from it: {tied}")
+            lines.append(f"{metric}{where}: best {item['best']}; not told apart from it (Holm p >= {ALPHA:g}): {tied}")
             for d in item["differences"]:
                 # too few common episodes (n=1) give no interval and no p-value: say so, as
                 # stats.Interval does, instead of printing NaN bounds
@@ -700,6 +801,9 @@ def format_comparisons(
                 p = "no p-value" if math.isnan(d["p_value"]) else f"p = {d['p_value']:.3g} (Holm {d['p_holm']:.3g})"
                 lines.append(
                     f"  {item['best']} - {d['other']}: {d['difference']:+.3f} {interval}, {p}"
-                    f"{'' if d['distinguishable'] else '  <- not distinguishable'}"
+                    f"{'' if d['distinguishable'] else '  <- not told apart'}"
                 )
+            for extra in (format_floor(item), format_power(item)):
+                if extra:
+                    lines.append("  " + extra)
     return "\n".join(lines)

@@ -164,16 +164,19 @@ def _comparisons(comparisons: pd.DataFrame | None, summary: pd.DataFrame) -> str
         "<p class='meta'>Policies played the same seeded episodes, so they are compared episode by episode: the mean "
         "difference, its 95% paired bootstrap interval, and a two-sided sign-flip "
         "permutation p-value (Holm-adjusted over "
-        "the pairs of each metric). Every pair is in <code>comparisons.csv</code>.</p>"
+        "the pairs of each metric). <b>Told apart</b> means one thing everywhere (here, the console, "
+        "<code>comparisons.csv</code> and the Runs tab): the Holm-adjusted p-value is below "
+        f"{analysis.ALPHA:g}. The interval is not adjusted for the number of pairs, so it may exclude 0 "
+        "for a pair that is not told apart. Every pair is in <code>comparisons.csv</code>.</p>"
     ]
     for metric in ("accuracy", "reward", "regret"):
         for item in analysis.indistinguishable(comparisons, summary, metric=metric):
             where = f" ({html.escape(item['condition'])})" if item["condition"] else ""
             tied = ", ".join(map(html.escape, item["tied"]))
             verdict = (
-                f"cannot be told apart from <b>{tied}</b> at 95%"
+                f"is not told apart from <b>{tied}</b> (Holm p &ge; {analysis.ALPHA:g})"
                 if item["tied"]
-                else "is separated from every other policy at 95%"
+                else f"is told apart from every other policy (Holm p &lt; {analysis.ALPHA:g})"
             )
             parts.append(f"<p><b>{metric}</b>{where}: the best, <b>{html.escape(item['best'])}</b>, {verdict}.</p>")
             rows = [
@@ -187,6 +190,9 @@ def _comparisons(comparisons: pd.DataFrame | None, summary: pd.DataFrame) -> str
                 "<table><thead><tr><th>difference</th><th>mean</th><th>95% interval</th><th>p</th><th>p (Holm)</th>"
                 f"<th>told apart</th><th>episodes</th></tr></thead><tbody>{''.join(rows)}</tbody></table>"
             )
+            for extra in (analysis.format_floor(item), analysis.format_power(item)):
+                if extra:
+                    parts.append(f"<p class='meta'>{html.escape(extra)}</p>")
     return "\n".join(parts)
 
 

@@ -11,7 +11,8 @@ and 14; computed with :func:`scipy.stats.bootstrap`).
   and denominator are resampled together.
 - :func:`paired_difference`: two policies played on the same episode seeds, compared episode by
   episode: the mean difference, its bootstrap interval and a two-sided sign-flip permutation p-value
-  (:func:`scipy.stats.permutation_test`; exact for up to 16 pairs).
+  (exact enumeration of all ``2**n`` sign flips for up to :data:`EXACT_PAIRS` pairs, else random
+  flips, as many as the caller asks: :func:`sign_flip_p_value`).
 
 Intervals are 95% BCa by default; where BCa is undefined (all values equal, or too few distinct
 values) the percentile interval is used, and a constant sample gets the zero-width interval at its
@@ -35,18 +36,26 @@ __all__ = [
     "Interval",
     "PairedComparison",
     "check_bootstrap_arguments",
+    "flips_for",
+    "EXACT_PAIRS",
     "ci_columns",
+    "detectable_difference",
+    "episodes_to_detect",
     "mean_interval",
     "paired_difference",
     "ratio_interval",
+    "sign_flip_p_value",
 ]
 
 #: Default confidence level of every interval shown to users.
 CONFIDENCE = 0.95
 #: Default number of bootstrap resamples (and of random sign flips for larger permutation tests).
 N_RESAMPLES = 2000
-# Up to this many pairs the permutation test enumerates all 2**n sign flips.
-_EXACT_PAIRS = 16
+#: Up to this many pairs the sign-flip test enumerates all ``2**n`` flips exactly (meet in the
+#: middle: two halves of ``2**(n/2)`` sums, so 24 pairs cost two arrays of 4,096, not 16.7M rows).
+EXACT_PAIRS = 24
+# Random flips are drawn in blocks of this many rows (memory: block x pairs float64).
+_FLIP_BLOCK = 50_000
 
 
 @dataclass(frozen=True)
@@ -81,18 +90,32 @@ class PairedComparison:
 
     ``difference`` is the :class:`Interval` of the mean per-episode difference ``a - b``;
     ``p_value`` the two-sided sign-flip permutation p-value of "no difference" (NaN when ``n < 2``);
-    ``distinguishable`` is True when the interval excludes 0 (the two policies can be told apart at
-    this confidence level on these episodes).
+    ``p_floor`` the smallest p-value the test could return (``1 / 2**n`` exact, ``1 / (flips + 1)``
+    with random flips; NaN when there is no test); ``p_method`` ``"exact"``, ``"random"`` or
+    ``"none"``; ``sd`` the standard deviation of the per-episode differences (``ddof=1``; NaN for
+    ``n < 2``), which the power line uses.
+
+    Whether two policies are *told apart* is decided on the (Holm-adjusted) p-value by the caller
+    (:func:`workbench.analysis.paired_comparisons`), not on the interval, which is unadjusted.
     """
 
     difference: Interval
     p_value: float
+    p_floor: float = math.nan
+    p_method: str = "none"
+    sd: float = math.nan
+
+    @property
+    def interval_excludes_zero(self) -> bool:
+        """The unadjusted interval of the difference excludes 0 (False when it has no interval)."""
+        d = self.difference
+        return not math.isnan(d.low) and (d.low > 0 or d.high < 0)
 
     @property
     def distinguishable(self) -> bool:
-        """The interval of the difference excludes 0 (False when it has no interval, n < 2)."""
-        d = self.difference
-        return not math.isnan(d.low) and (d.low > 0 or d.high < 0)
+        """This pair alone: its p-value is below ``1 - confidence`` (0.05). False without a
+        p-value. Over several pairs the caller compares the Holm-adjusted p-value instead."""
+        return not math.isnan(self.p_value) and self.p_value < 1 - self.difference.confidence
 
 
 def ci_columns(metric: str) -> tuple[str, str]:
@@ -229,6 +252,7 @@ def paired_difference(
     confidence: float = CONFIDENCE,
     n_resamples: int = N_RESAMPLES,
     seed: int = 0,
+    n_flips: int | None = None,
 ) -> PairedComparison:
     """Compare two policies played on the same episode seeds, episode by episode.
 
@@ -238,8 +262,9 @@ def paired_difference(
 
     Returns:
         :class:`PairedComparison` of ``a - b``: the mean difference with its bootstrap interval and
-        the two-sided sign-flip permutation p-value (exact enumeration for <= 16 pairs, else
-        ``n_resamples`` random flips; Good, *Permutation Tests*, 2000, sec. 3.1).
+        the two-sided sign-flip permutation p-value (:func:`sign_flip_p_value`: exact for up to
+        :data:`EXACT_PAIRS` pairs, else ``n_flips`` random flips, default ``n_resamples``), its
+        floor and the SD of the differences.
 
     Raises:
         ValueError: lengths differ, empty input or NaN.
@@ -253,20 +278,112 @@ def paired_difference(
         raise ValueError("paired_difference needs at least one episode")
     d = x - y
     diff = _bootstrap((d,), _mean, float(d.mean()), confidence=confidence, n_resamples=n_resamples, seed=seed)
+    sd = float(d.std(ddof=1)) if d.size >= 2 else math.nan
     if d.size < 2:
-        p = math.nan
-    elif np.all(d == 0):
-        p = 1.0
-    else:
-        exact = d.size <= _EXACT_PAIRS
-        res = _st.permutation_test(
-            (d,),
-            _mean,
-            permutation_type="samples",
-            vectorized=True,
-            n_resamples=np.inf if exact else n_resamples,
-            alternative="two-sided",
-            rng=np.random.default_rng(seed),
-        )
-        p = float(res.pvalue)
-    return PairedComparison(diff, p)
+        return PairedComparison(diff, math.nan, math.nan, "none", sd)
+    if np.all(d == 0):
+        return PairedComparison(diff, 1.0, _floor(d.size, n_flips or n_resamples), _method(d.size), sd)
+    p, floor, method = sign_flip_p_value(d, n_flips=n_flips or n_resamples, seed=seed)
+    return PairedComparison(diff, p, floor, method, sd)
+
+
+def _method(n: int) -> str:
+    return "exact" if n <= EXACT_PAIRS else "random"
+
+
+def _floor(n: int, n_flips: int) -> float:
+    return 2.0**-n if n <= EXACT_PAIRS else 1.0 / (int(n_flips) + 1)
+
+
+def sign_flip_p_value(differences: Sequence[float], *, n_flips: int = N_RESAMPLES, seed: int = 0):
+    """Two-sided sign-flip permutation p-value of "mean difference 0" (Good, *Permutation Tests*,
+    2000, sec. 3.1): the share of sign patterns whose ``|sum|`` reaches the observed one.
+
+    Up to :data:`EXACT_PAIRS` differences every one of the ``2**n`` patterns is counted (meet in
+    the middle: the sums of each half, one sorted, counted with a binary search); above, ``n_flips``
+    random patterns are drawn and ``p = (hits + 1) / (n_flips + 1)`` (the observed pattern counts).
+
+    Returns:
+        ``(p_value, floor, method)``: ``floor`` is the smallest p the test can return (``2**-n``
+        exact, ``1 / (n_flips + 1)`` random), ``method`` ``"exact"`` or ``"random"``.
+    """
+    d = np.asarray(differences, dtype=float).reshape(-1)
+    n = d.size
+    observed = abs(float(d.sum()))
+    tol = 1e-9 * max(
+        1.0, float(np.abs(d).sum())
+    )  # float64 sums of up to ~1e3 terms  # sums equal up to rounding count as reaching it
+    threshold = observed - tol
+    if n <= EXACT_PAIRS:
+        h = n // 2
+        left = _all_sums(d[:h])
+        right = np.sort(_all_sums(d[h:]))
+        # |l + r| >= threshold  <=>  r >= threshold - l  or  r <= -threshold - l
+        hi = right.size - np.searchsorted(right, threshold - left, side="left")
+        lo = np.searchsorted(right, -threshold - left, side="right")
+        hits = np.where(threshold <= 0, right.size, np.minimum(hi + lo, right.size))
+        return float(hits.sum()) / 2.0**n, 2.0**-n, "exact"
+    hits = 0
+    for signs in _flip_blocks(n, int(n_flips), int(seed)):
+        hits += int(np.count_nonzero(np.abs(signs @ d) >= threshold))
+    return (hits + 1) / (int(n_flips) + 1), 1.0 / (int(n_flips) + 1), "random"
+
+
+_FLIP_CACHE: dict[tuple[int, int, int], list[np.ndarray]] = {}
+
+
+def _flip_blocks(n: int, n_flips: int, seed: int) -> list[np.ndarray]:
+    """The random sign patterns (float64 blocks of at most :data:`_FLIP_BLOCK` rows) of ``seed``;
+    the last set is kept, since every pair of a run with the same episode count reuses it."""
+    key = (n, n_flips, seed)
+    if key not in _FLIP_CACHE:
+        rng = np.random.default_rng(seed)
+        blocks, left = [], n_flips
+        while left > 0:
+            k = min(_FLIP_BLOCK, left)
+            blocks.append(rng.integers(0, 2, size=(k, n), dtype=np.int8).astype(np.float64) * 2.0 - 1.0)
+            left -= k
+        if n * n_flips > 20_000_000:  # too big to keep
+            return blocks
+        _FLIP_CACHE.clear()
+        _FLIP_CACHE[key] = blocks
+    return _FLIP_CACHE[key]
+
+
+def _all_sums(values: np.ndarray) -> np.ndarray:
+    """The ``2**len(values)`` signed sums ``sum(s_i * v_i)``, ``s_i`` in {-1, +1}."""
+    sums = np.zeros(1)
+    for v in values:
+        sums = np.concatenate([sums + v, sums - v])
+    return sums
+
+
+def flips_for(m: int, alpha: float = 1 - CONFIDENCE, *, margin: float = 100.0, at_least: int = N_RESAMPLES) -> int:
+    """Random sign flips that put the p-value floor ``margin`` times below Holm's strictest
+    threshold ``alpha / m`` over ``m`` comparisons: ``ceil(margin * m / alpha)`` (at least ``at_least``)."""
+    return max(int(at_least), int(math.ceil(margin * max(1, int(m)) / alpha)))
+
+
+def _z(q: float) -> float:
+    return float(_st.norm.ppf(q))
+
+
+def detectable_difference(sd: float, n: int, *, alpha: float = 1 - CONFIDENCE, power: float = 0.8) -> float:
+    """Smallest mean paired difference a two-sided test at ``alpha`` detects with ``power`` over
+    ``n`` paired episodes whose differences have standard deviation ``sd`` (normal approximation:
+    ``(z_{1-alpha/2} + z_power) * sd / sqrt(n)``). NaN when ``n < 2`` or ``sd`` is NaN."""
+    if n < 2 or math.isnan(sd):
+        return math.nan
+    return (_z(1 - alpha / 2) + _z(power)) * sd / math.sqrt(n)
+
+
+def episodes_to_detect(difference: float, sd: float, *, alpha: float = 1 - CONFIDENCE, power: float = 0.8) -> float:
+    """Paired episodes needed to detect a true mean difference ``difference`` with ``power`` at
+    two-sided ``alpha`` when the per-episode differences have standard deviation ``sd``
+    (``ceil(((z_{1-alpha/2} + z_power) * sd / difference)**2)``; inf when ``difference`` is 0,
+    NaN when ``sd`` is NaN)."""
+    if math.isnan(sd) or math.isnan(difference):
+        return math.nan
+    if difference == 0:
+        return math.inf
+    return float(math.ceil(((_z(1 - alpha / 2) + _z(power)) * sd / abs(difference)) ** 2))
