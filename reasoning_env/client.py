@@ -109,11 +109,27 @@ class ReasoningEconomicsClient(
     and :class:`ServerGoneError` when the connection ends under it.
     """
 
-    def __init__(self, base_url: str | None = None, *, api_token: str | None = None, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        base_url: str | None = None,
+        *,
+        api_token: str | None = None,
+        close_timeout_s: float | None = None,
+        **kwargs: Any,
+    ) -> None:
         token = api_token if api_token is not None else os.environ.get(API_TOKEN_VAR, "").strip()
         if token:
             kwargs["headers"] = {**(kwargs.get("headers") or {}), "Authorization": f"Bearer {token}"}
+        #: Seconds the WebSocket waits for the server's close handshake, also after a keepalive
+        #: ping went unanswered (``None``: the websockets default, 10 s).
+        self.close_timeout_s = close_timeout_s
         super().__init__(base_url, **kwargs)
+
+    async def _connect_async(self) -> ReasoningEconomicsClient:
+        out = await super()._connect_async()
+        if self.close_timeout_s is not None and self._ws is not None:
+            self._ws.close_timeout = self.close_timeout_s
+        return out
 
     # ------------------------------------------------------------------ OpenEnv hooks
     def _step_payload(self, action: ReasoningEconomicsAction) -> dict[str, Any]:

@@ -12,6 +12,13 @@ rewards). The environment is deterministic, so the replay lands exactly where th
 and the caller never notices, except for the time it took. If no replica is left, or the replay
 differs (replicas with different configurations), :class:`EpisodeLostError` says so.
 
+A replica that stops answering (a frozen process, a partitioned host) is treated like one that
+died: the connection's keepalive pings go unanswered for ``ping_timeout_s`` (default 10 s, pings
+every ``ping_interval_s`` = 5 s; then 2 s for a close that never comes), or one answer takes longer
+than ``message_timeout_s`` (default 30 s), and the episode is replayed elsewhere, or fails with
+:class:`EpisodeLostError` naming the replica. So a frozen replica costs an episode at most about
+17 s, and never more than ``message_timeout_s``.
+
 :func:`as_observation` is the one normaliser of what clients return (a ``StepResult``, an
 observation, or their dicts).
 
@@ -96,7 +103,12 @@ class Replicas:
         urls: Their base URLs (``http://host:port``).
         api_token: Sent to each (default ``$REE_API_TOKEN``).
         cooldown_s: Seconds a replica that failed is skipped by new sessions (when others are up).
-        message_timeout_s: Longest wait for one answer (seconds).
+        message_timeout_s: Longest wait for one answer (seconds); a replica that takes longer is
+            treated as gone (see the module docstring). A step's grading is bounded by the
+            server's ``grading_timeout_s`` (2 s), so 30 s leaves room for a loaded server.
+        ping_interval_s / ping_timeout_s: WebSocket keepalive: a ping every ``ping_interval_s``
+            seconds; a replica that does not answer one within ``ping_timeout_s`` is gone
+            (``None``: no pings; only ``message_timeout_s`` applies).
 
     Thread-safe: evaluation and training open sessions from several threads.
     """
@@ -107,12 +119,16 @@ class Replicas:
         *,
         api_token: str | None = None,
         cooldown_s: float = 30.0,
-        message_timeout_s: float = 120.0,
+        message_timeout_s: float = 30.0,
+        ping_interval_s: float | None = 5.0,
+        ping_timeout_s: float | None = 10.0,
     ) -> None:
         self.urls = parse_urls(urls)
         self.api_token = api_token
         self.cooldown_s = float(cooldown_s)
         self.message_timeout_s = float(message_timeout_s)
+        self.ping_interval_s = None if ping_interval_s is None else float(ping_interval_s)
+        self.ping_timeout_s = None if ping_timeout_s is None else float(ping_timeout_s)
         self._lock = threading.Lock()
         self._open = {u: 0 for u in self.urls}
         self._down_until = {u: 0.0 for u in self.urls}
@@ -138,7 +154,13 @@ class Replicas:
         from reasoning_env.client import ReasoningEconomicsClient
 
         client = ReasoningEconomicsClient(
-            base_url=url, api_token=self.api_token, message_timeout_s=self.message_timeout_s
+            base_url=url,
+            api_token=self.api_token,
+            message_timeout_s=self.message_timeout_s,
+            connect_timeout_s=min(10.0, self.message_timeout_s),
+            websocket_ping_interval_s=self.ping_interval_s,
+            websocket_ping_timeout_s=self.ping_timeout_s,
+            close_timeout_s=2.0,  # after an unanswered ping, a frozen replica never closes either
         ).sync()
         try:
             client.connect()
@@ -168,6 +190,31 @@ class Replicas:
         now = time.monotonic()
         with self._lock:
             return [{"url": u, "open": self._open[u], "down": self._down_until[u] > now} for u in self.urls]
+
+
+class ReplicaUnresponsiveError(ConnectionError):
+    """A replica accepted a request and did not answer within the message timeout (frozen,
+    partitioned): handled like a replica that died."""
+
+
+def _call(client: Any, url: str | None, timeout_s: float | None, method: str, *args: Any, **kwargs: Any) -> Any:
+    """``client.<method>(...)``, with a timeout turned into :class:`ReplicaUnresponsiveError`
+    naming the replica (a bare ``TimeoutError`` said nothing)."""
+    try:
+        return getattr(client, method)(*args, **kwargs)
+    except TimeoutError:
+        limit = f"{timeout_s:g} s" if timeout_s else "its message timeout"
+        raise ReplicaUnresponsiveError(
+            f"the environment server {url} stopped answering: no answer to a {method} within {limit} "
+            "(frozen or unreachable)"
+        ) from None
+
+
+def _close_quietly(client: Any) -> None:
+    try:
+        client.close()
+    except Exception:  # noqa: BLE001 - the session is being dropped anyway (often because it died)
+        pass
 
 
 def _same(a: ReasoningEconomicsObservation, b: ReasoningEconomicsObservation) -> bool:
@@ -239,14 +286,20 @@ class RemoteEnv:
         self._client = None
         self.url = None
         if client is not None:
-            try:
-                client.close()
-            except Exception:  # noqa: BLE001 - the session is being dropped anyway (often because it died)
-                pass
+            if failed:
+                # A frozen replica never answers the close handshake (the client waits 10 s for
+                # it): close in the background, so that the replay starts at once.
+                threading.Thread(target=_close_quietly, args=(client,), name="ree-close", daemon=True).start()
+            else:
+                _close_quietly(client)
         if self.replicas is not None and url is not None:
             self.replicas.release(url)
             if failed:
                 self.replicas.mark_down(url)
+
+    def _call(self, client: Any, method: str, *args: Any, **kwargs: Any) -> Any:
+        timeout = self.replicas.message_timeout_s if self.replicas is not None else None
+        return _call(client, self.url, timeout, method, *args, **kwargs)
 
     def _ensure(self) -> Any:
         if self._client is None:
@@ -278,7 +331,7 @@ class RemoteEnv:
         while True:
             client = self._ensure()
             try:
-                obs = as_observation(client.reset(**args))
+                obs = as_observation(self._call(client, "reset", **args))
                 break
             except ConnectionError as exc:
                 if self.replicas is None or len(tried) >= self.replays:
@@ -298,7 +351,7 @@ class RemoteEnv:
         action = make_action(action)
         client = self._ensure()
         try:
-            obs = as_observation(client.step(action))
+            obs = as_observation(self._call(client, "step", action))
         except ConnectionError as exc:
             obs = self._replay_then(action, exc)
         self._log.append((action, obs))
@@ -310,16 +363,18 @@ class RemoteEnv:
             raise EpisodeLostError(f"the environment server went away mid-episode: {cause}") from None
         seed = self._reset_args.get("seed")
         failed = [self.url or ""]
+        logger.warning("episode with seed %s lost its server %s (%s); replaying it on another", seed, self.url, cause)
         self._drop(failed=True)
         for _attempt in range(self.replays):
             try:
                 self._open(exclude=failed)
             except EpisodeLostError as exc:
                 raise EpisodeLostError(
-                    f"the episode with seed {seed} lost its server ({cause}) and could not be replayed: {exc}"
+                    f"the episode with seed {seed} lost its server {failed[0]} ({cause}) and could not be "
+                    f"replayed: {exc}"
                 ) from None
             try:
-                first = as_observation(self._client.reset(**self._reset_args))
+                first = as_observation(self._call(self._client, "reset", **self._reset_args))
                 if (
                     self._first is None
                     or not _same(first, self._first)
@@ -331,14 +386,14 @@ class RemoteEnv:
                         "first server's (the replicas serve different configurations)"
                     )
                 for past, seen in self._log:
-                    again = as_observation(self._client.step(past))
+                    again = as_observation(self._call(self._client, "step", past))
                     if not _same(again, seen):
                         raise EpisodeLostError(
                             f"the episode with seed {seed} could not be replayed on {self.url}: step "
                             f"{seen.question_index} answered differently (the replicas serve different configurations "
                             "or a grade timed out on one of them)"
                         )
-                obs = as_observation(self._client.step(action))
+                obs = as_observation(self._call(self._client, "step", action))
             except ConnectionError as exc:
                 if isinstance(exc, EpisodeLostError):
                     raise

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -253,3 +254,81 @@ def test_the_reference_clients_read_real_values_from_this_server():
             for key in ("min_tokens", "max_tokens", "num_questions", "budget_ratio"):
                 assert key in ref.metadata
         ReferenceState.model_validate(rpc({"type": "state"}))
+
+
+# ------------------------------------------------------------------------------ a frozen replica
+class _Freeze:
+    """Stops a LiveServer's event loop (as SIGSTOP stops a process: connections stay open, nothing
+    is answered) until released."""
+
+    def __init__(self, srv: LiveServer) -> None:
+        self.loop = srv.server.servers[0].get_loop()
+        self.release = threading.Event()
+
+    def __enter__(self) -> _Freeze:
+        self.loop.call_soon_threadsafe(self.release.wait, 120)
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.release.set()
+
+
+def _finish(env: RemoteEnv, obs: Any) -> int:
+    steps = 0
+    while not obs.done:
+        obs = env.step(make_action("then \\boxed{2}"))
+        steps += 1
+    return steps
+
+
+@pytest.fixture(scope="module")
+def two_servers():
+    servers = [
+        LiveServer(create_server_app(CONFIG, max_sessions=16, session_timeout_s=None)).__enter__() for _ in range(2)
+    ]
+    yield servers
+    for s in servers:
+        s.__exit__(None, None, None)
+
+
+@pytest.mark.parametrize("detect", ["ping", "message_timeout"])
+def test_a_frozen_replica_is_treated_like_a_dead_one(two_servers, detect):
+    """A replica whose process stops answering (SIGSTOP, a frozen host) loses no episode: its
+    episodes are replayed elsewhere once the keepalive ping (or the message timeout) goes
+    unanswered, within the documented bound, not after a bare TimeoutError."""
+    urls = [s.url for s in two_servers]
+    if detect == "ping":
+        replicas = Replicas(urls, ping_interval_s=0.5, ping_timeout_s=1.5, message_timeout_s=60)
+        bound = 0.5 + 1.5 + 2.0  # ping interval + ping timeout + close timeout
+    else:
+        replicas = Replicas(urls, ping_interval_s=None, message_timeout_s=2.0)
+        bound = 2.0
+    envs = [RemoteEnv(replicas) for _ in range(4)]
+    for i, env in enumerate(envs):
+        env.reset(seed=200 + i, total_budget=50_000)
+    first = [env.step(make_action("first \\boxed{1}")) for env in envs]
+    frozen = next(s for s in two_servers if s.url == envs[0].url)
+    on_frozen = [env for env in envs if env.url == frozen.url]
+    with _Freeze(frozen):
+        t0 = time.monotonic()
+        for env, obs in zip(envs, first, strict=True):
+            _finish(env, obs)
+        took = time.monotonic() - t0
+    assert len(on_frozen) == 2 and all(env.replayed == 1 for env in on_frozen)
+    assert all(env.url != frozen.url for env in envs)
+    # Each episode on the frozen replica waited about the bound, then was replayed at once (the
+    # dead socket is closed in the background); generous margin for a loaded machine.
+    assert took < len(on_frozen) * bound * 3 + 10, took
+    assert [s for s in replicas.status() if s["url"] == frozen.url][0]["down"]
+    for env in envs:
+        env.close()
+
+
+def test_a_frozen_only_replica_fails_with_episode_lost_naming_it(two_servers):
+    srv = two_servers[0]
+    env = RemoteEnv(Replicas([srv.url], ping_interval_s=None, message_timeout_s=1.5, cooldown_s=0))
+    env.reset(seed=3, total_budget=50_000)
+    with _Freeze(srv), pytest.raises(EpisodeLostError) as info:
+        env.step(make_action("\\boxed{1}"))
+    assert srv.url in str(info.value) and "stopped answering" in str(info.value), info.value
+    env.close()
