@@ -17,6 +17,12 @@ Rules, in priority order (``extract_final_answer``):
    kept with it), are one multi-part answer: :attr:`Extraction.parts` lists them and
    :attr:`Extraction.answer` joins them with commas (the grader then accepts them only when they
    are the gold together, or when each of them is the gold).
+   Without a box: the last ``<answer>...</answer>`` pair (DeepSeek-R1's format), its content read
+   as an answer line (:func:`last_tag_answer`); an unclosed or empty tag is no answer.
+   One hedge rule for every format (:func:`hedge_after`): a clause right after the answer that
+   opens with a hedge and offers another value (``\\boxed{12}. Or maybe 13.``, ``I get
+   \\boxed{12}, or maybe \\boxed{13}``) sets :attr:`Extraction.hedge`, and the grader calls the
+   answer a mismatch.
 3. The LAST answer phrase: ``The answer is``, ``The final answer is``, ``Final answer:``,
    ``Answer:`` (markdown bold allowed), up to the end of its line (MetaMathQA's convention is
    ``The answer is: X``); a line that opens with a ``$...$`` span ending its sentence gives the
@@ -53,6 +59,8 @@ __all__ = [
     "last_boxed_group",
     "last_phrase_answer",
     "last_gsm8k_answer",
+    "last_tag_answer",
+    "hedge_after",
     "last_statement_answer",
     "match_brace",
     "gold_from_metamathqa",
@@ -118,15 +126,19 @@ class Extraction:
     Attributes:
         answer: The extracted answer string (stripped), or ``None`` when there is no final answer.
             For several boxes that end the answer together, their contents joined by ``", "``.
-        method: ``"boxed"``, ``"phrase"``, ``"gsm8k"``, ``"statement"`` or ``"none"``.
+        method: ``"boxed"``, ``"answer_tag"``, ``"phrase"``, ``"gsm8k"``, ``"statement"`` or ``"none"``.
         parts: The contents of those boxes, in order and without repeats, when there are at
             least two different ones (``("-3", "2")`` for ``\\boxed{-3} and \\boxed{2}``);
             otherwise empty.
+        hedge: The clause that offers another answer beside this one (``Or maybe 13``,
+            ``although it could also be 13``, ``or maybe \\boxed{13}`` between two boxes), or
+            ``None``. A hedged answer is not one answer: the grader calls it a ``mismatch``.
     """
 
     answer: str | None
     method: str
     parts: tuple = ()
+    hedge: str | None = None
 
 
 def strip_think(text: str) -> str:
@@ -289,6 +301,13 @@ def last_boxed_group(text: str) -> tuple | None:
     than :data:`MAX_BOX_NESTING` others. A box enclosing the last ones is the answer they belong
     to (``\\boxed{12, \\boxed{13}}`` is ``12, \\boxed{13}``, not ``13``). Linear time.
     """
+    items = _boxed_group_items(text)
+    return None if items is None else tuple((name, content) for _, _, content, name in reversed(items))
+
+
+def _boxed_group_items(text: str) -> list | None:
+    """:func:`last_boxed_group` with positions: ``[start, end, content, name]`` items, latest
+    first (``start`` is ``-1`` for a last box closed by a stray ``\\}``)."""
     items: list = []  # [start, end, content, name], latest first
     nesting = 0
     for start, cmd_len in _box_starts(text):
@@ -298,7 +317,7 @@ def last_boxed_group(text: str) -> tuple | None:
         if not items:
             if box is None:
                 content = _stray_escape_close(text, text.index("{", start + cmd_len))
-                return None if content is None else ((None, content),)
+                return None if content is None else [[-1, -1, content, None]]
             if not box[0]:
                 return None
             items.append([start, box[1], box[0], None])
@@ -330,7 +349,75 @@ def last_boxed_group(text: str) -> tuple | None:
         return None
     if len(items) > 1:
         items[-1][3] = _name_before(text, 0, items[-1][0])[0]
-    return tuple((name, content) for _, _, content, name in reversed(items))
+    return items
+
+
+# A clause that offers another answer right after one (one rule for every answer format): it opens
+# with a hedge ("Or maybe 13", "although it could also be 13", "perhaps 13", ", or maybe
+# \boxed{13}") and offers a value (a digit, a number word or a box) in the same sentence; opened
+# by "alternatively" it must offer a box ("Alternatively, \boxed{13}"; "Alternatively, we can
+# check 3 x 4" is a check, not a second answer). "Wait, no. \boxed{13}" is a correction, not a hedge.
+_HEDGE_OPEN_RE = re.compile(
+    r"(?:\s|[$}).,;:!*\]]|\\[)\]]|</answer>)*(?P<word>alternatively|or|maybe|perhaps|possibly|probably|although|though"
+    r"|unless|otherwise|either)(?![A-Za-z])",
+    re.IGNORECASE,
+)
+_HEDGE_SENTENCE_END_RE = re.compile(r"[.!?](?=\s|$)|\n")
+_NUMBER_WORDS = (
+    r"(?<![A-Za-z])(?:zero|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|thirteen|fourteen"
+    r"|fifteen|sixteen|seventeen|eighteen|nineteen|twenty|thirty|forty|fifty|sixty|seventy|eighty|ninety"
+    r"|hundred|thousand|million)(?![A-Za-z])"
+)
+_HEDGE_VALUE_RE = re.compile(r"\d|\\boxed|\\fbox|" + _NUMBER_WORDS, re.IGNORECASE)
+_NUMBER_WORD_RE = re.compile(_NUMBER_WORDS, re.IGNORECASE)
+_NUMBER_RE = re.compile(r"\d+(?:\.\d+)?")
+#: Characters after an answer searched for a hedge (bounded work on any response).
+HEDGE_WINDOW = 300
+
+
+def hedge_after(text: str, pos: int, answer: str | None = None) -> str | None:
+    """The hedge clause that opens at ``text[pos:]`` (right after ``answer``), or ``None``: a hedge
+    word first (``or``, ``maybe``, ``perhaps``, ``although``, ``alternatively``...), then another
+    value in the same sentence (see :data:`_HEDGE_OPEN_RE`); a sentence whose numbers are all
+    numbers of ``answer`` offers nothing else (``Either way, it's 12``). Looks at
+    :data:`HEDGE_WINDOW` characters."""
+    window = text[pos : pos + HEDGE_WINDOW]
+    m = _HEDGE_OPEN_RE.match(window)
+    if m is None:
+        return None
+    end = _HEDGE_SENTENCE_END_RE.search(window, m.end())
+    sentence = window[m.start("word") : end.start() if end is not None else len(window)]
+    offered = _HEDGE_VALUE_RE.search(sentence)
+    if offered is None or (m.group("word").lower() == "alternatively" and not offered.group(0).startswith("\\")):
+        return None
+    if answer is not None and not _NUMBER_WORD_RE.search(sentence):
+        numbers = set(_NUMBER_RE.findall(sentence))
+        if numbers and numbers <= set(_NUMBER_RE.findall(answer)):
+            return None  # the same value again, not another one
+    return sentence.strip()
+
+
+def _box_hedge(text: str, items: list) -> str | None:
+    """A hedge after the last box group, or between the box before it and the group (``I get
+    \\boxed{12}, or maybe \\boxed{13}``) when that box holds another answer."""
+    if items[0][0] < 0:
+        return None
+    after = hedge_after(text, items[0][1], items[0][2])
+    if after is not None:
+        return after
+    first = items[-1][0]
+    for start, cmd_len in _box_starts(text[:first]):
+        box = _box_at(text, start, cmd_len)
+        if box is False:
+            continue
+        if not box or not box[0] or first - box[1] > HEDGE_WINDOW or box[0] == items[0][2]:
+            return None
+        between = hedge_after(text[: first + HEDGE_WINDOW], box[1], box[0])
+        # the hedge must reach the group's box (the same sentence)
+        if between is not None and text.find(between, box[1]) + len(between) > first:
+            return between
+        return None
+    return None
 
 
 _CLOSING_BRACES_RE = re.compile(r"\s*\}[\s}]*")
@@ -502,6 +589,45 @@ def _chain_last_side(value: str) -> str | None:
     return sides[-1].strip()
 
 
+_ANSWER_OPEN_RE = re.compile(r"<answer>", re.IGNORECASE)
+_ANSWER_CLOSE_RE = re.compile(r"</answer>", re.IGNORECASE)
+
+
+def last_tag_answer(text: str) -> Extraction | None:
+    """The answer in the last ``<answer>...</answer>`` pair (DeepSeek-R1's format, which TRL's and
+    many RL recipes' prompts ask for), or ``None`` when ``text`` has no ``<answer>`` tag.
+
+    The content is read as an answer line (a phrase in it, ``The answer is 12``, gives its value;
+    closing sentences of words only are dropped, never ``12. Or maybe 13``); content over several
+    lines gives its GSM8K ``####`` or closing-statement answer. An opened but never closed tag (a
+    truncated answer) or an empty one is *no answer* (``Extraction(None, "none")``), never an
+    earlier value; a hedge right after ``</answer>`` (``</answer> Or maybe 13.``) is recorded as
+    for a box. Linear time.
+    """
+    opened = None
+    for m in _ANSWER_OPEN_RE.finditer(text):
+        opened = m
+    if opened is None:
+        return None
+    closed = _ANSWER_CLOSE_RE.search(text, opened.end())
+    if closed is None:
+        return Extraction(None, "none")  # cut off inside its answer
+    content = text[opened.end() : closed.start()].strip()
+    if not content:
+        return Extraction(None, "none")
+    answer = last_phrase_answer(content)
+    if answer is None:
+        if "\n" not in content:
+            line = _drop_closing_words(content)
+            prose = _prose_value(line)
+            answer = _clean_line_answer(prose if prose is not None else line)
+        else:
+            answer = last_gsm8k_answer(content) or last_statement_answer(content)
+    if answer is None:
+        return Extraction(None, "none")
+    return Extraction(answer, "answer_tag", hedge=hedge_after(text, closed.end(), answer))
+
+
 def last_gsm8k_answer(text: str) -> str | None:
     """Answer after the last GSM8K ``#### `` marker, to the end of its line."""
     last = None
@@ -541,16 +667,21 @@ def extract_final_answer(text: str) -> Extraction:
         raise TypeError(f"response must be a str, got {type(text).__name__}")
     body = strip_think(text)
     if "\\boxed" in body or "\\fbox" in body:
-        group = last_boxed_group(body)
-        if group is not None:
+        items = _boxed_group_items(body)
+        if items is not None:
+            hedge = _box_hedge(body, items)
+            group = tuple((name, content) for _, _, content, name in reversed(items))
             if len({content for _, content in group}) == 1:
-                return Extraction(group[-1][1], "boxed")  # one box, or the same box repeated
+                return Extraction(group[-1][1], "boxed", hedge=hedge)  # one box, or the same box repeated
             parts = tuple(dict.fromkeys(c if n is None else f"{n} = {c}" for n, c in group))
-            return Extraction(", ".join(parts), "boxed", parts)
+            return Extraction(", ".join(parts), "boxed", parts, hedge=hedge)
         # A box exists but the last one is unclosed, empty or unusable: no final answer.
         # Falling through to phrases would grade an earlier, intermediate value.
         if _has_real_box(body):
             return Extraction(None, "none")
+    tagged = last_tag_answer(body)
+    if tagged is not None:
+        return tagged
     phrase = last_phrase_answer(body)
     if phrase is not None:
         return Extraction(phrase, "phrase")

@@ -222,6 +222,15 @@ class Grader:
         ext = extract_final_answer(response)
         if ext.answer is None:
             return GradeResult(False, None, "no_answer", time.perf_counter() - t0, ext.method)
+        if ext.hedge is not None:  # "\\boxed{12}. Or maybe 13.": two answers offered, not one
+            return GradeResult(
+                False,
+                ext.answer,
+                "mismatch",
+                time.perf_counter() - t0,
+                ext.method,
+                f"the answer is hedged ({ext.hedge[:80]!r} follows it): one answer, not a choice",
+            )
         result = self._grade_extraction(ext, info, t0, deadline, timeout_s)
         if result.correct and question is not None and result.reason != "exact":
             for part in (ext.answer,) + ext.parts:
