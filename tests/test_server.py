@@ -55,9 +55,15 @@ CONFIG = _config()
 class LiveServer:
     """``uvicorn`` serving ``app`` on a free loopback port in a background thread."""
 
-    def __init__(self, app: Any) -> None:
+    def __init__(self, app: Any, environ: dict[str, str] | None = None) -> None:
+        from reasoning_env.server.net import make_config
+
         self.app = app
-        self.server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning"))
+        settings = app.state.reasoning_env.settings
+        # The options `python -m reasoning_env.server` runs with (header timeout, per-address
+        # connection cap, X-Forwarded-For only from FORWARDED_ALLOW_IPS in ``environ``).
+        config = make_config(app, settings, environ or {}, host="127.0.0.1", port=0, log_level="warning")
+        self.server = uvicorn.Server(config)
         self.thread = threading.Thread(target=self.server.run, daemon=True)
 
     def __enter__(self) -> LiveServer:

@@ -30,6 +30,7 @@ import functools
 import ipaddress
 import json
 import os
+import signal
 import sys
 import tempfile
 from collections.abc import Sequence
@@ -433,7 +434,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             file=sys.stderr,
             flush=True,
         )
+    from reasoning_env.server.net import uvicorn_options
+
+    net = uvicorn_options(settings)
+    guard = net.pop("ree_guard")
     options = dict(
+        **net,
         host=args.host,
         port=args.port,
         log_level=args.log_level,
@@ -444,16 +450,27 @@ def main(argv: Sequence[str] | None = None) -> int:
         # are a few KB of JSON); turn it on for slow links.
         ws_per_message_deflate=args.ws_compression,
     )
+    # SIGTERM is a normal stop: exit 0 in both modes (uvicorn re-raises the signal after a
+    # graceful shutdown of one process, which made the status -15 with 1 worker and 0 with 2).
+    signal.signal(signal.SIGTERM, lambda *_: None)
     if args.workers == 1:
-        uvicorn.run(app, **options)
+        config = uvicorn.Config(app, **options)
+        config.ree_guard = guard
+        uvicorn.Server(config).run()
         return 0
     # N processes: uvicorn imports the app in each (reasoning_env.server.app:app); they publish
     # their session counts to a shared folder for /capacity.
     app.state.reasoning_env.fallback.shutdown()
     del app
+    from uvicorn.supervisors import Multiprocess
+
     with tempfile.TemporaryDirectory(prefix="ree-workers-") as board:
         os.environ[BOARD_VAR] = board
-        uvicorn.run("reasoning_env.server.app:app", workers=args.workers, **options)
+        config = uvicorn.Config("reasoning_env.server.app:app", workers=args.workers, **options)
+        config.ree_guard = guard  # each worker gets the limits with its own counts
+        server = uvicorn.Server(config)
+        sock = config.bind_socket()
+        Multiprocess(config, target=server.run, sockets=[sock]).run()
     return 0
 
 

@@ -29,6 +29,9 @@ variable                        meaning                                         
 ``REE_GRADING_WORKERS``         math-verify worker processes of the grading fallback       min(4, max(2,
                                                                                             CPUs))
 ``REE_FALLBACK_PER_CLIENT``     fallback grades one client address may have in flight       workers - 1
+``REE_MAX_CONNECTIONS_PER_CLIENT`` TCP connections one peer address may hold (HTTP + WS)    session cap
+                                                                                            + 32
+``REE_HANDSHAKE_TIMEOUT_S``     seconds a connection may take to send a request's headers  10
 ==============================  ==========================================================  ===========
 
 Individual variables override the matching field of ``REE_CONFIG``'s file. A bad value raises
@@ -59,6 +62,10 @@ DEFAULT_WORKER_THREADS = min(8, 2 * (os.cpu_count() or 1))
 MAX_TOKENIZER_NAME_CHARS = 200
 #: Default seconds a session may stay without a reset or step after it opened.
 DEFAULT_UNUSED_SESSION_TIMEOUT_S = 30.0
+#: Default seconds a connection may take to send a request's headers (slowloris bound).
+DEFAULT_HANDSHAKE_TIMEOUT_S = 10.0
+#: Connections one address may hold beyond its session cap (HTTP requests, sessions opening and closing).
+CONNECTION_HEADROOM = 32
 #: Default number of math-verify worker processes (the grading fallback).
 DEFAULT_GRADING_WORKERS = min(4, max(2, os.cpu_count() or 2))
 
@@ -101,6 +108,12 @@ class ServerSettings:
             (``None``: ``grading_workers - 1``, at least 1); more wait for their own client's
             turn, so a client sending answers that take seconds to grade cannot take every
             worker.
+        max_connections_per_client: TCP connections one peer address may hold at once, HTTP and
+            WebSocket together (``None``: the per-client session cap + 32); more get ``503``.
+            A trusted proxy (``FORWARDED_ALLOW_IPS``) is not capped. Applied by
+            :mod:`reasoning_env.server.net` (``python -m reasoning_env.server``).
+        handshake_timeout_s: Seconds a connection may take to send a complete request's
+            headers, from opening or from its previous response (``None``: no limit).
 
     Raises:
         ServerConfigError: a value is out of range.
@@ -117,6 +130,8 @@ class ServerSettings:
     api_token: str | None = field(default=None, repr=False)
     grading_workers: int = DEFAULT_GRADING_WORKERS
     fallback_per_client: int | None = None
+    max_connections_per_client: int | None = None
+    handshake_timeout_s: float | None = DEFAULT_HANDSHAKE_TIMEOUT_S
 
     def __post_init__(self) -> None:
         if isinstance(self.max_sessions, bool) or not isinstance(self.max_sessions, int) or self.max_sessions < 1:
@@ -154,6 +169,14 @@ class ServerSettings:
             raise ServerConfigError(
                 f"unused_session_timeout_s must be a positive number of seconds or None, got {u!r}"
             )
+        m = self.max_connections_per_client
+        if m is not None and (isinstance(m, bool) or not isinstance(m, int) or m < 1):
+            raise ServerConfigError(f"max_connections_per_client must be an integer >= 1 or None, got {m!r}")
+        h = self.handshake_timeout_s
+        if h is not None and (
+            isinstance(h, bool) or not isinstance(h, (int, float)) or not h > 0 or h == float("inf")
+        ):
+            raise ServerConfigError(f"handshake_timeout_s must be a positive number of seconds or None, got {h!r}")
         if self.api_token is not None and (not isinstance(self.api_token, str) or len(self.api_token.strip()) < 8):
             raise ServerConfigError(
                 "api_token must be a string of at least 8 characters (or None for no authentication)"
@@ -165,6 +188,13 @@ class ServerSettings:
         if self.max_sessions_per_client is not None:
             return min(self.max_sessions_per_client, self.max_sessions)
         return max(1, self.max_sessions // 2)
+
+    @property
+    def connection_cap_per_client(self) -> int:
+        """Most TCP connections one peer address may hold (``max_connections_per_client`` resolved)."""
+        if self.max_connections_per_client is not None:
+            return self.max_connections_per_client
+        return self.session_cap_per_client + CONNECTION_HEADROOM
 
     @property
     def fallback_cap_per_client(self) -> int:
@@ -218,6 +248,7 @@ class ServerSettings:
         d["api_token"] = "(set)" if self.api_token else None  # never print the secret
         d["max_sessions_per_client"] = self.session_cap_per_client
         d["fallback_per_client"] = self.fallback_cap_per_client
+        d["max_connections_per_client"] = self.connection_cap_per_client
         return d
 
 
@@ -278,6 +309,8 @@ SETTINGS_VARS: dict[str, tuple[str, Callable[[str, str], Any]]] = {
     "REE_API_TOKEN": ("api_token", _text),
     "REE_GRADING_WORKERS": ("grading_workers", _int),
     "REE_FALLBACK_PER_CLIENT": ("fallback_per_client", _int),
+    "REE_MAX_CONNECTIONS_PER_CLIENT": ("max_connections_per_client", _int),
+    "REE_HANDSHAKE_TIMEOUT_S": ("handshake_timeout_s", _seconds),
 }
 #: Environment variables that configure the server (printed at start-up when set).
 ENV_VARS = ("REE_CONFIG", *CONFIG_VARS, *SETTINGS_VARS, "REE_CACHE_DIR")

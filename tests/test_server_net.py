@@ -1,0 +1,142 @@
+"""Connection limits on a real server on loopback: half-open handshakes time out, one address
+holds a bounded number of connections, and X-Forwarded-For is trusted only when configured."""
+
+from __future__ import annotations
+
+import json
+import socket
+import time
+
+import pytest
+import websockets.sync.client as ws_sync
+from test_server import CONFIG, LiveServer
+
+from reasoning_env.server import create_server_app
+
+pytestmark = [
+    pytest.mark.timeout(120),
+    pytest.mark.filterwarnings("ignore:connect\\(\\) must be used:DeprecationWarning"),
+]
+
+
+def _port(srv: LiveServer) -> int:
+    return int(srv.url.rsplit(":", 1)[1])
+
+
+def _raw(srv: LiveServer, source: str = "127.0.0.1") -> socket.socket:
+    return socket.create_connection(("127.0.0.1", _port(srv)), source_address=(source, 0), timeout=10)
+
+
+def _partial_handshake(sock: socket.socket) -> None:
+    sock.sendall(b"GET /ws HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\n")
+
+
+def _closed_by_server(sock: socket.socket, within_s: float) -> bool:
+    sock.settimeout(within_s)
+    try:
+        while True:
+            data = sock.recv(4096)
+            if not data:
+                return True
+    except TimeoutError:
+        return False
+    except ConnectionResetError:
+        return True
+
+
+def _ws(srv: LiveServer, source: str = "127.0.0.1", **kw):
+    sock = socket.create_connection(("127.0.0.1", _port(srv)), source_address=(source, 0))
+    return ws_sync.connect(srv.ws_url, sock=sock, **kw)
+
+
+def test_half_open_handshakes_are_closed_after_the_header_timeout():
+    app = create_server_app(CONFIG, max_sessions=8, handshake_timeout_s=1.0, max_connections_per_client=100)
+    with LiveServer(app) as srv:
+        socks = [_raw(srv, "127.0.0.2") for _ in range(30)]
+        t0 = time.monotonic()
+        for s in socks:
+            _partial_handshake(s)
+        # one more header line half-way: trickling bytes does not reset the clock
+        time.sleep(0.6)
+        for s in socks:
+            s.sendall(b"X-Slow: 1\r\n")
+        closed = sum(_closed_by_server(s, 5.0) for s in socks)
+        took = time.monotonic() - t0
+        for s in socks:
+            s.close()
+        assert closed == 30 and took < 1.0 * 1.5 + 4.0, (closed, took)
+        # an idle connection that never sends anything goes too; a real client still plays
+        idle = _raw(srv)
+        assert _closed_by_server(idle, 5.0)
+        idle.close()
+        with _ws(srv) as ws:
+            ws.send(json.dumps({"type": "reset", "data": {"seed": 1}}))
+            assert json.loads(ws.recv(timeout=30))["type"] == "observation"
+            time.sleep(1.6)  # an open WebSocket session is not subject to the header timeout
+            ws.send(json.dumps({"type": "state"}))
+            assert json.loads(ws.recv(timeout=30))["type"] == "state"
+        assert app.state.reasoning_env.settings.handshake_timeout_s == 1.0
+
+
+def test_connections_per_address_are_capped_and_given_back():
+    app = create_server_app(
+        CONFIG, max_sessions=16, max_sessions_per_client=16, max_connections_per_client=4, handshake_timeout_s=30
+    )
+    with LiveServer(app) as srv:
+        held = [_raw(srv, "127.0.0.2") for _ in range(4)]
+        for s in held:
+            _partial_handshake(s)
+        extra = _raw(srv, "127.0.0.2")
+        extra.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+        extra.settimeout(10)
+        answer = extra.recv(4096)
+        assert answer.startswith(b"HTTP/1.1 503") and b"REE_MAX_CONNECTIONS_PER_CLIENT" in answer, answer
+        extra.close()
+        # another address is not affected
+        with _ws(srv, "127.0.0.3") as ws:
+            ws.send(json.dumps({"type": "reset", "data": {"seed": 1}}))
+            assert json.loads(ws.recv(timeout=30))["type"] == "observation"
+        # closing one gives its place back (for WebSockets too)
+        held.pop().close()
+        deadline = time.monotonic() + 5
+        while True:
+            try:
+                ws = _ws(srv, "127.0.0.2", open_timeout=5)
+                break
+            except Exception:  # noqa: BLE001 - refused (503) or reset: retry until the deadline
+                assert time.monotonic() < deadline, "a closed connection's place was not given back"
+                time.sleep(0.1)
+        with pytest.raises(Exception):  # noqa: B017 - 503 (or the connection closed before the client read it)
+            _ws(srv, "127.0.0.2", open_timeout=5)
+        ws.close()
+        deadline = time.monotonic() + 5
+        while True:
+            try:
+                _ws(srv, "127.0.0.2", open_timeout=5).close()
+                break
+            except Exception:  # noqa: BLE001 - refused (503) or reset: retry until the deadline
+                assert time.monotonic() < deadline, "a closed WebSocket's place was not given back"
+                time.sleep(0.1)
+        for s in held:
+            s.close()
+
+
+@pytest.mark.parametrize("trusted", [False, True])
+def test_x_forwarded_for_is_trusted_only_when_configured(trusted):
+    app = create_server_app(CONFIG, max_sessions=16, max_sessions_per_client=2)
+    environ = {"FORWARDED_ALLOW_IPS": "127.0.0.1"} if trusted else {}
+    with LiveServer(app, environ) as srv:
+        socks = [_ws(srv, additional_headers={"X-Forwarded-For": f"10.0.0.{i}"}, open_timeout=10) for i in range(1, 4)]
+        try:
+            if trusted:  # three clients behind a trusted proxy
+                for ws in socks:
+                    ws.send(json.dumps({"type": "reset", "data": {"seed": 1}}))
+                    assert json.loads(ws.recv(timeout=30))["type"] == "observation"
+            else:  # one client (127.0.0.1) claiming three addresses: its share is 2
+                refused = json.loads(socks[2].recv(timeout=30))["data"]
+                assert refused["code"] == "CAPACITY_REACHED" and "127.0.0.1" in refused["message"], refused
+                socks[0].send(json.dumps({"type": "reset", "data": {"seed": 1}}))
+                assert json.loads(socks[0].recv(timeout=30))["type"] == "observation"
+        finally:
+            for ws in socks:
+                ws.close()
