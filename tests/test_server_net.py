@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import socket
 import time
+from pathlib import Path
 
 import pytest
 import websockets.sync.client as ws_sync
@@ -140,3 +141,50 @@ def test_x_forwarded_for_is_trusted_only_when_configured(trusted):
         finally:
             for ws in socks:
                 ws.close()
+
+
+def _rss_mib() -> float:
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    return 0.0
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads /proc")
+def test_memory_of_a_burst_of_big_sessions_is_returned_within_seconds():
+    """32 sessions with 4 pipelined 1 MB steps each close together; the process (server and
+    client here) gives the memory back within a few seconds (a trailing trim after the burst)."""
+    import threading
+
+    app = create_server_app(CONFIG, max_sessions=64, max_sessions_per_client=64, session_timeout_s=None)
+    big = "x " * 500_000 + "\\boxed{1}"
+    with LiveServer(app) as srv:
+        base = _rss_mib()
+        socks = [_ws(srv, max_size=None) for _ in range(32)]
+        for ws in socks:
+            ws.send(json.dumps({"type": "reset", "data": {"seed": 1, "total_budget": 10_000_000}}))
+            ws.recv(timeout=30)
+
+        def flood(ws) -> None:
+            for _ in range(4):
+                ws.send(json.dumps({"type": "step", "data": {"response": big}}))
+            for _ in range(4):
+                ws.recv(timeout=60)
+
+        threads = [threading.Thread(target=flood, args=(ws,)) for ws in socks]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        peak = _rss_mib()
+        for ws in socks:
+            ws.close()
+        srv.wait_sessions(0)
+        deadline = time.monotonic() + 8
+        while _rss_mib() > base + 0.25 * (peak - base) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        after = _rss_mib()
+        print(f"RSS base {base:.0f} MiB, peak {peak:.0f}, after {after:.0f}")
+        assert peak - base > 50, (base, peak)  # the burst did take memory
+        assert after <= base + 0.25 * (peak - base), (base, peak, after)

@@ -98,10 +98,13 @@ def client_address(scope: dict) -> str:
 
 
 class _Trimmer:
-    """Hands freed heap memory back to the OS (glibc ``malloc_trim``) after large messages, at
-    most every few seconds; a no-op where glibc is absent."""
+    """Hands freed heap memory back to the OS (glibc ``malloc_trim``) after large messages: at
+    most every ``min_interval_s`` seconds, and once more after a burst (a trim asked for within
+    the interval is done when it ends: when 64 big sessions close together, the first close's
+    trim ran while the others' buffers were still live and the rest were skipped, so ~700 MiB
+    stayed resident). A no-op where glibc is absent."""
 
-    def __init__(self, min_interval_s: float = 5.0) -> None:
+    def __init__(self, min_interval_s: float = 2.0) -> None:
         self._fn = None
         name = ctypes.util.find_library("c")
         try:
@@ -111,16 +114,33 @@ class _Trimmer:
         self._last = 0.0
         self._interval = min_interval_s
         self._lock = threading.Lock()
+        self._trailing: threading.Timer | None = None
+        self.trims = 0  # done so far (for tests)
 
     def __call__(self) -> None:
         if self._fn is None:
             return
         with self._lock:
             now = time.monotonic()
-            if now - self._last < self._interval:
+            wait = self._last + self._interval - now
+            if wait > 0:
+                if self._trailing is None:
+                    self._trailing = threading.Timer(wait, self._run_trailing)
+                    self._trailing.daemon = True
+                    self._trailing.start()
                 return
             self._last = now
+        self._trim()
+
+    def _run_trailing(self) -> None:
+        with self._lock:
+            self._trailing = None
+            self._last = time.monotonic()
+        self._trim()
+
+    def _trim(self) -> None:
         self._fn(0)
+        self.trims += 1
 
 
 class WebSocketRoute:
