@@ -422,13 +422,22 @@ def test_compare_draws_the_table_and_figures(runs, ctx):
     out = runs.compare([str(root / "eval-tiny")], str(root / "train-tiny"), 3)
     describe, table, *figs, training, held_out, drawn, picker = out
     assert "eval-tiny" in describe and "train-tiny" in describe
-    assert len(table) == 3 and "tokens/question" in table.columns
+    assert len(table) == 3 and "tokens/answered question [95% CI]" in table.columns
     assert len(figs) == 4 and all(isinstance(f, go.Figure) for f in figs)
     assert training["visible"] and "rolling mean over 3" in training["value"].layout.title.text
     assert (
         not held_out["visible"] and "Held-out evaluation" in held_out["value"].layout.title.text
     )  # no evaluations.jsonl: hidden
     assert picker.value == ["uniform", "sim_greedy", "grpo"] == [v for _l, v in picker.choices]  # every policy drawn
+
+
+def test_the_runs_table_has_an_interval_on_every_number_and_provenance_beside_it(runs, ctx):
+    root = Path(ctx.runs_root)
+    describe, table, *_rest = runs.compare([str(root / "eval-tiny")], "", 1)
+    for col in ("exp. accuracy", "tokens/answered question", "utilisation", "ran dry", "acc/1k tokens"):
+        cells = table[f"{col} [95% CI]"].astype(str)
+        assert cells.str.contains(r"\[").all(), col  # "value [low, high]" in every row
+    assert "Provenance:" in describe and "simulated solver" in describe
 
 
 def test_compare_draws_only_the_chosen_policies_and_offers_all(runs, ctx):

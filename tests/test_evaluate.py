@@ -390,7 +390,9 @@ def test_analysis_helpers(default_run):
     assert "n/a" in set(g["difficulty"])
     assert set(analysis.accuracy_vs_tokens(s)["policy"]) == set(DEFAULT_POLICIES)
     text = analysis.format_table(default_run.summary)
-    assert text.splitlines()[0].startswith("policy") and len(text.splitlines()) == 2 + len(DEFAULT_POLICIES)
+    # head, rule, then a values line and a 95% CI line per policy; then the reward components
+    main = text.split("\n\n")[0].splitlines()
+    assert main[0].startswith("policy") and len(main) == 2 + 2 * len(DEFAULT_POLICIES)
     assert analysis.summary_table(pd.DataFrame()).empty
 
 

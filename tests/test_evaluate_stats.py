@@ -348,3 +348,62 @@ def test_the_comparison_text_states_the_p_value_floor_and_a_power_line_for_best_
     pw = item["power"]
     assert pw["mde"] == pytest.approx(stats.detectable_difference(pw["sd"], 20))
     assert pw["needed_holm"] > pw["needed"] > 0
+
+
+def _episodes_with_forfeits() -> pd.DataFrame:
+    rows = []
+    for pol, answered, informed in (("a", [10, 10, 10, 10], False), ("b", [7, 8, 10, 6], True)):
+        for i, n in enumerate(answered):
+            rows.append(
+                dict(
+                    policy=pol,
+                    episode=i,
+                    num_questions=10,
+                    num_answered=n,
+                    num_correct=n // 2 + i % 2,
+                    total_spent=100.0 * n,
+                    total_budget=1000.0,
+                    utilisation=n / 10,
+                    ran_dry=n < 10,
+                    episode_reward=float(n) / 3 + i,
+                    expected_correct=n / 2,
+                    regret=0.1 * i,
+                    budget_source="fixed",
+                    tokenizer_name="t",
+                    oracle_informed=informed,
+                )
+            )
+    return pd.DataFrame(rows)
+
+
+def test_forfeits_are_counted_per_policy_with_an_interval():
+    s = analysis.summary_table(_episodes_with_forfeits()).set_index("policy")
+    assert s.loc["a", "unasked"] == 0 and s.loc["b", "unasked"] == 3 + 2 + 0 + 4
+    assert s.loc["b", "unasked_per_episode"] == pytest.approx(9 / 4)
+    lo, hi = stats.ci_columns("unasked_per_episode")
+    assert s.loc["b", lo] <= 9 / 4 <= s.loc["b", hi] and s.loc["b", lo] < s.loc["b", hi]
+
+
+def test_every_number_of_the_terminal_table_has_its_interval_and_informed_policies_are_marked():
+    text = analysis.format_table(analysis.summary_table(_episodes_with_forfeits()))
+    head, _rule, row_a, ci_a, row_b, ci_b = text.splitlines()[:6]
+    numbers = len(row_a.split()) - 1
+    assert "unasked/ep" in head and ci_a.strip().startswith("95% CI")
+    assert ci_b.count("[") == numbers == 9  # acc, exp_acc, unasked/ep, tok/q, acc/1k, util, dry, reward, regret
+    assert row_b.startswith("b (oracle-informed)") and not row_a.startswith("a (oracle")
+    # the forfeits sit beside the two figures that leave them out
+    assert head.split().index("unasked/ep") + 1 == head.split().index("tok/q")
+
+
+def test_questions_without_difficulty_are_named_in_the_provenance():
+    from workbench.evaluation.writer import provenance, unlabelled_questions
+
+    steps = pd.DataFrame(
+        {"question_id": ["q1", "q2", "q1"], "difficulty": [None, 3, None], "problem_type": ["GSM8K", "MATH", "GSM8K"]}
+    )
+    unl = unlabelled_questions(steps, SolverCurves())
+    assert unl == {"unlabelled": 1, "questions": 2, "levels": {"GSM8K": 2}}
+    prov = provenance([{"name": "sim_greedy", "kind": "simulated"}], [], SolverCurves(), unlabelled=unl)
+    assert any("one curve for all of them" in w and "difficulty_field" in w for w in prov["warnings"])
+    labelled = steps.assign(difficulty=[2, 3, 2])
+    assert unlabelled_questions(labelled, SolverCurves()) is None

@@ -257,3 +257,18 @@ def test_proportional_spends_more_on_harder_questions():
             d = sc.difficulty_for(s.problem_type, s.difficulty)
             (hard if d >= 4 else easy if d <= 2 else []).append(s.tokens)
     assert np.mean(hard) > np.mean(easy)
+
+
+def test_blind_allocators_never_read_the_difficulty_label_and_informed_ones_say_they_do():
+    from reasoning_env.policies import DEFAULT_POLICIES, make_policy
+
+    blind = make_policy("sim_greedy_blind")
+    informed = make_policy("sim_greedy")
+    assert blind.describe()["oracle_informed"] is False and informed.describe()["oracle_informed"] is True
+    assert make_policy("difficulty_oracle").reads_difficulty and not make_policy("sim_uniform").reads_difficulty
+    assert "sim_greedy_blind" not in DEFAULT_POLICIES  # asked for by name
+    # the guess depends on type and text length only: a longer question of the same type gets a higher level
+    lengths = [100, 300]
+    assert blind.blind_difficulty("MATH_Prealgebra", 300, lengths) > blind.blind_difficulty(
+        "MATH_Prealgebra", 100, lengths
+    )

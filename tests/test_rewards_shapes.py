@@ -384,3 +384,18 @@ def test_scalar_and_batch_paths_agree(ctxs):
         for i, e in enumerate(eps):
             for k, v in rw.episode_components(e).items():
                 assert v == pytest.approx(float(evec[k][i]), abs=1e-12)
+
+
+def test_unasked_questions_pay_nothing_by_default_and_like_a_wrong_answer_on_request():
+    from reasoning_env.rewards import build_reward
+    from reasoning_env.rewards.base import EpisodeContext
+
+    ctx = EpisodeContext(
+        num_correct=3, num_answered=7, num_questions=10, total_spent=100, total_budget=100, ran_dry=True
+    )
+    seed = build_reward("economics")
+    assert "forfeit" not in seed.episode_components(ctx)  # the seed: a forfeit pays 0
+    charged = build_reward({"name": "economics", "params": {"unasked_reward": seed.wrong_reward}})
+    comps = charged.episode_components(ctx)
+    assert comps["forfeit"] == pytest.approx(3 * -0.1)
+    assert comps["episode_bonus"] == pytest.approx(seed.episode_components(ctx)["episode_bonus"])

@@ -6,11 +6,19 @@ Definitions (per policy):
 
 - ``accuracy``: correct answers / questions served (``sum num_questions``): questions left
   unanswered when a hard-cap episode runs dry count as wrong.
-- ``tokens_per_question``: tokens charged / questions answered.
+- ``unasked``: questions never asked because the budget ran dry (``num_questions -
+  num_answered``), summed; ``unasked_per_episode``: its mean per episode (forfeits: they count as
+  wrong in ``accuracy``, and the default reward pays them 0, less than a wrong answer's -0.1).
+- ``tokens_per_question``: tokens charged / questions answered (the unasked ones are not in the
+  denominator: read it beside ``unasked_per_episode``).
 - ``utilisation``: mean over episodes of ``total_spent / total_budget``.
 - ``run_dry_rate``: share of episodes that ended with the budget exhausted (``ran_dry``).
 - ``reward`` and ``reward_<component>``: mean per episode (components sum to the reward).
-- ``acc_per_1k_tokens``: correct answers per 1,000 charged tokens.
+- ``acc_per_1k_tokens``: correct answers per 1,000 charged tokens (a policy that forfeits questions
+  spends fewer tokens: read it beside ``unasked_per_episode``).
+- ``oracle_informed``: the policy reads the difficulty label that sets the simulated solver's own
+  success probability (``difficulty_oracle``, ``sim_proportional``, ``sim_greedy``,
+  ``oracle_allocation``); an LLM never sees it (missing for runs written before the column).
 - ``expected_accuracy``: expected correct answers under the solver curves at the charged
   tokens (``expected_correct``) / questions served; ``regret``: mean over episodes of
   ``oracle_expected_correct - expected_correct`` (expected correct answers lost to allocation).
@@ -56,6 +64,7 @@ __all__ = [
     "pareto_frontier",
     "policy_order",
     "power_of",
+    "provenance_line",
     "reward_components",
     "seed_table",
     "spend_curve",
@@ -66,6 +75,7 @@ __all__ = [
 CI_METRICS = (
     "accuracy",
     "expected_accuracy",
+    "unasked_per_episode",
     "tokens_per_question",
     "utilisation",
     "run_dry_rate",
@@ -90,17 +100,20 @@ def _with_ci(*names: str) -> tuple[str, ...]:
 
 
 SUMMARY_COLUMNS = (
-    ("policy", "kind", "budget_ratio", "episodes", "questions", "answered", "correct")
+    ("policy", "kind", "oracle_informed", "budget_ratio", "episodes", "questions", "answered", "unasked", "correct")
     + _with_ci(
         "accuracy",
         "expected_accuracy",
+        # forfeits beside the two figures that leave them out
+        "unasked_per_episode",
         "tokens_per_question",
+        "acc_per_1k_tokens",
         "utilisation",
         "run_dry_rate",
         "reward",
     )
     + REWARD_COMPONENT_COLUMNS
-    + _with_ci("acc_per_1k_tokens", "regret")
+    + _with_ci("regret")
     + (
         "regret_std",
         "on_frontier",
@@ -234,10 +247,21 @@ def summary_table(
             exp = _col(ep, "expected_correct")
             regret = _col(ep, "regret")
             row: dict = {"policy": pol, "kind": kind}
+            if "oracle_informed" in ep.columns and ep["oracle_informed"].notna().any():
+                row["oracle_informed"] = bool(ep["oracle_informed"].fillna(False).astype(bool).any())
             row["budget_ratio"] = float(key[conds.index("budget_ratio")]) if "budget_ratio" in conds else np.nan
             if "token_cap" in conds:
                 row["token_cap"] = int(key[conds.index("token_cap")])
-            row.update({"episodes": int(len(ep)), "questions": questions, "answered": answered, "correct": correct})
+            unasked = (ep["num_questions"] - ep["num_answered"]).clip(lower=0).astype(float)
+            row.update(
+                {
+                    "episodes": int(len(ep)),
+                    "questions": questions,
+                    "answered": answered,
+                    "unasked": int(unasked.sum()),
+                    "correct": correct,
+                }
+            )
             row["accuracy"] = correct / questions if questions else np.nan
             _interval_row(row, "accuracy", _safe(stats.ratio_interval, ep["num_correct"], ep["num_questions"], **kw))
             ok_exp = bool(questions) and exp.notna().all()
@@ -247,6 +271,8 @@ def summary_table(
                 "expected_accuracy",
                 _safe(stats.ratio_interval, exp, ep["num_questions"], **kw) if ok_exp else None,
             )
+            row["unasked_per_episode"] = float(unasked.mean())
+            _interval_row(row, "unasked_per_episode", _safe(stats.mean_interval, unasked, **kw))
             row["tokens_per_question"] = spent / answered if answered else np.nan
             _interval_row(
                 row,
@@ -715,20 +741,39 @@ _TABLE_COLS = (
     ("token_cap", "cap", "{:.0f}"),
     ("accuracy", "acc", "{:.3f}"),
     ("expected_accuracy", "exp_acc", "{:.3f}"),
+    ("unasked_per_episode", "unasked/ep", "{:.2f}"),
     ("tokens_per_question", "tok/q", "{:.0f}"),
+    ("acc_per_1k_tokens", "acc/1k", "{:.2f}"),
     ("utilisation", "util", "{:.2f}"),
     ("run_dry_rate", "dry", "{:.2f}"),
+    ("reward", "reward", "{:+.3f}"),
+    ("regret", "regret", "{:.3f}"),
+)
+#: Interval formats of the terminal table (the line under each row).
+_TABLE_CI = {
+    "accuracy": "{:.2f}",
+    "expected_accuracy": "{:.2f}",
+    "unasked_per_episode": "{:.2f}",
+    "tokens_per_question": "{:.0f}",
+    "acc_per_1k_tokens": "{:.2f}",
+    "utilisation": "{:.2f}",
+    "run_dry_rate": "{:.2f}",
+    "reward": "{:+.2f}",
+    "regret": "{:.2f}",
+}
+_COMPONENT_COLS = (
+    ("policy", "policy", "{}"),
+    ("budget_ratio", "ratio", "{:g}"),
+    ("token_cap", "cap", "{:.0f}"),
     ("reward", "reward", "{:+.3f}"),
     ("reward_correctness", "correct", "{:+.3f}"),
     ("reward_efficiency_bonus", "effic", "{:+.3f}"),
     ("reward_cost_penalty", "cost", "{:+.3f}"),
     ("reward_overspend_penalty", "oversp", "{:+.3f}"),
     ("reward_episode_bonus", "ep_bonus", "{:+.3f}"),
-    ("acc_per_1k_tokens", "acc/1k", "{:.2f}"),
-    ("regret", "regret", "{:.3f}"),
 )
-#: Table columns followed by their 95% interval in the terminal table.
-_TABLE_CI = {"accuracy": "{:.2f}", "reward": "{:+.2f}", "regret": "{:.2f}"}
+#: Marker after the name of an oracle-informed policy in the terminal table.
+INFORMED_MARK = " (oracle-informed)"
 
 
 def _fmt(v, fmt: str) -> str:
@@ -737,42 +782,107 @@ def _fmt(v, fmt: str) -> str:
     return fmt.format(v)
 
 
-def format_table(summary: pd.DataFrame) -> str:
-    """The summary as a fixed-width text table for the terminal (one line per policy, and per
-    budget ratio or cap of a sweep).
+def _policy_label(r: pd.Series) -> str:
+    informed = r.get("oracle_informed")
+    return str(r["policy"]) + (INFORMED_MARK if isinstance(informed, (bool, np.bool_)) and informed else "")
 
-    Columns: accuracy with its 95% interval over episodes, expected accuracy under the solver
-    curves, tokens per answered question, budget utilisation, run-dry rate, mean episode reward
-    (with its interval) and its components (``oversp`` only when non-zero), accuracy per 1k
-    tokens, regret vs the oracle (expected correct per episode, with its interval).
+
+def _layout(heads: list[str], lines: list[list[str]]) -> list[str]:
+    widths = [max(len(h), *(len(c[i]) for c in lines)) for i, h in enumerate(heads)]
+
+    def join(cells: list[str]) -> str:
+        return "  ".join(v.ljust(w) if i == 0 else v.rjust(w) for i, (v, w) in enumerate(zip(cells, widths)))
+
+    return [join(heads), "  ".join("-" * w for w in widths)] + [join(c) for c in lines]
+
+
+def format_table(summary: pd.DataFrame) -> str:
+    """The summary as fixed-width text tables for the terminal.
+
+    The first table has one line per policy (and per budget ratio or cap of a sweep) and, under
+    it, a ``95% CI`` line with the 95% bootstrap interval over episodes of every number: accuracy,
+    expected accuracy under the solver curves, questions never asked per episode (forfeits, beside
+    the two figures they flatter: tokens per answered question and accuracy per 1k tokens),
+    utilisation, run-dry rate, mean episode reward, regret vs the oracle. Oracle-informed policies
+    (they read the difficulty label that sets the simulated solver's success probability) carry
+    ``(oracle-informed)`` after their name. The second table holds the reward components (means per
+    episode, summing to the reward; ``oversp`` only when non-zero).
     """
     if summary is None or summary.empty:
         return "(no episodes)"
-    cols = [c for c in _TABLE_COLS if c[0] in summary.columns]
+    drop = set()
+    if "budget_ratio" in summary.columns and summary["budget_ratio"].nunique(dropna=True) < 2:
+        drop.add("budget_ratio")
     if (
         "reward_overspend_penalty" in summary.columns
         and not summary["reward_overspend_penalty"].fillna(0).abs().gt(0).any()
     ):
-        cols = [c for c in cols if c[0] != "reward_overspend_penalty"]
-    if "budget_ratio" in summary.columns and summary["budget_ratio"].nunique(dropna=True) < 2:
-        cols = [c for c in cols if c[0] != "budget_ratio"]
-    heads, cells = [], [[] for _ in range(len(summary))]
-    for key, head, fmt in cols:
-        heads.append(head)
-        for line, (_, r) in zip(cells, summary.iterrows()):
-            line.append(_fmt(r[key], fmt))
-        lo, hi = stats.ci_columns(key)
-        if key in _TABLE_CI and lo in summary.columns:
-            heads.append("95% CI")
-            f = _TABLE_CI[key]
-            for line, (_, r) in zip(cells, summary.iterrows()):
-                line.append("-" if pd.isna(r[lo]) else f"[{f.format(r[lo])}, {f.format(r[hi])}]")
-    widths = [max(len(h), *(len(c[i]) for c in cells)) for i, h in enumerate(heads)]
-    head = "  ".join(h.ljust(w) if i == 0 else h.rjust(w) for i, (h, w) in enumerate(zip(heads, widths)))
-    lines = [head, "  ".join("-" * w for w in widths)]
-    for c in cells:
-        lines.append("  ".join(v.ljust(w) if i == 0 else v.rjust(w) for i, (v, w) in enumerate(zip(c, widths))))
-    return "\n".join(lines)
+        drop.add("reward_overspend_penalty")
+    cols = [c for c in _TABLE_COLS if c[0] in summary.columns and c[0] not in drop]
+    heads = [h for _k, h, _f in cols]
+    lines: list[list[str]] = []
+    for _, r in summary.iterrows():
+        lines.append([_policy_label(r)] + [_fmt(r[k], f) for k, _h, f in cols[1:]])
+        ci = ["  95% CI"]
+        for key, _h, _f in cols[1:]:
+            lo, hi = stats.ci_columns(key)
+            f = _TABLE_CI.get(key)
+            ci.append(
+                ""
+                if f is None or lo not in summary.columns or pd.isna(r[lo])
+                else f"[{f.format(r[lo])}, {f.format(r[hi])}]"
+            )
+        lines.append(ci)
+    out = _layout(heads, lines)
+    comp = [c for c in _COMPONENT_COLS if c[0] in summary.columns and c[0] not in drop]
+    if len(comp) > 2:
+        out += ["", "reward components (mean per episode; they sum to reward, whose interval is above):"]
+        out += _layout(
+            [h for _k, h, _f in comp],
+            [[str(r["policy"])] + [_fmt(r[k], f) for k, _h, f in comp[1:]] for _, r in summary.iterrows()],
+        )
+    if "oracle_informed" in summary.columns and summary["oracle_informed"].fillna(False).astype(bool).any():
+        out += [
+            "",
+            "(oracle-informed): the policy reads the difficulty label that sets the simulated solver's own success "
+            "probability, which an LLM never sees; the *_blind variants allocate from problem type and text "
+            "length only.",
+        ]
+    return "\n".join(out)
+
+
+def provenance_line(provenance: dict | None) -> str:
+    """One line naming where a table's numbers come from, from ``run.json``'s ``provenance``
+    (:func:`workbench.evaluation.writer.provenance`): who answered (the simulated solver with its
+    curve set, or a model) and which questions (builtin stand-ins or real data). ``""`` when the run
+    has no provenance record."""
+    prov = provenance or {}
+    if not prov:
+        return ""
+    parts = []
+    if prov.get("simulated_policies"):
+        parts.append(f"simulated solver for {', '.join(map(str, prov['simulated_policies']))}")
+    for name, line in (prov.get("real_models") or {}).items():
+        parts.append(f"{name}: {line}")
+    answers = "; ".join(parts) or "answers: see the run"
+    curves = prov.get("curves")
+    data = []
+    if prov.get("builtin_sources"):
+        data.append(f"builtin stand-in questions ({', '.join(map(str, prov['builtin_sources']))})")
+    if prov.get("real_sources"):
+        data.append(f"real data ({', '.join(map(str, prov['real_sources']))})")
+    unl = prov.get("unlabelled_questions")
+    return (
+        f"Provenance: {answers}"
+        + (f"; solver curves: {curves}" if curves else "")
+        + (f"; questions: {' and '.join(data)}" if data else "")
+        + (
+            f"; {unl['unlabelled']} of {unl['questions']} questions have no difficulty (one solver curve per type)"
+            if unl
+            else ""
+        )
+        + "."
+    )
 
 
 def format_comparisons(

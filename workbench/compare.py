@@ -64,22 +64,25 @@ SUMMARY_DISPLAY_COLUMNS = (
     "run",
     "policy",
     "kind",
+    "oracle_informed",
     "budget_ratio",
     "episodes",
-    "accuracy",
-    "accuracy_ci_low",
-    "accuracy_ci_high",
-    "expected_accuracy",
-    "tokens_per_question",
-    "utilisation",
-    "run_dry_rate",
-    "reward",
-    "reward_ci_low",
-    "reward_ci_high",
-    "acc_per_1k_tokens",
-    "regret",
-    "regret_ci_low",
-    "regret_ci_high",
+    # every number with its interval; the forfeits beside tokens per question and accuracy per 1k
+    *(
+        c
+        for m in (
+            "accuracy",
+            "expected_accuracy",
+            "unasked_per_episode",
+            "tokens_per_question",
+            "acc_per_1k_tokens",
+            "utilisation",
+            "run_dry_rate",
+            "reward",
+            "regret",
+        )
+        for c in (m, f"{m}_ci_low", f"{m}_ci_high")
+    ),
     "on_frontier",
     "mean_total_budget",
 )

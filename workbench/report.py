@@ -60,14 +60,16 @@ _MAIN = [
     "kind",
     "budget_ratio",
     "token_cap",
+    "oracle_informed",
     "episodes",
     "accuracy",
     "expected_accuracy",
+    "unasked_per_episode",
     "tokens_per_question",
+    "acc_per_1k_tokens",
     "utilisation",
     "run_dry_rate",
     "reward",
-    "acc_per_1k_tokens",
     "regret",
     "on_frontier",
     "wall_s",
@@ -86,6 +88,8 @@ _SHORT = {
     "budget_ratio": "budget ratio",
     "token_cap": "cap",
     "expected_accuracy": "exp. accuracy",
+    "oracle_informed": "oracle-informed",
+    "unasked_per_episode": "unasked / episode",
     "tokens_per_question": "tokens / q",
     "utilisation": "util.",
     "run_dry_rate": "run dry",
@@ -253,6 +257,9 @@ def build_report(
     figs = []
     if summary is not None and not summary.empty:
         parts.append("<h2>Summary</h2>")
+        prov = analysis.provenance_line(meta.get("provenance"))
+        if prov:
+            parts.append(f"<p class='meta'>{html.escape(prov)}</p>")
         parts.append(_table(summary, _MAIN))
         parts.append(
             "<p class='meta'>Under each value: its 95% bootstrap interval over episodes "
@@ -263,7 +270,11 @@ def build_report(
             "regret: the oracle allocation's expected "
             "correct answers minus the policy's, per episode; frontier: no other row has "
             "at least its accuracy with at most "
-            "its tokens per question.</p>"
+            "its tokens per question. unasked / episode: questions never asked because the budget ran dry "
+            "(forfeits; they count as wrong in accuracy, and the default reward pays them 0, less than a wrong "
+            "answer): tokens / q and acc / 1k tok leave them out, so read those beside it. oracle-informed: the "
+            "policy reads the difficulty label that sets the simulated solver's own success probability, which an "
+            "LLM never sees (the *_blind simulated policies allocate from problem type and text length only).</p>"
         )
         parts.append("<h3>Reward components (mean per episode)</h3>" + _table(summary, _COMPONENTS, intervals=False))
         parts.append("<h2>Can the policies be told apart?</h2>")

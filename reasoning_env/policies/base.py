@@ -149,9 +149,18 @@ class BasePolicy:
         twin.info = None
         return twin
 
+    #: Whether the policy reads the difficulty label to allocate (*oracle-informed*: under the
+    #: simulated solver the label sets the success probability; an LLM's prompt never has it).
+    reads_difficulty: bool = False
+
     def describe(self) -> dict[str, Any]:
-        """JSON-ready description for ``run.json`` (name, kind, class and settings)."""
-        return {"name": self.name, "kind": self.kind, "class": type(self).__name__}
+        """JSON-ready description for ``run.json`` (name, kind, class, settings, ``oracle_informed``)."""
+        return {
+            "name": self.name,
+            "kind": self.kind,
+            "class": type(self).__name__,
+            "oracle_informed": bool(self.reads_difficulty),
+        }
 
     def close(self) -> None:
         """Release resources (HTTP clients, models). Idempotent."""

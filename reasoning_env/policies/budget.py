@@ -128,6 +128,7 @@ class DifficultyOraclePolicy(BudgetBaseline):
     """
 
     default_name = "difficulty_oracle"
+    reads_difficulty = True  # oracle-informed: the label it reads sets the solver's success probability
 
     def __init__(self, *, base_tokens: int = 64, **kwargs: Any) -> None:
         super().__init__(**kwargs)

@@ -112,6 +112,24 @@ def _sim_greedy(a: PolicyArgs) -> BasePolicy:
 
 
 @register_policy(
+    "sim_proportional_blind",
+    kind="simulated",
+    summary="simulated solver, length proportional to a difficulty guessed from type and text length (no label)",
+)
+def _sim_proportional_blind(a: PolicyArgs) -> BasePolicy:
+    return SimulatedSolverPolicy("proportional", a.curves, blind=True)
+
+
+@register_policy(
+    "sim_greedy_blind",
+    kind="simulated",
+    summary="simulated solver, marginal gains on curves guessed from type and text length (no label)",
+)
+def _sim_greedy_blind(a: PolicyArgs) -> BasePolicy:
+    return SimulatedSolverPolicy("greedy", a.curves, blind=True)
+
+
+@register_policy(
     "oracle_allocation",
     kind="oracle",
     aliases=("oracle",),

@@ -14,6 +14,18 @@
 It needs the gold answers (trusted context from the evaluator) but uses only what the
 observation shows to allocate, except the oracle, which also knows the future questions.
 
+**Oracle-informed or blind.** The observation carries each question's difficulty label, and the
+same label sets the solver's own success probability, so an allocator that reads it
+(``proportional``, ``greedy``, and the oracle) knows its true curve: its closeness to the oracle holds
+by construction (:attr:`SimulatedSolverPolicy.reads_difficulty`, shown as *oracle-informed* in every
+table). An LLM's prompt has no difficulty. With ``blind=True`` (``sim_proportional_blind``,
+``sim_greedy_blind``) the allocator sees only what an LLM sees: the problem type and the text of the
+questions asked so far. It replaces each label by a guess from text length: the family's default
+level (:data:`~.curves.DEFAULT_DIFFICULTY`) times the question's length over the mean length of the
+questions seen so far in the episode (current included), clipped to 1..5
+(:meth:`SimulatedSolverPolicy.blind_difficulty`). The answer is still drawn from the true curve.
+``uniform`` reads no label, so ``sim_uniform`` is blind already.
+
 Strategies (``t`` is then clipped to ``[1, step_token_cap]``):
 
 - ``uniform``: ``remaining_budget / questions_remaining``.
@@ -101,11 +113,12 @@ class SimulatedSolverPolicy(BasePolicy):
         strategy: ``"uniform"``, ``"proportional"`` or ``"greedy"`` (``"oracle"``: use
             :class:`OracleAllocationPolicy`).
         curves: The accuracy curves (default: :class:`~.curves.SolverCurves` defaults).
-        name: Row label (default ``sim_<strategy>``).
+        name: Row label (default ``sim_<strategy>``, ``sim_<strategy>_blind`` when blind).
         max_units: Grid resolution of the greedy strategy's heuristic (budget units).
+        blind: Allocate without the difficulty label (see the module docstring); not for the oracle.
 
     Raises:
-        ValueError: unknown strategy.
+        ValueError: unknown strategy, or a blind oracle.
     """
 
     kind = "simulated"
@@ -118,19 +131,38 @@ class SimulatedSolverPolicy(BasePolicy):
         *,
         name: str | None = None,
         max_units: int = 1000,
+        blind: bool = False,
     ) -> None:
         super().__init__()
         if strategy not in STRATEGIES:
             raise ValueError(f"unknown strategy {strategy!r}; choose one of {list(STRATEGIES)}")
+        if blind and strategy == "oracle":
+            raise ValueError("the oracle allocation knows every question's curve; it has no blind variant")
         self.strategy = strategy
+        self.blind = bool(blind)
         self.curves = curves or SolverCurves()
-        self.name = name or ("oracle_allocation" if strategy == "oracle" else f"sim_{strategy}")
+        default = "oracle_allocation" if strategy == "oracle" else f"sim_{strategy}" + ("_blind" if blind else "")
+        self.name = name or default
         self.max_units = int(max_units)
         self._plan: tuple[int, int, list[int]] | None = None  # (start index, remaining then, tokens)
 
+    @property
+    def reads_difficulty(self) -> bool:  # type: ignore[override]
+        """Whether the allocation reads the difficulty label (oracle-informed): every strategy but
+        ``uniform``, unless blind."""
+        return self.strategy != "uniform" and not self.blind
+
     def describe(self) -> dict[str, Any]:
-        """Name, kind, strategy and the curves' source."""
-        return {**super().describe(), "strategy": self.strategy, "curves": self.curves.source}
+        """Name, kind, strategy, blind or not, and the curves' source."""
+        return {**super().describe(), "strategy": self.strategy, "blind": self.blind, "curves": self.curves.source}
+
+    def blind_difficulty(self, problem_type: str | None, length: int, lengths: list[int]) -> float:
+        """The blind guess of a question's level from what an LLM sees: the family's default level
+        times ``length / mean(lengths)`` (the text lengths, in characters, of the questions seen
+        so far, current included), clipped to 1..5."""
+        base = self.curves.difficulty_for(problem_type, None)
+        mean = float(np.mean(lengths)) if lengths else 0.0
+        return float(np.clip(base * (length / mean if mean > 0 else 1.0), 1.0, 5.0))
 
     # ------------------------------------------------------------------ episode
     def reset(self, info: EpisodeInfo) -> None:
@@ -158,6 +190,13 @@ class SimulatedSolverPolicy(BasePolicy):
         return q
 
     def _seen_curves(self, obs: Any):
+        if self.blind:  # problem type and text of the questions asked so far; never a label
+            idx = int(obs_get(obs, "question_index", 0))
+            asked = (self.info.questions or [])[: idx + 1]
+            lengths = [len(q.text) for q in asked]
+            return [
+                (q.problem_type, self.blind_difficulty(q.problem_type, n, lengths)) for q, n in zip(asked, lengths)
+            ]
         seen = [
             (
                 h["problem_type"] if isinstance(h, dict) else h.problem_type,

@@ -13,6 +13,12 @@ tokens charged to the budget):
 On the final step, ``episode_bonus``: ``lambda_ep * accuracy * max(0, 1 - |spent/budget - target_utilisation|)``
 with ``accuracy = num_correct / num_questions``.
 
+Questions never asked (a hard-cap episode ran dry before them, *forfeits*): by default (the seed's
+behaviour) they pay **nothing**, which is more than a wrong answer's ``wrong_reward`` (-0.1), so a
+reward-maximising plan may prefer to leave questions unasked. ``unasked_reward`` (default 0.0, the
+seed) is paid once per unasked question on the final step, as the ``forfeit`` component (present only
+when non-zero); ``unasked_reward = wrong_reward`` charges a forfeit like a wrong answer.
+
 Source: the ReasoningEconomicsEnv v2 contract (README "Environment contract").
 
 :class:`BudgetAwareReward` keeps every term but measures each step against its own share instead
@@ -77,6 +83,16 @@ ECONOMICS_PARAMS = (
     ),
     Param("lambda_ep", 0.5, "Episode bonus weight (final step).", min=0.0, max=2.0, step=0.05, hard_min=0.0),
     Param(
+        "unasked_reward",
+        0.0,
+        "Reward per question never asked because the budget ran dry (paid on the final step as 'forfeit'; "
+        "0 = the seed; set it to wrong_reward to charge a forfeit like a wrong answer).",
+        min=-1.0,
+        max=0.5,
+        step=0.05,
+        unit="reward",
+    ),
+    Param(
         "target_utilisation",
         0.9,
         "Budget utilisation (spent/budget) the episode bonus peaks at.",
@@ -111,7 +127,11 @@ def _economics_episode(rw, e: EpisodeBatch) -> dict[str, np.ndarray]:
         accuracy = e.num_correct / e.num_questions
         util = np.maximum(0.0, 1.0 - np.abs(e.total_spent / e.total_budget - rw.target_utilisation))
         bonus = rw.lambda_ep * accuracy * util
-    return {"episode_bonus": np.where(ok, bonus, 0.0)}
+    out = {"episode_bonus": np.where(ok, bonus, 0.0)}
+    unasked_reward = float(getattr(rw, "unasked_reward", 0.0))
+    if unasked_reward != 0.0:  # the seed pays nothing for a forfeit: no column unless asked for
+        out["forfeit"] = unasked_reward * np.maximum(0.0, e.num_questions - e.num_answered)
+    return out
 
 
 @register(
@@ -141,6 +161,7 @@ class EconomicsReward(RewardShape):
     soft_overspend_penalty: float = 0.25
     lambda_ep: float = 0.5
     target_utilisation: float = 0.9
+    unasked_reward: float = 0.0
 
     def step_components(self, ctx: StepContext) -> dict[str, float]:
         """Signed per-step components (sum = step reward before any episode bonus)."""
@@ -157,12 +178,16 @@ class EconomicsReward(RewardShape):
         }
 
     def episode_components(self, ctx: EpisodeContext) -> dict[str, float]:
-        """``{"episode_bonus": ...}`` paid on the final step."""
-        if ctx.num_questions <= 0 or ctx.total_budget <= 0:
-            return {"episode_bonus": 0.0}
-        accuracy = ctx.num_correct / ctx.num_questions
-        utilisation_score = max(0.0, 1.0 - abs(ctx.total_spent / ctx.total_budget - self.target_utilisation))
-        return {"episode_bonus": self.lambda_ep * accuracy * utilisation_score}
+        """``{"episode_bonus": ...}`` paid on the final step (and ``"forfeit"`` when
+        ``unasked_reward`` is non-zero)."""
+        out: dict[str, float] = {"episode_bonus": 0.0}
+        if ctx.num_questions > 0 and ctx.total_budget > 0:
+            accuracy = ctx.num_correct / ctx.num_questions
+            utilisation_score = max(0.0, 1.0 - abs(ctx.total_spent / ctx.total_budget - self.target_utilisation))
+            out["episode_bonus"] = self.lambda_ep * accuracy * utilisation_score
+        if self.unasked_reward != 0.0:
+            out["forfeit"] = self.unasked_reward * max(0, ctx.num_questions - ctx.num_answered)
+        return out
 
     def step_batch(self, batch: StepBatch) -> dict[str, np.ndarray]:
         """Vectorised :meth:`step_components` (same formula, same operation order)."""
@@ -252,6 +277,7 @@ class BudgetAwareReward(RewardShape):
     soft_overspend_penalty: float = 0.25
     lambda_ep: float = 0.5
     target_utilisation: float = 0.9
+    unasked_reward: float = 0.0
     share: str = "remaining"
     growth: float = 2.0
     min_share: float = 0.1

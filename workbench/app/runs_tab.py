@@ -3,8 +3,9 @@ compare them side by side.
 
 Thin layer over :mod:`workbench.compare` (discovery, loading, combined frames, figures) and
 :mod:`workbench.plots`. Every per-policy number carries its 95% interval over episodes, the
-paired comparison says which policies cannot be told apart, and budget sweeps get accuracy
-against budget and the Pareto frontier (:meth:`RunsTab.uncertainty`).
+paired comparison says which policies are not told apart (Holm-adjusted p >= 0.05), each run's
+provenance (simulated solver and its curves, or a model; the data) sits beside the table, and
+budget sweeps get accuracy against budget and the Pareto frontier (:meth:`RunsTab.uncertainty`).
 
 Several runs are drawn grouped: one colour per policy (the same in every run), one line style per
 run with a run key naming each run and its kind (evaluation, training, Play episode), one panel
@@ -38,18 +39,31 @@ HEADERS = {
     "budget_ratio": "budget ratio",
     "episodes": "episodes",
     "accuracy": "accuracy [95% CI]",
-    "expected_accuracy": "exp. accuracy",
-    "tokens_per_question": "tokens/question",
-    "utilisation": "utilisation",
-    "run_dry_rate": "ran dry",
+    "oracle_informed": "oracle-informed",
+    "unasked": "unasked (forfeits)",
+    "expected_accuracy": "exp. accuracy [95% CI]",
+    "unasked_per_episode": "unasked/episode [95% CI]",
+    "tokens_per_question": "tokens/answered question [95% CI]",
+    "utilisation": "utilisation [95% CI]",
+    "run_dry_rate": "ran dry [95% CI]",
     "reward": "reward [95% CI]",
-    "acc_per_1k_tokens": "acc/1k tokens",
+    "acc_per_1k_tokens": "acc/1k tokens [95% CI]",
     "regret": "regret [95% CI]",
     "on_frontier": "frontier",
     "mean_total_budget": "mean budget",
 }
 #: Metrics shown with their interval in one cell.
-_WITH_CI = {"accuracy": "{:.3f}", "reward": "{:+.2f}", "regret": "{:.3f}"}
+_WITH_CI = {
+    "accuracy": "{:.3f}",
+    "expected_accuracy": "{:.3f}",
+    "unasked_per_episode": "{:.2f}",
+    "tokens_per_question": "{:.0f}",
+    "acc_per_1k_tokens": "{:.2f}",
+    "utilisation": "{:.2f}",
+    "run_dry_rate": "{:.2f}",
+    "reward": "{:+.2f}",
+    "regret": "{:.3f}",
+}
 #: Height of the tab's line charts (pixels); bar charts and intervals of several runs grow with their rows.
 FIGURE_HEIGHT = 400
 _MARGIN = dict(l=55, r=15, t=60, b=50)
@@ -208,8 +222,15 @@ class RunsTab:
         training = any(r.metrics is not None and not r.metrics.empty for r in runs.runs.values())
         held_out = not compare.held_out_evaluations(runs).empty
         picker = gr.Dropdown(choices=loaded.policies(), value=shown, multiselect=True)
+        from workbench import analysis
+
+        provenance = [
+            f"- **{label}**: {line}"
+            for label, run in runs.runs.items()
+            if (line := analysis.provenance_line(run.meta.get("provenance")))
+        ]
         return (
-            runs.describe(),
+            "\n".join([runs.describe(), *provenance]),
             table,
             *figs,
             gr.update(value=compare.training_curves_figure(runs, smooth=window), visible=training),

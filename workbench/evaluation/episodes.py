@@ -208,4 +208,6 @@ def run_episode(
         oracle=oracle,
     )
     ep_extras.update(const)
+    # oracle-informed: the policy reads the difficulty label (summary and tables mark it)
+    ep_extras["oracle_informed"] = bool(getattr(policy, "reads_difficulty", False))
     return EpisodeResult(rows, extras, ep, ep_extras)

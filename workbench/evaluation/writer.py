@@ -22,7 +22,7 @@ from reasoning_env.policies import SolverCurves
 from reasoning_env.policies.llm import model_line
 from workbench.evaluation.episodes import EpisodeResult
 
-__all__ = ["budget_note", "provenance", "write_run"]
+__all__ = ["budget_note", "provenance", "unlabelled_questions", "write_run"]
 
 
 def budget_note(
@@ -87,10 +87,39 @@ def _questions_served(config: EnvConfig, episodes: pd.DataFrame) -> str:
     )
 
 
-def provenance(policies: Sequence[dict], sources_used: Sequence[dict] | None, curves: SolverCurves) -> dict[str, Any]:
+def unlabelled_questions(steps: pd.DataFrame | None, curves: SolverCurves) -> dict[str, Any] | None:
+    """The questions of a run that carry no difficulty label, or ``None`` when every one has one.
+
+    Returns:
+        ``{"unlabelled", "questions", "levels": {problem_type: default level used}}`` (distinct
+        question ids).
+    """
+    if steps is None or steps.empty or "question_id" not in steps or "difficulty" not in steps:
+        return None
+    q = steps.drop_duplicates("question_id")
+    missing = q[q["difficulty"].isna()]
+    if missing.empty:
+        return None
+    types = sorted(set(missing["problem_type"].fillna("other").astype(str)))
+    return {
+        "unlabelled": int(len(missing)),
+        "questions": int(len(q)),
+        "levels": {t: int(curves.difficulty_for(t, None)) for t in types},
+    }
+
+
+def provenance(
+    policies: Sequence[dict],
+    sources_used: Sequence[dict] | None,
+    curves: SolverCurves,
+    *,
+    unlabelled: dict[str, Any] | None = None,
+) -> dict[str, Any]:
     """Where the run's numbers come from: which policies answered with the simulated solver (or a
-    placeholder) and which with a model, the solver curves' origin, and whether the questions are
-    the builtin stand-ins or real data. ``warnings`` are the sentences the report shows first."""
+    placeholder) and which with a model, the solver curves' origin, whether the questions are
+    the builtin stand-ins or real data, and (``unlabelled``: :func:`unlabelled_questions`) whether
+    questions lack a difficulty label, so that the solver uses one curve for all of them.
+    ``warnings`` are the sentences the report shows first."""
     simulated, models, placeholder = [], [], []
     for p in policies:
         kind, name = p.get("kind"), p.get("name")
@@ -135,7 +164,17 @@ def provenance(policies: Sequence[dict], sources_used: Sequence[dict] | None, cu
             "Builtin questions: the `builtin` source serves the small sets written for this project and shipped "
             "with the package (in the style of MetaMathQA and NuminaMath-TIR), not a public dataset."
         )
+    if unlabelled and (simulated or models):
+        levels = ", ".join(f"{t} at level {lv}" for t, lv in unlabelled["levels"].items())
+        warnings.append(
+            f"No difficulty labels: {unlabelled['unlabelled']} of {unlabelled['questions']} questions carry no "
+            "difficulty, so the simulated solver uses one curve for all of them per problem type (its family's "
+            f"default level: {levels}); allocators that read the difficulty see them all alike, and expected "
+            "accuracy and regret do not vary with their real difficulty. Map a difficulty field "
+            "(difficulty_field in the hf/jsonl sources) to change this."
+        )
     return {
+        "unlabelled_questions": unlabelled,
         "simulated_policies": simulated,
         "model_policies": models,
         "placeholder_policies": placeholder,
@@ -200,7 +239,12 @@ def write_run(
         meta.get("budget_ratios"),
         meta.get("caps"),
     )
-    meta["provenance"] = provenance(meta.get("policies") or [], meta.get("sources_used"), curves)
+    meta["provenance"] = provenance(
+        meta.get("policies") or [],
+        meta.get("sources_used"),
+        curves,
+        unlabelled=unlabelled_questions(steps, curves),
+    )
     meta["wall_s"] = round(time.perf_counter() - t_start, 3)
     writer.meta.update(meta)
     writer.write()
