@@ -122,6 +122,9 @@ class PlaySettings:
         hard_cap_mode: Hard cap (clip spend, stop when dry) or soft budget (overspend penalised).
         num_questions: Questions per episode.
         data_dir: Folder with local data files for the Hub-backed sources (``None``: none).
+        own_file: Options of a ``jsonl`` source reading the user's own JSONL/JSON/CSV/parquet file
+            (``data_files``, ``prompt_field``, ``answer_field``, optional ``answer_extraction``), played
+            besides ``sources``; ``None``: none (see :func:`own_file_options`).
     """
 
     sources: tuple[str, ...] = ("metamathqa", "numina_tir")
@@ -133,6 +136,50 @@ class PlaySettings:
     hard_cap_mode: bool = True
     num_questions: int = 10
     data_dir: str | None = None
+    own_file: dict[str, str] | None = None
+
+
+#: File types the Play tab's own-file field reads (the ``jsonl`` source's loaders).
+OWN_FILE_SUFFIXES = (".jsonl", ".json", ".csv", ".parquet")
+
+
+def own_file_options(
+    path: Any, prompt_field: Any = None, answer_field: Any = None, answer_extraction: Any = None
+) -> dict[str, str] | None:
+    """The ``jsonl`` source options for the user's own question file, or ``None`` when ``path`` is blank.
+
+    Args:
+        path: A JSONL/JSON/CSV/parquet file.
+        prompt_field: Column holding the question (blank: ``question``).
+        answer_field: Column holding the answer (blank: ``answer``).
+        answer_extraction: How to read the gold from it (blank: the field as is, refused when it
+            holds worked solutions; see :mod:`reasoning_env.sources.hf_dataset`).
+
+    Raises:
+        PlayError: the file does not exist, has another type, or the options are invalid.
+    """
+    from reasoning_env.sources import validate_spec
+
+    if _blank(path):
+        return None
+    file = os.path.expanduser(str(path).strip())
+    if not os.path.isfile(file):
+        raise PlayError(f"question file {str(path).strip()!r} does not exist (give the path of a JSONL or CSV file)")
+    if not file.lower().endswith(OWN_FILE_SUFFIXES):
+        raise PlayError(f"question file {file!r} must end in one of {', '.join(OWN_FILE_SUFFIXES)}")
+    options = {
+        "data_files": os.path.abspath(file),
+        "prompt_field": "question" if _blank(prompt_field) else str(prompt_field).strip(),
+        "answer_field": "answer" if _blank(answer_field) else str(answer_field).strip(),
+    }
+    how = "" if _blank(answer_extraction) else str(answer_extraction).strip()
+    if how and how != "auto":
+        options["answer_extraction"] = how
+    try:
+        validate_spec("jsonl", options)
+    except SourceError as exc:
+        raise PlayError(f"question file: {exc}") from None
+    return options
 
 
 def _blank(value: Any) -> bool:
@@ -185,11 +232,13 @@ def parse_play_settings(
     hard_cap_mode: bool = True,
     num_questions: Any = 10,
     data_dir: str | None = None,
+    own_file: dict[str, str] | None = None,
 ) -> PlaySettings:
     """Validate the Play form's raw values (strings or numbers, as a UI sends them).
 
     Args:
-        sources: Source names (a list, or a comma-separated string); empty = the defaults.
+        sources: Source names (a list, or a comma-separated string); empty = the defaults (none
+            when ``own_file`` is given).
         budget_mode: One of :data:`BUDGET_MODES`.
         budget_ratio: Positive number.
         total_budget: Whole number of tokens (1..100,000,000); required for ``"explicit"``.
@@ -197,6 +246,7 @@ def parse_play_settings(
         seed: Blank (fresh seed) or a whole number >= 0.
         num_questions: Whole number, 1..:data:`MAX_PLAY_QUESTIONS`.
         data_dir: Folder; blank = none.
+        own_file: The user's own question file as :func:`own_file_options` returns it.
 
     Returns:
         The settings.
@@ -208,7 +258,9 @@ def parse_play_settings(
 
     if isinstance(sources, str):
         sources = [s.strip() for s in sources.split(",")]
-    names = tuple(s for s in (sources or []) if s and str(s).strip()) or PlaySettings.sources
+    names = tuple(s for s in (sources or []) if s and str(s).strip())
+    if not names and not own_file:
+        names = PlaySettings.sources
     known = available_sources()
     unknown = [s for s in names if s not in known]
     if unknown:
@@ -247,6 +299,7 @@ def parse_play_settings(
         hard_cap_mode=_parse_bool(hard_cap_mode, "hard cap mode"),
         num_questions=n_q,
         data_dir=folder,
+        own_file=dict(own_file) if own_file else None,
     )
 
 
@@ -521,12 +574,19 @@ class PlaySession:
         Raises:
             PlayError: the resulting config is invalid (message from the config's validation).
         """
-        base_names = tuple(spec.name for spec in self.base_config.sources)
+        # a source the base config names keeps its options there (a jsonl/hf/CSV source of REE_CONFIG
+        # plays as configured); other names are the bare sources; the user's own file is one more
+        base_specs = {spec.name: spec.model_dump() for spec in self.base_config.sources}
+        sources: list[Any] = [base_specs.get(name, name) for name in settings.sources]
+        if settings.own_file:
+            if "jsonl" in settings.sources:
+                raise PlayError(
+                    "the question file and the config's jsonl source cannot be played together: untick jsonl "
+                    "in “Question sources”, or clear the question file"
+                )
+            sources.append({"name": "jsonl", "options": dict(settings.own_file)})
         changes: dict[str, Any] = {
-            # the base config's own specs (with their options) when its sources are chosen
-            "sources": [spec.model_dump() for spec in self.base_config.sources]
-            if tuple(settings.sources) == base_names
-            else list(settings.sources),
+            "sources": sources,
             "budget_ratio": settings.budget_ratio,
             "hard_cap_mode": settings.hard_cap_mode,
             "num_questions": settings.num_questions,

@@ -20,6 +20,7 @@ API names (for ``gradio_client``): ``/reset``, ``/answer``, ``/policy_step``, ``
 
 from __future__ import annotations
 
+import os
 import re
 import time
 import weakref
@@ -45,6 +46,7 @@ from workbench.play import (
     llm_settings,
     local_engine,
     local_model_defaults,
+    own_file_options,
     parse_play_settings,
     token_spans,
 )
@@ -112,6 +114,33 @@ def usable_sources() -> list[str]:
         except SourceError:
             continue
         out.append(name)
+    return out
+
+
+#: The own-file form's choices of ``answer_extraction`` (``auto``: unset, see hf_dataset).
+ANSWER_EXTRACTION_LABELS = {
+    "auto": "the column as is (stops if it holds worked solutions)",
+    "gsm8k": "after '#### ' (GSM8K solutions)",
+    "boxed": "the last \\boxed{} (MATH solutions)",
+    "metamathqa": "after 'The answer is:' (MetaMathQA)",
+    "final": "the model-output rules (answer line, box)",
+    "none": "the column as is, always",
+}
+
+
+def source_choices(config: Any) -> list[str | tuple[str, str]]:
+    """The Question sources checkboxes: every source that works without options, and each source
+    ``config`` names (a ``jsonl`` / ``hf`` source plays with the config's options, its file named
+    in the label)."""
+    out: list[str | tuple[str, str]] = list(usable_sources())
+    for spec in config.sources:
+        if spec.name in out:
+            continue
+        what = spec.options.get("data_files") or spec.options.get("hf_id") or spec.options.get("data_dir")
+        if isinstance(what, (list, tuple)):
+            what = ", ".join(map(str, what))
+        label = f"{spec.name}: {os.path.basename(str(what)) or what} (from the config)" if what else spec.name
+        out.append((label, spec.name))
     return out
 
 
@@ -186,6 +215,7 @@ def render_gauges(session: PlaySession | None) -> str:
     per_q = obs.budget_per_remaining_question
     per_color = "#16a34a" if per_q >= 0.9 * fair else ("#f59e0b" if per_q >= 0.5 * fair else "#dc2626")
     answered, correct = s["answered"], s["correct"]
+    never = n - answered if obs.done and answered < n else 0  # the budget ran dry before these were asked
     cards = [
         _card(
             "Budget left",
@@ -197,7 +227,7 @@ def render_gauges(session: PlaySession | None) -> str:
         _card(
             "Questions left",
             str(obs.questions_remaining),
-            f"of {n} · answered {answered}",
+            f"of {n} · answered {answered}" + (f" · {never} never asked" if never else ""),
             _bar(answered / n, "#4c78a8"),
             "questions",
         ),
@@ -397,7 +427,14 @@ def render_info(session: PlaySession | None) -> str:
     md = session.reset_observation.metadata
     cfg = session.config
     used = ", ".join(
-        f"{u.get('source')} → {u.get('used')} ({u.get('questions')} questions)" for u in (md.get("sources_used") or [])
+        f"{u.get('source')} → {u.get('used')} ({u.get('questions')} questions"
+        + (
+            ", builtin stand-ins, not the real data"
+            if str(u.get("used", "")).startswith("builtin:") and u.get("source") != "builtin"
+            else ""
+        )
+        + ")"
+        for u in (md.get("sources_used") or [])
     )
     mode = "hard cap" if cfg.hard_cap_mode else "soft budget"
     return (
@@ -538,8 +575,16 @@ class PlayTab:
         hard_cap_mode: bool,
         num_questions: Any,
         data_dir: Any,
+        own_file: Any = None,
+        prompt_field: Any = None,
+        answer_field: Any = None,
+        answer_extraction: Any = None,
     ) -> tuple:
-        """Start an episode with the form's settings. Raises ``gr.Error`` on bad input."""
+        """Start an episode with the form's settings (``own_file``: a JSONL/CSV question file read
+        with the field mapping that follows). Raises ``gr.Error`` on bad input."""
+        own = own_file_options(own_file, prompt_field, answer_field, answer_extraction)
+        if not own and not [x for x in (sources or []) if str(x).strip()]:
+            raise PlayError("no questions to play: tick a question source, or give a question file")
         settings = parse_play_settings(
             sources,
             budget_mode,
@@ -550,6 +595,7 @@ class PlayTab:
             hard_cap_mode,
             num_questions,
             data_dir,
+            own,
         )
         session = session if session is not None else self.new_session()
         try:
@@ -734,6 +780,10 @@ class PlayTab:
         """An empty live panel (a new episode)."""
         return ""
 
+    def clear_after_reset(self) -> tuple[str, str]:
+        """An empty live panel and an empty "Saved to ..." line: a new episode is not saved yet."""
+        return "", ""
+
     def _check_policy(self, policy: str) -> str:
         name = (policy or "").strip()
         if name not in self.policies:
@@ -748,8 +798,8 @@ class PlayTab:
             The components by name (tests and other tabs use them).
         """
         cfg = self.ctx.base_config
-        src_choices = usable_sources()
-        base_sources = [s.name for s in cfg.sources if s.name in src_choices] or ["metamathqa", "numina_tir"]
+        src_choices = source_choices(cfg)
+        base_sources = [spec.name for spec in cfg.sources]
         tok_choices = list(dict.fromkeys([cfg.tokenizer_name, *TOKENIZER_CHOICES]))
         c: dict[str, Any] = {}
         c["state"] = gr.State(
@@ -764,7 +814,29 @@ class PlayTab:
                     label="Question sources",
                     info="Offline, metamathqa / numina_tir serve builtin stand-ins; gsm8k / math500 "
                     "need a data folder.",
+                    elem_id="ree-sources",
                 )
+                with gr.Accordion("Your own questions (a JSONL or CSV file)", open=False, elem_id="ree-own"):
+                    c["own_file"] = gr.Textbox(
+                        "",
+                        label="Question file",
+                        placeholder="e.g. ~/data/my_questions.csv",
+                        info="Played besides the ticked sources (untick them to play only this file).",
+                        elem_id="ree-own-file",
+                    )
+                    with gr.Row():
+                        c["prompt_field"] = gr.Textbox(
+                            "question", label="Question column", min_width=100, elem_id="ree-own-prompt"
+                        )
+                        c["answer_field"] = gr.Textbox(
+                            "answer", label="Answer column", min_width=100, elem_id="ree-own-answer"
+                        )
+                    c["answer_extraction"] = gr.Dropdown(
+                        [(ANSWER_EXTRACTION_LABELS[k], k) for k in ANSWER_EXTRACTION_LABELS],
+                        value="auto",
+                        label="Gold answer",
+                        info="How to read the gold from the answer column.",
+                    )
                 c["budget_mode"] = gr.Radio(
                     [(BUDGET_MODE_LABELS[m], m) for m in BUDGET_MODES], value="tokenizer_native", label="Budget"
                 )
@@ -887,7 +959,7 @@ class PlayTab:
             )
             c["runs_root"] = gr.Textbox(self.ctx.runs_root, label="Runs folder", scale=2)
             c["save_btn"] = gr.Button("Save as run", scale=1, elem_id="ree-save")
-        c["save_status"] = gr.Markdown("")
+        c["save_status"] = gr.Markdown("", elem_id="ree-save-status")
 
         state = c["state"]
         view = [c[name] for name in VIEW]
@@ -902,6 +974,10 @@ class PlayTab:
             c["hard_cap"],
             c["num_questions"],
             c["data_dir"],
+            c["own_file"],
+            c["prompt_field"],
+            c["answer_field"],
+            c["answer_extraction"],
         ]
         on = marks_on(c["status"])  # busy and error marks on the status line only
         first, rest = [c[name] for name in VIEW_FIRST], [c[name] for name in VIEW_REST]
@@ -910,7 +986,11 @@ class PlayTab:
         # for a refused action: keep the queue.)
         second_pass = {"api_visibility": "private", "show_progress": "hidden"}
         c["reset_btn"].click(self.reset, reset_inputs, [state, *view], api_name="reset", **on).success(
-            self.clear_live, None, [c["live"]], api_visibility="private", show_progress="hidden"
+            self.clear_after_reset,
+            None,
+            [c["live"], c["save_status"]],
+            api_visibility="private",
+            show_progress="hidden",
         )
         # in the page a step is drawn in two passes (see VIEW_FIRST); the API endpoints return the whole view
         gr.on(
