@@ -504,11 +504,12 @@ def _run(args: argparse.Namespace, argv: list[str] | None, server: ModelServer |
     print(
         "acc: correct / questions (unanswered = wrong), 95% CI: bootstrap over "
         "episodes; exp_acc: expected under the solver curves "
-        f"({result.meta['curves']}); tok/q: tokens per answered question; util: spent / budget; dry: share of "
-        "episodes that ran out of budget; reward columns: mean per episode; regret: oracle allocation's expected "
-        "correct answers minus the policy's, per episode. Paired comparisons: same "
-        "episodes, sign-flip permutation p-values "
-        "(Holm-adjusted over the pairs); all in comparisons.csv."
+        f"({result.meta['curves']}); unasked/ep: questions never asked because the budget ran dry, per episode "
+        "(read tok/q and acc/1k beside it: a policy that answers less looks cheaper); tok/q: tokens per answered "
+        "question; util: spent / budget; dry: share of episodes that ran out of budget; reward columns: mean per "
+        "episode; regret: oracle allocation's expected correct answers minus the policy's, per episode. Paired "
+        "comparisons: same episodes, sign-flip permutation p-values; told apart = Holm-adjusted p < 0.05 over the "
+        "pairs; all in comparisons.csv."
     )
     if caps:
         _calibrate(result, args)
