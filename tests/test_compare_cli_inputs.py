@@ -59,3 +59,10 @@ def test_a_damaged_file_is_named(run_dir, tmp_path, damage, says) -> None:
     (broken / damage[0]).write_text(damage[1])
     with pytest.raises(RunFolderError, match=says):
         load_run(broken)
+
+
+def test_without_out_the_comparison_is_written_under_runs_not_the_current_folder(run_dir, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert main([str(run_dir)]) == 0
+    written = list((tmp_path / "runs").glob("compare-*/summary.csv"))
+    assert len(written) == 1 and not list(tmp_path.glob("compare-*"))

@@ -11,7 +11,8 @@
 
 Command line: ``python -m workbench.compare RUN [RUN ...] [--out DIR]`` prints the comparison
 table with its intervals and the paired comparison, and writes ``summary.csv``,
-``comparisons.csv`` and ``figures.html`` into ``DIR``.
+``comparisons.csv`` and ``figures.html`` into ``DIR`` (default ``runs/compare-<time>``, beside the
+runs and ignored by git, not the current folder).
 
 Runs are labelled by their folder name (made unique) and their kind (evaluation, training, or an
 episode saved from the Play tab: :func:`workbench.runs.run_kind`). In the combined frames of
@@ -690,7 +691,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         description="Compare run folders: summary with intervals, paired comparison, figures.",
     )
     p.add_argument("runs", nargs="+", help="run folders (evaluation, training or saved Play runs)")
-    p.add_argument("--out", help="folder for summary.csv, comparisons.csv and figures.html (default compare-<time>)")
+    p.add_argument(
+        "--out", help="folder for summary.csv, comparisons.csv and figures.html (default runs/compare-<time>)"
+    )
     args = p.parse_args(list(argv) if argv is not None else None)
     try:  # before any work: a comparison written over a run folder would replace its summary.csv
         out = output_folder(args.out, "the comparison", "summary.csv and comparisons.csv") if args.out else None
@@ -714,7 +717,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(analysis.format_table(summary))
     print()
     print(analysis.format_comparisons(cmp, summary))
-    out = out or fresh_run_dir(".", "compare")
+    out = out or fresh_run_dir("runs", "compare")  # beside the runs (./runs, ignored by git), as evaluate does
     summary.to_csv(out / "summary.csv", index=False)
     cmp.to_csv(out / "comparisons.csv", index=False)
     figs = [
