@@ -71,3 +71,15 @@ def test_notebook_03_loads_the_evaluations_not_the_newer_play_saves(tmp_path):
     )
     loads = printed.split("the next cell loads:")[1]
     assert "eval-mine" in loads and "play-" not in loads, printed
+
+
+@pytest.mark.slow
+def test_notebook_01_says_where_it_looked_for_the_real_data_and_how_to_point_at_it(tmp_path):
+    missing = tmp_path / "no-data-here"
+    printed = run_cells(
+        ROOT / "notebooks" / "01_play_and_inspect.ipynb",
+        "SHARED_DATA =",
+        ROOT,
+        {**BASE_ENV, "REE_DATA_DIR": str(missing)},
+    )
+    assert f"no gsm8k_test.jsonl in {missing}" in printed and "set REE_DATA_DIR" in printed, printed
