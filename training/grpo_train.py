@@ -27,6 +27,7 @@ import importlib.util
 import json
 import logging
 import os
+import shutil
 import sys
 import time
 from pathlib import Path
@@ -202,7 +203,18 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--top_p", type=float, default=1.0)
     g.add_argument("--top_k", type=int, default=0)
     g.add_argument("--logging_steps", type=int, default=1)
-    g.add_argument("--save_steps", type=int, default=0, help="Checkpoint every N steps (0 = only at the end).")
+    g.add_argument(
+        "--save_steps",
+        type=int,
+        default=0,
+        help="Checkpoint every N steps (0 = only at the end). A run started again with the same --output_dir "
+        "continues from its last checkpoint (see --fresh).",
+    )
+    g.add_argument(
+        "--fresh",
+        action="store_true",
+        help="Start over in an --output_dir that holds checkpoints (default: resume from the last one).",
+    )
     g.add_argument(
         "--gradient_checkpointing",
         dest="gradient_checkpointing",
@@ -444,6 +456,20 @@ class TrainingSetup:
     output_dir: Path
     server: Any = None  # --backend vllm_server: the ModelServer started for the run (stopped by main)
     handoff: Any = None  # --backend vllm_server: the LoraHandoff (its stats: adapters loaded, seconds)
+    resume_from: str | None = None  # the checkpoint folder a resumed run continues from
+
+
+def latest_checkpoint(out: Path) -> tuple[Path, int] | None:
+    """The newest complete ``checkpoint-N`` folder of a run folder (one holding ``trainer_state.json``) and N."""
+    found = []
+    for d in out.glob("checkpoint-*"):
+        tail = d.name.split("-", 1)[1]
+        if d.is_dir() and tail.isdigit() and (d / "trainer_state.json").is_file():
+            found.append((int(tail), d))
+    if not found:
+        return None
+    step, path = max(found)
+    return path, step
 
 
 def build_trainer(args: argparse.Namespace, *, policy: Any = None, env_config: Any = None) -> TrainingSetup:
@@ -566,17 +592,25 @@ def build_trainer(args: argparse.Namespace, *, policy: Any = None, env_config: A
         "gradient_checkpointing": ("unsloth" if policy.unsloth else True) if args.gradient_checkpointing else False,
         "vllm_gpu_memory_utilization": args.vllm_gpu_memory_utilization if backend == "vllm" else None,
     }
-    for stale in [
-        *out.glob("episodes*.jsonl"),
-        *out.glob("trajectories*.jsonl"),
-        out / "metrics.jsonl",
-        out / "group_rewards.jsonl",
-    ]:
-        if stale.exists():
-            stale.unlink()
+    resume = None if args.fresh else latest_checkpoint(out)
+    if resume is None:
+        for stale in [
+            *out.glob("episodes*.jsonl"),
+            *out.glob("trajectories*.jsonl"),
+            out / "metrics.jsonl",
+            out / "group_rewards.jsonl",
+            *(out.glob("checkpoint-*") if args.fresh else []),
+        ]:
+            if stale.is_dir():
+                shutil.rmtree(stale)
+            elif stale.exists():
+                stale.unlink()
     if args.group_reward:
         group_reward = group_reward_function(args.group_reward, log_path=out / "group_rewards.jsonl")
     writer = TrainingRunWriter(out, config=env_cfg, meta=meta)
+    if resume is not None:
+        kept = writer.resume(resume[1])
+        logger.info("resuming %s from %s (kept %s)", out, resume[0].name, kept)
     server, server_backend = None, None
     if backend == "vllm_server":
         server, server_backend = _rollout_server(args, policy, out)
@@ -603,7 +637,7 @@ def build_trainer(args: argparse.Namespace, *, policy: Any = None, env_config: A
         from training.evaluation import HeldOutEvaluator, held_out_seeds, make_evaluation_callback
 
         for stale in ("evaluations.jsonl", "eval_episodes.jsonl"):
-            if (out / stale).exists():
+            if (out / stale).exists() and resume is None:
                 (out / stale).unlink()
         seeds = held_out_seeds(args.eval_seeds, dataset["seed"])
         curves = curves or SolverCurves()
@@ -636,7 +670,11 @@ def build_trainer(args: argparse.Namespace, *, policy: Any = None, env_config: A
         from training.vllm_server_backend import attach
 
         handoff = attach(trainer, server_backend, out / "lora-handoff")
-    return TrainingSetup(trainer, rollout, writer, env_cfg, policy, backend, out, server, handoff)
+    if resume is not None:  # group ids continue where the stopped process left them
+        rollout.groups_done = resume[1] * (trainer.args.generation_batch_size // args.num_generations)
+    return TrainingSetup(
+        trainer, rollout, writer, env_cfg, policy, backend, out, server, handoff, str(resume[0]) if resume else None
+    )
 
 
 def _rollout_server(args: argparse.Namespace, policy: Any, out: Path) -> tuple[Any, Any]:
@@ -715,8 +753,10 @@ def main(argv: list[str] | None = None) -> int:
         f"groups/step={setup.trainer.args.generation_batch_size // args.num_generations}",
         flush=True,
     )
+    if setup.resume_from:
+        print(f"training: resuming from {setup.resume_from}", flush=True)
     try:
-        setup.trainer.train()
+        setup.trainer.train(resume_from_checkpoint=setup.resume_from)
     finally:
         if setup.server is not None:
             setup.server.stop()

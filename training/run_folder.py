@@ -87,23 +87,80 @@ class TrainingRunWriter(RunWriter):
             fh.write(json.dumps(record, default=_json_default) + "\n")
 
     def steps_frame(self):
-        """The base class's step rows plus ``train_step`` (the optimizer step that played each row)."""
+        """The base class's step rows plus ``train_step`` (the optimizer step that played each row), after
+        the rows an earlier process of a resumed run kept (:meth:`resume`)."""
         df = super().steps_frame()
         if len(df) == len(self.step_train_steps) and len(df):
             df["train_step"] = self.step_train_steps
-        return df
+        return _after(getattr(self, "_prior_steps", None), df)
 
     def episodes_frame(self):
-        """The base class's episode rows plus ``train_step`` (the optimizer step that played each)."""
+        """The base class's episode rows plus ``train_step`` (the optimizer step that played each), after
+        the rows an earlier process of a resumed run kept (:meth:`resume`)."""
         df = super().episodes_frame()
         if len(df) == len(self.episode_train_steps) and len(df):
             df["train_step"] = self.episode_train_steps
-        return df
+        return _after(getattr(self, "_prior_episodes", None), df)
+
+    def resume(self, checkpoint_step: int) -> dict:
+        """Continue a run stopped after its checkpoint at optimizer step ``checkpoint_step``: keep what the
+        earlier process wrote for the steps the checkpoint holds and drop the rest, which the resumed
+        process plays again. Rollouts recorded with ``train_step`` ``k`` fed step ``k + 1``, so rows with
+        ``train_step < checkpoint_step`` stay; ``metrics.jsonl`` / ``evaluations.jsonl`` rows with
+        ``step <= checkpoint_step`` stay.
+
+        Returns:
+            How many rows of each file were kept.
+        """
+        import pandas as pd
+
+        kept: dict[str, int] = {}
+        for name, attr in (("trajectories.parquet", "_prior_steps"), ("episodes.parquet", "_prior_episodes")):
+            path = self.run_dir / name
+            if path.is_file():
+                df = pd.read_parquet(path)
+                if "train_step" in df.columns:
+                    df = df[df["train_step"] < checkpoint_step].reset_index(drop=True)
+                setattr(self, attr, df)
+                kept[name] = len(df)
+        for name, key, keep in (
+            ("metrics.jsonl", "step", lambda v: v <= checkpoint_step),
+            ("evaluations.jsonl", "step", lambda v: v <= checkpoint_step),
+            ("episodes.jsonl", "train_step", lambda v: v < checkpoint_step),
+            ("trajectories.jsonl", "train_step", lambda v: v < checkpoint_step),
+            ("eval_episodes.jsonl", "train_step", lambda v: v <= checkpoint_step),
+        ):
+            path = self.run_dir / name
+            if not path.is_file():
+                continue
+            lines = [ln for ln in path.read_text(encoding="utf-8").splitlines() if ln.strip()]
+            good = []
+            for ln in lines:
+                try:
+                    value = json.loads(ln).get(key)
+                except ValueError:
+                    continue  # a line cut by the stop
+                if value is None or keep(int(value)):
+                    good.append(ln)
+            path.write_text("".join(ln + "\n" for ln in good), encoding="utf-8")
+            kept[name] = len(good)
+        self.meta.setdefault("resumed", []).append({"from_step": int(checkpoint_step), "kept": kept})
+        return kept
 
     def write(self) -> Path:
         """Write ``run.json`` (with ``n_episodes`` updated), config and parquet files."""
-        self.meta["n_episodes"] = len(self.episodes)
+        prior = getattr(self, "_prior_episodes", None)
+        self.meta["n_episodes"] = len(self.episodes) + (len(prior) if prior is not None else 0)
         return super().write()
+
+
+def _after(prior: Any, df: Any) -> Any:
+    """``prior`` rows then ``df`` rows (``df`` alone when there is no prior frame)."""
+    if prior is None or not len(prior):
+        return df
+    import pandas as pd
+
+    return pd.concat([prior, df], ignore_index=True) if len(df) else prior.copy()
 
 
 def _json_default(obj: Any) -> Any:

@@ -1,0 +1,37 @@
+"""A training run stopped after a checkpoint continues when started again with the same output folder:
+the optimizer step count, the logs and the run folder's rows carry on without duplicates."""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import pytest
+
+from training.grpo_train import latest_checkpoint, main
+
+pytestmark = pytest.mark.slow
+
+
+def _metrics_steps(out):
+    return [json.loads(line)["step"] for line in (out / "metrics.jsonl").read_text().splitlines() if line.strip()]
+
+
+def test_a_run_started_again_in_its_folder_continues_and_fresh_starts_over(tmp_path):
+    out = tmp_path / "run"
+    base = ["--smoke", "--output_dir", str(out), "--save_steps", "1", "--logging_steps", "1"]
+    assert main([*base, "--max_steps", "1"]) == 0  # stands for a run stopped after its first checkpoint
+    assert latest_checkpoint(out)[1] == 1 and _metrics_steps(out) == [1]
+    first = pd.read_parquet(out / "episodes.parquet")
+    assert main([*base, "--max_steps", "2"]) == 0
+    state = json.loads((latest_checkpoint(out)[0] / "trainer_state.json").read_text())
+    assert state["global_step"] == 2 and latest_checkpoint(out)[1] == 2
+    assert _metrics_steps(out) == [1, 2]  # step 1 kept, not logged twice
+    episodes = pd.read_parquet(out / "episodes.parquet")
+    assert sorted(set(episodes["train_step"])) == [0, 1] and len(episodes) == 2 * len(first)
+    run = json.loads((out / "run.json").read_text())
+    assert run["resumed"][0]["from_step"] == 1 and run["n_episodes"] == len(episodes)
+    # --fresh starts over in the same folder (the checkpoints and logs of the earlier run are removed)
+    assert main([*base, "--max_steps", "1", "--fresh"]) == 0
+    assert _metrics_steps(out) == [1] and "resumed" not in json.loads((out / "run.json").read_text())
+    assert latest_checkpoint(out)[1] == 1
