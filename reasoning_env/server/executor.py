@@ -20,13 +20,30 @@ import itertools
 import queue
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Iterator
 from concurrent.futures import Executor, Future
 from typing import Any
 
-__all__ = ["ElasticExecutor", "blocking"]
+__all__ = ["ElasticExecutor", "address_group", "blocking"]
 
 _local = threading.local()
+#: Queue entry standing for "the next call in fair order" (:meth:`ElasticExecutor.submit_for`).
+_FAIR = object()
+
+
+def address_group(address: str) -> str:
+    """The address group a client belongs to for fair scheduling: its IPv4 /24 or IPv6 /64
+    (one host, or one tenant's neighbouring hosts, cannot outweigh the others by using many
+    addresses); other names stand for themselves."""
+    import ipaddress
+
+    try:
+        ip = ipaddress.ip_address(address)
+    except ValueError:
+        return address
+    prefix = 24 if ip.version == 4 else 64
+    return str(ipaddress.ip_network(f"{ip}/{prefix}", strict=False))
 
 
 @contextlib.contextmanager
@@ -73,6 +90,10 @@ class ElasticExecutor(Executor):
         self._waiting = 0  # threads inside blocking()
         self._shutdown = False
         self._ids = itertools.count()
+        # Fair order (submit_for): group -> (ring of clients, client -> calls), and a ring of groups.
+        self._fair_lock = threading.Lock()
+        self._groups: dict[Any, tuple[deque, dict[Any, deque]]] = {}
+        self._group_ring: deque = deque()
 
     # ------------------------------------------------------------------ Executor
     def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future:
@@ -89,6 +110,51 @@ class ElasticExecutor(Executor):
             self._spawn_if_short()
         return future
 
+    def submit_for(self, group: Any, client: Any, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future:
+        """Queue ``fn(*args, **kwargs)`` on behalf of ``client`` of ``group``: calls are taken
+        round-robin over the groups with calls waiting, then over each group's clients, then in
+        submission order within a client. One client (or address group) with 64 sessions
+        resetting back to back thus gets one turn in two against a second client, not 64 in 65.
+
+        Raises:
+            RuntimeError: the executor was shut down.
+        """
+        if self._shutdown:
+            raise RuntimeError("the executor was shut down")
+        future: Future = Future()
+        with self._fair_lock:
+            entry = self._groups.get(group)
+            if entry is None:
+                entry = self._groups[group] = (deque(), {})
+                self._group_ring.append(group)
+            ring, lanes = entry
+            lane = lanes.get(client)
+            if lane is None:
+                lane = lanes[client] = deque()
+                ring.append(client)
+            lane.append((future, fn, args, kwargs))
+        self._queue.put(_FAIR)
+        if not self._idle.acquire(blocking=False):
+            self._spawn_if_short()
+        return future
+
+    def _next_fair(self) -> tuple:
+        with self._fair_lock:
+            group = self._group_ring.popleft()
+            ring, lanes = self._groups[group]
+            client = ring.popleft()
+            lane = lanes[client]
+            item = lane.popleft()
+            if lane:
+                ring.append(client)
+            else:
+                del lanes[client]
+            if ring:
+                self._group_ring.append(group)
+            else:
+                del self._groups[group]
+            return item
+
     def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
         """Stop taking calls; with ``cancel_futures`` drop the queued ones. Running calls finish."""
         with self._lock:
@@ -100,6 +166,8 @@ class ElasticExecutor(Executor):
                     item = self._queue.get_nowait()
                 except queue.Empty:
                     break
+                if item is _FAIR:
+                    item = self._next_fair()
                 if item is not None:
                     item[0].cancel()
         for _ in range(alive):
@@ -153,6 +221,8 @@ class ElasticExecutor(Executor):
             item = get()
             if item is None:
                 break
+            if item is _FAIR:
+                item = self._next_fair()
             future, fn, args, kwargs = item
             if future.set_running_or_notify_cancel():
                 try:

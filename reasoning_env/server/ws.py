@@ -11,8 +11,9 @@ server needs sits inside that route's loop, where a wrapper cannot reach. Here:
   at once and its queued work is cancelled (OpenEnv's route noticed only after the call ended,
   so a killed client with 64 one-megabyte steps queued held its slots for 35 s and the server
   computed them all);
-- the call runs on the shared :class:`~reasoning_env.server.executor.ElasticExecutor`, tagged
-  with the client's address for the grading fallback's fair share
+- the call runs on the shared :class:`~reasoning_env.server.executor.ElasticExecutor` in fair
+  order (round-robin over address groups, then clients: ``submit_for``), tagged with the
+  client's address for the grading fallback's fair share
   (:data:`reasoning_env.server.fallback.client_key`).
 """
 
@@ -30,6 +31,7 @@ from typing import Any
 from urllib.parse import parse_qs
 
 from reasoning_env.errors import ReasoningEconomicsError
+from reasoning_env.server.executor import address_group
 from reasoning_env.server.fallback import client_key
 from reasoning_env.server.protocol import (
     FrameError,
@@ -211,6 +213,7 @@ class WebSocketRoute:
         queued work is cancelled.
         """
         loop = asyncio.get_running_loop()
+        group = address_group(session.client)
         env = self.make_env()
         history = HistoryCache()
         big = False
@@ -232,7 +235,10 @@ class WebSocketRoute:
                 text = message.get("text")
                 if text is not None and len(text) > _BIG_MESSAGE_CHARS:
                     big = True
-                call = loop.run_in_executor(self.executor, self._handle, env, history, session, text)
+                call = asyncio.wrap_future(
+                    self.executor.submit_for(group, session.client, self._handle, env, history, session, text),
+                    loop=loop,
+                )
                 while not call.done():
                     if len(inbox) >= READ_AHEAD:
                         await asyncio.wait((call,))
