@@ -218,7 +218,7 @@ class ReasoningEconomicsEnv(
                 the config-budget fallback.
         """
         if kwargs:
-            raise EpisodeError(f"unknown reset option(s) {sorted(kwargs)}; reset accepts {list(RESET_OPTIONS)}")
+            raise EpisodeError(f"unknown reset option(s) {_some_names(kwargs)}; reset accepts {list(RESET_OPTIONS)}")
         if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
             raise EpisodeError(f"seed must be a non-negative integer or null, got {seed!r}")
         if episode_id is not None and (not isinstance(episode_id, str) or not episode_id or len(episode_id) > 255):
@@ -550,3 +550,16 @@ class ReasoningEconomicsEnv(
             done_reason=self._done_reason if self._done else None,
             metadata={"problem_type": current.problem_type if current else None},
         )
+
+
+def _some_names(names: Any, limit: int = 5, chars: int = 40) -> str:
+    """The first ``limit`` of ``names`` (sorted), each cut to ``chars`` characters and written in
+    ASCII (lone surrogates as escapes), then how many more: an error that lists 200,000 unknown
+    keys was a 2 MB message."""
+    names = sorted(str(n) for n in names)
+    shown = []
+    for n in names[:limit]:
+        cut = n if len(n) <= chars else n[:chars] + "..."
+        shown.append(ascii(cut))
+    more = f" and {len(names) - limit:,} more" if len(names) > limit else ""
+    return "[" + ", ".join(shown) + "]" + more

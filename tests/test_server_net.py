@@ -188,3 +188,54 @@ def test_memory_of_a_burst_of_big_sessions_is_returned_within_seconds():
         print(f"RSS base {base:.0f} MiB, peak {peak:.0f}, after {after:.0f}")
         assert peak - base > 50, (base, peak)  # the burst did take memory
         assert after <= base + 0.25 * (peak - base), (base, peak, after)
+
+
+# ------------------------------------------------------------------------------ error messages
+@pytest.fixture(scope="module")
+def plain():
+    with LiveServer(create_server_app(CONFIG, max_sessions=8, session_timeout_s=None)) as srv:
+        yield srv
+
+
+def test_200k_unknown_reset_fields_give_a_bounded_message(plain):
+    fields = {f"k{i}": 1 for i in range(200_000)}
+    with _ws(plain, max_size=None) as ws:
+        ws.send(json.dumps({"type": "reset", "data": fields}))
+        err = json.loads(ws.recv(timeout=60))["data"]
+        assert err["code"] == "EXECUTION_ERROR" and len(err["message"]) < 1_000, len(err["message"])
+        assert "'k0'" in err["message"] and "199,995 more" in err["message"]
+        ws.send(json.dumps({"type": "reset", "data": {"seed": 1}}))  # the session goes on
+        assert json.loads(ws.recv(timeout=30))["type"] == "observation"
+    import httpx
+
+    r = httpx.post(plain.url + "/reset", json=fields, timeout=60)
+    assert r.status_code == 400 and len(r.text) < 1_000 and "199,995 more" in r.text
+
+
+def test_a_surrogate_in_an_unknown_step_field_name_is_named(plain):
+    with _ws(plain) as ws:
+        ws.send(json.dumps({"type": "reset", "data": {"seed": 1}}))
+        ws.recv(timeout=30)
+        ws.send('{"type": "step", "data": {"response": "x", "metadata": {}, "\\ud800": 1}}')
+        err = json.loads(ws.recv(timeout=30))["data"]
+        assert err["code"] == "VALIDATION_ERROR" and "unknown field '\\ud800'" in err["message"], err
+
+
+def test_http_huge_integer_is_a_400_naming_the_field(plain):
+    import httpx
+
+    body = '{"seed": ' + "9" * 5_000 + "}"
+    r = httpx.post(plain.url + "/reset", content=body, headers={"content-type": "application/json"}, timeout=30)
+    assert r.status_code == 400 and r.json()["detail"].startswith("seed: an integer of 5,000 digits"), r.text
+
+
+def test_a_50_mb_http_body_gets_a_413_the_client_can_read(plain):
+    import urllib.error
+    import urllib.request
+
+    req = urllib.request.Request(
+        plain.url + "/step", data=b"x" * 50_000_000, headers={"content-type": "application/json"}, method="POST"
+    )
+    with pytest.raises(urllib.error.HTTPError) as info:
+        urllib.request.urlopen(req, timeout=60)
+    assert info.value.code == 413 and "exceeds this server's limit" in info.value.read().decode()

@@ -14,11 +14,13 @@ from __future__ import annotations
 import hmac
 import json
 import logging
+import re
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
 from starlette.routing import BaseRoute, Match
 
+from reasoning_env.server.protocol import MAX_INT_DIGITS, _huge_int_path
 from reasoning_env.server.settings import ServerSettings
 
 logger = logging.getLogger(__name__)
@@ -27,6 +29,12 @@ Scope = dict[str, Any]
 Message = dict[str, Any]
 Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
+
+#: Bytes of a refused (too large) request body read and dropped before the 413 is sent; the
+#: connection of a larger body is cut after the answer.
+DRAIN_BYTES = 64 * 1024 * 1024
+#: A run of digits longer than Python reads as an integer (checked before FastAPI parses a body).
+_LONG_DIGITS = re.compile(rb"\d{%d}" % (MAX_INT_DIGITS + 1))
 
 #: Paths that need the token when one is set (``/ws`` checks it in its own route).
 TOKEN_PATHS = ("/reset", "/step", "/state")
@@ -97,6 +105,7 @@ class MessageGuard:
                 except ValueError:
                     declared = None
         if declared is not None and declared > limit:
+            await self._drain(receive)
             await self._refuse_body(send, declared, limit)
             return
         chunks, size = [], 0
@@ -107,12 +116,25 @@ class MessageGuard:
             chunk = message.get("body", b"")
             size += len(chunk)
             if size > limit:
+                if message.get("more_body", False):
+                    await self._drain(receive)
                 await self._refuse_body(send, size, limit, at_least=True)
                 return
             chunks.append(chunk)
             if not message.get("more_body", False):
                 break
         body = b"".join(chunks)
+        if _LONG_DIGITS.search(body):  # FastAPI would say only "There was an error parsing the body"
+            found = _huge_int_path(body.decode("utf-8", "replace"))
+            if found is not None:
+                where, digits = found
+                await _answer(
+                    send,
+                    400,
+                    f"{where}: an integer of {digits:,} digits is out of range (at most {MAX_INT_DIGITS:,} digits are "
+                    "read; seeds and token counts are far smaller)",
+                )
+                return
         replayed = False
 
         async def replay() -> Message:
@@ -123,6 +145,20 @@ class MessageGuard:
             return await receive()
 
         await self.app(scope, replay, send)
+
+    @staticmethod
+    async def _drain(receive: Receive) -> None:
+        """Read and drop the rest of a body that is refused, up to :data:`DRAIN_BYTES`, so that a
+        client that sends its whole body before reading (urllib, requests) gets the 413 instead of
+        a connection reset."""
+        drained = 0
+        while drained <= DRAIN_BYTES:
+            message = await receive()
+            if message.get("type") != "http.request":
+                return
+            drained += len(message.get("body", b""))
+            if not message.get("more_body", False):
+                return
 
     async def _refuse_body(self, send: Send, size: int, limit: int, at_least: bool = False) -> None:
         detail = (

@@ -59,6 +59,14 @@ def utf8_len(text: str) -> int:
     return len(text.encode("utf-8", "surrogatepass"))
 
 
+def _utf8_ok(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def describe_validation_error(exc: ValidationError, limit: int = 3) -> str:
     """One readable line from a pydantic error: ``loc: what`` for the first ``limit`` errors."""
     parts = []
@@ -187,6 +195,13 @@ def parse_message(text: str | None, *, max_message_bytes: int, max_response_byte
         raise FrameError(
             f"invalid step message: data must be an action object such as {STEP_EXAMPLE}", "VALIDATION_ERROR"
         )
+    for key in data:
+        if not _utf8_ok(key):
+            raise FrameError(
+                f"invalid step action: unknown field {ascii(key[:40])} (a name with a lone surrogate, which is not "
+                f"text); a step looks like {STEP_EXAMPLE}",
+                "VALIDATION_ERROR",
+            )
     try:
         action = ReasoningEconomicsAction.model_validate(data)
     except ValidationError as exc:
