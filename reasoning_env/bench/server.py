@@ -262,6 +262,58 @@ async def run_load(
         await asyncio.gather(*(c.close() for c in clients), return_exceptions=True)
 
 
+async def raw_load(ws_url: str, sessions: int, seconds: float) -> dict[str, Any]:
+    """Steps per second of ``sessions`` raw WebSocket sessions playing whole episodes (reset, then
+    steps with one fixed short answer until ``done``) for ``seconds``: the same frames against
+    any OpenEnv server, so the real server and the no-op one are measured alike."""
+    import websockets
+
+    step = json.dumps({"type": "step", "data": {"response": "We add 2 and 3, so the answer is \\boxed{5}."}})
+    counts = {"steps": 0}
+    end = time.perf_counter() + seconds
+
+    async def one(k: int) -> None:
+        async with websockets.connect(ws_url, max_size=None, compression=None) as ws:
+            while time.perf_counter() < end:
+                await ws.send(json.dumps({"type": "reset", "data": {"seed": k}}))
+                await ws.recv()
+                done = False
+                while not done and time.perf_counter() < end:
+                    await ws.send(step)
+                    done = bool(json.loads(await ws.recv())["data"].get("done"))
+                    counts["steps"] += 1
+
+    t0 = time.perf_counter()
+    await asyncio.gather(*(one(k) for k in range(sessions)))
+    return {"steps": counts["steps"], "steps_per_s": round(counts["steps"] / (time.perf_counter() - t0), 1)}
+
+
+def start_noop_server(port: int, log: Any, timeout_s: float = 60.0) -> subprocess.Popen:
+    """Start :mod:`reasoning_env.bench.noop_server` on ``127.0.0.1:port`` and wait for ``/health``."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "reasoning_env.bench.noop_server", str(port)], stdout=log, stderr=subprocess.STDOUT
+    )
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"the no-op server exited with status {proc.returncode}")
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=1):
+                return proc
+        except OSError:
+            time.sleep(0.2)
+    proc.kill()
+    raise RuntimeError(f"the no-op server did not answer /health within {timeout_s:.0f} s")
+
+
+def _stop(proc: subprocess.Popen) -> None:
+    proc.terminate()
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+
+
 def _percentile(values: list[float], q: float) -> float:
     s = sorted(values)
     return s[min(len(s) - 1, max(0, int(round(q / 100 * (len(s) - 1)))))]
@@ -330,6 +382,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         default=1,
         help="server processes (python -m reasoning_env.server --workers N)",
     )
+    p.add_argument(
+        "--baseline-s",
+        type=_number(float, 0),
+        default=5.0,
+        help="seconds of the raw load on this server and on a no-op OpenEnv server, for the ratio "
+        "(0: skip; default 5)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -370,9 +429,21 @@ def run(args: argparse.Namespace) -> int:
     if args.memory_check:
         phases.append(("memory", 10 * n - sum(e for _, e, _ in phases), 0.0))
     load_before = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
+    baseline: dict[str, Any] | None = None
     try:
         measured = asyncio.run(run_load(url, questions, args.sessions, phases, args.accuracy, snapshot))
         peak = rss_mib(proc.pid)["peak"] if proc is not None else None
+        if args.baseline_s > 0:
+            # The same raw load on this server and on a no-op OpenEnv server, back to back.
+            ws_url = url.replace("http://", "ws://").replace("https://", "wss://").rstrip("/") + "/ws"
+            ours = asyncio.run(raw_load(ws_url, args.sessions, args.baseline_s))
+            noop_port = _free_port()
+            noop = start_noop_server(noop_port, log)
+            try:
+                noop_rate = asyncio.run(raw_load(f"ws://127.0.0.1:{noop_port}/ws", args.sessions, args.baseline_s))
+            finally:
+                _stop(noop)
+            baseline = {"this_server_raw": ours, "noop_openenv_server_raw": noop_rate}
     finally:
         if proc is not None:
             proc.terminate()
@@ -404,9 +475,20 @@ def run(args: argparse.Namespace) -> int:
             rss[f"after_{10 * n}_episodes"] = by_name["memory"]["end"]["server_rss"]
         rss["peak"] = peak
         report["server_rss_mib"] = rss
+    if baseline is not None:
+        noop_rate = baseline["noop_openenv_server_raw"]["steps_per_s"] or float("nan")
+        baseline["ratio_raw"] = round(baseline["this_server_raw"]["steps_per_s"] / noop_rate, 3)
+        baseline["ratio_throughput_phase"] = round(tp["steps_per_s"] / noop_rate, 3)
+        baseline["note"] = (
+            "the same raw WebSocket load (reset, then one fixed short answer per step) on this server and on a "
+            "no-op OpenEnv server (OpenEnv's create_app, an environment that does nothing), measured in this run: "
+            "the ratio is what the environment reaches of what this machine can serve at all right now"
+        )
+        report["vs_noop_server"] = baseline
     report.update(
         {
             "load_average_1min_before": load_before,
+            "load_average_1min_after": os.getloadavg()[0] if hasattr(os, "getloadavg") else None,
             "cpu_count": os.cpu_count(),
             "sources": [s.name for s in config.sources],
             "questions": len(questions),
