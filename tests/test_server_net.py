@@ -239,3 +239,25 @@ def test_a_50_mb_http_body_gets_a_413_the_client_can_read(plain):
     with pytest.raises(urllib.error.HTTPError) as info:
         urllib.request.urlopen(req, timeout=60)
     assert info.value.code == 413 and "exceeds this server's limit" in info.value.read().decode()
+
+
+# ------------------------------------------------------------------------------ /docs in a browser
+def test_docs_render_the_operations_in_a_real_browser(plain, tmp_path):
+    """Swagger UI 4.15 (vendored) reads the 3.0 rendering of the schema and lists the operations;
+    OpenEnv's task routes (501 here) are not listed."""
+    from test_app_support import headless_chromium, needs_chromium
+
+    if needs_chromium.args[0]:
+        pytest.skip(needs_chromium.kwargs["reason"])
+    with headless_chromium() as browser:
+        page = browser.new_page(viewport={"width": 1280, "height": 1600})
+        page.goto(plain.url + "/docs", timeout=60_000)
+        page.wait_for_selector(".opblock", timeout=60_000)
+        ops = page.locator(".opblock-summary-path").all_inner_texts()
+        page.screenshot(path=str(tmp_path / "docs.png"), full_page=True)
+        text = page.inner_text("body")
+        page.close()
+    paths = {p.strip().replace("\u200b", "") for p in ops}
+    assert {"/reset", "/step", "/state", "/health", "/schema", "/capacity"} <= paths, paths
+    assert not any(p.startswith("/{env_name}") for p in paths), paths
+    assert "valid version field" not in text

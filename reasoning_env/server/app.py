@@ -256,8 +256,55 @@ def create_server_app(
             },
         )
 
+    # OpenEnv's task-set routes (/{env_name}/splits, /tasks, /num_tasks, /task, /task_range) answer
+    # 501 here (this environment has no task splits) and 405 to GET: keep them (OpenEnv clients
+    # probe them), but out of the schema and /docs.
+    for route in app.router.routes:
+        if getattr(route, "path", "").startswith("/{env_name}/"):
+            route.include_in_schema = False
     _add_docs(app)
     return app
+
+
+def openapi_3_0(doc: dict[str, Any]) -> dict[str, Any]:
+    """The OpenAPI 3.1 document FastAPI builds, rewritten as 3.0 for the vendored Swagger UI 4.15
+    (which refuses 3.1: "The provided definition does not specify a valid version field"):
+    ``anyOf`` with ``{"type": "null"}`` becomes ``nullable``, numeric ``exclusiveMinimum`` /
+    ``exclusiveMaximum`` become the 3.0 boolean form, and ``examples`` lists become ``example``.
+    ``/openapi.json`` itself stays 3.1."""
+
+    def fix(node: Any) -> Any:
+        if isinstance(node, list):
+            return [fix(x) for x in node]
+        if not isinstance(node, dict):
+            return node
+        out = {k: fix(v) for k, v in node.items()}
+        for key in ("anyOf", "oneOf"):
+            options = out.get(key)
+            if isinstance(options, list) and {"type": "null"} in options:
+                rest = [o for o in options if o != {"type": "null"}]
+                out["nullable"] = True
+                if len(rest) == 1 and isinstance(rest[0], dict):
+                    del out[key]
+                    out = {**rest[0], **out}
+                else:
+                    out[key] = rest
+        for key, bound in (("exclusiveMinimum", "minimum"), ("exclusiveMaximum", "maximum")):
+            if isinstance(out.get(key), (int, float)) and not isinstance(out.get(key), bool):
+                out[bound] = out[key]
+                out[key] = True
+        if isinstance(out.get("examples"), list) and "example" not in out:
+            examples = out.pop("examples")
+            if examples:
+                out["example"] = examples[0]
+        if out.get("type") == "null":
+            out.pop("type")
+            out["nullable"] = True
+        return out
+
+    converted = fix(doc)
+    converted["openapi"] = "3.0.3"
+    return converted
 
 
 def _add_docs(app: FastAPI) -> None:
@@ -274,11 +321,18 @@ def _add_docs(app: FastAPI) -> None:
     title = f"{app.title}: API"
     if swagger_ui_path is not None:
         app.mount("/docs-assets", StaticFiles(directory=swagger_ui_path), name="docs-assets")
+        converted: list[dict] = []
+
+        @app.get("/docs/openapi-3.0.json", include_in_schema=False)
+        async def docs_schema() -> JSONResponse:
+            if not converted:
+                converted.append(openapi_3_0(app.openapi()))
+            return JSONResponse(converted[0])
 
         @app.get("/docs", include_in_schema=False)
         async def docs() -> HTMLResponse:
             return get_swagger_ui_html(
-                openapi_url=app.openapi_url,
+                openapi_url="/docs/openapi-3.0.json",
                 title=title,
                 swagger_js_url="/docs-assets/swagger-ui-bundle.js",
                 swagger_css_url="/docs-assets/swagger-ui.css",
