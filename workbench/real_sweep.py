@@ -98,8 +98,20 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--holdout", type=float, default=0.25, help="share of each source's questions kept out of the fit")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--in-flight", type=int, default=16, help="requests in flight")
-    p.add_argument("--out", required=True, help="run folder to write")
+    p.add_argument("--out", required=True, help="run folder to write (with --refit: the sweep folder to fit again)")
+    p.add_argument(
+        "--refit", action="store_true", help="fit the rows.parquet already in --out again, generate nothing"
+    )
+    p.add_argument(
+        "--per",
+        choices=["pooled", "family", "type"],
+        default="pooled",
+        help="one curve for every question (default: ~7 right answers per source at 40 questions cannot identify "
+        "more), one per family, or one per problem type",
+    )
     args = p.parse_args(argv)
+    if args.refit:
+        return _fit_and_report(Path(args.out), args, argv, None)
 
     from transformers import AutoTokenizer
 
@@ -108,7 +120,6 @@ def main(argv: list[str] | None = None) -> int:
     from reasoning_env.grading import grade
     from reasoning_env.hub import hub_reachable
     from reasoning_env.offline_model import resolve_model
-    from reasoning_env.policies import SolverCurves
     from reasoning_env.sources import load_source
     from reasoning_env.sources.base import LoadContext
 
@@ -195,52 +206,86 @@ def main(argv: list[str] | None = None) -> int:
         logs.append({"question_id": q.id, "gold": q.gold_answer, "tokens": len(ids), "text": tok.decode(ids)})
     import pandas as pd
 
-    df = pd.DataFrame(rows)
-    df.to_parquet(out / "rows.parquet", index=False)
+    pd.DataFrame(rows).to_parquet(out / "rows.parquet", index=False)
     with open(out / "generations.jsonl", "w", encoding="utf-8") as f:
         for rec in logs:
             f.write(json.dumps(rec, ensure_ascii=False) + "\n")
+    generation = {
+        "model": resolved.describe(),
+        "engine": {k: v for k, v in engine.items() if k not in ("log", "model")},
+        "generation_s": round(gen_s, 1),
+        "generated_tokens": int(sum(len(g["ids"]) for g in gens)),
+        "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+    }
+    return _fit_and_report(out, args, argv, generation)
+
+
+def _fit_and_report(out: Path, args: argparse.Namespace, argv: list[str] | None, generation: dict | None) -> int:
+    """Fit the curves to the ``fit`` split of ``out/rows.parquet``, check them on the held-out split, write
+    ``fitted_curves.json`` and ``sweep.json``, print the table."""
+    import pandas as pd
+
+    from reasoning_env.policies import SolverCurves
+
+    df = pd.read_parquet(out / "rows.parquet")
+    meta_path = out / "sweep.json"
+    meta = json.loads(meta_path.read_text(encoding="utf-8")) if meta_path.is_file() else {}
+    if generation is not None:
+        meta.update(generation)
+    caps = sorted(int(c) for c in df["token_cap"].unique())
     fit_rows = df[df["split"] == "fit"]
-    curves = SolverCurves.fit(fit_rows, per="type", x="token_cap", cluster="question_id", min_rows=60)
+    kw = {"per": "family", "per_family": False} if args.per == "pooled" else {"per": args.per}
+    curves = SolverCurves.fit(fit_rows, x="token_cap", cluster="question_id", min_rows=60, **kw)
+    n_q = int(df["question_id"].nunique())
+    model = (meta.get("model") or {}).get("name", args.model)
+    eng = meta.get("engine") or {}
+    curves.source = (
+        f"fitted to the real model {model} (vLLM {eng.get('engine_version', '?')} on {eng.get('device', '?')}, "
+        f"greedy) on {n_q} questions ({', '.join(sorted(df['source'].unique()))}) at caps "
+        f"{', '.join(map(str, caps))}, {args.per} fit on {int(fit_rows['question_id'].nunique())} of them; "
+        f"{meta.get('date', '')[:10]}; python -m workbench.real_sweep"
+    )
     curves.save(out / "fitted_curves.json")
     check = []
     hold = df[df["split"] == "holdout"]
-    for (ptype, cap), grp in hold.groupby(["problem_type", "token_cap"]):
+    for (source, cap), grp in hold.groupby(["source", "token_cap"]):
         k, n = int(grp["correct"].sum()), len(grp)
         lo, hi = wilson(k, n)
-        pred = float(sum(curves.p(int(cap), ptype, d if pd.notna(d) else None) for d in grp["difficulty"]) / n)
+        pred = (
+            sum(
+                float(curves.p(int(cap), pt, d if pd.notna(d) else None))
+                for pt, d in zip(grp["problem_type"], grp["difficulty"])
+            )
+            / n
+        )
         check.append(
             {
-                "problem_type": ptype,
+                "source": source,
                 "token_cap": int(cap),
                 "n": n,
                 "accuracy": k / n,
-                "ci95": [lo, hi],
+                "ci95": [round(lo, 4), round(hi, 4)],
                 "predicted": round(pred, 4),
                 "within": bool(lo <= pred <= hi),
             }
         )
-    meta = {
-        "model": resolved.describe(),
-        "engine": {k: v for k, v in engine.items() if k not in ("log", "model")},
-        "method": "one greedy answer per question up to the largest cap (stated in the prompt), graded on its first k "
-        "tokens for each cap k",
-        "sources": args.sources,
-        "data_dir": args.data_dir,
-        "questions": {s: int((df[df.token_cap == caps[0]].source == s).sum()) for s in df.source.unique()},
-        "caps": caps,
-        "holdout_share": args.holdout,
-        "seed": args.seed,
-        "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-        "command": "python -m workbench.real_sweep " + shlex.join(sys.argv[1:] if argv is None else list(argv)),
-        "generation_s": round(gen_s, 1),
-        "generated_tokens": int(sum(len(g["ids"]) for g in gens)),
-        "holdout_check": check,
-        "holdout_within": f"{sum(c['within'] for c in check)} of {len(check)} cells",
-    }
-    (out / "sweep.json").write_text(json.dumps(meta, indent=2, default=str), encoding="utf-8")
-    table = df.groupby(["problem_type", "token_cap"])["correct"].agg(["mean", "count"]).unstack("token_cap")
+    meta.update(
+        {
+            "method": "one greedy answer per question up to the largest cap (stated in the prompt), graded on its "
+            "first k tokens for each cap k",
+            "caps": caps,
+            "questions": {str(s): int(n) for s, n in df[df.token_cap == caps[0]].groupby("source").size().items()},
+            "fit": args.per,
+            "curves_source": curves.source,
+            "holdout_check": check,
+            "holdout_within": f"{sum(c['within'] for c in check)} of {len(check)} cells",
+            "command": "python -m workbench.real_sweep " + shlex.join(sys.argv[1:] if argv is None else list(argv)),
+        }
+    )
+    meta_path.write_text(json.dumps(meta, indent=2, default=str), encoding="utf-8")
+    table = df.groupby(["source", "token_cap"])["correct"].agg(["mean", "count"]).unstack("token_cap")
     print(table.round(3).to_string())
+    print(f"curves: {curves.source}")
     print(f"held-out check: {meta['holdout_within']} within their 95% interval; {out}")
     return 0
 

@@ -139,6 +139,15 @@ def format_fit(fit: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def _exp(x: float) -> float:
+    """``exp(x)``, ``inf`` past the float range: an interval bound of a parameter the rows barely
+    identify (a standard error of hundreds on the log scale) is unbounded, not an OverflowError."""
+    try:
+        return math.exp(x)
+    except OverflowError:
+        return math.inf
+
+
 def _loglik(y: np.ndarray, p: np.ndarray) -> float:
     p = np.clip(p, 1e-12, 1 - 1e-12)
     return float(np.sum(y * np.log(p) + (1 - y) * np.log(1 - p)))
@@ -353,25 +362,25 @@ def fit_group(
         grad_g = np.zeros(len(beta))
         grad_g[0], grad_g[2] = float(beta[2]) / a**2, -1.0 / a
         se_log_g = math.sqrt(max(0.0, float(grad_g @ sub @ grad_g)))
-        growth = math.exp(log_g)
+        growth = _exp(log_g)
         growth_est = Estimate(
-            growth, growth * se_log_g, math.exp(log_g - _Z95 * se_log_g), math.exp(log_g + _Z95 * se_log_g)
+            growth, growth * se_log_g, _exp(log_g - _Z95 * se_log_g), _exp(log_g + _Z95 * se_log_g)
         )
-        t50 = math.exp(log_t50)
+        t50 = _exp(log_t50)
         t50_est = Estimate(
-            t50, t50 * se_log_t50, math.exp(log_t50 - _Z95 * se_log_t50), math.exp(log_t50 + _Z95 * se_log_t50)
+            t50, t50 * se_log_t50, _exp(log_t50 - _Z95 * se_log_t50), _exp(log_t50 + _Z95 * se_log_t50)
         )
     else:
         growth = float(prior.growth)
         growth_est = Estimate(growth, identified=False)
         # The fit is at the one level d0: t50(d0) = exp(log_t50); level 1 follows from the kept growth.
         scale = growth ** (float(d[0]) - 1.0)
-        t50 = math.exp(log_t50) / scale
+        t50 = _exp(log_t50) / scale
         t50_est = Estimate(
             t50,
             t50 * se_log_t50,
-            math.exp(log_t50 - _Z95 * se_log_t50) / scale,
-            math.exp(log_t50 + _Z95 * se_log_t50) / scale,
+            _exp(log_t50 - _Z95 * se_log_t50) / scale,
+            _exp(log_t50 + _Z95 * se_log_t50) / scale,
         )
     if not all(math.isfinite(v) and 0 < v < 1e12 for v in (t50, growth)) or a > 1e3:
         raise CurveFitError(

@@ -21,7 +21,9 @@ with ``t50`` doubling per level, ceilings below 1. They are generous for a small
 GSM8K default predicts 0.94 at 1,024 tokens, where the one published small-model figure we
 found (a 0.5B model, "When More Tokens Hurt", openreview RoTJh22LGx) is 18.7%. Numbers computed
 with them describe this toy solver; calibrate the curves from a real model's run
-(:mod:`workbench.calibration`) before reading anything about real models into them.
+(:mod:`workbench.calibration`) before reading anything about real models into them; the package ships
+one such set, ``qwen2.5-coder-0.5b`` (``--curves qwen2.5-coder-0.5b``, :func:`load_curves`), fitted to a real
+0.5B model's budget sweep (``workbench.real_sweep``; docs/evaluation.md, "Curve sets").
 
 ============== ==== ===== ====== ======= ==================
 family          k   t50   growth ceiling default difficulty
