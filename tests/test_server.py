@@ -505,9 +505,12 @@ def test_python_m_server_reads_ree_variables_and_prints_its_config():
                 with ReasoningEconomicsClient(base_url=url).sync() as other:
                     other.reset()
             assert err.value.code == "CAPACITY_REACHED"
-    finally:
         proc.terminate()
-        proc.wait(timeout=20)
+        assert proc.wait(timeout=30) == 0  # SIGTERM is a normal stop: 0, as with --workers 2 (was -15)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=20)
 
 
 def test_main_refuses_a_bad_variable(monkeypatch, capsys):

@@ -186,9 +186,14 @@ def test_workers_flag_serves_one_port_from_several_processes():
         assert cap["active_sessions"] == 6 == sum(w["active_sessions"] for w in cap["per_worker"])
         for e in envs:
             e.close()
-    finally:
         proc.terminate()
-        proc.wait(timeout=30)
+        assert proc.wait(timeout=60) == 0  # SIGTERM is a normal stop (as with one worker)
+        err = proc.stderr.read()
+        assert "pool closed" not in err, err[-3000:]  # the parent starts no grading pool any more
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=30)
 
 
 # ------------------------------------------------------------------------------ the reference's clients

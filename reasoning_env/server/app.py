@@ -134,6 +134,7 @@ def create_server_app(
     *,
     settings: ServerSettings | None = None,
     mode: ServerMode | str | None = None,
+    prepare: bool = True,
     **limits: Any,
 ) -> FastAPI:
     """Build a server app for ``config``.
@@ -152,6 +153,9 @@ def create_server_app(
             ``allowed_tokenizers`` (patterns), ``allow_local_tokenizers`` (bool),
             ``worker_threads`` (threads), ``api_token``, ``grading_workers`` (processes),
             ``fallback_per_client``.
+        prepare: Prepare the golds and start the grading workers now (in the background). Off
+            for an app built only to check the configuration (the parent of ``--workers N``,
+            whose pool was shut down while its workers started: "pool closed" warnings).
 
     Returns:
         The FastAPI app; ``app.state.reasoning_env`` is its :class:`ServerRuntime`.
@@ -173,7 +177,8 @@ def create_server_app(
     fallback = FairFallback(WorkerPool(settings.grading_workers, nice=FALLBACK_NICE), settings.fallback_cap_per_client)
     grader = Grader(timeout_s=config.grading_timeout_s, pool=fallback)
     factory = functools.partial(ServedReasoningEconomicsEnv, config, pools=pools, grader=grader, settings=settings)
-    _ = factory().pools  # prepares the golds and starts the fallback's workers in the background
+    if prepare:
+        _ = factory().pools  # prepares the golds and starts the fallback's workers in the background
 
     app = FastAPI(
         title="Reasoning Economics Workbench: OpenEnv server",
@@ -381,7 +386,9 @@ def _add_error_handlers(app: FastAPI) -> None:
 
 
 # ------------------------------------------------------------------------------ from the environment
-def build_app_from_env(environ: dict[str, str] | None = None, *, announce: bool | None = None) -> FastAPI:
+def build_app_from_env(
+    environ: dict[str, str] | None = None, *, announce: bool | None = None, prepare: bool = True
+) -> FastAPI:
     """The app the ``REE_*`` variables describe; prints the effective configuration (one JSON line).
 
     Args:
@@ -393,7 +400,7 @@ def build_app_from_env(environ: dict[str, str] | None = None, *, announce: bool 
         ServerConfigError: a variable is invalid. Otherwise as :func:`create_server_app`.
     """
     environ = dict(os.environ if environ is None else environ)
-    app = create_server_app(config_from_env(environ), settings=settings_from_env(environ))
+    app = create_server_app(config_from_env(environ), settings=settings_from_env(environ), prepare=prepare)
     if announce is None:
         announce = not environ.get(BOARD_VAR)
     if announce:
@@ -473,7 +480,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     import uvicorn
 
     try:
-        app = build_app_from_env()
+        # With --workers N this process only checks the configuration (each worker builds its own
+        # app): no golds prepared, no grading workers started.
+        app = build_app_from_env(prepare=args.workers == 1)
     except ReasoningEconomicsError as exc:  # a bad setting, unreachable questions, a tokenizer that cannot load
         print(f"reasoning_env.server: cannot start: {exc}", file=sys.stderr)
         return 2
@@ -522,9 +531,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         os.environ[BOARD_VAR] = board
         config = uvicorn.Config("reasoning_env.server.app:app", workers=args.workers, **options)
         config.ree_guard = guard  # each worker gets the limits with its own counts
-        server = uvicorn.Server(config)
         sock = config.bind_socket()
-        Multiprocess(config, target=server.run, sockets=[sock]).run()
+        Multiprocess(config, sockets=[sock]).run()
     return 0
 
 
