@@ -529,7 +529,13 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     with tempfile.TemporaryDirectory(prefix="ree-workers-") as board:
         os.environ[BOARD_VAR] = board
-        config = uvicorn.Config("reasoning_env.server.app:app", workers=args.workers, **options)
+        # uvicorn pings each worker every 0.5 s and kills one that does not answer within
+        # timeout_worker_healthcheck (5 s by default); a worker loading its questions and tokenizer on
+        # a busy machine missed it, was killed and started again ("Child process died"; healthy after
+        # 58-84 s, once > 120 s). A hung worker is still replaced, after 60 s.
+        config = uvicorn.Config(
+            "reasoning_env.server.app:app", workers=args.workers, timeout_worker_healthcheck=60, **options
+        )
         config.ree_guard = guard  # each worker gets the limits with its own counts
         sock = config.bind_socket()
         Multiprocess(config, sockets=[sock]).run()
