@@ -363,13 +363,9 @@ def fit_group(
         grad_g[0], grad_g[2] = float(beta[2]) / a**2, -1.0 / a
         se_log_g = math.sqrt(max(0.0, float(grad_g @ sub @ grad_g)))
         growth = _exp(log_g)
-        growth_est = Estimate(
-            growth, growth * se_log_g, _exp(log_g - _Z95 * se_log_g), _exp(log_g + _Z95 * se_log_g)
-        )
+        growth_est = Estimate(growth, growth * se_log_g, _exp(log_g - _Z95 * se_log_g), _exp(log_g + _Z95 * se_log_g))
         t50 = _exp(log_t50)
-        t50_est = Estimate(
-            t50, t50 * se_log_t50, _exp(log_t50 - _Z95 * se_log_t50), _exp(log_t50 + _Z95 * se_log_t50)
-        )
+        t50_est = Estimate(t50, t50 * se_log_t50, _exp(log_t50 - _Z95 * se_log_t50), _exp(log_t50 + _Z95 * se_log_t50))
     else:
         growth = float(prior.growth)
         growth_est = Estimate(growth, identified=False)
