@@ -346,3 +346,24 @@ def test_sixty_redundant_braces_grade_fast() -> None:
     t0 = time.perf_counter()
     r = g.grade(r"\boxed{" + "{" * 60 + "3" + "}" * 60 + "}", "3")
     assert r.correct and r.reason == "exact" and time.perf_counter() - t0 < 0.1, r
+
+
+def test_a_grading_worker_whose_server_stopped_while_it_started_exits_quietly():
+    """A server stopped during start-up closed its end of the pipe before the worker said "ready": the worker
+    raised BrokenPipeError and printed a traceback per worker; it now exits with status 0."""
+    import multiprocessing as mp
+    import signal
+
+    handler = signal.getsignal(signal.SIGINT)
+    try:
+        from reasoning_env.grading._worker import serve  # its import ignores SIGINT (a worker's setting)
+    finally:
+        signal.signal(signal.SIGINT, handler)
+    ctx = mp.get_context("spawn")
+    parent, child = ctx.Pipe()
+    proc = ctx.Process(target=serve, args=(child, 512 * 1024 * 1024))
+    parent.close()
+    proc.start()
+    child.close()
+    proc.join(60)
+    assert proc.exitcode == 0

@@ -99,7 +99,10 @@ def serve(conn, memory_budget_bytes: int, nice: int = 0) -> None:
         mv_equal("1", "1")  # warm math-verify's parser before reporting ready
     except Exception:  # noqa: BLE001 - a failed warm-up is not fatal: the first real call reports its error
         pass
-    conn.send(("ready", os.getpid()))
+    try:
+        conn.send(("ready", os.getpid()))
+    except OSError:  # BrokenPipeError: the server stopped while this worker was starting; nothing to serve
+        return
     while True:
         try:
             msg = conn.recv()
