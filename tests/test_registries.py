@@ -70,7 +70,9 @@ def test_the_policy_kinds_and_labels_come_from_the_registry():
     from workbench.app.play_tab import POLICY_LABELS
 
     assert policies.POLICY_NAMES == tuple(policies.available())
-    assert policies.DEFAULT_POLICIES == policies.BUDGET_BASELINES + policies.SIMULATED + policies.ORACLE
+    informed = tuple(n for n in policies.SIMULATED if n not in policies.BLIND_SIMULATED)
+    assert policies.DEFAULT_POLICIES == policies.BUDGET_BASELINES + informed + policies.ORACLE  # blind ones on request
+    assert set(policies.BLIND_SIMULATED) == {"sim_proportional_blind", "sim_greedy_blind"}
     assert all(policies.describe(n)["kind"] == "llm" for n in policies.LLM_POLICIES)
     assert set(POLICY_LABELS) == set(policies.available())
     for name, label in POLICY_LABELS.items():

@@ -144,7 +144,11 @@ def _llm_api(a: PolicyArgs) -> BasePolicy:
     return openai_policy_from_env("api", **a.llm)
 
 
-@register_policy("llm_local", kind="llm", summary="local OpenAI-compatible server (BASELINE_LOCAL_*)")
+@register_policy(
+    "llm_local",
+    kind="llm",
+    summary="a real model on a local OpenAI-compatible server (vLLM's CPU engine, or BASELINE_LOCAL_*)",
+)
 def _llm_local(a: PolicyArgs) -> BasePolicy:
     return openai_policy_from_env("local", **a.llm)
 

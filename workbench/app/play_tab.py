@@ -91,7 +91,6 @@ assert VIEW == VIEW_FIRST + VIEW_REST, "the first pass must be a prefix of the v
 
 #: The policy picker's labels: ``name: summary`` from the policy registry.
 POLICY_LABELS = {name: f"{name}: {meta['summary']}" for name, meta in describe_policies().items()}
-POLICY_LABELS["llm_local"] = "llm_local: a real model on an OpenAI-compatible server, streamed (URL below)"
 BUDGET_MODE_LABELS = {
     "tokenizer_native": "tokenizer-native: ratio × tokens of the questions",
     "config": "config formula: ratio × N × (min + max) / 2",
