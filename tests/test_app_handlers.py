@@ -434,7 +434,13 @@ def test_compare_draws_the_table_and_figures(runs, ctx):
 def test_the_runs_table_has_an_interval_on_every_number_and_provenance_beside_it(runs, ctx):
     root = Path(ctx.runs_root)
     describe, table, *_rest = runs.compare([str(root / "eval-tiny")], "", 1)
-    for col in ("exp. accuracy", "tokens/answered question", "utilisation", "ran dry", "acc/1k tokens"):
+    for col in (
+        "exp. accuracy (solver curves, not the answers)",
+        "tokens/answered question",
+        "utilisation",
+        "ran dry",
+        "acc/1k tokens",
+    ):
         cells = table[f"{col} [95% CI]"].astype(str)
         assert cells.str.contains(r"\[").all(), col  # "value [low, high]" in every row
     assert "Provenance:" in describe and "simulated solver" in describe

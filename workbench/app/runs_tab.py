@@ -41,7 +41,7 @@ HEADERS = {
     "accuracy": "accuracy [95% CI]",
     "oracle_informed": "oracle-informed",
     "unasked": "unasked (forfeits)",
-    "expected_accuracy": "exp. accuracy [95% CI]",
+    "expected_accuracy": "exp. accuracy (solver curves, not the answers) [95% CI]",
     "unasked_per_episode": "unasked/episode [95% CI]",
     "tokens_per_question": "tokens/answered question [95% CI]",
     "utilisation": "utilisation [95% CI]",
