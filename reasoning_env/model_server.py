@@ -186,6 +186,7 @@ class ModelServer:
 
     @property
     def root_url(self) -> str:
+        """The server's root, ``http://host:port`` (vLLM's ``/version`` and ``/v1/load_lora_adapter`` hang off it)."""
         return f"http://{self.host}:{self.port}"
 
     def command(self) -> list[str]:

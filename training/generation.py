@@ -188,9 +188,20 @@ class GenerationBackend:
 
     @contextlib.contextmanager
     def temperature(self, value: float):
-        """Generate at ``value`` (0 = greedy) inside the block (held-out evaluation), then restore."""
-        raise NotImplementedError(f"{type(self).__name__} cannot change its temperature")
-        yield  # pragma: no cover
+        """Generate at ``value`` (0 = greedy) inside the block (held-out evaluation), then restore: replaces
+        the temperature of a backend's :class:`SamplingConfig` (``self.sampling``).
+
+        Raises:
+            NotImplementedError: the backend keeps no ``sampling`` of its own (it overrides this instead).
+        """
+        old = getattr(self, "sampling", None)
+        if old is None:
+            raise NotImplementedError(f"{type(self).__name__} cannot change its temperature")
+        self.sampling = dataclasses.replace(old, temperature=float(value))
+        try:
+            yield self
+        finally:
+            self.sampling = old
 
 
 # ---------------------------------------------------------------------- transformers
@@ -274,15 +285,6 @@ class TransformersBackend(GenerationBackend):
         self.pad_token_id = int(pad_token_id)
         self.sampling = sampling or SamplingConfig()
         self.device = device
-
-    @contextlib.contextmanager
-    def temperature(self, value: float):
-        old = self.sampling
-        self.sampling = dataclasses.replace(old, temperature=float(value))
-        try:
-            yield self
-        finally:
-            self.sampling = old
 
     def _context(self):
         if self.model_context is not None:

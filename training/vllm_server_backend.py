@@ -23,7 +23,6 @@ log-probs of the sampling distribution after temperature/top-k/top-p, as TRL's c
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import shutil
 import time
@@ -100,15 +99,6 @@ class VLLMServerBackend(GenerationBackend):
         self.seed = seed
         self._requests = 0
         self._client = httpx.Client(timeout=httpx.Timeout(timeout_s, connect=10.0))
-
-    @contextlib.contextmanager
-    def temperature(self, value: float):
-        old = self.sampling
-        self.sampling = dataclasses.replace(old, temperature=float(value))
-        try:
-            yield self
-        finally:
-            self.sampling = old
 
     def _one(self, context: list[int], cap: int, seed: int | None) -> Generation:
         import httpx

@@ -371,9 +371,8 @@ def _curve_sets(text: str | None) -> list[tuple[str, SolverCurves]]:
 
 def _ranking(summary: Any, policies: list[str]) -> list[str]:
     """Policies by mean episode reward, best first (the table's own rows)."""
-    rows = summary[summary["policy"].isin(policies)] if "policy" in summary.columns else summary
-    col = "reward" if "reward" in rows.columns else "mean_reward"
-    return list(rows.sort_values(col, ascending=False)["policy"])
+    rows = summary[summary["policy"].isin(policies)]
+    return list(rows.sort_values("reward", ascending=False)["policy"])
 
 
 def _curve_sensitivity(args: argparse.Namespace, config: EnvConfig, result: EvalResult, sets: list) -> None:

@@ -27,7 +27,7 @@ from typing import Any
 
 from reasoning_env.policies.base import obs_get
 
-__all__ = ["TURN_CAP_RULES", "TurnCap"]
+__all__ = ["TURN_CAP_RULES", "TurnCap", "capped_observation"]
 
 TURN_CAP_RULES = ("share", "env")
 
@@ -89,7 +89,9 @@ class TurnCap:
 
 
 def capped_observation(obs: Any, cap: int) -> Any:
-    """``obs`` with ``step_token_cap`` set to the cap the policy applies (so its prompt states it)."""
+    """``obs`` (an observation, or its dict) with ``step_token_cap`` set to ``cap`` tokens, the cap the policy
+    applies, so the prompt built from it states that cap; a copy (the original is unchanged), or ``obs`` itself
+    when it is neither a dict nor a pydantic model."""
     if isinstance(obs, dict):
         return {**obs, "step_token_cap": int(cap)}
     copy = getattr(obs, "model_copy", None)
