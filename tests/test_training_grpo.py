@@ -536,6 +536,19 @@ def test_smoke_logs_the_masked_fraction_without_vllm(smoke_run):
     assert rows and all(r.get("sampling/is_masked_fraction") == 0.0 for r in rows)  # sampler == trainer
 
 
+@pytest.mark.slow
+def test_a_step_logs_where_its_time_went(tmp_path):
+    """timing/* in metrics.jsonl: the rollout, the rest of TRL's generation step (log-probs), backward, and
+    the whole optimizer step, which holds the other three."""
+    out = tmp_path / "timed"
+    assert main(["--smoke", "--output_dir", str(out), "--max_steps", "1", "--logging_steps", "1"]) == 0
+    (row,) = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    parts = [row["timing/generation_s"], row["timing/logprobs_s"], row["timing/backward_s"]]
+    assert all(p > 0 for p in parts)
+    assert sum(parts) <= row["timing/step_s"] * 1.01
+    assert "timing/weight_handoff_s" not in row  # the transformers backend hands nothing over
+
+
 def test_held_out_evaluation_syncs_vllm_weights_before_playing(tmp_path):
     """With TRL's vLLM engine the evaluation hands the current weights over first, as TRL does before a
     training rollout (TRL syncs only inside its own generation step)."""

@@ -1,5 +1,6 @@
 """A training run stopped after a checkpoint continues when started again with the same output folder:
-the optimizer step count, the logs and the run folder's rows carry on without duplicates."""
+the optimizer step count, the logs and the run folder's rows carry on without duplicates, and the held-out
+evaluations already written are not played again."""
 
 from __future__ import annotations
 
@@ -17,16 +18,27 @@ def _metrics_steps(out):
     return [json.loads(line)["step"] for line in (out / "metrics.jsonl").read_text().splitlines() if line.strip()]
 
 
+def _evaluated_steps(out):
+    rows = [json.loads(line) for line in (out / "evaluations.jsonl").read_text().splitlines() if line.strip()]
+    return sorted({r["step"] for r in rows})
+
+
 def test_a_run_started_again_in_its_folder_continues_and_fresh_starts_over(tmp_path):
     out = tmp_path / "run"
     base = ["--smoke", "--output_dir", str(out), "--save_steps", "1", "--logging_steps", "1"]
+    base += ["--eval_every", "5", "--eval_seeds", "2"]
     assert main([*base, "--max_steps", "1"]) == 0  # stands for a run stopped after its first checkpoint
     assert latest_checkpoint(out)[1] == 1 and _metrics_steps(out) == [1]
+    assert _evaluated_steps(out) == [0, 1]  # before the first step and at the end
     first = pd.read_parquet(out / "episodes.parquet")
     assert main([*base, "--max_steps", "2"]) == 0
     state = json.loads((latest_checkpoint(out)[0] / "trainer_state.json").read_text())
     assert state["global_step"] == 2 and latest_checkpoint(out)[1] == 2
     assert _metrics_steps(out) == [1, 2]  # step 1 kept, not logged twice
+    # the resumed process does not evaluate at its start (step 1 was evaluated; step 0 is not "before" it)
+    assert _evaluated_steps(out) == [0, 1, 2]
+    eval_rows = [json.loads(line) for line in (out / "evaluations.jsonl").read_text().splitlines()]
+    assert len([r for r in eval_rows if r["step"] == 1]) == len([r for r in eval_rows if r["step"] == 2])
     episodes = pd.read_parquet(out / "episodes.parquet")
     assert sorted(set(episodes["train_step"])) == [0, 1] and len(episodes) == 2 * len(first)
     run = json.loads((out / "run.json").read_text())

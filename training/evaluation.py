@@ -227,7 +227,8 @@ class HeldOutEvaluator:
         self.config = config
         self.temperature = float(temperature)
         self.tokenizer_name = tokenizer_name
-        self.evaluated_steps: list[int] = []
+        # a resumed run keeps the evaluations written up to its checkpoint: those steps are not played again
+        self.evaluated_steps: list[int] = sorted(_steps_in(self.run_dir / "evaluations.jsonl"))
         self._tokenizer = None
 
     def _episode_tokenizer(self):
@@ -297,9 +298,22 @@ class HeldOutEvaluator:
         return rows
 
 
+def _steps_in(path: Path) -> set[int]:
+    """The training steps an ``evaluations.jsonl`` holds rows of (none when it does not exist)."""
+    steps: set[int] = set()
+    if path.is_file():
+        for line in path.read_text(encoding="utf-8").splitlines():
+            try:
+                steps.add(int(json.loads(line)["step"]))
+            except (ValueError, KeyError, TypeError):
+                continue
+    return steps
+
+
 def make_evaluation_callback(evaluator: HeldOutEvaluator, every: int):
     """A ``TrainerCallback`` running ``evaluator`` before the first step, every ``every`` optimizer
-    steps, and at the end of training (once per step)."""
+    steps, and at the end of training (once per step). A run resumed from a checkpoint does not evaluate
+    at its start (that is not "before the first step"; its earlier evaluations are kept)."""
     from transformers import TrainerCallback
 
     class HeldOutEvaluationCallback(TrainerCallback):
@@ -307,7 +321,9 @@ def make_evaluation_callback(evaluator: HeldOutEvaluator, every: int):
             self.trainer = None  # set by build_trainer once the trainer exists
 
         def on_train_begin(self, args, state, control, **kwargs):
-            evaluator.run(self.trainer, int(state.global_step))
+            # TRL has restored global_step from the checkpoint before this event on a resumed run
+            if int(state.global_step) == 0:
+                evaluator.run(self.trainer, 0)
 
         def on_step_end(self, args, state, control, **kwargs):
             if every > 0 and state.global_step % every == 0:

@@ -630,7 +630,10 @@ def build_trainer(args: argparse.Namespace, *, policy: Any = None, env_config: A
 
     config = _grpo_config(args, backend, env_cfg, unsloth=bool(policy.unsloth))
     dataset = build_episode_dataset(args.num_episodes, base_seed=args.seed)
-    callbacks = [make_metrics_callback(out / "metrics.jsonl", on_save=writer.write)]
+    from training.trainer import make_step_timer_callback
+
+    step_timer = make_step_timer_callback()
+    callbacks = [step_timer, make_metrics_callback(out / "metrics.jsonl", on_save=writer.write)]
     eval_callback = None
     if args.eval_every:
         from reasoning_env.policies import SolverCurves
@@ -663,6 +666,7 @@ def build_trainer(args: argparse.Namespace, *, policy: Any = None, env_config: A
         rollout_func=rollout,
         callbacks=callbacks,
     )
+    step_timer.trainer = trainer
     if eval_callback is not None:
         eval_callback.trainer = trainer
     handoff = None

@@ -17,6 +17,13 @@ TRL's own ``_generate_and_score_completions`` it:
   A completion here is a whole episode (1-3k model tokens), so TRL's default
   ``sequence_mask`` (ratio = exp of the summed per-token log-ratio) masks most of them from noise
   alone (huggingface/trl#5814, #4772); :data:`DEFAULT_IS_MODE` is token-level.
+- logs where a step's time goes (``timing/*``, seconds, averaged over the logging interval like TRL's own
+  metrics): ``timing/generation_s`` (the rollout: playing the episodes, generation and environment),
+  ``timing/weight_handoff_s`` (handing the weights to the generation engine, e.g. the LoRA hand-off of
+  ``--backend vllm_server``), ``timing/logprobs_s`` (the rest of TRL's generation step: the trainer's
+  log-probs of the sampled tokens for the importance-sampling correction, rewards, advantages),
+  ``timing/backward_s`` (the rest of ``training_step``: the loss's forward and backward passes);
+  :func:`make_step_timer_callback` adds ``timing/step_s``, the whole optimizer step.
 - drops TRL's ``completions/clipped_ratio`` ("the last token is not EOS"): every episode that ran
   out of budget ends in a turn cut at the remaining budget, so it reads 1.0 in any budget-bound run.
   The project's ``cap_hit_rate`` (turns cut by their per-turn cap) is logged by the reward function.
@@ -32,6 +39,7 @@ from __future__ import annotations
 
 import logging
 import math
+import time
 from typing import Any
 
 logger = logging.getLogger("training.trainer")
@@ -133,7 +141,32 @@ def episode_trainer_class():
         """TRL's ``GRPOTrainer`` plus ``sampling/is_masked_fraction`` and without
         ``completions/clipped_ratio`` (see :mod:`training.trainer`)."""
 
+        def training_step(self, *args, **kwargs):
+            self._generation_seconds_in_step = 0.0
+            t0 = time.perf_counter()
+            result = super().training_step(*args, **kwargs)
+            spent = time.perf_counter() - t0
+            self._metrics["train"]["timing/backward_s"].append(max(0.0, spent - self._generation_seconds_in_step))
+            return result
+
         def _generate_and_score_completions(self, inputs):
+            t0 = time.perf_counter()
+            rollout_before = float(getattr(self.rollout_func, "seconds", 0.0) or 0.0)
+            handoff_before = _handoff_seconds(self)
+            output = self._generate_and_score_with_diagnostics(inputs)
+            spent = time.perf_counter() - t0
+            self._generation_seconds_in_step = getattr(self, "_generation_seconds_in_step", 0.0) + spent
+            generation = float(getattr(self.rollout_func, "seconds", 0.0) or 0.0) - rollout_before
+            handoff = _handoff_seconds(self) - handoff_before
+            metrics = self._metrics["train" if self.model.training else "eval"]
+            if self.rollout_func is not None and hasattr(self.rollout_func, "seconds"):
+                metrics["timing/generation_s"].append(generation)
+                metrics["timing/logprobs_s"].append(max(0.0, spent - generation - handoff))
+            if hasattr(getattr(self, "vllm_generation", None), "stats"):
+                metrics["timing/weight_handoff_s"].append(handoff)
+            return output
+
+        def _generate_and_score_with_diagnostics(self, inputs):
             output = super()._generate_and_score_completions(inputs)
             mode = "train" if self.model.training else "eval"
             metrics = self._metrics[mode]
@@ -217,3 +250,32 @@ def episode_trainer_class():
             )
 
     return EpisodeGRPOTrainer
+
+
+def _handoff_seconds(trainer: Any) -> float:
+    """Seconds the weight hand-off has taken so far (:class:`training.vllm_server_backend.HandoffStats`), or 0."""
+    stats = getattr(getattr(trainer, "vllm_generation", None), "stats", None)
+    return float(getattr(stats, "seconds", 0.0) or 0.0)
+
+
+def make_step_timer_callback():
+    """A ``TrainerCallback`` logging ``timing/step_s``: the wall time of each optimizer step, from TRL's
+    ``on_step_begin`` to ``on_step_end`` (generation, backward and the optimizer; held-out evaluations, run
+    from ``on_step_end`` by a later callback, are not in it). Set its ``trainer`` attribute after building
+    the trainer."""
+    from transformers import TrainerCallback
+
+    class StepTimerCallback(TrainerCallback):
+        def __init__(self) -> None:
+            self.trainer = None
+            self._t0: float | None = None
+
+        def on_step_begin(self, args, state, control, **kwargs):
+            self._t0 = time.perf_counter()
+
+        def on_step_end(self, args, state, control, **kwargs):
+            if self._t0 is not None and self.trainer is not None:
+                self.trainer._metrics["train"]["timing/step_s"].append(time.perf_counter() - self._t0)
+            self._t0 = None
+
+    return StepTimerCallback()

@@ -21,6 +21,7 @@ so each row's prompt carries its episode seed (:func:`episode_prompt`) and the e
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -232,6 +233,7 @@ class GRPORollout:
         self.backend: GenerationBackend | None = None
         self.runner: EpisodeRunner | None = None
         self.calls = 0
+        self.seconds = 0.0  # wall time spent in calls (the trainer logs it as timing/generation_s)
         self.groups_done = 0
         self.last_traces: list[EpisodeTrace] = []
         self.__name__ = "reasoning_economics_rollout"
@@ -254,6 +256,13 @@ class GRPORollout:
         return self.runner
 
     def __call__(self, prompts: list, trainer: Any) -> dict:
+        t0 = time.perf_counter()
+        try:
+            return self._play(prompts, trainer)
+        finally:
+            self.seconds += time.perf_counter() - t0
+
+    def _play(self, prompts: list, trainer: Any) -> dict:
         runner = self._ensure_runner(trainer)
         mode = "train" if trainer.model.training else "eval"
         g = trainer.num_generations if mode == "train" else trainer.num_generations_eval
