@@ -499,3 +499,29 @@ def test_the_runs_table_shows_intervals(runs, ctx):
     _describe, table, *_ = runs.compare([str(root / "eval-tiny")], "", 1)
     cell = table["accuracy [95% CI]"].iloc[0]
     assert cell.count("[") == 1 and cell.endswith("]")
+
+
+def test_shipped_example_runs_are_listed_after_the_folders_own_and_shown_when_it_has_none(tmp_path):
+    """A fresh clone or the Space has no runs of its own: the example runs shipped in the repository are
+    listed (labelled as examples) and selected; once the runs folder has runs, those are selected first."""
+    examples, root = tmp_path / "examples", tmp_path / "runs"
+    shipped = make_training_run(examples, "learning-run")
+    tab = RunsTab(
+        AppContext(base_config=play_config(), runs_root=str(root), pools=fx.pools(), example_runs_root=str(examples))
+    )
+    picker, status, _ = tab.on_load(str(root))
+    assert picker.value == [str(shipped)] and "example run(s) shipped" in status
+    assert [label.split("  (")[0] for label, _v in picker.choices] == ["example: learning-run"]
+    own = make_training_run(root, "mine")
+    picker, _status, _ = tab.on_load(str(root))
+    assert picker.value == [str(own)] and [v for _l, v in picker.choices] == [str(own), str(shipped)]
+    # pointing the tab at the examples folder itself lists them once
+    picker, _status, _ = tab.on_load(str(examples))
+    assert [v for _l, v in picker.choices] == [str(shipped)]
+
+
+def test_the_app_server_lists_the_repositorys_example_runs():
+    from workbench.app.common import EXAMPLE_RUNS_ROOT
+
+    assert EXAMPLE_RUNS_ROOT.name == "runs" and EXAMPLE_RUNS_ROOT.parent.name == "examples"
+    assert (EXAMPLE_RUNS_ROOT.parent / "training").is_dir()  # resolved inside this repository

@@ -86,7 +86,7 @@ def test_environment_reward_returns_episode_rewards_and_logs_batch_metrics():
     assert logged["tokens_per_question"] == pytest.approx(120 / 8)
     assert logged["forfeits_per_episode"] == 0.25 and logged["episode_length"] == 2.0
     assert logged["ran_dry"] == 0.5 and logged["utilisation"] == pytest.approx(120 / 170)
-    assert logged["cap_hit_rate"] == pytest.approx(3 / 8)
+    assert logged["cap_hit_rate"] == pytest.approx(3 / 8) and logged["tokens_spent"] == 120
     assert logged["groups_tied_on_correctness"] == 0.5  # group 1: both members got 1 right
     assert logged["env/correctness"] == pytest.approx(0.375)
     with pytest.raises(ValueError, match="episode_reward"):

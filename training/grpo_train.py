@@ -250,7 +250,8 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument(
         "--curves",
         default=None,
-        help="curves.json (e.g. from a base-model evaluation run) for the regret; default: the simulated solver's.",
+        help="Solver curves for the regret: a shipped curve set by name (e.g. qwen2.5-coder-0.5b, fitted to the real "
+        "model) or a curves.json file (e.g. from a base-model evaluation run); default: the simulated solver's.",
     )
     g = p.add_argument_group("generation backend")
     g.add_argument(
@@ -515,10 +516,10 @@ def build_trainer(args: argparse.Namespace, *, policy: Any = None, env_config: A
         raise TrainSetupError(f"--eval_seeds must be >= 1 with --eval_every, got {args.eval_seeds}")
     curves = None
     if args.curves:
-        from reasoning_env.policies import SolverCurves
+        from reasoning_env.policies.curves import load_curves
 
         try:
-            curves = SolverCurves.load(args.curves)
+            curves = load_curves(args.curves)
         except (OSError, ValueError, KeyError, TypeError) as exc:
             raise TrainSetupError(f"--curves {args.curves!r} cannot be read as a curves.json: {exc}") from None
     group_reward = None

@@ -344,7 +344,8 @@ def batch_metrics(stats: list[dict], groups: list) -> dict[str, float]:
         ``accuracy`` (correct / questions served), ``tokens_per_question`` (tokens charged for
         answered questions / answered questions: one denominator), ``forfeits_per_episode``,
         ``episode_length`` (questions the model answered), ``ran_dry`` (share of episodes),
-        ``utilisation`` (spent / budget, pooled), ``cap_hit_rate`` (model turns cut by their cap
+        ``utilisation`` (spent / budget, pooled), ``tokens_spent`` (answer tokens charged over the whole
+        batch: what the model generated, less what a hard cap clipped), ``cap_hit_rate`` (model turns cut by their cap
         before the stop token / model turns; replaces TRL's ``completions/clipped_ratio``, which
         counts every episode that ran out of budget), ``groups_tied_on_correctness`` (share of
         GRPO groups whose members all got the same number right: their advantages come from cost
@@ -370,6 +371,7 @@ def batch_metrics(stats: list[dict], groups: list) -> dict[str, float]:
         "forfeits_per_episode": total("forfeited") / n,
         "ran_dry": total("ran_dry") / n,
         "utilisation": ratio(total("tokens_spent"), total("total_budget")),
+        "tokens_spent": total("tokens_spent"),
         "cap_hit_rate": ratio(total("cap_hits"), total("num_turns")),
         "groups_tied_on_correctness": sum(1 for v in by_group.values() if len(v) == 1) / len(by_group),
     }

@@ -4,6 +4,8 @@
   (:mod:`.rollout`).
 - ``generation``: tokens/s of ``transformers`` vs vLLM's CPU server on the real model at 1/4/8/16
   answers in flight (:mod:`.generation`).
+- ``grpo_step``: GRPO steps per hour with the real model through vLLM's CPU server, and each step's
+  breakdown (generation, weight hand-off, log-probs, backward) (:mod:`.grpo_step`).
 
 Same protocol as :mod:`reasoning_env.bench` (one module per benchmark with ``add_arguments`` and
 ``run``).
@@ -26,6 +28,10 @@ SUBCOMMANDS = {
     "generation": (
         "training.bench.generation",
         "tokens/s of transformers vs vLLM's CPU server on the real model, 1/4/8/16 in flight",
+    ),
+    "grpo_step": (
+        "training.bench.grpo_step",
+        "GRPO steps/hour with the real model through vLLM's CPU server, and where a step's time goes",
     ),
 }
 

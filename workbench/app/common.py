@@ -29,6 +29,10 @@ logger = logging.getLogger("workbench.app")
 __all__ = ["USER_ERRORS", "AppContext", "fmt_float", "fmt_int", "marks_on", "status_line", "user_errors", "warn"]
 
 
+#: The example runs shipped with the repository (metrics, evaluations and config; no weights).
+EXAMPLE_RUNS_ROOT = Path(__file__).resolve().parents[2] / "examples" / "runs"
+
+
 @dataclass
 class AppContext:
     """Process-wide settings and shared resources of one workbench app.
@@ -43,6 +47,10 @@ class AppContext:
         environ: Environment variables consulted for optional features (LLM policies).
         tokenizer_policy: ``name -> reason or None`` for the Play tab's tokenizer names (the
             server's policy when the OpenEnv API runs in the same process); ``None``: any name.
+        example_runs_root: Folder of the example runs shipped with the repository (``examples/runs``: the
+            CPU learning run of docs/training.md), listed in the Runs tab after the runs folder's own and
+            selected when that folder has none (a fresh clone, the Space); ``None`` (the default of a bare
+            context): not listed. The app server (:func:`workbench.app.server.build_app_context`) sets it.
         curves: The solver curves of Play's simulated policies and saved runs and of the Reward
             lab's induced allocation (default: the hand-chosen defaults; ``--curves FILE`` of the
             app server loads a calibrated file, :mod:`workbench.calibration`).
@@ -56,6 +64,7 @@ class AppContext:
     environ: dict = field(default_factory=lambda: dict(os.environ))
     tokenizer_policy: Callable[[str], str | None] | None = None
     curves: Any = None
+    example_runs_root: str | None = None
 
     def __post_init__(self) -> None:
         if self.curves is None:

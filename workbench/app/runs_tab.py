@@ -17,6 +17,7 @@ status line only (:func:`workbench.app.common.marks_on`). API names: ``/runs_ref
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Sequence
 from pathlib import Path
@@ -161,26 +162,48 @@ class RunsTab:
         """
         return self._listing(root, current, listed)
 
+    def _examples(self, root: str) -> list[compare.RunEntry]:
+        """The shipped example runs (:attr:`AppContext.example_runs_root`), unless ``root`` is that folder."""
+        folder = self.ctx.example_runs_root
+        if not folder or Path(root).expanduser().resolve() == Path(folder).resolve():
+            return []
+        return [
+            dataclasses.replace(e, label=f"example: {e.label}") for e in compare.discover_runs(folder)
+        ]
+
     def _listing(self, root: str, current: Sequence[str] | None, listed: dict | None = None) -> tuple:
         root = (root or "").strip() or self.ctx.runs_root
         found = compare.discover_runs(root)
+        examples = self._examples(root)
         paths = [str(e.path) for e in found]
         listed = listed or {}
         seen = set(listed["paths"]) if listed.get("root") == root and listed.get("paths") is not None else None
         appeared = [] if seen is None else [p for p in paths if p not in seen]
-        present = set(paths)
-        keep = [v for v in (current or []) if v in present] or paths[:DEFAULT_SELECTION]
+        present = set(paths) | {str(e.path) for e in examples}
+        # the runs folder's newest runs; the shipped examples when it has none (a fresh clone, the Space)
+        default = paths[:DEFAULT_SELECTION] or [str(e.path) for e in examples][:DEFAULT_SELECTION]
+        keep = [v for v in (current or []) if v in present] or default
         chosen = list(dict.fromkeys(keep + appeared))
+        shipped = (
+            f" {len(examples)} example run(s) shipped with the repository are listed after them"
+            + (" and shown." if not found else ".")
+            if examples
+            else ""
+        )
         if not found:
             status = (
                 f"No run folders under `{root}` yet: run `python -m workbench.evaluate "
-                "--n_episodes 5`, or save an episode from the Play tab."
+                "--n_episodes 5`, or save an episode from the Play tab." + shipped
             )
         else:
-            status = f"{len(found)} run folder(s) under `{root}`" + (
-                f"; {len(appeared)} new since the last listing, selected." if appeared else "."
+            status = (
+                f"{len(found)} run folder(s) under `{root}`"
+                + (f"; {len(appeared)} new since the last listing, selected." if appeared else ".")
+                + shipped
             )
-        picker = gr.Dropdown(choices=[(e.choice, str(e.path)) for e in found], value=chosen, multiselect=True)
+        picker = gr.Dropdown(
+            choices=[(e.choice, str(e.path)) for e in [*found, *examples]], value=chosen, multiselect=True
+        )
         return picker, status, {"root": root, "paths": paths}
 
     @user_errors

@@ -75,7 +75,8 @@ def create_app(
         config: Environment config of the API and of the Play tab's defaults. ``None``: the one
             the ``REE_*`` variables describe (``REE_CONFIG``, ``REE_SOURCES``, ...; project
             defaults when unset: builtin stand-in questions offline, embedded Qwen2.5 tokenizer).
-        runs_root: Folder of run folders (default ``$WORKBENCH_RUNS_ROOT`` or ``runs``).
+        runs_root: Folder of run folders (default ``$WORKBENCH_RUNS_ROOT`` or ``runs``). The example runs
+            shipped in ``examples/runs`` are listed after its own (``WORKBENCH_EXAMPLE_RUNS=0`` hides them).
         environ: Environment variables to read (default ``os.environ``).
         announce: Print the API's effective configuration (one JSON line) when built.
         concurrency: Gradio events running at once per handler (default
@@ -94,7 +95,7 @@ def create_app(
 
     from reasoning_env.server.app import build_app_from_env, create_server_app
     from workbench.app import CSS, THEME, build_workbench
-    from workbench.app.common import AppContext
+    from workbench.app.common import EXAMPLE_RUNS_ROOT, AppContext
 
     env = dict(os.environ if environ is None else environ)
     api = create_server_app(config) if config is not None else build_app_from_env(env, announce=announce)
@@ -115,6 +116,7 @@ def create_app(
         pools=runtime.pools,
         environ=env,
         tokenizer_policy=tokenizer_policy,
+        example_runs_root=None if env.get("WORKBENCH_EXAMPLE_RUNS", "1").strip() == "0" else str(EXAMPLE_RUNS_ROOT),
     )
     demo = build_workbench(ctx)
     limit = concurrency or int(env.get("WORKBENCH_CONCURRENCY") or 16)
