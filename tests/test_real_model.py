@@ -132,3 +132,17 @@ def test_stopping_a_server_ends_every_process_of_its_group(tmp_path):
     assert not srv.alive()
     with pytest.raises(ProcessLookupError):
         os.killpg(pid, 0)
+
+
+def test_the_vllm_server_computes_on_every_core_unless_told_otherwise():
+    """vLLM's CPU engine keeps a core for its API process unless OMP_NUM_THREADS is set: on 2 cores that left
+    one idle during generation. The caller's own setting wins; PYTHONPATH never reaches the vLLM venv."""
+    import os
+
+    from reasoning_env.model_server import ModelServer
+
+    srv = ModelServer(MODEL, enable_lora=True)
+    env = srv.process_env({"PYTHONPATH": "/elsewhere", "PATH": os.environ.get("PATH", "")})
+    assert env["OMP_NUM_THREADS"] == str(len(os.sched_getaffinity(0)))
+    assert "PYTHONPATH" not in env and env["VLLM_ALLOW_RUNTIME_LORA_UPDATING"] == "True"
+    assert srv.process_env({"OMP_NUM_THREADS": "1"})["OMP_NUM_THREADS"] == "1"

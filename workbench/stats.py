@@ -39,6 +39,7 @@ __all__ = [
     "flips_for",
     "EXACT_PAIRS",
     "ci_columns",
+    "paired_ratio_difference",
     "detectable_difference",
     "episodes_to_detect",
     "mean_interval",
@@ -285,6 +286,49 @@ def paired_difference(
         return PairedComparison(diff, 1.0, _floor(d.size, n_flips or n_resamples), _method(d.size), sd)
     p, floor, method = sign_flip_p_value(d, n_flips=n_flips or n_resamples, seed=seed)
     return PairedComparison(diff, p, floor, method, sd)
+
+
+def _ratio_difference(num_a: np.ndarray, den_a: np.ndarray, num_b: np.ndarray, den_b: np.ndarray, axis: int = -1):
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.sum(num_a, axis=axis) / np.sum(den_a, axis=axis) - np.sum(num_b, axis=axis) / np.sum(
+            den_b, axis=axis
+        )
+
+
+def paired_ratio_difference(
+    num_a: Sequence[float],
+    den_a: Sequence[float],
+    num_b: Sequence[float],
+    den_b: Sequence[float],
+    *,
+    confidence: float = CONFIDENCE,
+    n_resamples: int = N_RESAMPLES,
+    seed: int = 0,
+) -> Interval:
+    """Difference of two pooled ratios over the same episodes, ``sum(num_a)/sum(den_a) - sum(num_b)/sum(den_b)``,
+    with a paired bootstrap interval: each episode's four values are resampled together (e.g. accuracy after
+    training minus before, on the same held-out episode seeds).
+
+    Returns:
+        :class:`Interval` of the difference (NaN bounds with fewer than two episodes, or when resamples
+        leave a ratio undefined often enough that no interval can be formed).
+
+    Raises:
+        ValueError: lengths differ, empty input, NaN, a negative denominator, or a zero total on either side.
+    """
+    check_bootstrap_arguments(confidence, n_resamples)
+    arrays = [_as_array(v, w) for v, w in ((num_a, "num_a"), (den_a, "den_a"), (num_b, "num_b"), (den_b, "den_b"))]
+    if len({a.size for a in arrays}) != 1:
+        raise ValueError(f"paired ratios need the same episodes on both sides ({[a.size for a in arrays]} values)")
+    if arrays[0].size == 0:
+        raise ValueError("paired_ratio_difference needs at least one episode")
+    for den, what in ((arrays[1], "den_a"), (arrays[3], "den_b")):
+        if (den < 0).any() or den.sum() <= 0:
+            raise ValueError(f"{what} must be >= 0 with a positive total")
+    estimate = float(_ratio_difference(*arrays))
+    return _bootstrap(
+        tuple(arrays), _ratio_difference, estimate, confidence=confidence, n_resamples=n_resamples, seed=seed
+    )
 
 
 def _method(n: int) -> str:

@@ -26,16 +26,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import statistics
 import sys
 import tempfile
 import time
 from pathlib import Path
 
 __all__ = ["add_arguments", "run", "summarize"]
-
-#: Parts of a step, as logged by :mod:`training.trainer` (``timing/<part>_s``), in the order of a step.
-PARTS = ("generation", "weight_handoff", "logprobs", "backward")
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -55,50 +51,21 @@ def _load1() -> float:
 
 
 def summarize(metrics_path: str | Path) -> dict:
-    """Steps per hour and the mean time of each part of a step from a run's ``metrics.jsonl``.
+    """Steps per hour and the mean time of each part of a step from a run's ``metrics.jsonl``
+    (:func:`workbench.held_out.step_timing`, the one reader of the trainer's ``timing/*`` rows).
 
     Raises:
         ValueError: the file holds no row with ``timing/step_s`` (a run made before the trainer logged it).
     """
-    rows = []
-    for line in Path(metrics_path).read_text(encoding="utf-8").splitlines():
-        if line.strip():
-            row = json.loads(line)
-            if row.get("timing/step_s") is not None:
-                rows.append(row)
-    if not rows:
-        raise ValueError(f"{metrics_path} has no timing/step_s rows (made before the trainer logged step times?)")
+    from workbench.held_out import step_timing
 
-    def mean(key: str) -> float | None:
-        values = [float(r[key]) for r in rows if r.get(key) is not None]
-        return round(statistics.fmean(values), 2) if values else None
-
-    step = mean("timing/step_s")
-    parts = {part: mean(f"timing/{part}_s") for part in PARTS}
-    known = sum(v for v in parts.values() if v is not None)
-    parts["other"] = round(max(0.0, step - known), 2)
-    tokens = mean("tokens_per_step") or mean("completions/mean_length")
-    out = {
-        "steps": len(rows),
-        "steps_per_hour": round(3600.0 / step, 2) if step else None,
-        "step_s": step,
-        "step_s_min_max": [round(min(r["timing/step_s"] for r in rows), 1), round(max(r["timing/step_s"] for r in rows), 1)],
-        "seconds": parts,
-        "share": {k: (round(v / step, 3) if v is not None and step else None) for k, v in parts.items()},
-        "per_step": [
-            {"step": r["step"], "step_s": round(r["timing/step_s"], 1)}
-            | {p: round(r[f"timing/{p}_s"], 1) for p in PARTS if r.get(f"timing/{p}_s") is not None}
-            for r in rows
-        ],
-    }
-    generated = [r.get("tokens_spent") for r in rows if r.get("tokens_spent") is not None]
-    if generated:
-        out["model_tokens_per_step"] = round(statistics.fmean(generated), 1)
-        gen = parts.get("generation")
-        out["generation_tokens_per_s"] = round(out["model_tokens_per_step"] / gen, 2) if gen else None
-    elif tokens is not None:
-        out["mean_completion_length"] = tokens
-    return out
+    path = Path(metrics_path)
+    if not path.is_file():
+        raise ValueError(f"{path} does not exist")
+    timing = step_timing(path.parent)
+    if timing is None:
+        raise ValueError(f"{path} has no timing/step_s rows (made before the trainer logged step times?)")
+    return timing
 
 
 def run(args: argparse.Namespace) -> int:
@@ -115,7 +82,18 @@ def run(args: argparse.Namespace) -> int:
         if (folder / "run.json").is_file():
             run_json = json.loads((folder / "run.json").read_text(encoding="utf-8"))
             meta = {k: run_json.get(k) for k in ("model", "backend", "num_generations", "lora_rank", "learning_rate")}
-        print(json.dumps({"benchmark": "grpo_step", "source": str(folder), **meta, **result, "load_average": [load_before, _load1()]}, indent=2))
+        print(
+            json.dumps(
+                {
+                    "benchmark": "grpo_step",
+                    "source": str(folder),
+                    **meta,
+                    **result,
+                    "load_average": [load_before, _load1()],
+                },
+                indent=2,
+            )
+        )
         return 0
 
     from training.grpo_train import main as train

@@ -167,9 +167,7 @@ class RunsTab:
         folder = self.ctx.example_runs_root
         if not folder or Path(root).expanduser().resolve() == Path(folder).resolve():
             return []
-        return [
-            dataclasses.replace(e, label=f"example: {e.label}") for e in compare.discover_runs(folder)
-        ]
+        return [dataclasses.replace(e, label=f"example: {e.label}") for e in compare.discover_runs(folder)]
 
     def _listing(self, root: str, current: Sequence[str] | None, listed: dict | None = None) -> tuple:
         root = (root or "").strip() or self.ctx.runs_root

@@ -1,0 +1,328 @@
+"""Did training change the policy? Held-out evaluations of a training run compared before vs after, paired.
+
+A training run made with ``--eval_every`` (``python -m training.grpo_train``) plays the same held-out episode
+seeds at several optimizer steps and writes every episode to ``eval_episodes.jsonl`` (one record per episode and
+step: :func:`training.evaluation.episode_record`). Episode ``i`` of one step and of another share their seed, so
+the change between two steps is measured episode by episode:
+
+- pooled ratios (accuracy = correct / questions served; tokens per answered question, overall and by difficulty or
+  problem type; cap-hit rate = turns cut by their cap / turns): the difference of the two ratios with a paired
+  bootstrap interval (each episode's numerator and denominator at both steps resampled together);
+- per-episode means (ran dry, forfeited questions, regret against the oracle allocation under the run's solver
+  curves): the mean paired difference with its bootstrap interval and the sign-flip p-value
+  (:func:`workbench.stats.paired_difference`).
+
+``changed`` says whether the 95% interval of the change excludes 0 (unadjusted: over many rows some will by
+chance; the p-values, where given, are unadjusted too).
+
+    python -m workbench.held_out runs/grpo-cpu-qwen0.5b            # first vs last evaluated step, a table
+    python -m workbench.held_out runs/grpo-cpu-qwen0.5b --before 0 --after 30 --json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from workbench.stats import (
+    CONFIDENCE,
+    Interval,
+    mean_interval,
+    paired_difference,
+    paired_ratio_difference,
+    ratio_interval,
+)
+
+__all__ = ["EVAL_EPISODES_FILE", "change_table", "evaluated_steps", "load_eval_episodes", "main", "step_timing"]
+
+#: The per-episode log of held-out evaluations in a training run folder.
+EVAL_EPISODES_FILE = "eval_episodes.jsonl"
+
+#: (metric, label) of the per-episode means compared.
+MEAN_METRICS = (
+    ("ran_dry", "ran dry (share of episodes)"),
+    ("forfeited", "questions never asked per episode"),
+    ("regret", "regret vs the oracle (expected correct answers)"),
+)
+
+
+def load_eval_episodes(run_dir: str | Path) -> dict[int, list[dict]]:
+    """``{step: records sorted by episode}`` from a run folder's ``eval_episodes.jsonl`` (empty if absent)."""
+    path = Path(run_dir) / EVAL_EPISODES_FILE
+    out: dict[int, list[dict]] = {}
+    if not path.is_file():
+        return out
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if line.strip():
+            rec = json.loads(line)
+            out.setdefault(int(rec["train_step"]), []).append(rec)
+    for recs in out.values():
+        recs.sort(key=lambda r: int(r["episode"]))
+    return out
+
+
+def evaluated_steps(run_dir: str | Path) -> list[int]:
+    """The optimizer steps a run folder holds held-out episodes of, in order."""
+    return sorted(load_eval_episodes(run_dir))
+
+
+def _answered(rec: dict) -> list[dict]:
+    return [s for s in rec.get("steps", []) if not s.get("forfeit")]
+
+
+def _difficulty(step: dict) -> str | None:
+    d = step.get("difficulty")
+    if d is None or (isinstance(d, float) and math.isnan(d)):
+        return None
+    return str(int(d))
+
+
+def _ratio_specs(before: list[dict], after: list[dict]) -> list[tuple[str, str | None, str, callable, callable]]:
+    """(metric, key, label, numerator(rec), denominator(rec)) of every pooled ratio compared."""
+    specs: list = [
+        ("accuracy", None, "accuracy (correct / questions)", lambda r: r["num_correct"], lambda r: r["num_questions"]),
+        (
+            "tokens_per_question",
+            None,
+            "tokens per answered question",
+            lambda r: r["answered_tokens"],
+            lambda r: r["num_answered"],
+        ),
+        (
+            "cap_hit_rate",
+            None,
+            "cap-hit rate (turns cut by their cap)",
+            lambda r: r["cap_hits"],
+            lambda r: r["num_turns"],
+        ),
+    ]
+    both = before + after
+    for name, keyfn, label in (
+        ("tokens_by_difficulty", _difficulty, "tokens per answered question, difficulty {}"),
+        ("tokens_by_type", lambda s: s.get("problem_type") or None, "tokens per answered question, {}"),
+    ):
+        keys = sorted(
+            {keyfn(s) for r in both for s in _answered(r) if keyfn(s) is not None}, key=lambda k: (len(k), k)
+        )
+        for key in keys:
+            specs.append(
+                (
+                    name,
+                    key,
+                    label.format(key),
+                    lambda r, k=key, f=keyfn: sum(s["tokens"] for s in _answered(r) if f(s) == k),
+                    lambda r, k=key, f=keyfn: sum(1 for s in _answered(r) if f(s) == k),
+                )
+            )
+    return specs
+
+
+def _row(
+    metric: str, key: str | None, label: str, a: Interval, b: Interval, change: Interval, p: float | None
+) -> dict:
+    def clean(x: float) -> float | None:
+        return None if x is None or (isinstance(x, float) and math.isnan(x)) else float(x)
+
+    return {
+        "metric": metric,
+        "key": key,
+        "label": label,
+        "before": clean(a.estimate),
+        "before_ci_low": clean(a.low),
+        "before_ci_high": clean(a.high),
+        "after": clean(b.estimate),
+        "after_ci_low": clean(b.low),
+        "after_ci_high": clean(b.high),
+        "change": clean(change.estimate),
+        "change_ci_low": clean(change.low),
+        "change_ci_high": clean(change.high),
+        "p_value": clean(p) if p is not None else None,
+        "changed": bool(not math.isnan(change.low) and (change.low > 0 or change.high < 0)),
+        "n": int(change.n),
+    }
+
+
+def change_table(before: Sequence[dict], after: Sequence[dict], *, seed: int = 0) -> pd.DataFrame:
+    """The paired before/after comparison of two evaluations of the same held-out episodes (see the module).
+
+    Args:
+        before, after: :func:`training.evaluation.episode_record` dicts of the same episodes (matched by
+            ``episode``; an episode missing from either side is left out).
+    Returns:
+        One row per metric and key: ``before``/``after`` with their own 95% intervals, ``change`` (after -
+        before) with its paired interval, ``p_value`` (per-episode means only), ``changed``, ``n``.
+    Raises:
+        ValueError: the two evaluations share no episode.
+    """
+    a_by = {int(r["episode"]): r for r in before}
+    b_by = {int(r["episode"]): r for r in after}
+    common = sorted(set(a_by) & set(b_by))
+    if not common:
+        raise ValueError("the two evaluations share no held-out episode: compare steps of the same run")
+    a = [a_by[i] for i in common]
+    b = [b_by[i] for i in common]
+    rows = []
+    for metric, key, label, num, den in _ratio_specs(a, b):
+        na, da = [float(num(r)) for r in a], [float(den(r)) for r in a]
+        nb, db = [float(num(r)) for r in b], [float(den(r)) for r in b]
+        if sum(da) <= 0 or sum(db) <= 0:
+            continue
+        rows.append(
+            _row(
+                metric,
+                key,
+                label,
+                ratio_interval(na, da, seed=seed),
+                ratio_interval(nb, db, seed=seed),
+                paired_ratio_difference(nb, db, na, da, seed=seed),
+                None,
+            )
+        )
+    for metric, label in MEAN_METRICS:
+        pairs = [(r1.get(metric), r2.get(metric)) for r1, r2 in zip(a, b)]
+        pairs = [(float(x), float(y)) for x, y in pairs if x is not None and y is not None]
+        if not pairs:
+            continue
+        xa = [x for x, _ in pairs]
+        xb = [y for _, y in pairs]
+        cmp = paired_difference(xb, xa, seed=seed)
+        rows.append(
+            _row(
+                metric,
+                None,
+                label,
+                mean_interval(xa, seed=seed),
+                mean_interval(xb, seed=seed),
+                cmp.difference,
+                cmp.p_value,
+            )
+        )
+    return pd.DataFrame(rows)
+
+
+#: Parts of an optimizer step as the trainer logs them (``timing/<part>_s``, :mod:`training.trainer`), in order.
+STEP_PARTS = ("generation", "weight_handoff", "logprobs", "backward")
+
+
+def step_timing(run_dir: str | Path) -> dict | None:
+    """Where a training run's optimizer steps spent their time (``timing/*`` rows of ``metrics.jsonl``).
+
+    Returns:
+        ``None`` when the run logged no step times; else ``steps``, ``step_s`` (mean), ``step_s_min_max``,
+        ``steps_per_hour`` (3,600 / the mean), ``seconds`` (mean per part of :data:`STEP_PARTS`, and ``other``:
+        the optimizer and the rest), ``share`` (each part / the step), ``per_step`` (each step's figures), and,
+        when logged, ``tokens_spent_per_step`` with ``generation_tokens_per_s``.
+    """
+    path = Path(run_dir) / "metrics.jsonl"
+    if not path.is_file():
+        return None
+    rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    rows = [r for r in rows if r.get("timing/step_s") is not None]
+    if not rows:
+        return None
+
+    def mean(key: str) -> float | None:
+        values = [float(r[key]) for r in rows if r.get(key) is not None]
+        return float(np.mean(values)) if values else None
+
+    step = float(np.mean([r["timing/step_s"] for r in rows]))
+    seconds = {p: mean(f"timing/{p}_s") for p in STEP_PARTS}
+    seconds = {k: v for k, v in seconds.items() if v is not None}
+    seconds["other"] = max(0.0, step - sum(seconds.values()))
+    out = {
+        "steps": len(rows),
+        "step_s": round(step, 1),
+        "step_s_min_max": [
+            round(min(r["timing/step_s"] for r in rows), 1),
+            round(max(r["timing/step_s"] for r in rows), 1),
+        ],
+        "steps_per_hour": round(3600.0 / step, 2) if step else None,
+        "seconds": {k: round(v, 1) for k, v in seconds.items()},
+        "share": {k: round(v / step, 3) for k, v in seconds.items()} if step else {},
+        "per_step": [
+            {"step": int(r["step"]), "step_s": round(float(r["timing/step_s"]), 1)}
+            | {p: round(float(r[f"timing/{p}_s"]), 1) for p in STEP_PARTS if r.get(f"timing/{p}_s") is not None}
+            for r in rows
+        ],
+    }
+    spent = mean("tokens_spent")
+    if spent is not None:
+        out["tokens_spent_per_step"] = round(spent, 1)
+        if seconds.get("generation"):
+            out["generation_tokens_per_s"] = round(spent / seconds["generation"], 2)
+    return out
+
+
+def _fmt(x: float | None, lo: float | None, hi: float | None, digits: int = 3) -> str:
+    if x is None:
+        return "-"
+    if lo is None or hi is None:
+        return f"{x:.{digits}g}"
+    return f"{x:.{digits}g} [{lo:.{digits}g}, {hi:.{digits}g}]"
+
+
+def markdown(table: pd.DataFrame, *, before_step: int, after_step: int) -> str:
+    """The comparison as a Markdown table (the one docs/training.md shows)."""
+    head = (
+        f"| held-out metric (n = {int(table['n'].max()) if len(table) else 0} episodes) | step {before_step} | "
+        f"step {after_step} | change, paired 95% interval | p | changed |\n|---|---|---|---|---|---|\n"
+    )
+    lines = []
+    for r in table.to_dict("records"):
+        p = "-" if r["p_value"] is None else f"{r['p_value']:.3g}"
+        lines.append(
+            f"| {r['label']} | {_fmt(r['before'], r['before_ci_low'], r['before_ci_high'])} | "
+            f"{_fmt(r['after'], r['after_ci_low'], r['after_ci_high'])} | "
+            f"{_fmt(r['change'], r['change_ci_low'], r['change_ci_high'])} | {p} | {'yes' if r['changed'] else 'no'} |"
+        )
+    return head + "\n".join(lines) + "\n"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m workbench.held_out RUN_DIR [--before S] [--after S] [--json]``; returns the exit status."""
+    p = argparse.ArgumentParser(prog="python -m workbench.held_out", description=__doc__.splitlines()[0])
+    p.add_argument("run_dir", help="a training run folder holding eval_episodes.jsonl (--eval_every)")
+    p.add_argument("--before", type=int, default=None, help="step to compare from (default: the first evaluated)")
+    p.add_argument("--after", type=int, default=None, help="step to compare to (default: the last evaluated)")
+    p.add_argument("--json", action="store_true", help="print JSON (rows, steps, timing) instead of a table")
+    args = p.parse_args(argv)
+    episodes = load_eval_episodes(args.run_dir)
+    if len(episodes) < 2:
+        print(
+            f"error: {args.run_dir} holds held-out episodes of {len(episodes)} step(s) ({EVAL_EPISODES_FILE}); "
+            "a comparison needs two: train with --eval_every N",
+            file=sys.stderr,
+        )
+        return 2
+    steps = sorted(episodes)
+    before = steps[0] if args.before is None else args.before
+    after = steps[-1] if args.after is None else args.after
+    for flag, step in (("--before", before), ("--after", after)):
+        if step not in episodes:
+            print(f"error: {flag} {step}: no held-out evaluation at that step (evaluated: {steps})", file=sys.stderr)
+            return 2
+    table = change_table(episodes[before], episodes[after])
+    timing = step_timing(args.run_dir)
+    if args.json:
+        out = {"before_step": before, "after_step": after, "confidence": CONFIDENCE, "rows": table.to_dict("records")}
+        print(json.dumps({**out, "timing": timing}, indent=2))
+        return 0
+    print(markdown(table, before_step=before, after_step=after))
+    if timing:
+        parts = ", ".join(f"{k} {v} s ({100 * timing['share'].get(k, 0):.0f}%)" for k, v in timing["seconds"].items())
+        print(
+            f"step time over {timing['steps']} steps: {timing['step_s']} s "
+            f"({timing['steps_per_hour']} steps/hour): {parts}"
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
