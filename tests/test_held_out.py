@@ -1,0 +1,107 @@
+"""A training run's held-out evaluations compared before vs after, episode by episode (workbench.held_out)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from workbench.held_out import change_table, load_eval_episodes, main, step_timing
+from workbench.stats import paired_ratio_difference
+
+
+def _episode(i: int, step: int, correct: list[bool], tokens: list[int], *, ran_dry: bool = False, regret=0.1):
+    steps = [
+        {"step": j, "tokens": t, "correct": c, "difficulty": (j % 2) + 1, "problem_type": "GSM8K" if j else "MATH-500"}
+        for j, (c, t) in enumerate(zip(correct, tokens))
+    ]
+    return {
+        "train_step": step,
+        "episode": i,
+        "num_correct": sum(correct),
+        "num_questions": 2,
+        "num_answered": len(correct),
+        "answered_tokens": sum(tokens),
+        "cap_hits": 1 if ran_dry else 0,
+        "num_turns": len(correct),
+        "ran_dry": ran_dry,
+        "forfeited": 2 - len(correct),
+        "regret": regret,
+        "steps": steps,
+    }
+
+
+def _run(tmp_path, n=12):
+    """Before: every episode runs dry after one wrong 300-token answer. After: two shorter answers, some right."""
+    rows = []
+    for i in range(n):
+        rows.append(_episode(i, 0, [False], [300], ran_dry=True, regret=0.5))
+        rows.append(_episode(i, 30, [i % 3 == 0, False], [120, 100 + i], regret=0.2))
+    (tmp_path / "eval_episodes.jsonl").write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    return tmp_path
+
+
+def test_episodes_are_read_per_step_in_episode_order(tmp_path):
+    episodes = load_eval_episodes(_run(tmp_path))
+    assert sorted(episodes) == [0, 30] and [r["episode"] for r in episodes[30]] == list(range(12))
+
+
+def test_the_change_is_paired_and_says_whether_its_interval_excludes_zero(tmp_path):
+    episodes = load_eval_episodes(_run(tmp_path))
+    table = change_table(episodes[0], episodes[30]).set_index(["metric", "key"], drop=False)
+    acc = table.loc[("accuracy", None)]
+    assert acc["before"] == 0 and acc["after"] == pytest.approx(4 / 24) and acc["changed"]
+    assert acc["change_ci_low"] > 0 and acc["n"] == 12
+    dry = table.loc[("ran_dry", None)]
+    assert dry["change"] == -1.0 and dry["changed"] and dry["p_value"] < 0.001  # 12 of 12 pairs, exact test
+    tokens = table.loc[("tokens_per_question", None)]
+    assert tokens["before"] == 300 and tokens["change"] < 0 and tokens["changed"]
+    assert table.loc[("tokens_by_difficulty", "1")]["change"] == -180
+    assert table.loc[("tokens_by_type", "MATH-500")]["after"] == 120
+    # a key answered on one side only (GSM8K: never reached before) has no ratio to compare
+    assert ("tokens_by_type", "GSM8K") not in table.index and ("tokens_by_difficulty", "2") not in table.index
+    assert table.loc[("regret", None)]["change"] == pytest.approx(-0.3)
+
+
+def test_no_change_is_not_reported_as_one(tmp_path):
+    episodes = load_eval_episodes(_run(tmp_path))
+    table = change_table(episodes[30], episodes[30]).set_index("metric")
+    assert not table["changed"].any() and (table["change"].fillna(0) == 0).all()
+
+
+def test_evaluations_of_different_episodes_cannot_be_paired():
+    with pytest.raises(ValueError, match="share no held-out episode"):
+        change_table([_episode(0, 0, [True], [10])], [_episode(1, 5, [True], [10])])
+
+
+def test_paired_ratio_difference_resamples_episodes_jointly():
+    # the same pooled ratio on both sides: difference 0 with a degenerate interval around it
+    iv = paired_ratio_difference([1, 2, 0, 1], [2, 2, 2, 2], [1, 2, 0, 1], [2, 2, 2, 2])
+    assert iv.estimate == 0 and iv.low <= 0 <= iv.high
+    with pytest.raises(ValueError, match="positive total"):
+        paired_ratio_difference([1], [0], [1], [1])
+
+
+def test_step_timing_reads_the_trainers_timing_rows(tmp_path):
+    rows = [
+        {"step": 1, "timing/step_s": 100.0, "timing/generation_s": 50.0, "timing/logprobs_s": 10.0,
+         "timing/backward_s": 30.0, "timing/weight_handoff_s": 2.0, "tokens_spent": 1000},
+        {"step": 2, "timing/step_s": 80.0, "timing/generation_s": 40.0, "timing/logprobs_s": 10.0,
+         "timing/backward_s": 20.0, "timing/weight_handoff_s": 2.0, "tokens_spent": 900},
+    ]  # fmt: skip
+    (tmp_path / "metrics.jsonl").write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    t = step_timing(tmp_path)
+    assert t["steps"] == 2 and t["step_s"] == 90 and t["steps_per_hour"] == 40
+    assert t["seconds"] == {"generation": 45, "weight_handoff": 2, "logprobs": 10, "backward": 25, "other": 8}
+    assert t["generation_tokens_per_s"] == pytest.approx(950 / 45, abs=0.01)
+    assert step_timing(tmp_path / "nowhere") is None
+
+
+def test_the_cli_prints_the_table_and_refuses_a_run_without_two_evaluations(tmp_path, capsys):
+    assert main([str(_run(tmp_path / "a" if (tmp_path / "a").mkdir() is None else tmp_path))]) == 0
+    out = capsys.readouterr().out
+    assert "| accuracy (correct / questions) |" in out and "step 0" in out and "step 30" in out
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert main([str(empty)]) == 2 and "--eval_every" in capsys.readouterr().err
+    assert main([str(tmp_path / "a"), "--after", "7"]) == 2 and "evaluated: [0, 30]" in capsys.readouterr().err
