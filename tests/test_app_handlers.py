@@ -525,3 +525,14 @@ def test_the_app_server_lists_the_repositorys_example_runs():
 
     assert EXAMPLE_RUNS_ROOT.name == "runs" and EXAMPLE_RUNS_ROOT.parent.name == "examples"
     assert (EXAMPLE_RUNS_ROOT.parent / "training").is_dir()  # resolved inside this repository
+
+
+def test_a_training_runs_held_out_change_is_in_the_paired_comparison(runs, ctx):
+    """A training run with held-out evaluations at two steps: the Runs tab's paired section shows before vs
+    after on the same episodes, with intervals."""
+    from test_app_support import write_held_out
+
+    run = write_held_out(make_training_run(Path(ctx.runs_root), "train-held-out"))
+    md, *_figs = runs.uncertainty([str(run)], "")
+    assert "Held-out, before vs after training (train-held-out)" in md
+    assert "| accuracy (correct / questions) | 0 [0, 0] | 0.167 [" in md and "step 30" in md

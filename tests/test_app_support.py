@@ -165,6 +165,41 @@ def make_training_run(root: Path, name: str = "train-tiny", steps: int = 12) -> 
     return folder
 
 
+def eval_episode(i: int, step: int, correct: list[bool], tokens: list[int], *, ran_dry=False, regret=0.1) -> dict:
+    """One held-out episode record of a training run's ``eval_episodes.jsonl`` (as
+    ``training.evaluation.episode_record`` writes it) with 2 questions, ``len(correct)`` of them answered."""
+    steps = [
+        {"step": j, "tokens": t, "correct": c, "difficulty": (j % 2) + 1, "problem_type": "GSM8K" if j else "MATH-500"}
+        for j, (c, t) in enumerate(zip(correct, tokens))
+    ]
+    return {
+        "train_step": step,
+        "episode": i,
+        "num_correct": sum(correct),
+        "num_questions": 2,
+        "num_answered": len(correct),
+        "answered_tokens": sum(tokens),
+        "cap_hits": 1 if ran_dry else 0,
+        "num_turns": len(correct),
+        "ran_dry": ran_dry,
+        "forfeited": 2 - len(correct),
+        "regret": regret,
+        "steps": steps,
+    }
+
+
+def write_held_out(folder: Path, n: int = 12) -> Path:
+    """``eval_episodes.jsonl`` of ``n`` held-out episodes at steps 0 and 30: before, every episode runs dry after
+    one wrong 300-token answer; after, two shorter answers, a third of the first ones right."""
+    rows = []
+    for i in range(n):
+        rows.append(eval_episode(i, 0, [False], [300], ran_dry=True, regret=0.5))
+        rows.append(eval_episode(i, 30, [i % 3 == 0, False], [120, 100 + i], regret=0.2))
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "eval_episodes.jsonl").write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    return folder
+
+
 def free_port() -> int:
     """A free TCP port on 127.0.0.1."""
     with socket.socket() as s:

@@ -5,40 +5,15 @@ from __future__ import annotations
 import json
 
 import pytest
+from test_app_support import eval_episode as _episode
+from test_app_support import write_held_out
 
 from workbench.held_out import change_table, load_eval_episodes, main, step_timing
 from workbench.stats import paired_ratio_difference
 
 
-def _episode(i: int, step: int, correct: list[bool], tokens: list[int], *, ran_dry: bool = False, regret=0.1):
-    steps = [
-        {"step": j, "tokens": t, "correct": c, "difficulty": (j % 2) + 1, "problem_type": "GSM8K" if j else "MATH-500"}
-        for j, (c, t) in enumerate(zip(correct, tokens))
-    ]
-    return {
-        "train_step": step,
-        "episode": i,
-        "num_correct": sum(correct),
-        "num_questions": 2,
-        "num_answered": len(correct),
-        "answered_tokens": sum(tokens),
-        "cap_hits": 1 if ran_dry else 0,
-        "num_turns": len(correct),
-        "ran_dry": ran_dry,
-        "forfeited": 2 - len(correct),
-        "regret": regret,
-        "steps": steps,
-    }
-
-
-def _run(tmp_path, n=12):
-    """Before: every episode runs dry after one wrong 300-token answer. After: two shorter answers, some right."""
-    rows = []
-    for i in range(n):
-        rows.append(_episode(i, 0, [False], [300], ran_dry=True, regret=0.5))
-        rows.append(_episode(i, 30, [i % 3 == 0, False], [120, 100 + i], regret=0.2))
-    (tmp_path / "eval_episodes.jsonl").write_text("\n".join(json.dumps(r) for r in rows) + "\n")
-    return tmp_path
+def _run(folder):
+    return write_held_out(folder)
 
 
 def test_episodes_are_read_per_step_in_episode_order(tmp_path):

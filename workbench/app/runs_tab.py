@@ -299,6 +299,10 @@ class RunsTab:
             for w in (run.meta.get("provenance") or {}).get("warnings") or []
         ]
         text = analysis.format_comparisons(cmp, summary)
+        from workbench.held_out import run_change_markdown
+
+        # training runs: the held-out episodes before vs after, paired (workbench.held_out)
+        lines += [md for label, run in runs.runs.items() if (md := run_change_markdown(run.path, label))]
         md = "\n\n".join(
             lines
             + [
