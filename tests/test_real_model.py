@@ -135,9 +135,8 @@ def test_stopping_a_server_ends_every_process_of_its_group(tmp_path):
 
 
 def test_the_vllm_servers_environment_keeps_the_callers_settings_and_drops_pythonpath():
-    """The engine's defaults fill only what the caller left unset (e.g. OMP_NUM_THREADS stays vLLM's own choice
-    of threads: 2 threads on this 2-core machine under load generated 0-2 tokens/s, docs/real_model.md);
-    PYTHONPATH never reaches the vLLM venv."""
+    """The engine's defaults fill only what the caller left unset (OMP_NUM_THREADS is not forced: vLLM's CPU
+    engine picks its own thread count); PYTHONPATH never reaches the vLLM venv."""
     import os
 
     from reasoning_env.model_server import ModelServer
