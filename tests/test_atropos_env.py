@@ -24,6 +24,7 @@ from reasoning_env.env import ReasoningEconomicsEnv
 from reasoning_env.tokenization import get_tokenizer
 
 REPO = Path(__file__).resolve().parents[1]
+EXAMPLE = REPO / "examples" / "atropos" / "reasoning_economics.yaml"
 TOKENIZER = "embedded:qwen2.5"
 SEED = 100
 #: Short episodes: 3 builtin questions, answers capped at 24 tokens (some stub answers are cut, so graded wrong).
@@ -166,23 +167,31 @@ def test_serve_sends_scored_groups_to_the_trajectory_api(atropos_python, stub, t
         stop_process(api)
 
 
+def _process_cmd(atropos_python: Path, tmp: Path, stub_url: str, *extra: str) -> list[str]:
+    """``process`` with the shipped example config, pointed at the stub and the short episodes."""
+    (tmp / "env.yaml").write_text(yaml.safe_dump(ENV_SETTINGS))
+    overrides = {
+        "--env.env_config_path": str(tmp / "env.yaml"),
+        "--env.tokenizer_name": TOKENIZER,
+        "--env.seed": str(SEED),
+        "--env.max_token_length": "2048",
+        "--openai.base_url": f"{stub_url}/v1",
+        "--openai.model_name": "stub",
+    }
+    cmd = [str(atropos_python), "-m", "training.atropos_env", "process", "--config", str(EXAMPLE)]
+    return cmd + [x for kv in overrides.items() for x in kv] + list(extra)
+
+
 def test_process_writes_rollouts_a_reader_gets_back(atropos_python, stub, tokenizer, env_config, tmp_path):
     stub_url, calls = stub
     out = tmp_path / "rollouts.jsonl"
-    config = _write_configs(tmp_path, stub_url, {"group_size": 3})
-    cmd = [
-        str(atropos_python),
-        "-m",
-        "training.atropos_env",
-        "process",
-        "--config",
-        str(config),
-        "--env.data_path_to_save_groups",
-        str(out),
-        "--env.total_steps",
-        "2",
-    ]
-    proc = start_process(cmd, tmp_path / "process.log", env=_subprocess_env(), cwd=REPO)
+    extra = ("--env.data_path_to_save_groups", str(out), "--env.total_steps", "2", "--env.group_size", "3")
+    proc = start_process(
+        _process_cmd(atropos_python, tmp_path, stub_url, *extra),
+        tmp_path / "process.log",
+        env=_subprocess_env(),
+        cwd=REPO,
+    )
     try:
         rc = proc.wait(timeout=300)
     finally:
@@ -196,3 +205,20 @@ def test_process_writes_rollouts_a_reader_gets_back(atropos_python, stub, tokeni
     for g in groups:  # process mode adds the decoded sequences as messages (Atropos's include_messages)
         assert len(g["messages"]) == 3 and all(m[0]["content"] for m in g["messages"])
     assert (tmp_path / "rollouts.html").is_file(), "Atropos writes its HTML viewer next to the jsonl"
+
+
+def test_a_text_only_server_is_refused_with_the_fix(atropos_python, stub, tmp_path):
+    stub_url, _ = stub
+    extra = ("--openai.server_type", "openai", "--env.data_path_to_save_groups", str(tmp_path / "x.jsonl"))
+    proc = start_process(
+        _process_cmd(atropos_python, tmp_path, stub_url, *extra),
+        tmp_path / "process.log",
+        env=_subprocess_env(),
+        cwd=REPO,
+    )
+    try:
+        rc = proc.wait(timeout=120)
+    finally:
+        stop_process(proc)
+    log = (tmp_path / "process.log").read_text()
+    assert rc != 0 and "needs a token-level server" in log and "server_type: vllm" in log, log[-3000:]

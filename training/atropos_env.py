@@ -44,6 +44,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import math
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from atroposlib.envs.base import BaseEnv, BaseEnvConfig, ScoredDataGroup
@@ -239,6 +240,11 @@ class ReasoningEconomicsAtroposEnv(BaseEnv):
         #: Index of the next group (its seed is ``config.seed + next_group``); saved in Atropos checkpoints.
         self.next_group = 0
         self._played: list[EpisodeTrace] = []
+        # one thread per group in flight (Atropos runs up to max_num_workers groups at once); each waits on the
+        # model server most of the time, so the default executor's few threads would queue groups needlessly
+        self._episode_threads = ThreadPoolExecutor(
+            max_workers=max(1, self.max_num_workers), thread_name_prefix="episode"
+        )
 
     @classmethod
     def config_init(cls) -> tuple[ReasoningEconomicsAtroposConfig, list[APIServerConfig]]:
@@ -293,7 +299,7 @@ class ReasoningEconomicsAtroposEnv(BaseEnv):
             backend, self.env_factory, self.chat, limits=self.limits, run_id=f"atropos-{self.name}", policy="atropos"
         )
         specs = [EpisodeSpec(seed=int(seed), group=group, member=i, episode=group) for i in range(n)]
-        return await asyncio.to_thread(runner.play_lockstep, specs)
+        return await asyncio.get_running_loop().run_in_executor(self._episode_threads, runner.play_lockstep, specs)
 
     async def collect_trajectories(self, item: dict) -> tuple[ScoredDataGroup, list]:
         """``group_size`` episodes of ``item["seed"]``, scored by the environment's rewards."""
