@@ -30,7 +30,7 @@ FILLER = "First I read the question carefully, then I work through it step by st
 
 def stub_generate_app(tokenizer, golds: dict[str, str], *, p_gold: float = 0.5, seed: int = 0):
     """The stub's ASGI app (Starlette). ``golds``: question text -> gold answer. Returns ``(app, calls)``,
-    ``calls`` being the list of request bodies received (for the test to inspect)."""
+    ``calls`` being one ``{"body": request, "outputs": [ids of each completion]}`` per request (for the test)."""
     from starlette.applications import Starlette
     from starlette.responses import JSONResponse, Response
     from starlette.routing import Route
@@ -55,8 +55,6 @@ def stub_generate_app(tokenizer, golds: dict[str, str], *, p_gold: float = 0.5, 
 
     async def generate(request):
         body = await request.json()
-        with lock:
-            calls.append(body)
         prompt_ids = list(body["prompt"]["prompt_token_ids"])
         max_tokens = int(body.get("max_tokens") or 16)
         texts, reasons, lps, ids_out = [], [], [], []
@@ -71,6 +69,8 @@ def stub_generate_app(tokenizer, golds: dict[str, str], *, p_gold: float = 0.5, 
             reasons.append(reason)
             lps.append([[{str(t): lp}] for t, lp in zip(ids, logprobs)])
             ids_out.append(ids)
+        with lock:
+            calls.append({"body": body, "outputs": ids_out})
         return JSONResponse(
             {
                 "text": texts,
