@@ -43,7 +43,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import math
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -285,7 +284,7 @@ class ReasoningEconomicsAtroposEnv(BaseEnv):
         data["next_group"] = self.next_group
         super().save_checkpoint(step, data)
 
-    async def play(self, seed: int, n: int, group: int, *, split: str = "train", temperature: float | None = None):
+    async def play(self, seed: int, n: int, group: int) -> list[EpisodeTrace]:
         """Play ``n`` episodes of ``seed`` in lockstep (one generate call per live episode and turn).
 
         Returns:
@@ -293,8 +292,7 @@ class ReasoningEconomicsAtroposEnv(BaseEnv):
         """
         if self.env_factory is None:
             raise AtroposSetupError("setup() has not run: call it (BaseEnv's serve/process modes do) before play()")
-        sampling = self.sampling if temperature is None else SamplingConfig(temperature=temperature, top_p=1.0)
-        backend = AtroposServerBackend(self.server, asyncio.get_running_loop(), self.eos_ids, sampling, split=split)
+        backend = AtroposServerBackend(self.server, asyncio.get_running_loop(), self.eos_ids, self.sampling)
         runner = EpisodeRunner(
             backend, self.env_factory, self.chat, limits=self.limits, run_id=f"atropos-{self.name}", policy="atropos"
         )
@@ -322,7 +320,6 @@ class ReasoningEconomicsAtroposEnv(BaseEnv):
             metrics["train/accuracy"] = sum(t.accuracy for t in played) / len(played)
             metrics["train/tokens_per_question"] = sum(t.tokens_per_question for t in played) / len(played)
             metrics["train/ran_dry"] = sum(t.ran_dry for t in played) / len(played)
-            metrics = {k: v for k, v in metrics.items() if not (isinstance(v, float) and math.isnan(v))}
         await super().wandb_log(metrics)
 
 
