@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# Builds the two extra virtual environments CI tests in (reused while the requirement files are unchanged):
+# Builds the extra virtual environments CI tests in (reused while the requirement files are unchanged):
 #   $REE_CI_VENVS/app       only requirements.txt: what the Space installs (tests/test_app_requirements.py
 #                           starts app.py in it and checks torch is not there)
 #   $REE_CI_VENVS/gpu-pins  the pure-Python packages requirements-gpu.txt pins (TRL 1.15, transformers 5.17,
 #                           accelerate, PEFT, datasets 4.8, ...) with CPU torch 2.13.0; vLLM, Unsloth, xformers and
 #                           bitsandbytes (CUDA builds) are left out. tests/test_gpu_pins.py runs the training tests in it.
+#   $REE_CI_VENVS/atropos   requirements.txt + requirements-atropos.txt (atroposlib 0.4.0, no torch): what a user of the
+#                           Atropos adapter installs; tests/test_atropos_env.py runs run-api and the environment in it.
 # Needs only the package index. Prints nothing on reuse but the paths. `setup.sh --test` runs it; the tests find
 # the venvs in the same folder (tests/ci_venvs.py).
 set -euo pipefail
@@ -38,10 +40,22 @@ install_gpu_pins() {
   quiet_pip "$1" "${PIP[@]}" --no-deps -e .
 }
 
-# the two builds run side by side (pip mostly waits on unpacking); a failing one fails the script
-build app requirements.txt pyproject.toml & app_pid=$!
-build gpu_pins requirements-gpu.txt requirements-test.txt pyproject.toml & pins_pid=$!
-wait "$app_pid"
-wait "$pins_pid"
-echo "REE_APP_VENV=$ROOT/app"
-echo "REE_GPU_PINS_VENV=$ROOT/gpu_pins"
+install_atropos() {
+  quiet_pip "$1" "${PIP[@]}" -r requirements.txt -r requirements-atropos.txt
+}
+
+# the builds run side by side (pip mostly waits on unpacking); a failing one fails the script.
+# `bash scripts/ci_venvs.sh atropos` builds (or reuses) only the venvs named.
+NAMES="${*:-app gpu_pins atropos}"
+pids=()
+for name in $NAMES; do
+  case "$name" in
+    app) build app requirements.txt pyproject.toml & ;;
+    gpu_pins) build gpu_pins requirements-gpu.txt requirements-test.txt pyproject.toml & ;;
+    atropos) build atropos requirements.txt requirements-atropos.txt pyproject.toml & ;;
+    *) echo "unknown venv '$name': the venvs are app, gpu_pins and atropos" >&2; exit 2 ;;
+  esac
+  pids+=("$!")
+done
+for pid in "${pids[@]}"; do wait "$pid"; done
+for name in $NAMES; do echo "REE_$(echo "$name" | tr '[:lower:]' '[:upper:]')_VENV=$ROOT/$name"; done
