@@ -393,6 +393,17 @@ def test_grpo_config_gets_the_episode_settings(tmp_path):
     assert meta["scale_rewards"] == "batch" and meta["episode_format"]["format"] == "multi_turn"
 
 
+def test_bf16_on_a_cpu_is_a_cpu_run(tmp_path):
+    """--bf16 true without CUDA (a CPU with AVX512-BF16/AMX) builds: transformers refuses bf16 unless use_cpu is set."""
+    from training.grpo_train import _grpo_config, cuda_available
+
+    if cuda_available():
+        pytest.skip("a CUDA machine: bf16 runs on the GPU there")
+    args = parse_args(["--smoke", "--output_dir", str(tmp_path / "r"), "--bf16", "true"])
+    cfg = _grpo_config(args, "transformers", None)
+    assert cfg.bf16 and cfg.use_cpu
+
+
 def test_advantage_formulas():
     import numpy as np
 

@@ -428,6 +428,10 @@ def _grpo_config(args: argparse.Namespace, backend: str, env_cfg: Any, *, unslot
         vllm_gpu_memory_utilization=args.vllm_gpu_memory_utilization,
         vllm_max_model_length=args.max_episode_tokens,
     )
+    if bf16 and not cuda_available():
+        # bf16 on a CPU (AVX512-BF16 / AMX: 17x the float32 matmul speed on this machine): transformers refuses it
+        # ("Your setup doesn't support bf16/gpu") unless the run is declared a CPU run
+        values.update(use_cpu=True)
     if int(os.environ.get("WORLD_SIZE", "1")) > 1 and not cuda_available():
         # several CPU processes (torchrun without a GPU): accelerate joins them (MULTI_CPU, gloo) only with use_cpu
         values.update(use_cpu=True, ddp_backend="gloo")
