@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# Builds the two extra virtual environments CI tests in (reused while the requirement files are unchanged):
+# Builds the three extra virtual environments CI tests in (reused while the requirement files are unchanged):
 #   $REE_CI_VENVS/app       only requirements.txt: what the Space installs (tests/test_app_requirements.py
 #                           starts app.py in it and checks torch is not there)
 #   $REE_CI_VENVS/gpu-pins  the pure-Python packages requirements-gpu.txt pins (TRL 1.15, transformers 5.17,
 #                           accelerate, PEFT, datasets 4.8, ...) with CPU torch 2.13.0; vLLM, Unsloth, xformers and
 #                           bitsandbytes (CUDA builds) are left out. tests/test_gpu_pins.py runs the training tests in it.
+#   $REE_CI_VENVS/verifiers requirements-verifiers.txt (verifiers 0.4.0) beside the core's pins, openenv without its
+#                           conflicting MCP pin (see that file); tests/test_verifiers_adapter.py runs vf-eval in it.
 # Needs only the package index. Prints nothing on reuse but the paths. `setup.sh --test` runs it; the tests find
 # the venvs in the same folder (tests/ci_venvs.py).
 set -euo pipefail
@@ -38,10 +40,20 @@ install_gpu_pins() {
   quiet_pip "$1" "${PIP[@]}" --no-deps -e .
 }
 
-# the two builds run side by side (pip mostly waits on unpacking); a failing one fails the script
+install_verifiers() {
+  local core="$ROOT/verifiers-core.txt"
+  grep -vE '^(openenv|gradio|gradio_client)==|^-e ' requirements.txt > "$core"
+  quiet_pip "$1" "${PIP[@]}" -r requirements-verifiers.txt -r "$core"
+  quiet_pip "$1" "${PIP[@]}" --no-deps "$(grep -E '^openenv==' requirements.txt)" -e .
+}
+
+# the builds run side by side (pip mostly waits on unpacking); a failing one fails the script
 build app requirements.txt pyproject.toml & app_pid=$!
 build gpu_pins requirements-gpu.txt requirements-test.txt pyproject.toml & pins_pid=$!
+build verifiers requirements-verifiers.txt requirements.txt pyproject.toml & vf_pid=$!
 wait "$app_pid"
 wait "$pins_pid"
+wait "$vf_pid"
 echo "REE_APP_VENV=$ROOT/app"
 echo "REE_GPU_PINS_VENV=$ROOT/gpu_pins"
+echo "REE_VERIFIERS_VENV=$ROOT/verifiers"

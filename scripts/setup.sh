@@ -2,7 +2,7 @@
 # One-time set-up of the current Python environment (use a venv). Idempotent.
 #   bash scripts/setup.sh          # the app, the core and CPU training (requirements.txt + requirements-train.txt)
 #   bash scripts/setup.sh --test   # plus what the tests need (requirements-test.txt, Debian chromium, the
-#                                  # two extra venvs of scripts/ci_venvs.sh, and the real model with vLLM's
+#                                  # three extra venvs of scripts/ci_venvs.sh, and the real model with vLLM's
 #                                  # CPU engine: scripts/real_model.sh)
 # requirements.txt alone is what the Space (app.py) installs.
 set -euo pipefail
@@ -21,8 +21,8 @@ if [ "${1:-}" = "--test" ]; then
     fi
   fi
 fi
-# The tests' two extra environments (the Space's requirements.txt alone; the GPU pins' pure-Python packages
-# on CPU torch), reused while their requirement files are unchanged. REE_SKIP_CI_VENVS=1 skips them (the
+# The tests' three extra environments (the Space's requirements.txt alone; the GPU pins' pure-Python packages
+# on CPU torch; verifiers 0.4.0 beside the core), reused while their requirement files are unchanged. REE_SKIP_CI_VENVS=1 skips them (the
 # tests that need them then skip with the reason).
 if [ "${1:-}" = "--test" ] && [ "${REE_SKIP_CI_VENVS:-0}" != "1" ]; then
   bash scripts/ci_venvs.sh >/dev/null
