@@ -42,6 +42,7 @@ from reasoning_env.models import (
 from reasoning_env.questions import Question
 from reasoning_env.rewards import EpisodeContext, StepContext
 from reasoning_env.rewards import build as build_reward
+from reasoning_env.rewards.rubric import RewardRubric
 from reasoning_env.sampler import sample_episode
 from reasoning_env.sources import PoolSet, load_pools
 from reasoning_env.tokenization import LoadedTokenizer, TokenizerLoadError, get_tokenizer
@@ -91,6 +92,8 @@ class ReasoningEconomicsEnv(
         config = EnvConfig.coerce(config)
         self.config: EnvConfig = config
         self.reward_fn = build_reward(config)
+        # The reward as an OpenEnv rubric tree (a view over reward_fn: same numbers, named children).
+        self.rubric = RewardRubric(self.reward_fn, hard_cap_mode=config.hard_cap_mode)
         self._pools = pools
         self._golds_prepared = False
         self._grader = grader or Grader(timeout_s=config.grading_timeout_s)
@@ -285,6 +288,7 @@ class ReasoningEconomicsEnv(
 
         # Commit the new episode only now: a failed reset leaves the previous one untouched.
         self._clear_episode()
+        self._reset_rubric()
         self._episode_id = episode_id or str(uuid.uuid4())
         self._seed = ep_seed
         self._questions = questions
@@ -376,6 +380,7 @@ class ReasoningEconomicsEnv(
                 else f"the episode is over ({reason}); call reset() to start a new one"
             )
             obs.metadata["episode_id"] = self._episode_id
+            self._apply_rubric(action, obs)  # pays nothing: every node's last_score is 0
             return obs
 
         if step_tok and step_tok.strip() and step_tok.strip() != self._tokenizer.name:
@@ -487,6 +492,7 @@ class ReasoningEconomicsEnv(
                 "budget_ratio": self.config.budget_ratio,
             }
         )
+        self._apply_rubric(action, obs)  # the rubric tree's last_score and hooks (the same numbers)
         return obs
 
     def close(self) -> None:

@@ -7,6 +7,8 @@
 #                           bitsandbytes (CUDA builds) are left out. tests/test_gpu_pins.py runs the training tests in it.
 #   $REE_CI_VENVS/atropos   requirements.txt + requirements-atropos.txt (atroposlib 0.4.0, no torch): what a user of the
 #                           Atropos adapter installs; tests/test_atropos_env.py runs run-api and the environment in it.
+#   $REE_CI_VENVS/verifiers requirements-verifiers.txt (verifiers 0.4.0) beside the core's pins, openenv without its
+#                           conflicting MCP pin (see that file); tests/test_verifiers_adapter.py runs vf-eval in it.
 # Needs only the package index. Prints nothing on reuse but the paths. `setup.sh --test` runs it; the tests find
 # the venvs in the same folder (tests/ci_venvs.py).
 set -euo pipefail
@@ -44,16 +46,24 @@ install_atropos() {
   quiet_pip "$1" "${PIP[@]}" -r requirements.txt -r requirements-atropos.txt
 }
 
+install_verifiers() {
+  local core="$ROOT/verifiers-core.txt"
+  grep -vE '^(openenv|gradio|gradio_client)==|^-e ' requirements.txt > "$core"
+  quiet_pip "$1" "${PIP[@]}" -r requirements-verifiers.txt -r "$core"
+  quiet_pip "$1" "${PIP[@]}" --no-deps "$(grep -E '^openenv==' requirements.txt)" -e .
+}
+
 # the builds run side by side (pip mostly waits on unpacking); a failing one fails the script.
 # `bash scripts/ci_venvs.sh atropos` builds (or reuses) only the venvs named.
-NAMES="${*:-app gpu_pins atropos}"
+NAMES="${*:-app gpu_pins atropos verifiers}"
 pids=()
 for name in $NAMES; do
   case "$name" in
     app) build app requirements.txt pyproject.toml & ;;
     gpu_pins) build gpu_pins requirements-gpu.txt requirements-test.txt pyproject.toml & ;;
     atropos) build atropos requirements.txt requirements-atropos.txt pyproject.toml & ;;
-    *) echo "unknown venv '$name': the venvs are app, gpu_pins and atropos" >&2; exit 2 ;;
+    verifiers) build verifiers requirements-verifiers.txt requirements.txt pyproject.toml & ;;
+    *) echo "unknown venv '$name': the venvs are app, gpu_pins, atropos and verifiers" >&2; exit 2 ;;
   esac
   pids+=("$!")
 done

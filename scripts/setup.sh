@@ -22,7 +22,8 @@ if [ "${1:-}" = "--test" ]; then
   fi
 fi
 # The tests' extra environments (the Space's requirements.txt alone; the GPU pins' pure-Python packages
-# on CPU torch; the Atropos adapter's atroposlib), reused while their requirement files are unchanged. REE_SKIP_CI_VENVS=1 skips them (the
+# on CPU torch; the Atropos adapter's atroposlib; verifiers 0.4.0 beside the core), reused while their requirement
+# files are unchanged. REE_SKIP_CI_VENVS=1 skips them (the
 # tests that need them then skip with the reason).
 if [ "${1:-}" = "--test" ] && [ "${REE_SKIP_CI_VENVS:-0}" != "1" ]; then
   bash scripts/ci_venvs.sh >/dev/null

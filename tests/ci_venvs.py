@@ -1,6 +1,6 @@
 """Where the tests find the extra virtual environments that ``scripts/ci_venvs.sh`` builds
 (``bash scripts/setup.sh --test`` runs it): ``$REE_CI_VENVS`` or ``~/.cache/reasoning_env/ci-venvs``;
-``$REE_APP_VENV`` / ``$REE_GPU_PINS_VENV`` / ``$REE_ATROPOS_VENV`` point at one directly."""
+``$REE_APP_VENV`` / ``$REE_GPU_PINS_VENV`` / ``$REE_ATROPOS_VENV`` / ``$REE_VERIFIERS_VENV`` point at one directly."""
 
 from __future__ import annotations
 
@@ -9,11 +9,17 @@ from pathlib import Path
 
 import pytest
 
-_OVERRIDES = {"app": "REE_APP_VENV", "gpu_pins": "REE_GPU_PINS_VENV", "atropos": "REE_ATROPOS_VENV"}
+_OVERRIDES = {
+    "app": "REE_APP_VENV",
+    "gpu_pins": "REE_GPU_PINS_VENV",
+    "atropos": "REE_ATROPOS_VENV",
+    "verifiers": "REE_VERIFIERS_VENV",
+}
 
 
 def ci_venv_python(name: str) -> Path:
-    """``bin/python`` of the extra venv ``name`` (``app``, ``gpu_pins`` or ``atropos``), or a skip with the fix."""
+    """``bin/python`` of the extra venv ``name`` (``app``, ``gpu_pins``, ``atropos`` or ``verifiers``), or a skip
+    with the fix."""
     direct = os.environ.get(_OVERRIDES[name])
     if direct:
         venv = Path(direct)

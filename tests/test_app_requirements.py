@@ -52,6 +52,12 @@ def test_root_requirements_hold_no_training_or_test_stack():
     assert "requirements-train.txt" in setup and "requirements-test.txt" in setup
 
 
+def test_verifiers_lives_in_its_own_requirements_file():
+    assert "verifiers" in _names(REPO / "requirements-verifiers.txt")
+    for core in ("requirements.txt", "requirements-train.txt", "requirements-test.txt"):
+        assert not {"verifiers", "mcp", "fastmcp"} & _names(REPO / core), core
+
+
 @pytest.fixture(scope="module")
 def app_python() -> Path:
     return ci_venv_python("app")
