@@ -62,6 +62,7 @@ from reasoning_env.server.settings import (
     settings_from_env,
     unknown_env_vars,
 )
+from reasoning_env.server.share import ComputeShare
 from reasoning_env.server.workers import BOARD_VAR, WorkerBoard, total
 from reasoning_env.server.ws import WebSocketRoute
 from reasoning_env.sources import PoolSet, load_pools
@@ -84,6 +85,7 @@ class ServerRuntime:
         grader: The grader all sessions share (its fallback is :attr:`fallback`).
         fallback: The grading fallback's fair front over this server's worker pool.
         executor: The threads that run resets and steps.
+        share: Each address group's share of the compute (held back before its calls are queued).
         board: Counts of every worker process (``--workers``).
     """
 
@@ -94,6 +96,7 @@ class ServerRuntime:
     grader: Grader
     fallback: FairFallback
     executor: ElasticExecutor
+    share: ComputeShare
     board: WorkerBoard
 
     def summary(self) -> dict[str, Any]:
@@ -121,6 +124,7 @@ class ServerRuntime:
         out["worker"] = self.board.worker_id
         out["per_worker"] = workers
         out["threads"] = self.executor.stats()
+        out["compute_share"] = self.share.stats()
         out["grading_fallback"] = {
             "workers": self.fallback.size,
             "per_client": self.fallback.per_client,
@@ -212,8 +216,9 @@ def create_server_app(
     board = WorkerBoard(os.environ.get(BOARD_VAR), registry.capacity)
     board_holder.append(board)
     registry.name = board.worker_id
+    share = ComputeShare()
     ws_route = WebSocketRoute(
-        settings, registry, executor, factory, auth=lambda scope: token_problem(scope, settings.api_token)
+        settings, registry, executor, factory, auth=lambda scope: token_problem(scope, settings.api_token), share=share
     )
     app.router.routes.insert(0, StarletteWebSocketRoute("/ws", ws_route, name="ws"))
     app.add_middleware(MessageGuard, settings=settings, http_routes=openenv_routes)
@@ -227,6 +232,7 @@ def create_server_app(
         grader=grader,
         fallback=fallback,
         executor=executor,
+        share=share,
         board=board,
     )
     app.state.reasoning_env = runtime

@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import Executor, Future
 from typing import Any
 
-__all__ = ["ElasticExecutor", "address_group", "blocking"]
+__all__ = ["ElasticExecutor", "address_group", "blocking", "on_wait", "waited_s"]
 
 _local = threading.local()
 #: Queue entry standing for "the next call in fair order" (:meth:`ElasticExecutor.submit_for`).
@@ -51,15 +51,39 @@ def blocking() -> Iterator[None]:
     """Mark the code inside as waiting (not computing): when it runs on an
     :class:`ElasticExecutor` thread, another thread serves the queue meanwhile. Elsewhere it
     does nothing."""
+    hook = getattr(_local, "on_wait", None)
+    if hook is not None:
+        _local.on_wait = None  # once per call
+        hook()
     pool: ElasticExecutor | None = getattr(_local, "pool", None)
-    if pool is None:
-        yield
-        return
-    pool._enter_wait()
+    start = time.perf_counter()
+    try:
+        if pool is None:
+            yield
+            return
+        pool._enter_wait()
+        try:
+            yield
+        finally:
+            pool._leave_wait()
+    finally:
+        _local.waited_s = getattr(_local, "waited_s", 0.0) + time.perf_counter() - start
+
+
+def waited_s() -> float:
+    """Seconds this thread has spent inside :func:`blocking` so far (a call's compute time is its
+    wall time less the growth of this)."""
+    return getattr(_local, "waited_s", 0.0)
+
+
+@contextlib.contextmanager
+def on_wait(callback: Callable[[], None]) -> Iterator[None]:
+    """Call ``callback()`` (in this thread) the first time the code inside enters :func:`blocking`."""
+    _local.on_wait = callback
     try:
         yield
     finally:
-        pool._leave_wait()
+        _local.on_wait = None
 
 
 class ElasticExecutor(Executor):

@@ -6,8 +6,10 @@ holds every worker and every thread, and all other sessions wait (the reliabilit
 a canary falling from 1,741 to 162 steps/s). :class:`FairFallback` stands between the grader and
 the pool:
 
-- a client address has at most ``per_client`` fallback grades in flight; its further ones wait
-  for its own turn (within their deadline), never for a worker another client needs;
+- a client address has at most ``per_client`` fallback grades in flight, and so has its address
+  group (IPv4 /24, IPv6 /64: :func:`~reasoning_env.server.executor.address_group`), so that 16
+  addresses of one host cannot hold 16 workers' worth of CPU; further grades wait for their own
+  turn (within their deadline), never for a worker another client needs;
 - the wait happens inside :func:`~reasoning_env.server.executor.blocking`, so it does not hold one
   of the server's computing threads: fast grades never queue behind slow ones;
 - the pool is the server's own (:class:`~reasoning_env.grading.pool.WorkerPool`, sized by
@@ -24,7 +26,7 @@ import threading
 import time
 from typing import Any
 
-from reasoning_env.server.executor import blocking
+from reasoning_env.server.executor import address_group, blocking
 
 __all__ = ["FairFallback", "client_key"]
 
@@ -50,6 +52,7 @@ class FairFallback:
         self.per_client = int(per_client)
         self._cond = threading.Condition()
         self._in_flight: dict[str, int] = {}
+        self._group_in_flight: dict[str, int] = {}
 
     @property
     def size(self) -> int:
@@ -66,28 +69,34 @@ class FairFallback:
         over its share waits for its own turn and gets ``("timeout", ...)`` if that does not
         come in time."""
         key = client_key.get()
+        group = address_group(key) if key else key
         deadline = time.monotonic() + max(0.0, timeout_s)
         with blocking():
             with self._cond:
-                while self._in_flight.get(key, 0) >= self.per_client:
+                while (
+                    self._in_flight.get(key, 0) >= self.per_client
+                    or self._group_in_flight.get(group, 0) >= self.per_client
+                ):
                     left = deadline - time.monotonic()
                     if left <= 0:
                         return (
                             "timeout",
-                            f"this client already had {self.per_client} fallback grade(s) in flight "
-                            "(REE_FALLBACK_PER_CLIENT)",
+                            f"this client (or its address group {group}) already had {self.per_client} fallback "
+                            "grade(s) in flight (REE_FALLBACK_PER_CLIENT)",
                         )
                     self._cond.wait(left)
                 self._in_flight[key] = self._in_flight.get(key, 0) + 1
+                self._group_in_flight[group] = self._group_in_flight.get(group, 0) + 1
             try:
                 return self.pool.verify(pred, gold, max(0.0, deadline - time.monotonic()))
             finally:
                 with self._cond:
-                    n = self._in_flight[key] - 1
-                    if n:
-                        self._in_flight[key] = n
-                    else:
-                        del self._in_flight[key]
+                    for counts, k in ((self._in_flight, key), (self._group_in_flight, group)):
+                        n = counts[k] - 1
+                        if n:
+                            counts[k] = n
+                        else:
+                            del counts[k]
                     self._cond.notify_all()
 
     def warm_up(self, wait_s: float = 0.0) -> bool:

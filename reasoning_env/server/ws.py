@@ -31,7 +31,7 @@ from typing import Any
 from urllib.parse import parse_qs
 
 from reasoning_env.errors import ReasoningEconomicsError
-from reasoning_env.server.executor import address_group
+from reasoning_env.server.executor import address_group, on_wait, waited_s
 from reasoning_env.server.fallback import client_key
 from reasoning_env.server.protocol import (
     FrameError,
@@ -43,6 +43,7 @@ from reasoning_env.server.protocol import (
 )
 from reasoning_env.server.sessions import IDLE_CLOSE_CODE, AdmissionError, SessionRegistry
 from reasoning_env.server.settings import ServerSettings
+from reasoning_env.server.share import ComputeShare, Ticket
 
 logger = logging.getLogger(__name__)
 
@@ -145,6 +146,13 @@ class _Trimmer:
         self.trims += 1
 
 
+def _call_soon(loop: asyncio.AbstractEventLoop, fn: Callable[..., Any], *args: Any) -> None:
+    try:
+        loop.call_soon_threadsafe(fn, *args)
+    except RuntimeError:  # the loop is closed: the server is stopping
+        pass
+
+
 class WebSocketRoute:
     """ASGI app of ``/ws`` (see the module docstring).
 
@@ -162,12 +170,14 @@ class WebSocketRoute:
         executor: Any,
         make_env: Callable[[], Any],
         auth: Callable[[dict], str | None],
+        share: ComputeShare | None = None,
     ) -> None:
         self.settings = settings
         self.registry = registry
         self.executor = executor
         self.make_env = make_env
         self.auth = auth
+        self.share = share if share is not None else ComputeShare()
         self._trim = _Trimmer()
 
     async def __call__(self, scope: dict, receive: Receive, send: Send) -> None:
@@ -219,6 +229,7 @@ class WebSocketRoute:
         big = False
         inbox: deque = deque()
         pending: asyncio.Future | None = None
+        self.share.join(group)
         try:
             while not conn.closed:
                 if inbox:
@@ -235,10 +246,9 @@ class WebSocketRoute:
                 text = message.get("text")
                 if text is not None and len(text) > _BIG_MESSAGE_CHARS:
                     big = True
-                call = asyncio.wrap_future(
-                    self.executor.submit_for(group, session.client, self._handle, env, history, session, text),
-                    loop=loop,
-                )
+                args = (group, session, env, history, text)
+                ticket = self.share.try_enter(group)
+                call = self._submit(loop, ticket, *args) if ticket else asyncio.ensure_future(self._held(loop, *args))
                 while not call.done():
                     if len(inbox) >= READ_AHEAD:
                         await asyncio.wait((call,))
@@ -253,18 +263,53 @@ class WebSocketRoute:
                             call.cancel()  # queued work of a client that left never runs
                             return big
                         inbox.append(nxt)  # pipelined: answered in order after this one
-                reply, close = call.result()
+                reply, close = call.result()[:2]
                 if reply is not None:
                     await conn.send_text(reply)
                 if close:
                     return big
             return big
         finally:
+            self.share.part(group)
             if pending is not None and not pending.done():
                 pending.cancel()
 
-    def _handle(self, env: Any, history: HistoryCache, session: Any, text: str | None) -> tuple[str | None, bool]:
-        """Run one message in a worker thread: ``(answer frame or None, close the session?)``."""
+    def _submit(self, loop: asyncio.AbstractEventLoop, ticket: Ticket, group: str, session: Any, *args: Any):
+        """Queue the call in fair order; its group's share hears when it ends and how long it computed."""
+        future = self.executor.submit_for(group, session.client, self._handle, loop, ticket, session, *args)
+        call = asyncio.wrap_future(future, loop=loop)
+
+        def done(call: asyncio.Future) -> None:
+            busy, cpu = (0.0, 0.0) if call.cancelled() or call.exception() is not None else call.result()[2:]
+            self.share.leave(ticket, busy, cpu)
+
+        call.add_done_callback(done)
+        return call
+
+    async def _held(self, loop: asyncio.AbstractEventLoop, group: str, *args: Any) -> tuple:
+        """A call whose group must wait for its share first (see :mod:`reasoning_env.server.share`)."""
+        ticket = await self.share.enter(group)
+        return await self._submit(loop, ticket, group, *args)
+
+    def _handle(
+        self,
+        loop: asyncio.AbstractEventLoop,
+        ticket: Ticket,
+        session: Any,
+        env: Any,
+        history: HistoryCache,
+        text: str | None,
+    ) -> tuple[str | None, bool, float, float]:
+        """Run one message in a worker thread: ``(answer frame or None, close the session?, seconds
+        computed, CPU seconds)``; the seconds exclude waits on other processes, where the group's
+        share steps aside."""
+        start, waited, cpu = time.perf_counter(), waited_s(), time.thread_time()
+        with on_wait(lambda: _call_soon(loop, self.share.step_aside, ticket)):
+            reply, close = self._run(env, history, session, text)
+        busy = time.perf_counter() - start - (waited_s() - waited)
+        return reply, close, busy, time.thread_time() - cpu
+
+    def _run(self, env: Any, history: HistoryCache, session: Any, text: str | None) -> tuple[str | None, bool]:
         token = client_key.set(session.client)
         try:
             try:
