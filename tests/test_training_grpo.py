@@ -394,7 +394,7 @@ def test_grpo_config_gets_the_episode_settings(tmp_path):
 
 
 def test_bf16_on_a_cpu_is_a_cpu_run(tmp_path):
-    """--bf16 true without CUDA (a CPU with AVX512-BF16/AMX) builds: transformers refuses bf16 unless use_cpu is set."""
+    """--bf16 true without CUDA (a CPU with AVX512-BF16/AMX) builds: transformers refuses bf16 without use_cpu."""
     from training.grpo_train import _grpo_config, cuda_available
 
     if cuda_available():
