@@ -80,3 +80,18 @@ def test_the_cli_prints_the_table_and_refuses_a_run_without_two_evaluations(tmp_
     empty.mkdir()
     assert main([str(empty)]) == 2 and "--eval_every" in capsys.readouterr().err
     assert main([str(tmp_path / "a"), "--after", "7"]) == 2 and "evaluated: [0, 30]" in capsys.readouterr().err
+
+
+def test_the_grpo_step_bench_reads_a_runs_step_times(tmp_path, capsys):
+    from training.bench import main as bench
+
+    rows = [{"step": s, "timing/step_s": 100.0, "timing/generation_s": 60.0, "timing/backward_s": 30.0} for s in (1, 2)]
+    (tmp_path / "metrics.jsonl").write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    (tmp_path / "run.json").write_text(json.dumps({"model": "m", "backend": "vllm_server", "num_generations": 4}))
+    assert bench(["grpo_step", "--from-run", str(tmp_path)]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["steps_per_hour"] == 36 and out["seconds"]["other"] == 10 and out["model"] == "m"
+    assert len(out["load_average"]) == 2
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert bench(["grpo_step", "--from-run", str(empty)]) == 2 and "metrics.jsonl" in capsys.readouterr().err
