@@ -85,7 +85,8 @@ def test_the_cli_prints_the_table_and_refuses_a_run_without_two_evaluations(tmp_
 def test_the_grpo_step_bench_reads_a_runs_step_times(tmp_path, capsys):
     from training.bench import main as bench
 
-    rows = [{"step": s, "timing/step_s": 100.0, "timing/generation_s": 60.0, "timing/backward_s": 30.0} for s in (1, 2)]
+    row = {"timing/step_s": 100.0, "timing/generation_s": 60.0, "timing/backward_s": 30.0}
+    rows = [{"step": s, **row} for s in (1, 2)]
     (tmp_path / "metrics.jsonl").write_text("\n".join(json.dumps(r) for r in rows) + "\n")
     (tmp_path / "run.json").write_text(json.dumps({"model": "m", "backend": "vllm_server", "num_generations": 4}))
     assert bench(["grpo_step", "--from-run", str(tmp_path)]) == 0
