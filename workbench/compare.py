@@ -36,6 +36,7 @@ from plotly.subplots import make_subplots
 
 from reasoning_env.errors import ReasoningEconomicsError
 from workbench import analysis, plots
+from workbench.figure_template import LIGHT
 from workbench.runs import RUN_KINDS, Run, RunFolderError, fresh_run_dir, load_run, output_folder
 
 __all__ = [
@@ -411,7 +412,7 @@ def utilisation_figure(runs: RunSet) -> go.Figure:
         )
         fig.update_layout(
             title=title,
-            template="plotly_white",
+            template=LIGHT,
             yaxis_title="spent / budget",
             yaxis=dict(rangemode="tozero"),
             showlegend=False,
@@ -452,7 +453,7 @@ def utilisation_figure(runs: RunSet) -> go.Figure:
     fig.update_yaxes(automargin=True, autorange="reversed")
     fig.update_xaxes(rangemode="tozero")
     fig.update_xaxes(title_text="spent / budget (line: the whole budget)", row=len(rows), col=1)
-    fig.update_layout(title=title, template="plotly_white", showlegend=False, height=height, bargap=0.25)
+    fig.update_layout(title=title, template=LIGHT, showlegend=False, height=height, bargap=0.25)
     return fig
 
 
@@ -521,7 +522,7 @@ def training_curves_figure(runs: RunSet, *, smooth: int = 1) -> go.Figure:
     fig.update_xaxes(title_text="trainer step", row=2)
     fig.update_layout(
         title="Training curves" + (f" (rolling mean over {smooth} steps)" if smooth > 1 else ""),
-        template="plotly_white",
+        template=LIGHT,
         height=560,
     )
     return fig
@@ -635,7 +636,7 @@ def held_out_figure(runs: RunSet) -> go.Figure:
     fig.update_xaxes(title_text="training step")
     fig.update_yaxes(title_text="tokens", row=1, col=1)
     fig.update_yaxes(title_text="expected correct lost", row=1, col=2)
-    fig.update_layout(title=title, template="plotly_white", height=440)
+    fig.update_layout(title=title, template=LIGHT, height=440)
     return fig
 
 

@@ -19,13 +19,13 @@ from typing import Any
 import pandas as pd
 import plotly.colors
 import plotly.graph_objects as go
-import plotly.io as pio
 
 from reasoning_env.sources.gsm8k import PROBLEM_TYPE as GSM8K_TYPE
 from reasoning_env.sources.math500 import PROBLEM_TYPE as MATH500_TYPE
 from reasoning_env.sources.metamathqa import METAMATHQA_TYPES
 from reasoning_env.sources.numina_tir import PROBLEM_TYPE as NUMINA_TYPE
 from reasoning_env.sources.reasoning_gym_source import DEFAULT_DATASETS as REASONING_GYM_DATASETS
+from workbench.figure_template import LIGHT
 
 __all__ = [
     "KNOWN_TYPES",
@@ -36,29 +36,8 @@ __all__ = [
     "type_color",
 ]
 
-#: The look of Plotly's ``plotly_white`` for the 2-D charts drawn here, without the rest of that
-#: template (its defaults for every trace type, colour scales, 3-D and map axes): the full template
-#: is ~6 KB of JSON that Plotly copies into each figure, the browser re-reads on every update, and
-#: made building and redrawing the three live charts take most of a typed answer's round trip.
-_TEMPLATE = go.layout.Template(
-    layout={
-        key: pio.templates["plotly_white"].layout[key]
-        for key in (
-            "annotationdefaults",
-            "autotypenumbers",
-            "colorway",
-            "font",
-            "hoverlabel",
-            "hovermode",
-            "paper_bgcolor",
-            "plot_bgcolor",
-            "shapedefaults",
-            "title",
-            "xaxis",
-            "yaxis",
-        )
-    }
-)
+#: The workbench's small copy of ``plotly_white`` (:mod:`workbench.figure_template`).
+_TEMPLATE = LIGHT
 _HEIGHT = 380
 _MARGIN = dict(l=55, r=15, t=45, b=40)
 #: Colours of problem types: the project's known types (the sources' types and the default

@@ -23,6 +23,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from workbench import analysis
+from workbench.figure_template import LIGHT
 
 __all__ = [
     "SeriesStyle",
@@ -40,7 +41,7 @@ __all__ = [
     "tokens_by_type_figure",
 ]
 
-_TEMPLATE = "plotly_white"
+_TEMPLATE = LIGHT  # plotly_white's 2-D look, small (workbench.figure_template)
 _PALETTE = (
     "#1f77b4",
     "#d62728",
