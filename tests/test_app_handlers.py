@@ -302,6 +302,36 @@ def test_lab_update_rescores_and_offers_the_yaml(lab, ctx):
     assert file_of(download).read_text(encoding="utf-8").count("gamma: 0.5") == 1
 
 
+def test_lab_page_passes_give_what_the_whole_update_gives(lab, ctx):
+    """The page draws a slider change in passes (table first, then figures): together they are
+    the API's whole /lab_update."""
+    data, _ = lab.load(str(Path(ctx.runs_root) / "eval-tiny"))
+    values = defaults(lab)
+    values[[c.key for c in lab.controls].index("economics.gamma")] = 0.5
+    whole = lab.update(data, ["economics"], *values)
+    yaml_text, notes, table = lab.update_table(data, ["economics"], *values)
+    comparison, curves, download = lab.update_figures(data, ["economics"], *values)
+    assert (yaml_text, notes) == whole[:2]
+    pd.testing.assert_frame_equal(table, whole[2])
+    assert comparison.to_json() == whole[3].to_json() and curves.to_json() == whole[4].to_json()
+    assert file_of(download).read_text(encoding="utf-8") == file_of(whole[5]).read_text(encoding="utf-8")
+
+
+def test_lab_induced_reuses_the_oracle_and_the_recorded_reward_when_a_slider_moves(lab):
+    """Only the tuned reward changes with a slider: the oracle, the frontier and the recorded reward
+    come from the tab's allocation cache, and the figures and table are those of a fresh tab."""
+    values = defaults(lab)
+    beta = [c.key for c in lab.controls].index("economics.beta")
+    lab.induced(None, ["economics"], "1000, 2000", *values)
+    values[beta] = 0.5
+    before = lab.allocations.hits
+    _fig, _pareto, table, _notes = lab.induced(None, ["economics"], "1000, 2000", *values)
+    # per budget: the oracle and the recorded reward; the frontier's budgets 1000 and 2000
+    assert lab.allocations.hits - before >= 2 * 2 + 2
+    fresh = LabTab(lab.ctx).induced(None, ["economics"], "1000, 2000", *values)[2]
+    pd.testing.assert_frame_equal(table, fresh)
+
+
 def test_lab_update_with_nothing_selected_is_a_gradio_error(lab):
     with pytest.raises(gr.Error, match="at least one"):
         lab.update(None, [], *defaults(lab))
