@@ -372,3 +372,21 @@ def test_held_out_figure_plots_tokens_by_difficulty_and_regret_with_intervals(tm
 def test_held_out_figure_without_evaluations_says_how(runs_root):
     fig = compare.held_out_figure(compare.load_runs([runs_root / "train-tiny"]))
     assert any("--eval_every" in (a.text or "") for a in fig.layout.annotations)
+
+
+def test_an_empty_figure_is_a_note_without_axes():
+    """The Runs tab's budget-sweep placeholder read as a chart of nothing with axes -1..6."""
+    from workbench.plots import empty_figure
+
+    fig = empty_figure("Accuracy against budget", "one budget only")
+    assert fig.layout.xaxis.visible is False and fig.layout.yaxis.visible is False
+    assert [a.text for a in fig.layout.annotations] == ["one budget only"] and not fig.data
+
+
+def test_several_runs_draw_accuracy_by_length_as_markers_without_lines(tmp_path):
+    runs = compare.load_runs([make_eval_run(tmp_path, "eval-a", seed=1), make_eval_run(tmp_path, "eval-b", seed=2)])
+    drawn = [t for t in compare.accuracy_vs_tokens(runs).data if list(t.x) != [None]]  # not the run key
+    binned = [t for t in drawn if not t.name.endswith("(mean)")]
+    assert len(binned) == 4 and all(t.mode == "markers" for t in binned)
+    one = compare.load_runs([tmp_path / "eval-a"])
+    assert {t.mode for t in compare.accuracy_vs_tokens(one).data if not t.name.endswith("(mean)")} == {"lines+markers"}
