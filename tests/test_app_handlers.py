@@ -529,3 +529,23 @@ def test_the_runs_table_shows_intervals(runs, ctx):
     _describe, table, *_ = runs.compare([str(root / "eval-tiny")], "", 1)
     cell = table["accuracy [95% CI]"].iloc[0]
     assert cell.count("[") == 1 and cell.endswith("]")
+
+
+def test_runs_table_leaves_the_expected_accuracy_blank_for_a_person_and_a_real_model():
+    """A person's 8/10 Play episode showed 'exp. accuracy 0.212' from the solver curves."""
+    from workbench.app.runs_tab import _display_table, not_modelled
+
+    summary = pd.DataFrame(
+        {
+            "run": ["play-1", "eval-1", "eval-1"],
+            "policy": ["human", "llm_local", "uniform"],
+            "kind": ["human", "llm", "budget_baseline"],
+            "accuracy": [0.8, 0.1, 0.5],
+            "expected_accuracy": [0.212, 0.3, 0.574],
+            "expected_accuracy_ci_low": [0.2, 0.25, 0.55],
+            "expected_accuracy_ci_high": [0.22, 0.35, 0.6],
+        }
+    )
+    assert not_modelled(summary).tolist() == [True, True, False]
+    shown = _display_table(summary)["exp. accuracy (solver curves, not the answers) [95% CI]"].tolist()
+    assert shown == ["", "", "0.574 [0.550, 0.600]"]

@@ -96,18 +96,42 @@ def _shown(runs: compare.RunSet, policies: Sequence[str] | None) -> list[str]:
     return chosen or available
 
 
+#: Policy kinds whose answers the solver curves do not model (a person in Play, a real model).
+NOT_MODELLED_KINDS = ("human", "llm")
+#: The note beside a table where such rows leave the expected accuracy blank.
+NOT_MODELLED_NOTE = (
+    "*exp. accuracy* is blank for a person's (Play) or a real model's answers: it is the simulated "
+    "solver's expectation at the tokens spent, which describes neither; read their accuracy column."
+)
+
+
+def not_modelled(summary: pd.DataFrame) -> pd.Series:
+    """Rows whose policy is a person or a real model (:data:`NOT_MODELLED_KINDS`, or the Play
+    tab's ``human`` policy name)."""
+    kind = summary["kind"].astype(str) if "kind" in summary else pd.Series("", index=summary.index)
+    name = summary["policy"].astype(str).str.rsplit(":", n=1).str[-1] if "policy" in summary else kind
+    return kind.isin(NOT_MODELLED_KINDS) | (name == "human")
+
+
 def _display_table(summary: pd.DataFrame) -> pd.DataFrame:
     """The summary for the Dataframe component: each metric of :data:`_WITH_CI` as
-    ``"value [low, high]"``, other floats rounded, interval columns folded in."""
+    ``"value [low, high]"``, other floats rounded, interval columns folded in; the expected
+    accuracy blank for a person's or a real model's rows (:func:`not_modelled`)."""
     table = summary.copy()
+    blank = not_modelled(table)
+    if blank.any():
+        for col in ("expected_accuracy", "expected_accuracy_ci_low", "expected_accuracy_ci_high"):
+            if col in table:
+                table[col] = table[col].astype(float).where(~blank)
     for metric, fmt in _WITH_CI.items():
         lo, hi = f"{metric}_ci_low", f"{metric}_ci_high"
         if metric not in table:
             continue
         if lo in table:
             table[metric] = [
-                ("-" if pd.isna(v) else fmt.format(v)) + ("" if pd.isna(a) else f" [{fmt.format(a)}, {fmt.format(b)}]")
-                for v, a, b in zip(table[metric], table[lo], table[hi])
+                ("" if metric == "expected_accuracy" and off else "-" if pd.isna(v) else fmt.format(v))
+                + ("" if pd.isna(a) else f" [{fmt.format(a)}, {fmt.format(b)}]")
+                for v, a, b, off in zip(table[metric], table[lo], table[hi], blank)
             ]
             table = table.drop(columns=[lo, hi])
     if "budget_ratio" in table and table["budget_ratio"].nunique(dropna=True) < 2:
@@ -209,7 +233,8 @@ class RunsTab:
         loaded = _load(paths)
         shown = _shown(loaded, policies)
         runs = loaded.only(shown)
-        table = _display_table(runs.summary())
+        summary = runs.summary()
+        table = _display_table(summary)
         figs = [
             _fit(f)
             for f in (
@@ -229,6 +254,8 @@ class RunsTab:
             for label, run in runs.runs.items()
             if (line := analysis.provenance_line(run.meta.get("provenance")))
         ]
+        if not summary.empty and not_modelled(summary).any():
+            provenance.append(f"- {NOT_MODELLED_NOTE}")
         return (
             "\n".join([runs.describe(), *provenance]),
             table,
