@@ -100,7 +100,7 @@ _SHORT = {
     "reward_episode_bonus": "episode bonus",
     "acc_per_1k_tokens": "acc / 1k tok",
     "on_frontier": "frontier",
-    "wall_s": "wall s",
+    "wall_s": "wall s (policy only)",
 }
 
 
