@@ -17,7 +17,6 @@ from __future__ import annotations
 from typing import Any
 
 import pandas as pd
-import plotly.colors
 import plotly.graph_objects as go
 
 from reasoning_env.sources.gsm8k import PROBLEM_TYPE as GSM8K_TYPE
@@ -41,9 +40,33 @@ _TEMPLATE = LIGHT
 _HEIGHT = 380
 _MARGIN = dict(l=55, r=15, t=45, b=40)
 #: Colours of problem types: the project's known types (the sources' types and the default
-#: reasoning_gym generators) get distinct fixed colours (Plotly's Dark24); any other type gets one by
-#: a stable hash (the same in every session).
-TYPE_COLORS = tuple(plotly.colors.qualitative.Dark24)
+#: reasoning_gym generators) get distinct fixed colours; any other type gets one by a stable hash
+#: (the same in every session). Picked by farthest-point selection in CIELAB from Plotly's and
+#: ColorBrewer's qualitative sets (mid lightness, for a white background): the first 12 (MetaMathQA's
+#: 8 types, NuminaMath-TIR, GSM8K, MATH-500, reasoning_gym) are at least 25 apart (Delta E 1976) and
+#: hold one pink. Plotly's Dark24 gave GSM_Rephrased and MATH_AnsAug two near-identical pinks.
+TYPE_COLORS = (
+    "#4C78A8",
+    "#FF7F00",
+    "#109618",
+    "#E7298A",
+    "#52BCA3",
+    "#8C564B",
+    "#BCBD22",
+    "#7F3C8D",
+    "#D62728",
+    "#A6761D",
+    "#BAB0AC",
+    "#88CCEE",
+    "#3366CC",
+    "#FF9DA6",
+    "#B279A2",
+    "#EDAD08",
+    "#882255",
+    "#117733",
+    "#008695",
+    "#80BA5A",
+)
 KNOWN_TYPES = (
     METAMATHQA_TYPES
     + (NUMINA_TYPE, GSM8K_TYPE, MATH500_TYPE, "reasoning_gym")
