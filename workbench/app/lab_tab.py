@@ -325,10 +325,11 @@ class LabTab:
                 c["controls"] = []
                 for name in self.names:
                     info = self.meta[name]
+                    formula = str(info["formula"]).replace("`", "'")
                     with gr.Accordion(f"{name} ({info['scope']})", open=True, visible=name == "economics") as acc:
                         gr.Markdown(
-                            f"{esc(info['summary'])}  \n<small>`{esc(info['formula'])}` · "
-                            f"{esc(info['source'])}</small>"
+                            # the formula in a code span, which shows it as typed (escaped, `>=` read `&gt;=`)
+                            f"{esc(info['summary'])}  \n<small>`{formula}` · {esc(info['source'])}</small>"
                         )
                         for ctrl in [x for x in self.controls if x.reward == name]:
                             if ctrl.kind == "choice":
