@@ -417,3 +417,19 @@ def test_the_problem_types_of_one_episode_get_colours_far_apart():
     assert (
         math.dist(_lab(episode_plots.type_color("GSM_Rephrased")), _lab(episode_plots.type_color("MATH_AnsAug"))) > 60
     )
+
+
+def test_the_length_histogram_draws_written_off_answers_apart():
+    """The report's histogram had an unexplained spike of ~47 wrong answers at 0 tokens: the
+    allocators' minimum-length guesses on questions they write off."""
+    steps = pd.DataFrame(
+        {
+            "policy": ["sim_greedy"] * 6,
+            "tokens": [6, 7, 10, 120, 300, 450],
+            "correct": [False, False, False, True, False, True],
+        }
+    )
+    fig = plots.length_histogram_figure(steps)
+    by_name = {t.name: sorted(t.x) for t in fig.data}
+    assert by_name["correct"] == [120, 450] and by_name["wrong"] == [300]
+    assert by_name["bare answers, <= 16 tokens (3, 3 wrong)"] == [6, 7, 10]

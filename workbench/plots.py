@@ -508,18 +508,50 @@ def regret_figure(episodes: pd.DataFrame) -> go.Figure:
     return fig
 
 
+#: Answers of at most this many tokens are drawn apart in the length histogram: a bare
+#: ``\boxed{guess}``, what an allocating policy (``sim_greedy``, ``oracle_allocation``) spends on a
+#: question it writes off to save budget for others (nearly always wrong: the spike at 0 tokens).
+BARE_ANSWER_TOKENS = 16
+
+
 def length_histogram_figure(steps: pd.DataFrame, policy: str | None = None) -> go.Figure:
-    """Histogram of charged tokens for correct vs wrong answers (all policies, or one)."""
+    """Histogram of charged tokens for correct vs wrong answers (all policies, or one); bare answers
+    (at most :data:`BARE_ANSWER_TOKENS` tokens: questions a policy wrote off) are their own grey
+    trace, counted in the legend, instead of an unexplained spike at 0 in the wrong answers."""
     title = "Response length: correct vs wrong" + (f" ({policy})" if policy else "")
     if steps is None or steps.empty:
         return empty_figure(title)
     s = steps if policy is None else steps[steps["policy"] == policy]
     if s.empty:
         return empty_figure(title)
+    bare = s["tokens"] <= BARE_ANSWER_TOKENS
     fig = go.Figure()
     for verdict, label in ((True, "correct"), (False, "wrong")):
-        fig.add_trace(go.Histogram(x=s.loc[s["correct"] == verdict, "tokens"], name=label, opacity=0.6, nbinsx=40))
+        fig.add_trace(
+            go.Histogram(x=s.loc[(s["correct"] == verdict) & ~bare, "tokens"], name=label, opacity=0.6, nbinsx=40)
+        )
+    if bare.any():
+        wrong = int((~s.loc[bare, "correct"].astype(bool)).sum())
+        fig.add_trace(
+            go.Histogram(
+                x=s.loc[bare, "tokens"],
+                name=f"bare answers, <= {BARE_ANSWER_TOKENS} tokens ({int(bare.sum())}, {wrong} wrong)",
+                marker_color="#9e9e9e",
+                opacity=0.8,
+                xbins=dict(start=0, end=BARE_ANSWER_TOKENS + 1, size=BARE_ANSWER_TOKENS + 1),
+            )
+        )
     fig.update_layout(
-        title=title, template=_TEMPLATE, barmode="overlay", xaxis_title="tokens charged", yaxis_title="answers"
+        title=dict(
+            text=title,
+            subtitle=dict(
+                text=f"grey: answers of at most {BARE_ANSWER_TOKENS} tokens, questions a policy wrote off "
+                "(an allocator's minimum-length guess)"
+            ),
+        ),
+        template=_TEMPLATE,
+        barmode="overlay",
+        xaxis_title="tokens charged",
+        yaxis_title="answers",
     )
     return fig
