@@ -104,3 +104,16 @@ def test_the_regret_oracle_is_timed_apart_from_the_policies(tmp_path) -> None:
     _run(tmp_path / "run", n_episodes=2)
     meta = json.loads((tmp_path / "run" / "run.json").read_text())
     assert meta["oracle_s"] > 0 and meta["oracle_s"] <= meta["wall_s"]
+
+
+def test_progress_bars_are_text_bars_where_notebook_bars_cannot_draw(monkeypatch) -> None:
+    """Without ipywidgets, tqdm.auto's notebook bar printed 'IProgress not found' in every notebook."""
+    import importlib.util
+
+    import tqdm.std
+
+    from workbench.evaluation.runner import _progress_bar_class
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "ipywidgets" else real(name, *a))
+    assert _progress_bar_class() is tqdm.std.tqdm

@@ -318,6 +318,18 @@ def _play_condition(
     return out
 
 
+def _progress_bar_class() -> Any:
+    """tqdm's notebook bar where it can draw (ipywidgets installed), else its text bar: in a notebook
+    without ipywidgets ``tqdm.auto`` warns "IProgress not found" on every bar."""
+    import importlib.util
+
+    if importlib.util.find_spec("ipywidgets") is not None:
+        from tqdm.auto import tqdm
+    else:
+        from tqdm.std import tqdm
+    return tqdm
+
+
 def evaluate(
     policies: Sequence[BasePolicy],
     *,
@@ -385,7 +397,7 @@ def evaluate(
             ``n_resamples`` < 100); :class:`~workbench.runs.RunFolderError` (a ``ValueError``):
             ``out`` already holds a run and ``overwrite`` is False, or cannot be created.
     """
-    from tqdm.auto import tqdm
+    tqdm = _progress_bar_class()
 
     from reasoning_env.env import ReasoningEconomicsEnv
     from reasoning_env.grading import Grader
