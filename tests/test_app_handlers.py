@@ -549,3 +549,23 @@ def test_runs_table_leaves_the_expected_accuracy_blank_for_a_person_and_a_real_m
     assert not_modelled(summary).tolist() == [True, True, False]
     shown = _display_table(summary)["exp. accuracy (solver curves, not the answers) [95% CI]"].tolist()
     assert shown == ["", "", "0.574 [0.550, 0.600]"]
+
+
+def test_runs_tab_reuses_a_loaded_selection_until_a_file_changes(ctx, tmp_path, monkeypatch):
+    """Compare loaded its runs twice (table, then paired comparison); the second load, and the
+    next Compare of the same folders, reuse the first while no file changed."""
+    from workbench import compare
+    from workbench.app import runs_tab
+
+    run = make_eval_run(tmp_path, "eval-cached")
+    calls = []
+    real = compare.load_runs
+    monkeypatch.setattr(compare, "load_runs", lambda paths: calls.append(list(paths)) or real(paths))
+    tab = runs_tab.RunsTab(ctx)
+    out = tab.compare([str(run)], "", 1, None)
+    tab.uncertainty_of(out[8])
+    tab.compare([str(run)], "", 1, None)
+    assert len(calls) == 1
+    (run / "notes.txt").write_text("a file more: load again", encoding="utf-8")
+    tab.compare([str(run)], "", 1, None)
+    assert len(calls) == 2

@@ -18,6 +18,9 @@ status line only (:func:`workbench.app.common.marks_on`). API names: ``/runs_ref
 from __future__ import annotations
 
 import math
+import os
+import threading
+from collections import OrderedDict
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -89,6 +92,44 @@ def _load(paths: Sequence[str]) -> compare.RunSet:
     return runs
 
 
+def _signature(paths: Sequence[str]) -> tuple:
+    """What a loaded selection depends on: each folder's files with their sizes and modification
+    times (a training run that logs another step, or a run written again, loads afresh)."""
+    out = []
+    for p in dict.fromkeys(paths):
+        try:
+            with os.scandir(Path(p).expanduser()) as it:
+                files = tuple(sorted((e.name, e.stat().st_size, e.stat().st_mtime_ns) for e in it if e.is_file()))
+        except OSError:
+            files = None  # loading says what is wrong with it
+        out.append((p, files))
+    return tuple(out)
+
+
+class _LoadedRuns:
+    """The last few loaded selections of run folders, reused while their files are unchanged:
+    each Compare loads its runs twice (the table and figures, then the paired comparison), and
+    opening the tab or narrowing the policies loads the same selection again."""
+
+    def __init__(self, maxsize: int = 4) -> None:
+        self.maxsize = maxsize
+        self._items: OrderedDict[tuple, compare.RunSet] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, paths: Sequence[str]) -> compare.RunSet:
+        key = _signature(paths)
+        with self._lock:
+            if key in self._items:
+                self._items.move_to_end(key)
+                return self._items[key]
+        runs = _load(paths)
+        with self._lock:
+            self._items[key] = runs
+            while len(self._items) > self.maxsize:
+                self._items.popitem(last=False)
+        return runs
+
+
 def _shown(runs: compare.RunSet, policies: Sequence[str] | None) -> list[str]:
     """The chosen policies that the runs hold (all of them when none is chosen, or none is there)."""
     available = runs.policies()
@@ -151,6 +192,7 @@ class RunsTab:
 
     def __init__(self, ctx: AppContext) -> None:
         self.ctx = ctx
+        self.loaded = _LoadedRuns()
 
     @user_errors
     def refresh(self, root: str, current: Sequence[str] | None = None) -> tuple:
@@ -230,7 +272,7 @@ class RunsTab:
         if not paths:
             raise ValueError("choose at least one run folder (or type a path)")
         window = _smooth_window(smooth)
-        loaded = _load(paths)
+        loaded = self.loaded.get(paths)
         shown = _shown(loaded, policies)
         runs = loaded.only(shown)
         summary = runs.summary()
@@ -295,7 +337,7 @@ class RunsTab:
         paths = _paths(selected, extra_path)
         if not paths:
             return tuple(gr.skip() for _ in range(4))
-        loaded = _load(paths)
+        loaded = self.loaded.get(paths)
         runs = loaded.only(_shown(loaded, policies))
         summary = compare.labelled_summary(runs)
         cmp = runs.comparisons()
