@@ -439,6 +439,8 @@ def _named_class(folder: str) -> Any:
         return None
     import transformers
 
+    if not transformers.__version__.split(".")[0].isdigit() or int(transformers.__version__.split(".")[0]) < 5:
+        return None  # before 5, the named class may be the slow Python one where AutoTokenizer picks the fast one
     try:
         cls = getattr(transformers, name)
     except (AttributeError, ImportError):
@@ -447,10 +449,10 @@ def _named_class(folder: str) -> Any:
 
 
 def _load_folder(folder: str) -> Any:
-    """A tokenizer folder through the class its config names (what ``AutoTokenizer`` resolves it to),
-    else through ``AutoTokenizer``. The named class loads without importing torch: ``AutoTokenizer``
-    imports the model configurations and with them torch (8-12 s of an app's or server's start on
-    a busy machine, for a tokenizer that never needs it)."""
+    """A tokenizer folder through the class its config names (transformers 5 and later, where that is
+    the class ``AutoTokenizer`` resolves it to), else through ``AutoTokenizer``. The named class
+    loads without importing torch: ``AutoTokenizer`` imports the model configurations and with them
+    torch (8-12 s of an app's or server's start on a busy machine, for a tokenizer that never needs it)."""
     cls = _named_class(folder)
     if cls is not None:
         try:
