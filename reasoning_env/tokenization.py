@@ -426,19 +426,55 @@ def _fingerprint(folder: str) -> str:
     return "files:" + h.hexdigest()
 
 
+def _named_class(folder: str) -> Any:
+    """The tokenizer class a folder's ``tokenizer_config.json`` names, if transformers has it, else ``None``."""
+    import json
+
+    try:
+        with open(os.path.join(folder, "tokenizer_config.json"), encoding="utf-8") as fh:
+            name = json.load(fh).get("tokenizer_class")
+    except (OSError, ValueError, AttributeError):
+        return None
+    if not isinstance(name, str) or not name.isidentifier():
+        return None
+    import transformers
+
+    if not transformers.__version__.split(".")[0].isdigit() or int(transformers.__version__.split(".")[0]) < 5:
+        return None  # before 5, the named class may be the slow Python one where AutoTokenizer picks the fast one
+    try:
+        cls = getattr(transformers, name)
+    except (AttributeError, ImportError):
+        return None
+    return cls if hasattr(cls, "from_pretrained") else None
+
+
+def _load_folder(folder: str) -> Any:
+    """A tokenizer folder through the class its config names (transformers 5 and later, where that is
+    the class ``AutoTokenizer`` resolves it to), else through ``AutoTokenizer``. The named class
+    loads without importing torch: ``AutoTokenizer`` imports the model configurations and with them
+    torch (8-12 s of an app's or server's start on a busy machine, for a tokenizer that never needs it)."""
+    cls = _named_class(folder)
+    if cls is not None:
+        try:
+            return cls.from_pretrained(folder)
+        except Exception:  # noqa: BLE001 - whatever the named class refuses, AutoTokenizer decides (and names)
+            logger.debug("tokenizer folder %s: %s did not load it; trying AutoTokenizer", folder, cls.__name__)
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(folder)
+
+
 def _from_folder(folder: str, key: str) -> Any:
     """The tokenizer object of ``folder``, shared by every name whose files hash to ``key``."""
     with _tok_lock:
         tok = _vocabs.get(key)
     if tok is not None:
         return tok
-    from transformers import AutoTokenizer
-
     with _load_lock:
         with _tok_lock:
             tok = _vocabs.get(key)
         if tok is None:
-            tok = AutoTokenizer.from_pretrained(folder)
+            tok = _load_folder(folder)
             with _tok_lock:
                 for _dropped_key, dropped in _vocabs.put(key, tok):
                     _names.drop_values(lambda lt, d=dropped: lt.tokenizer is d)

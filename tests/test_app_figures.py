@@ -372,3 +372,64 @@ def test_held_out_figure_plots_tokens_by_difficulty_and_regret_with_intervals(tm
 def test_held_out_figure_without_evaluations_says_how(runs_root):
     fig = compare.held_out_figure(compare.load_runs([runs_root / "train-tiny"]))
     assert any("--eval_every" in (a.text or "") for a in fig.layout.annotations)
+
+
+def test_an_empty_figure_is_a_note_without_axes():
+    """The Runs tab's budget-sweep placeholder read as a chart of nothing with axes -1..6."""
+    from workbench.plots import empty_figure
+
+    fig = empty_figure("Accuracy against budget", "one budget only")
+    assert fig.layout.xaxis.visible is False and fig.layout.yaxis.visible is False
+    assert [a.text for a in fig.layout.annotations] == ["one budget only"] and not fig.data
+
+
+def test_several_runs_draw_accuracy_by_length_as_markers_without_lines(tmp_path):
+    runs = compare.load_runs([make_eval_run(tmp_path, "eval-a", seed=1), make_eval_run(tmp_path, "eval-b", seed=2)])
+    drawn = [t for t in compare.accuracy_vs_tokens(runs).data if list(t.x) != [None]]  # not the run key
+    binned = [t for t in drawn if not t.name.endswith("(mean)")]
+    assert len(binned) == 4 and all(t.mode == "markers" for t in binned)
+    one = compare.load_runs([tmp_path / "eval-a"])
+    assert {t.mode for t in compare.accuracy_vs_tokens(one).data if not t.name.endswith("(mean)")} == {"lines+markers"}
+
+
+def _lab(hex_colour: str) -> tuple[float, float, float]:
+    """CIELAB of an sRGB ``#RRGGBB`` (D65)."""
+    r, g, b = (int(hex_colour[i : i + 2], 16) / 255 for i in (1, 3, 5))
+    lin = [((c + 0.055) / 1.055) ** 2.4 if c > 0.04045 else c / 12.92 for c in (r, g, b)]
+    x = (0.4124 * lin[0] + 0.3576 * lin[1] + 0.1805 * lin[2]) / 0.95047
+    y = 0.2126 * lin[0] + 0.7152 * lin[1] + 0.0722 * lin[2]
+    z = (0.0193 * lin[0] + 0.1192 * lin[1] + 0.9505 * lin[2]) / 1.08883
+    f = [v ** (1 / 3) if v > 0.008856 else 7.787 * v + 16 / 116 for v in (x, y, z)]
+    return 116 * f[1] - 16, 500 * (f[0] - f[1]), 200 * (f[1] - f[2])
+
+
+def test_the_problem_types_of_one_episode_get_colours_far_apart():
+    """GSM_Rephrased and MATH_AnsAug were two near-identical pinks (Plotly's Dark24)."""
+    import itertools
+    import math
+
+    types = episode_plots.KNOWN_TYPES[:12]  # MetaMathQA's 8, NuminaMath-TIR, GSM8K, MATH-500, reasoning_gym
+    colours = [episode_plots.type_color(t) for t in types]
+    gaps = {
+        (a, b): math.dist(_lab(ca), _lab(cb)) for (a, ca), (b, cb) in itertools.combinations(zip(types, colours), 2)
+    }
+    assert min(gaps.values()) >= 25, min(gaps, key=gaps.get)
+    assert (
+        math.dist(_lab(episode_plots.type_color("GSM_Rephrased")), _lab(episode_plots.type_color("MATH_AnsAug"))) > 60
+    )
+
+
+def test_the_length_histogram_draws_written_off_answers_apart():
+    """The report's histogram had an unexplained spike of ~47 wrong answers at 0 tokens: the
+    allocators' minimum-length guesses on questions they write off."""
+    steps = pd.DataFrame(
+        {
+            "policy": ["sim_greedy"] * 6,
+            "tokens": [6, 7, 10, 120, 300, 450],
+            "correct": [False, False, False, True, False, True],
+        }
+    )
+    fig = plots.length_histogram_figure(steps)
+    by_name = {t.name: sorted(t.x) for t in fig.data}
+    assert by_name["correct"] == [120, 450] and by_name["wrong"] == [300]
+    assert by_name["bare answers, <= 16 tokens (3, 3 wrong)"] == [6, 7, 10]

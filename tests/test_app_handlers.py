@@ -302,6 +302,36 @@ def test_lab_update_rescores_and_offers_the_yaml(lab, ctx):
     assert file_of(download).read_text(encoding="utf-8").count("gamma: 0.5") == 1
 
 
+def test_lab_page_passes_give_what_the_whole_update_gives(lab, ctx):
+    """The page draws a slider change in passes (table first, then figures): together they are
+    the API's whole /lab_update."""
+    data, _ = lab.load(str(Path(ctx.runs_root) / "eval-tiny"))
+    values = defaults(lab)
+    values[[c.key for c in lab.controls].index("economics.gamma")] = 0.5
+    whole = lab.update(data, ["economics"], *values)
+    yaml_text, notes, table = lab.update_table(data, ["economics"], *values)
+    comparison, curves, download = lab.update_figures(data, ["economics"], *values)
+    assert (yaml_text, notes) == whole[:2]
+    pd.testing.assert_frame_equal(table, whole[2])
+    assert comparison.to_json() == whole[3].to_json() and curves.to_json() == whole[4].to_json()
+    assert file_of(download).read_text(encoding="utf-8") == file_of(whole[5]).read_text(encoding="utf-8")
+
+
+def test_lab_induced_reuses_the_oracle_and_the_recorded_reward_when_a_slider_moves(lab):
+    """Only the tuned reward changes with a slider: the oracle, the frontier and the recorded reward
+    come from the tab's allocation cache, and the figures and table are those of a fresh tab."""
+    values = defaults(lab)
+    beta = [c.key for c in lab.controls].index("economics.beta")
+    lab.induced(None, ["economics"], "1000, 2000", *values)
+    values[beta] = 0.5
+    before = lab.allocations.hits
+    _fig, _pareto, table, _notes = lab.induced(None, ["economics"], "1000, 2000", *values)
+    # per budget: the oracle and the recorded reward; the frontier's budgets 1000 and 2000
+    assert lab.allocations.hits - before >= 2 * 2 + 2
+    fresh = LabTab(lab.ctx).induced(None, ["economics"], "1000, 2000", *values)[2]
+    pd.testing.assert_frame_equal(table, fresh)
+
+
 def test_lab_update_with_nothing_selected_is_a_gradio_error(lab):
     with pytest.raises(gr.Error, match="at least one"):
         lab.update(None, [], *defaults(lab))
@@ -536,3 +566,43 @@ def test_a_training_runs_held_out_change_is_in_the_paired_comparison(runs, ctx):
     md, *_figs = runs.uncertainty([str(run)], "")
     assert "Held-out, before vs after training (train-held-out)" in md
     assert "| accuracy (correct / questions) | 0 [0, 0] | 0.167 [" in md and "step 30" in md
+
+
+def test_runs_table_leaves_the_expected_accuracy_blank_for_a_person_and_a_real_model():
+    """A person's 8/10 Play episode showed 'exp. accuracy 0.212' from the solver curves."""
+    from workbench.app.runs_tab import _display_table, not_modelled
+
+    summary = pd.DataFrame(
+        {
+            "run": ["play-1", "eval-1", "eval-1"],
+            "policy": ["human", "llm_local", "uniform"],
+            "kind": ["human", "llm", "budget_baseline"],
+            "accuracy": [0.8, 0.1, 0.5],
+            "expected_accuracy": [0.212, 0.3, 0.574],
+            "expected_accuracy_ci_low": [0.2, 0.25, 0.55],
+            "expected_accuracy_ci_high": [0.22, 0.35, 0.6],
+        }
+    )
+    assert not_modelled(summary).tolist() == [True, True, False]
+    shown = _display_table(summary)["exp. accuracy (solver curves, not the answers) [95% CI]"].tolist()
+    assert shown == ["", "", "0.574 [0.550, 0.600]"]
+
+
+def test_runs_tab_reuses_a_loaded_selection_until_a_file_changes(ctx, tmp_path, monkeypatch):
+    """Compare loaded its runs twice (table, then paired comparison); the second load, and the
+    next Compare of the same folders, reuse the first while no file changed."""
+    from workbench import compare
+    from workbench.app import runs_tab
+
+    run = make_eval_run(tmp_path, "eval-cached")
+    calls = []
+    real = compare.load_runs
+    monkeypatch.setattr(compare, "load_runs", lambda paths: calls.append(list(paths)) or real(paths))
+    tab = runs_tab.RunsTab(ctx)
+    out = tab.compare([str(run)], "", 1, None)
+    tab.uncertainty_of(out[8])
+    tab.compare([str(run)], "", 1, None)
+    assert len(calls) == 1
+    (run / "notes.txt").write_text("a file more: load again", encoding="utf-8")
+    tab.compare([str(run)], "", 1, None)
+    assert len(calls) == 2

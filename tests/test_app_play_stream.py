@@ -193,3 +193,26 @@ def test_an_engine_that_cannot_start_says_why_in_one_line(tab, tmp_path):
             assert time.monotonic() < deadline
     msg = exc.value.message
     assert msg.startswith("The engine did not start:") and "\n" not in msg and "Traceback" not in msg
+
+
+def test_run_to_the_end_redraws_the_charts_at_most_every_redraw_interval_and_at_the_end(tab, monkeypatch):
+    """Quick simulated steps: each one shows its verdict and gauges, but the charts, token view and
+    steps table (VIEW_REST) are drawn once at the end, not after every step."""
+    monkeypatch.setattr(pt, "RUN_REDRAW_S", 3600.0)
+    session = reset_tab(tab)
+    outs = list(tab.run_stream(session, "sim_greedy"))
+    steps = [o for o in outs if o[0] is session]
+    rest = [1 + VIEW.index(name) for name in pt.VIEW_REST]
+    drawn = [o for o in steps if not any(_skipped(o[i]) for i in rest)]
+    assert session.done and len(steps) == len(session.results) + 1
+    assert drawn == [outs[-1]]  # the whole view once, after the last step
+    gauges = [o[1 + VIEW.index("gauges")] for o in steps]
+    assert all(f"answered {k}" in g for k, g in enumerate(gauges[:-1], start=1))
+    monkeypatch.setattr(pt, "RUN_REDRAW_S", 0.0)
+    session = reset_tab(tab)
+    redrawn = [o for o in tab.run_stream(session, "sim_greedy") if o[0] is session]
+    assert all(not _skipped(o[1 + VIEW.index("spend_plot")]) for o in redrawn[:-2])
+
+
+def _skipped(output) -> bool:
+    return isinstance(output, dict) and output == gr.skip()

@@ -21,7 +21,7 @@ COMMANDS = [(group, name) for group, pkg in GROUPS.items() for name in pkg.SUBCO
 
 def test_the_documented_commands_are_registered():
     assert set(env_bench.SUBCOMMANDS) == {"steps", "cases", "server"}
-    assert set(workbench_bench.SUBCOMMANDS) == {"play"}
+    assert set(workbench_bench.SUBCOMMANDS) == {"play", "app"}
     assert set(training_bench.SUBCOMMANDS) == {"rollout", "generation", "grpo_step"}
     readme = (REPO / "README.md").read_text()
     for group, name in COMMANDS:
@@ -49,3 +49,25 @@ def test_an_unknown_command_is_a_usage_error_naming_the_commands(capsys):
     with pytest.raises(SystemExit) as info:
         env_bench.main(["nope"])
     assert info.value.code == 2 and "choose from 'steps', 'cases', 'server'" in capsys.readouterr().err
+
+
+def test_the_app_bench_prints_each_path_as_a_ratio_against_its_work(tmp_path):
+    """python -m workbench.bench app: JSON with the handler's and the work's medians, their ratio,
+    the target and the load average (here Play's Run to the end only: the others make run folders)."""
+    import json
+    import subprocess
+    import sys
+
+    out = tmp_path / "app.json"
+    proc = subprocess.run(
+        [sys.executable, "-m", "workbench.bench", "app", "--paths", "play", "--repeats", "1", "--json", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=True,
+    )
+    printed = json.loads(proc.stdout[proc.stdout.index("{") :])
+    assert printed == json.loads(out.read_text())
+    run = printed["play_run"]
+    assert run["handler_s"] > 0 and run["work_s"] > 0 and run["ratio"] == round(run["handler_s"] / run["work_s"], 2)
+    assert run["target"] == 3.0 and isinstance(run["met"], bool) and len(printed["load_before"]) == 3

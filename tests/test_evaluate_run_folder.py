@@ -69,3 +69,51 @@ def test_too_few_resamples_are_refused_before_playing(tmp_path, resamples) -> No
     with pytest.raises(ValueError, match="n_resamples must be at least 100"):
         _run(tmp_path / "r", n_resamples=resamples)
     assert not (tmp_path / "r").exists()
+
+
+def test_a_failed_evaluation_leaves_no_empty_run_folder(tmp_path) -> None:
+    """A run that fails before writing anything (here: a bad argument found after the claim) left
+    an empty runs/eval-<time>/ per attempt; a folder that existed before is kept."""
+    out = tmp_path / "run"
+    with pytest.raises(ValueError, match="n_resamples"):
+        _run(out, n_resamples=True)
+    from workbench.runs import claim_run_dir
+
+    with pytest.raises(RuntimeError, match="boom"), claim_run_dir(out):
+        raise RuntimeError("boom")
+    assert not out.exists()
+    out.mkdir()
+    with pytest.raises(RuntimeError, match="boom"), claim_run_dir(out):
+        raise RuntimeError("boom")
+    assert out.is_dir()  # the user's own folder stays
+
+
+def test_the_regret_oracle_is_timed_apart_from_the_policies(tmp_path) -> None:
+    """The first policy solved every episode's oracle plan for the ones after it (its 'wall s' was
+    4.0 s against 0.2-0.6 s): that time is run.json's oracle_s, in no policy's wall_s."""
+    import json
+
+    from reasoning_env.policies import OracleCache, SolverCurves
+
+    cache = OracleCache(SolverCurves(), cap=64, min_tokens=1)
+    questions = [("MATH", 3), ("GSM", 2)]
+    cache.plan(questions, 100)
+    solved = cache.solve_s
+    cache.plan(questions, 100)
+    assert solved > 0 and cache.solve_s == solved  # a cached plan costs nothing
+    _run(tmp_path / "run", n_episodes=2)
+    meta = json.loads((tmp_path / "run" / "run.json").read_text())
+    assert meta["oracle_s"] > 0 and meta["oracle_s"] <= meta["wall_s"]
+
+
+def test_progress_bars_are_text_bars_where_notebook_bars_cannot_draw(monkeypatch) -> None:
+    """Without ipywidgets, tqdm.auto's notebook bar printed 'IProgress not found' in every notebook."""
+    import importlib.util
+
+    import tqdm.std
+
+    from workbench.evaluation.runner import _progress_bar_class
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "ipywidgets" else real(name, *a))
+    assert _progress_bar_class() is tqdm.std.tqdm

@@ -6,6 +6,7 @@ from __future__ import annotations
 import itertools
 
 import numpy as np
+import pandas as pd
 import plotly.graph_objects as go
 import pytest
 from allocation_bruteforce import best_value
@@ -13,6 +14,7 @@ from allocation_bruteforce import best_value
 from reasoning_env.policies import Curve, SolverCurves
 from reasoning_env.rewards import EpisodeContext, StepContext, build_reward
 from workbench.reward_lab import (
+    AllocationCache,
     QuestionSpec,
     default_questions,
     induced_allocation,
@@ -37,6 +39,8 @@ DEFAULT = SolverCurves()
 PLANNING_CURVE = SolverCurves.single(Curve(k=2.0, t50=40.0, growth=2.0, ceiling=1.0), default_difficulty=2)
 #: Curves scaled down to a few tokens, so every integer plan of a small episode can be enumerated.
 SMALL = SolverCurves.single(Curve(k=2.0, t50=3.0, growth=1.6, ceiling=0.95))
+#: Four questions of levels 1..4: small episodes for the cache's tests.
+QUESTIONS_SMALL = [QuestionSpec(difficulty=d) for d in (1, 2, 3, 4)]
 
 
 def expected_reward(spec, qs, budget, alloc_tokens, *, hard=True, min_tokens=10, curve=DEFAULT):
@@ -347,3 +351,31 @@ def test_figures_are_plotly_figures():
     fig = rescore_comparison_figure(rs.rescore(None), rs.rescore("l1_exact"))
     assert isinstance(fig, go.Figure) and len(fig.data[0].x) == rs.n_episodes
     fig.to_json()  # serialisable for the UI
+
+
+def test_an_allocation_cache_gives_the_same_result_without_solving_again():
+    cache = AllocationCache()
+    rewards = {"economics": "economics", "l1": {"type": "l1_max"}}
+    plain = induced_behaviour(rewards, [60, 120], questions=QUESTIONS_SMALL, curves=SMALL, max_tokens_per_step=40)
+    first = induced_behaviour(
+        rewards, [60, 120], questions=QUESTIONS_SMALL, curves=SMALL, max_tokens_per_step=40, cache=cache
+    )
+    solved = cache.misses
+    again = induced_behaviour(
+        rewards, [60, 120], questions=QUESTIONS_SMALL, curves=SMALL, max_tokens_per_step=40, cache=cache
+    )
+    assert solved == 2 * 3 and cache.misses == solved and cache.hits == solved  # oracle + 2 rewards, 2 budgets
+    for res in (first, again):
+        pd.testing.assert_frame_equal(res.summary, plain.summary)
+        pd.testing.assert_frame_equal(res.questions, plain.questions)
+    frontier = oracle_frontier([60, 120], questions=QUESTIONS_SMALL, curves=SMALL, max_tokens_per_step=40, cache=cache)
+    assert cache.misses == solved  # the frontier's oracle plans are the ones solved above
+    pd.testing.assert_frame_equal(
+        frontier, oracle_frontier([60, 120], questions=QUESTIONS_SMALL, curves=SMALL, max_tokens_per_step=40)
+    )
+
+
+def test_an_allocation_cache_keeps_at_most_maxsize_plans():
+    cache = AllocationCache(maxsize=2)
+    oracle_frontier([40, 60, 80], questions=QUESTIONS_SMALL, curves=SMALL, max_tokens_per_step=40, cache=cache)
+    assert len(cache) == 2 and cache.misses == 3

@@ -474,7 +474,7 @@ def test_python_m_server_reads_ree_variables_and_prints_its_config():
             "--port",
             str(port),
             "--log-level",
-            "warning",
+            "debug",  # the whole configuration on the start-up line (the short line otherwise)
         ],
         cwd=REPO,
         env=env,

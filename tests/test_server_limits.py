@@ -446,7 +446,7 @@ def test_serving_the_network_without_a_token_warns_at_start():
     )
     try:
         summary = json.loads(proc.stdout.readline())
-        assert summary["settings"]["api_token"] is None
+        assert summary["auth"] is False
         line = proc.stderr.readline()
         assert "WARNING" in line and "without authentication" in line and "REE_API_TOKEN" in line
     finally:
@@ -460,6 +460,24 @@ def test_the_start_up_line_never_prints_the_token(monkeypatch, capsys):
     from reasoning_env.server.app import build_app_from_env
 
     environ = {**_sources_env(), "REE_API_TOKEN": "very-secret-token"}
-    build_app_from_env(environ, announce=True)
-    out = capsys.readouterr().out
-    assert "very-secret-token" not in out and json.loads(out)["env"]["REE_API_TOKEN"] == "(set)"
+    for announce in (True, "full"):
+        build_app_from_env(environ, announce=announce)
+        out = capsys.readouterr().out
+        assert "very-secret-token" not in out and json.loads(out)["env"]["REE_API_TOKEN"] == "(set)"
+
+
+def test_the_start_up_line_is_short_and_the_whole_configuration_is_asked_for(capsys):
+    """A ~2 KB JSON blob was printed at every start; the short line names what is served and how
+    to see the rest (--log-level debug)."""
+    from test_server import _sources_env
+
+    from reasoning_env.server.app import build_app_from_env
+
+    build_app_from_env(_sources_env(), announce=True)
+    short = capsys.readouterr().out
+    build_app_from_env(_sources_env(), announce="full")
+    full = capsys.readouterr().out
+    assert short.count("\n") == 1 and len(short) < 600 < len(full)
+    line = json.loads(short)
+    assert line["questions"] > 0 and line["full_config"] == "--log-level debug"
+    assert json.loads(full)["config"]["tokenizer_name"] == line["tokenizer_name"]

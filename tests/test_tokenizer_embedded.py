@@ -187,3 +187,29 @@ def test_get_tokenizer_is_thread_safe_and_cached():
     with ThreadPoolExecutor(8) as ex:
         counts = list(ex.map(toks[0].count, ["x " * i for i in range(200)]))
     assert counts == [toks[0].count("x " * i) for i in range(200)]
+
+
+@pytest.mark.parametrize(
+    ("spec", "name"), [(QWEN25, "Qwen/Qwen2.5-0.5B-Instruct"), (QWEN3, "Qwen/Qwen3-4B")], ids=["qwen2.5", "qwen3"]
+)
+def test_an_embedded_tokenizer_loads_without_torch_and_as_autotokenizer_would(spec, name):
+    """The folder's named class, not AutoTokenizer (which imports torch, 8-12 s of a start on a
+    busy machine): the same class and the same ids as AutoTokenizer's."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; from reasoning_env.tokenization import get_tokenizer; "
+        f"t = get_tokenizer({name!r}).tokenizer; "
+        "print(type(t).__name__, 'torch' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, check=True)
+    cls_name, torch_loaded = out.stdout.split()
+    from transformers import AutoTokenizer
+
+    ref = AutoTokenizer.from_pretrained(str(embedded_tokenizer_dir(spec)))
+    assert (cls_name, torch_loaded) == (type(ref).__name__, "False")
+    tok = get_tokenizer(name).tokenizer
+    for text in _strings():
+        assert tok(text)["input_ids"] == ref(text)["input_ids"], text
+    assert tok.chat_template == ref.chat_template and tok.all_special_tokens == ref.all_special_tokens

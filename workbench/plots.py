@@ -23,6 +23,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from workbench import analysis
+from workbench.figure_template import LIGHT
 
 __all__ = [
     "SeriesStyle",
@@ -40,7 +41,7 @@ __all__ = [
     "tokens_by_type_figure",
 ]
 
-_TEMPLATE = "plotly_white"
+_TEMPLATE = LIGHT  # plotly_white's 2-D look, small (workbench.figure_template)
 _PALETTE = (
     "#1f77b4",
     "#d62728",
@@ -260,7 +261,8 @@ def _colors(frame: pd.DataFrame) -> dict[str, str]:
 def empty_figure(
     title: str, text: str = "no data", *, fig: go.Figure | None = None, height: int | None = None
 ) -> go.Figure:
-    """A figure that says why it has nothing to draw: ``text`` in the middle under ``title``.
+    """A figure that says why it has nothing to draw: ``text`` in the middle under ``title``, and
+    no axes (a new figure; ``fig``'s panels keep theirs).
 
     Args:
         title: The figure's title, as the drawn figure would have had it.
@@ -268,9 +270,13 @@ def empty_figure(
         fig: A figure to annotate instead of a new one (a subplot grid keeps its panel titles).
         height: Figure height in pixels (Plotly's default when ``None``).
     """
-    fig = go.Figure() if fig is None else fig
+    new = fig is None
+    fig = go.Figure() if new else fig
     note = dict(text=text, showarrow=False, xref="paper", yref="paper", x=0.5, y=0.5, font=dict(size=14, color="#888"))
     fig.update_layout(title=title, template=_TEMPLATE, annotations=[*fig.layout.annotations, note])
+    if new:  # no axes around nothing (Plotly's empty axes run -1..6 and read as data)
+        fig.update_xaxes(visible=False)
+        fig.update_yaxes(visible=False)
     if height is not None:
         fig.update_layout(height=height)
     return fig
@@ -383,7 +389,9 @@ def tokens_by_difficulty_figure(steps: pd.DataFrame) -> go.Figure:
 def accuracy_vs_tokens_figure(steps: pd.DataFrame, summary: pd.DataFrame | None = None) -> go.Figure:
     """Accuracy vs tokens: per policy, accuracy of answered questions by token bin (powers of
     two, log-scale x; hover shows the count), and a large marker at the policy's mean tokens per
-    question and accuracy (from ``summary`` when given). Several runs: grouped (:func:`series_styles`)."""
+    question and accuracy (from ``summary`` when given). Several runs: grouped (:func:`series_styles`),
+    the bins as markers without lines (lines of every run and policy crossing each other were
+    unreadable from 4 runs on)."""
     title = "Accuracy vs tokens"
     if steps is None or steps.empty:
         return empty_figure(title)
@@ -397,13 +405,13 @@ def accuracy_vs_tokens_figure(steps: pd.DataFrame, summary: pd.DataFrame | None 
             go.Scatter(
                 x=c["tokens_mid"],
                 y=c["accuracy"],
-                mode="lines+markers",
+                mode="markers" if grouped else "lines+markers",
                 name=st.policy,
                 legendgroup=st.policy,
                 showlegend=st.legend,
                 line=dict(width=1, color=st.color, dash=st.dash),
-                marker=dict(size=5, symbol=st.symbol),
-                opacity=0.7,
+                marker=dict(size=7 if grouped else 5, symbol=st.symbol, color=st.color),
+                opacity=0.6 if grouped else 0.7,
                 customdata=c["n"],
                 hovertemplate="~%{x:.0f} tokens: accuracy %{y:.2f} (n=%{customdata})<extra>" + st.hover + "</extra>",
             )
@@ -429,8 +437,9 @@ def accuracy_vs_tokens_figure(steps: pd.DataFrame, summary: pd.DataFrame | None 
                     )
                 )
     means = "large markers: policy means" if grouped else "diamonds: policy means"
+    bins = "small markers: accuracy by response length" if grouped else "lines: by response length"
     fig.update_layout(
-        title=dict(text=title, subtitle=dict(text=f"lines: by response length; {means}")),
+        title=dict(text=title, subtitle=dict(text=f"{bins}; {means}")),
         template=_TEMPLATE,
         xaxis_title="tokens (log scale)",
         yaxis_title="accuracy",
@@ -499,18 +508,50 @@ def regret_figure(episodes: pd.DataFrame) -> go.Figure:
     return fig
 
 
+#: Answers of at most this many tokens are drawn apart in the length histogram: a bare
+#: ``\boxed{guess}``, what an allocating policy (``sim_greedy``, ``oracle_allocation``) spends on a
+#: question it writes off to save budget for others (nearly always wrong: the spike at 0 tokens).
+BARE_ANSWER_TOKENS = 16
+
+
 def length_histogram_figure(steps: pd.DataFrame, policy: str | None = None) -> go.Figure:
-    """Histogram of charged tokens for correct vs wrong answers (all policies, or one)."""
+    """Histogram of charged tokens for correct vs wrong answers (all policies, or one); bare answers
+    (at most :data:`BARE_ANSWER_TOKENS` tokens: questions a policy wrote off) are their own grey
+    trace, counted in the legend, instead of an unexplained spike at 0 in the wrong answers."""
     title = "Response length: correct vs wrong" + (f" ({policy})" if policy else "")
     if steps is None or steps.empty:
         return empty_figure(title)
     s = steps if policy is None else steps[steps["policy"] == policy]
     if s.empty:
         return empty_figure(title)
+    bare = s["tokens"] <= BARE_ANSWER_TOKENS
     fig = go.Figure()
     for verdict, label in ((True, "correct"), (False, "wrong")):
-        fig.add_trace(go.Histogram(x=s.loc[s["correct"] == verdict, "tokens"], name=label, opacity=0.6, nbinsx=40))
+        fig.add_trace(
+            go.Histogram(x=s.loc[(s["correct"] == verdict) & ~bare, "tokens"], name=label, opacity=0.6, nbinsx=40)
+        )
+    if bare.any():
+        wrong = int((~s.loc[bare, "correct"].astype(bool)).sum())
+        fig.add_trace(
+            go.Histogram(
+                x=s.loc[bare, "tokens"],
+                name=f"bare answers, <= {BARE_ANSWER_TOKENS} tokens ({int(bare.sum())}, {wrong} wrong)",
+                marker_color="#9e9e9e",
+                opacity=0.8,
+                xbins=dict(start=0, end=BARE_ANSWER_TOKENS + 1, size=BARE_ANSWER_TOKENS + 1),
+            )
+        )
     fig.update_layout(
-        title=title, template=_TEMPLATE, barmode="overlay", xaxis_title="tokens charged", yaxis_title="answers"
+        title=dict(
+            text=title,
+            subtitle=dict(
+                text=f"grey: answers of at most {BARE_ANSWER_TOKENS} tokens, questions a policy wrote off "
+                "(an allocator's minimum-length guess)"
+            ),
+        ),
+        template=_TEMPLATE,
+        barmode="overlay",
+        xaxis_title="tokens charged",
+        yaxis_title="answers",
     )
     return fig

@@ -274,7 +274,9 @@ def build_report(
             "(forfeits; they count as wrong in accuracy, and the default reward pays them 0, less than a wrong "
             "answer): tokens / q and acc / 1k tok leave them out, so read those beside it. oracle-informed: the "
             "policy reads the difficulty label that sets the simulated solver's own success probability, which an "
-            "LLM never sees (the *_blind simulated policies allocate from problem type and text length only).</p>"
+            "LLM never sees (the *_blind simulated policies allocate from problem type and text length only). "
+            "wall s: the policy's own time; the regret's oracle plans, solved once per episode for every policy, "
+            "are timed apart (run.json oracle_s).</p>"
         )
         parts.append("<h3>Reward components (mean per episode)</h3>" + _table(summary, _COMPONENTS, intervals=False))
         parts.append("<h2>Can the policies be told apart?</h2>")

@@ -59,6 +59,7 @@ Readers must tolerate extra columns and missing optional files.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import platform
@@ -182,6 +183,8 @@ def claim_run_dir(run_dir: str | Path, *, overwrite: bool = False) -> Iterator[P
     checked: a folder that does not exist yet (it is created), or holds no ``run.json``, is fine
     (other files in it are kept); one that holds a run is refused unless ``overwrite`` (then call
     :func:`clear_run_files` just before writing, so that none of the old run is left beside the new).
+    A folder created here that is still empty when the block ends (the run failed before writing
+    anything) is removed.
 
     Raises:
         RunFolderError: another run holds the claim (with ``overwrite`` too: two runs would
@@ -189,6 +192,7 @@ def claim_run_dir(run_dir: str | Path, *, overwrite: bool = False) -> Iterator[P
             the folder cannot be created. A claim file left by a run that was killed (``SIGKILL``,
             power loss) is not taken over: the message names it and says to remove it.
     """
+    created = not Path(run_dir).expanduser().exists()
     path = make_run_dir(run_dir)
     claim = path / CLAIM_FILE
     try:
@@ -208,6 +212,9 @@ def claim_run_dir(run_dir: str | Path, *, overwrite: bool = False) -> Iterator[P
         yield path
     finally:
         claim.unlink(missing_ok=True)
+        if created:  # a run that failed before writing anything leaves no empty folder behind
+            with contextlib.suppress(OSError):  # not empty (something was written), or already gone
+                path.rmdir()
 
 
 def _claimed_message(path: Path, claim: Path) -> str:

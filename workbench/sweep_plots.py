@@ -16,11 +16,12 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from workbench import analysis, stats
+from workbench.figure_template import LIGHT
 from workbench.plots import add_run_key, empty_figure, is_grouped, run_panels, series_styles
 
 __all__ = ["accuracy_vs_budget_figure", "frontier_figure", "interval_figure"]
 
-_TEMPLATE = "plotly_white"
+_TEMPLATE = LIGHT  # plotly_white's 2-D look, small (workbench.figure_template)
 
 
 def _errors(d: pd.DataFrame, metric: str) -> dict:

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import math
 import threading
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -100,6 +101,9 @@ class OracleCache:
         self.min_tokens = int(min_tokens)
         self._cache: dict[tuple, Allocation] = {}
         self._lock = threading.Lock()
+        #: Seconds spent solving plans (cache misses), so that callers can time them apart: the
+        #: first policy of an evaluation solves every episode's plan for the ones after it.
+        self.solve_s = 0.0
 
     def plan(self, questions: Sequence[QuestionKey], budget: int, lows: Sequence[int] | None = None) -> Allocation:
         """:func:`oracle_plan` of these questions, cached."""
@@ -108,9 +112,11 @@ class OracleCache:
         with self._lock:
             if key in self._cache:
                 return self._cache[key]
+        t0 = time.perf_counter()
         alloc = oracle_plan(self.curves, qs, int(budget), lows, cap=self.cap, min_tokens=self.min_tokens)
         with self._lock:
             self._cache[key] = alloc
+            self.solve_s += time.perf_counter() - t0
         return alloc
 
     def expected_correct(

@@ -393,14 +393,18 @@ def _add_error_handlers(app: FastAPI) -> None:
 
 # ------------------------------------------------------------------------------ from the environment
 def build_app_from_env(
-    environ: dict[str, str] | None = None, *, announce: bool | None = None, prepare: bool = True
+    environ: dict[str, str] | None = None,
+    *,
+    announce: bool | str | None = None,
+    prepare: bool = True,
 ) -> FastAPI:
-    """The app the ``REE_*`` variables describe; prints the effective configuration (one JSON line).
+    """The app the ``REE_*`` variables describe; prints the start-up line (one short JSON line).
 
     Args:
         environ: Variables to read (default ``os.environ``).
-        announce: Print the configuration line (default: yes, except in the worker processes of
-            ``--workers``, whose parent printed it).
+        announce: Print the start-up line (default: yes, except in the worker processes of
+            ``--workers``, whose parent printed it); ``"full"``: the whole effective configuration
+            (:func:`announcement` with ``full=True``, ~2 KB; ``--log-level debug`` prints it).
 
     Raises:
         ServerConfigError: a variable is invalid. Otherwise as :func:`create_server_app`.
@@ -410,16 +414,31 @@ def build_app_from_env(
     if announce is None:
         announce = not environ.get(BOARD_VAR)
     if announce:
-        print(json.dumps(announcement(app, environ), sort_keys=False), flush=True)
+        print(json.dumps(announcement(app, environ, full=announce == "full"), sort_keys=False), flush=True)
     return app
 
 
-def announcement(app: FastAPI, environ: dict[str, str]) -> dict[str, Any]:
-    """The start-up line: the runtime's summary plus the ``REE_*`` variables that were set (the
-    token masked)."""
-    summary = app.state.reasoning_env.summary()
-    summary["env"] = {k: ("(set)" if k == "REE_API_TOKEN" else environ[k]) for k in ENV_VARS if environ.get(k)}
-    return summary
+def announcement(app: FastAPI, environ: dict[str, str], *, full: bool = False) -> dict[str, Any]:
+    """The start-up line: what is served (version, questions and where they came from, tokenizer,
+    budget mode, session cap, whether a token is required) and the ``REE_*`` variables that were
+    set (the token masked); ``full``: the runtime's whole summary (every setting and config field)
+    instead of the short form."""
+    runtime = app.state.reasoning_env
+    summary = runtime.summary()
+    env = {k: ("(set)" if k == "REE_API_TOKEN" else environ[k]) for k in ENV_VARS if environ.get(k)}
+    if full:
+        return {**summary, "env": env}
+    return {
+        "reasoning_env_server": summary["reasoning_env_server"],
+        "questions": summary["questions"],
+        "sources": [f"{s.get('source')}->{s.get('used')}" for s in summary["sources_used"]],
+        "tokenizer_name": runtime.config.tokenizer_name,
+        "hard_cap_mode": runtime.config.hard_cap_mode,
+        "max_sessions": runtime.settings.max_sessions,
+        "auth": bool(runtime.settings.api_token),
+        "env": env,
+        "full_config": "--log-level debug",
+    }
 
 
 @functools.lru_cache(maxsize=1)
@@ -488,7 +507,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         # With --workers N this process only checks the configuration (each worker builds its own
         # app): no golds prepared, no grading workers started.
-        app = build_app_from_env(prepare=args.workers == 1)
+        app = build_app_from_env(prepare=args.workers == 1, announce="full" if args.log_level == "debug" else None)
     except ReasoningEconomicsError as exc:  # a bad setting, unreachable questions, a tokenizer that cannot load
         print(f"reasoning_env.server: cannot start: {exc}", file=sys.stderr)
         return 2

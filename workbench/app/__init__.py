@@ -24,6 +24,7 @@ CSS = """
   margin: 6px 0; padding: 4px 12px;}
 #ree-tokens {max-height: 260px; overflow-y: auto;}
 #ree-verdict table, #ree-components table {font-size: 14px;}
+#ree-verdict th, #ree-components th {white-space: nowrap; word-break: keep-all; overflow-wrap: normal;}
 .ree-info {font-size: 13px;}
 .ree-status {min-height: 30px;}
 """

@@ -21,6 +21,7 @@ import pandas as pd
 from reasoning_env.rewards import describe, normalise_spec, spec_to_yaml
 from workbench.app.common import AppContext, esc, marks_on, status_line, user_errors
 from workbench.compare import discover_runs
+from workbench.reward_lab import AllocationCache
 from workbench.reward_lab import tuning as rt
 from workbench.reward_lab.figures import (
     induced_tokens_figure,
@@ -68,6 +69,8 @@ class LabTab:
         self.meta = describe()
         self._synthetic: rt.LabRun | None = None
         self._synthetic_lock = threading.Lock()
+        # optimal allocations solved for any session (a slider changes only the tuned reward's)
+        self.allocations = AllocationCache()
 
     def synthetic(self) -> rt.LabRun:
         """The synthetic demo run, built once and shared by every session (re-scoring only reads it)."""
@@ -114,18 +117,40 @@ class LabTab:
 
     @user_errors
     def update(self, lab: rt.LabRun | None, selected: Sequence[str], *values: Any) -> tuple:
-        """Re-score the run under the tuned spec and redraw the reward curves.
+        """Re-score the run under the tuned spec and redraw the reward curves (the whole view).
 
         Returns:
             ``(spec YAML, notes markdown, rescore table, comparison figure, reward-curves figure,
             YAML download button)``.
         """
+        spec, lab, table, tuned, base, notes = self._rescored(lab, selected, values)
+        figures = self._figures(spec, lab, tuned, base, notes)
+        return (*self._table_outputs(spec, table, notes), *figures)
+
+    @user_errors
+    def update_table(self, lab: rt.LabRun | None, selected: Sequence[str], *values: Any) -> tuple:
+        """The page's first pass after a slider moved: ``(spec YAML, notes markdown, rescore
+        table)``, the re-scoring alone (the figures, ~5x its time, follow in :meth:`update_figures`)."""
+        spec, _lab, table, _tuned, _base, notes = self._rescored(lab, selected, values)
+        return self._table_outputs(spec, table, notes)
+
+    @user_errors
+    def update_figures(self, lab: rt.LabRun | None, selected: Sequence[str], *values: Any) -> tuple:
+        """The page's second pass: ``(comparison figure, reward-curves figure, YAML download button)``."""
+        spec, lab, _table, tuned, base, notes = self._rescored(lab, selected, values)
+        return self._figures(spec, lab, tuned, base, notes)
+
+    def _rescored(self, lab: rt.LabRun | None, selected: Sequence[str], values: Sequence[Any]) -> tuple:
         spec = self._spec(selected, values)
         lab = lab if lab is not None else self.synthetic()
-        notes: list[str] = []
-        table, tuned, base, rnotes = lab.rescore(spec)
-        notes += rnotes
-        shown = table.rename(columns=RESCORE_COLUMNS)
+        table, tuned, base, notes = lab.rescore(spec)
+        return spec, lab, table, tuned, base, list(notes)
+
+    def _table_outputs(self, spec: dict, table: pd.DataFrame, notes: list[str]) -> tuple:
+        md = "\n".join(f"- {esc(n)}" for n in notes) if notes else ""
+        return spec_to_yaml(spec), md, _round(table.rename(columns=RESCORE_COLUMNS))
+
+    def _figures(self, spec: dict, lab: rt.LabRun, tuned: Any, base: Any, notes: list[str]) -> tuple:
         comparison = rescore_comparison_figure(
             base, tuned, labels=(f"recorded ({rt.spec_label(lab.recorded)})", f"tuned ({rt.spec_label(spec)})")
         )
@@ -159,9 +184,7 @@ class LabTab:
             ),
         )
         download = self._yaml_file(spec, lab, notes)
-        yaml_text = spec_to_yaml(spec)
-        md = "\n".join(f"- {esc(n)}" for n in notes) if notes else ""
-        return yaml_text, md, _round(shown), comparison, curves, download
+        return comparison, curves, download
 
     @user_errors
     def induced(self, lab: rt.LabRun | None, selected: Sequence[str], budgets: str, *values: Any) -> tuple:
@@ -176,7 +199,7 @@ class LabTab:
         recorded = lab.recorded if lab is not None else rt.recorded_spec(None)
         same = normalise_spec(spec) == normalise_spec(recorded)
         specs = {"tuned = recorded": spec} if same else {"tuned": spec, "recorded": recorded}
-        res, notes = rt.induced(specs, bs, hard_cap_mode=hard, curves=self.ctx.curves)
+        res, notes = rt.induced(specs, bs, hard_cap_mode=hard, curves=self.ctx.curves, cache=self.allocations)
         if res is None:
             empty = pd.DataFrame(columns=["reward", "budget"])
             return gr.Plot(value=None), gr.Plot(value=None), empty, "\n".join(f"- {esc(n)}" for n in notes)
@@ -192,7 +215,9 @@ class LabTab:
         from workbench.reward_lab import oracle_frontier
 
         front = oracle_frontier(
-            [int(b) for b in sorted(set([min(bs) // 2] + list(bs) + [max(bs) * 3 // 2]))], curves=self.ctx.curves
+            [int(b) for b in sorted(set([min(bs) // 2] + list(bs) + [max(bs) * 3 // 2]))],
+            curves=self.ctx.curves,
+            cache=self.allocations,
         )
         pareto = pareto_figure(res, front)
         pareto.update_layout(
@@ -300,10 +325,11 @@ class LabTab:
                 c["controls"] = []
                 for name in self.names:
                     info = self.meta[name]
+                    formula = str(info["formula"]).replace("`", "'")
                     with gr.Accordion(f"{name} ({info['scope']})", open=True, visible=name == "economics") as acc:
                         gr.Markdown(
-                            f"{esc(info['summary'])}  \n<small>`{esc(info['formula'])}` · "
-                            f"{esc(info['source'])}</small>"
+                            # the formula in a code span, which shows it as typed (escaped, `>=` read `&gt;=`)
+                            f"{esc(info['summary'])}  \n<small>`{formula}` · {esc(info['source'])}</small>"
                         )
                         for ctrl in [x for x in self.controls if x.reward == name]:
                             if ctrl.kind == "choice":
@@ -371,15 +397,25 @@ class LabTab:
         )
         sel.change(self.visibility, [sel], c["accordions"], api_visibility="private", show_progress="hidden")
         c["use_recorded"].click(self.recorded_controls, [lab], [sel, *ctrls], **private)
+        # a slider drawn in three passes: the re-scored table first, then its figures, then the induced
+        # allocation (the optimiser: seconds); the API's /lab_update returns the first two at once
+        gr.on([], self.update, [lab, sel, *ctrls], update_outputs, api_name="lab_update", **on)
         live = gr.on(
             [sel.change] + [x.change for x in ctrls],
-            self.update,
+            self.update_table,
             [lab, sel, *ctrls],
-            update_outputs,
-            api_name="lab_update",
+            update_outputs[:3],
             trigger_mode="always_last",
             show_progress="minimal",
-            **on,
+            **private,
+        )
+        live = live.success(
+            self.update_figures,
+            [lab, sel, *ctrls],
+            update_outputs[3:],
+            trigger_mode="always_last",
+            show_progress="hidden",
+            api_visibility="private",
         )
         live.success(
             self.induced,

@@ -63,6 +63,11 @@ __all__ = [
 
 #: Fewest seconds between two redraws of a streaming answer (a fast server sends a token every few ms).
 STREAM_REDRAW_S = 0.1
+#: "Run to the end" in the page redraws the charts, token view and steps table at most this often
+#: (seconds) and after the last step; every step still updates the question, gauges and verdict.
+#: Redrawing all of it after each of 10 quick simulated steps was most of the 11-14 s the review
+#: measured at load 8-15 (three figures built and sent, and redrawn twice by the browser, per step).
+RUN_REDRAW_S = 1.0
 #: Policies whose server URL and model the page asks for.
 REAL_MODEL_POLICIES = ("llm_local",)
 
@@ -734,20 +739,26 @@ class PlayTab:
     @user_errors
     def run_stream(self, session: PlaySession | None, policy: str, base_url: Any = None, model: Any = None):
         """:meth:`run_to_end` for the page, each answer streamed: yields the live panel as the model
-        writes, and the whole view after each step. Outputs: ``(state, *VIEW, live)``."""
+        writes, the step's :data:`VIEW_FIRST` outputs after each step (the rest skipped), the whole
+        view at most every :data:`RUN_REDRAW_S` and after the last step. Outputs: ``(state, *VIEW, live)``."""
         if session is None:
             raise PlayError("no episode yet: press Reset to start one")
         name = self._check_policy(policy)
         llm = self._llm(name, base_url, model)
         skip = tuple(gr.skip() for _ in VIEW)
+        skip_rest = tuple(gr.skip() for _ in VIEW_REST)
         first = True
+        drawn_at = time.monotonic()
         while first or not session.done:  # a first step even when over: the session says why it cannot
             first = False
             for progress, result in self._stream_step(session, name, llm):
                 if result is None:
                     yield (gr.skip(), *skip, render_live(progress))
-                else:
+                elif time.monotonic() - drawn_at >= RUN_REDRAW_S and not session.done:
+                    drawn_at = time.monotonic()
                     yield (session, *self.view(session), render_live(progress, result))
+                else:  # the step's verdict and gauges now; the charts at the next redraw or the end
+                    yield (session, *self.view_first(session), *skip_rest, render_live(progress, result))
         yield (session, *self.view(session), gr.skip())
 
     @user_errors

@@ -19,6 +19,9 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import os
+import threading
+from collections import OrderedDict
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -90,6 +93,44 @@ def _load(paths: Sequence[str]) -> compare.RunSet:
     return runs
 
 
+def _signature(paths: Sequence[str]) -> tuple:
+    """What a loaded selection depends on: each folder's files with their sizes and modification
+    times (a training run that logs another step, or a run written again, loads afresh)."""
+    out = []
+    for p in dict.fromkeys(paths):
+        try:
+            with os.scandir(Path(p).expanduser()) as it:
+                files = tuple(sorted((e.name, e.stat().st_size, e.stat().st_mtime_ns) for e in it if e.is_file()))
+        except OSError:
+            files = None  # loading says what is wrong with it
+        out.append((p, files))
+    return tuple(out)
+
+
+class _LoadedRuns:
+    """The last few loaded selections of run folders, reused while their files are unchanged:
+    each Compare loads its runs twice (the table and figures, then the paired comparison), and
+    opening the tab or narrowing the policies loads the same selection again."""
+
+    def __init__(self, maxsize: int = 4) -> None:
+        self.maxsize = maxsize
+        self._items: OrderedDict[tuple, compare.RunSet] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, paths: Sequence[str]) -> compare.RunSet:
+        key = _signature(paths)
+        with self._lock:
+            if key in self._items:
+                self._items.move_to_end(key)
+                return self._items[key]
+        runs = _load(paths)
+        with self._lock:
+            self._items[key] = runs
+            while len(self._items) > self.maxsize:
+                self._items.popitem(last=False)
+        return runs
+
+
 def _shown(runs: compare.RunSet, policies: Sequence[str] | None) -> list[str]:
     """The chosen policies that the runs hold (all of them when none is chosen, or none is there)."""
     available = runs.policies()
@@ -97,18 +138,42 @@ def _shown(runs: compare.RunSet, policies: Sequence[str] | None) -> list[str]:
     return chosen or available
 
 
+#: Policy kinds whose answers the solver curves do not model (a person in Play, a real model).
+NOT_MODELLED_KINDS = ("human", "llm")
+#: The note beside a table where such rows leave the expected accuracy blank.
+NOT_MODELLED_NOTE = (
+    "*exp. accuracy* is blank for a person's (Play) or a real model's answers: it is the simulated "
+    "solver's expectation at the tokens spent, which describes neither; read their accuracy column."
+)
+
+
+def not_modelled(summary: pd.DataFrame) -> pd.Series:
+    """Rows whose policy is a person or a real model (:data:`NOT_MODELLED_KINDS`, or the Play
+    tab's ``human`` policy name)."""
+    kind = summary["kind"].astype(str) if "kind" in summary else pd.Series("", index=summary.index)
+    name = summary["policy"].astype(str).str.rsplit(":", n=1).str[-1] if "policy" in summary else kind
+    return kind.isin(NOT_MODELLED_KINDS) | (name == "human")
+
+
 def _display_table(summary: pd.DataFrame) -> pd.DataFrame:
     """The summary for the Dataframe component: each metric of :data:`_WITH_CI` as
-    ``"value [low, high]"``, other floats rounded, interval columns folded in."""
+    ``"value [low, high]"``, other floats rounded, interval columns folded in; the expected
+    accuracy blank for a person's or a real model's rows (:func:`not_modelled`)."""
     table = summary.copy()
+    blank = not_modelled(table)
+    if blank.any():
+        for col in ("expected_accuracy", "expected_accuracy_ci_low", "expected_accuracy_ci_high"):
+            if col in table:
+                table[col] = table[col].astype(float).where(~blank)
     for metric, fmt in _WITH_CI.items():
         lo, hi = f"{metric}_ci_low", f"{metric}_ci_high"
         if metric not in table:
             continue
         if lo in table:
             table[metric] = [
-                ("-" if pd.isna(v) else fmt.format(v)) + ("" if pd.isna(a) else f" [{fmt.format(a)}, {fmt.format(b)}]")
-                for v, a, b in zip(table[metric], table[lo], table[hi])
+                ("" if metric == "expected_accuracy" and off else "-" if pd.isna(v) else fmt.format(v))
+                + ("" if pd.isna(a) else f" [{fmt.format(a)}, {fmt.format(b)}]")
+                for v, a, b, off in zip(table[metric], table[lo], table[hi], blank)
             ]
             table = table.drop(columns=[lo, hi])
     if "budget_ratio" in table and table["budget_ratio"].nunique(dropna=True) < 2:
@@ -128,6 +193,7 @@ class RunsTab:
 
     def __init__(self, ctx: AppContext) -> None:
         self.ctx = ctx
+        self.loaded = _LoadedRuns()
 
     @user_errors
     def refresh(self, root: str, current: Sequence[str] | None = None) -> tuple:
@@ -227,10 +293,11 @@ class RunsTab:
         if not paths:
             raise ValueError("choose at least one run folder (or type a path)")
         window = _smooth_window(smooth)
-        loaded = _load(paths)
+        loaded = self.loaded.get(paths)
         shown = _shown(loaded, policies)
         runs = loaded.only(shown)
-        table = _display_table(runs.summary())
+        summary = runs.summary()
+        table = _display_table(summary)
         figs = [
             _fit(f)
             for f in (
@@ -250,6 +317,8 @@ class RunsTab:
             for label, run in runs.runs.items()
             if (line := analysis.provenance_line(run.meta.get("provenance")))
         ]
+        if not summary.empty and not_modelled(summary).any():
+            provenance.append(f"- {NOT_MODELLED_NOTE}")
         return (
             "\n".join([runs.describe(), *provenance]),
             table,
@@ -289,7 +358,7 @@ class RunsTab:
         paths = _paths(selected, extra_path)
         if not paths:
             return tuple(gr.skip() for _ in range(4))
-        loaded = _load(paths)
+        loaded = self.loaded.get(paths)
         runs = loaded.only(_shown(loaded, policies))
         summary = compare.labelled_summary(runs)
         cmp = runs.comparisons()

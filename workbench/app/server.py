@@ -65,7 +65,7 @@ def create_app(
     *,
     runs_root: str | None = None,
     environ: dict | None = None,
-    announce: bool = False,
+    announce: bool | str = False,
     concurrency: int | None = None,
     curves: str | None = None,
 ) -> FastAPI:
@@ -78,7 +78,8 @@ def create_app(
         runs_root: Folder of run folders (default ``$WORKBENCH_RUNS_ROOT`` or ``runs``). The example runs
             shipped in ``examples/runs`` are listed after its own (``WORKBENCH_EXAMPLE_RUNS=0`` hides them).
         environ: Environment variables to read (default ``os.environ``).
-        announce: Print the API's effective configuration (one JSON line) when built.
+        announce: Print the API's start-up line (one short JSON line) when built; ``"full"``: the
+            whole effective configuration (``--log-level debug``).
         concurrency: Gradio events running at once per handler (default
             ``$WORKBENCH_CONCURRENCY`` or 16); each browser session still runs one at a time.
         curves: Solver curves file of Play and the Reward lab (default ``$WORKBENCH_CURVES``, else
@@ -202,7 +203,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         return 2
     try:
-        app = create_app(runs_root=args.runs_root, announce=True, curves=args.curves)
+        app = create_app(
+            runs_root=args.runs_root, announce="full" if args.log_level == "debug" else True, curves=args.curves
+        )
     except (ReasoningEconomicsError, ValueError, OSError) as exc:  # a bad setting, data or curves file
         print(f"app.py: cannot start: {exc}", file=sys.stderr)
         return 2

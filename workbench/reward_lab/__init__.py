@@ -14,6 +14,7 @@ Command line: ``python -m workbench.reward_lab {bench,induced,rescore,describe} 
 """
 
 from workbench.reward_lab.induced import (
+    AllocationCache,
     InducedResult,
     QuestionSpec,
     default_questions,
@@ -26,6 +27,7 @@ from workbench.reward_lab.induced import (
 from workbench.reward_lab.rescore import Rescored, RescoreError, Rescorer, compare_to_stored, rescore
 
 __all__ = [
+    "AllocationCache",
     "InducedResult",
     "QuestionSpec",
     "RescoreError",

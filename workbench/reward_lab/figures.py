@@ -18,6 +18,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from reasoning_env.rewards import StepBatch, build_reward, components_total
+from workbench.figure_template import LIGHT
 from workbench.reward_lab.induced import InducedResult
 from workbench.reward_lab.rescore import Rescored
 
@@ -178,7 +179,7 @@ def reward_curves_figure(
         title=f"Step reward vs tokens (budget {total_budget:,} for {num_questions} questions; "
         f"dotted: fair share {fair:.0f})",
         height=max(320, 280 * rows),
-        template="plotly_white",
+        template=LIGHT,
     )
     return fig
 
@@ -215,7 +216,7 @@ def induced_tokens_figure(result: InducedResult, *, budgets: Sequence[int] | Non
     fig.update_yaxes(title_text="tokens per question", col=1)
     fig.update_layout(
         barmode="group",
-        template="plotly_white",
+        template=LIGHT,
         height=420,
         title="Tokens a reward-maximising policy spends by difficulty (oracle = accuracy-maximising)",
     )
@@ -258,7 +259,7 @@ def pareto_figure(result: InducedResult, frontier: pd.DataFrame | None = None) -
             )
         )
     fig.update_layout(
-        template="plotly_white",
+        template=LIGHT,
         height=450,
         title="Accuracy vs tokens of each reward's optimum",
         xaxis_title="tokens per question",
@@ -298,7 +299,7 @@ def rescore_comparison_figure(
         )
     )
     fig.update_layout(
-        template="plotly_white",
+        template=LIGHT,
         height=450,
         title="Episode reward: counterfactual vs recorded",
         xaxis_title=f"{labels[0]} episode reward",

@@ -30,8 +30,12 @@ Group rewards (they compare rollouts) have no single-policy optimum in this mode
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import json
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -39,9 +43,10 @@ import pandas as pd
 
 from reasoning_env.policies import Allocation, SolverCurves, optimal_allocation
 from reasoning_env.policies.objective import correctness_signal
-from reasoning_env.rewards import build_reward
+from reasoning_env.rewards import build_reward, normalise_spec
 
 __all__ = [
+    "AllocationCache",
     "InducedResult",
     "QuestionSpec",
     "default_questions",
@@ -65,6 +70,69 @@ class QuestionSpec:
 def default_questions(num_questions: int = 10) -> list[QuestionSpec]:
     """An even mix of MATH difficulty levels 1..5 (cycled), e.g. 1,2,3,4,5,1,2,3,4,5 for ten."""
     return [QuestionSpec(difficulty=1 + (i % 5)) for i in range(num_questions)]
+
+
+class AllocationCache:
+    """A bounded, thread-safe memo of optimal allocations (least recently used dropped first).
+
+    An allocation depends only on the reward, the questions, the budget, the environment's rules
+    and the curves, and each takes the exact optimiser 0.1-1 s: the reward lab's sliders change the
+    tuned reward, while the oracle, the recorded reward and the frontier stay what they were. Hold
+    one per app (the Reward lab tab does) and pass it to :func:`induced_behaviour` and
+    :func:`oracle_frontier`; :func:`key` is ``None`` (no caching) for curves that are not a
+    :class:`~reasoning_env.policies.SolverCurves` or a reward that is not a spec.
+
+    Args:
+        maxsize: Allocations kept (each is a few hundred bytes).
+    """
+
+    def __init__(self, maxsize: int = 512) -> None:
+        self.maxsize = int(maxsize)
+        self._items: OrderedDict[Hashable, Allocation] = OrderedDict()
+        self._lock = threading.Lock()
+        self.hits = 0
+        self.misses = 0
+
+    @staticmethod
+    def key(kind: str, reward: Any, questions: Sequence[QuestionSpec], budget: int, curves: Any, **rules: Any):
+        """A hashable key of one allocation, or ``None`` when it cannot be keyed safely."""
+        if not isinstance(curves, SolverCurves):
+            return None
+        if reward is None:
+            spec = None
+        else:
+            try:
+                spec = json.dumps(normalise_spec(reward), sort_keys=True, default=str)
+            except (TypeError, ValueError):
+                return None  # a reward object, not a spec
+        return (kind, spec, tuple(questions), int(budget), repr(curves), tuple(sorted(rules.items())))
+
+    def get(self, key: Hashable | None, compute: Callable[[], Allocation]) -> Allocation:
+        """The cached allocation of ``key``, or ``compute()`` stored under it (``None``: always computed)."""
+        if key is None:
+            return compute()
+        with self._lock:
+            if key in self._items:
+                self._items.move_to_end(key)
+                self.hits += 1
+                return self._items[key]
+        value = compute()  # outside the lock: two sessions may compute the same plan once each, never wait
+        with self._lock:
+            self.misses += 1
+            self._items[key] = value
+            self._items.move_to_end(key)
+            while len(self._items) > self.maxsize:
+                self._items.popitem(last=False)
+        return value
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+
+def _cached(cache: AllocationCache | None, key_args: tuple, rules: dict, compute: Callable[[], Allocation]):
+    if cache is None:
+        return compute()
+    return cache.get(AllocationCache.key(*key_args, **rules), compute)
 
 
 def _curve_fns(curves: Any, questions: Sequence[QuestionSpec]) -> list:
@@ -188,6 +256,7 @@ def induced_behaviour(
     min_tokens: int = 10,
     max_tokens_per_step: int = 2048,
     resolution: int = 64,
+    cache: AllocationCache | None = None,
 ) -> InducedResult:
     """Optimal allocations of each reward at each budget, against the accuracy oracle.
 
@@ -198,6 +267,8 @@ def induced_behaviour(
         curves: Accuracy model (default: :class:`~reasoning_env.policies.SolverCurves` defaults).
         orders: Number of question orders averaged over: the given order, then random
             permutations (order matters for hard-cap running dry and remaining-budget shares).
+        cache: An :class:`AllocationCache` to reuse allocations computed before (the same
+            result, without solving again).
         Other arguments as :func:`induced_allocation`.
     """
     if not isinstance(rewards, Mapping) or "type" in rewards or "name" in rewards:
@@ -209,13 +280,20 @@ def induced_behaviour(
     perms = [np.arange(len(qs))] + [rng.permutation(len(qs)) for _ in range(max(0, orders - 1))]
     rows, summ, notes = [], [], {}
     for budget in budgets:
+        oracle_min = min_tokens if hard_cap_mode else 0
         oracle = [
-            oracle_allocation(
-                [qs[j] for j in perm],
-                int(budget),
-                curves=curves,
-                min_tokens=min_tokens if hard_cap_mode else 0,
-                max_tokens_per_step=max_tokens_per_step,
+            _cached(
+                cache,
+                ("oracle", None, [qs[j] for j in perm], budget, curves),
+                dict(min_tokens=oracle_min, max_tokens_per_step=max_tokens_per_step),
+                partial(
+                    oracle_allocation,
+                    [qs[j] for j in perm],
+                    int(budget),
+                    curves=curves,
+                    min_tokens=oracle_min,
+                    max_tokens_per_step=max_tokens_per_step,
+                ),
             )
             for perm in perms
         ]
@@ -225,16 +303,18 @@ def induced_behaviour(
             signal[label] = correctness_signal(
                 spec, budget=int(budget), num_questions=len(qs), cap=max_tokens_per_step, hard_cap_mode=hard_cap_mode
             )
+            rules = dict(
+                hard_cap_mode=hard_cap_mode,
+                min_tokens=min_tokens,
+                max_tokens_per_step=max_tokens_per_step,
+                resolution=resolution,
+            )
             allocs = [
-                induced_allocation(
-                    spec,
-                    [qs[j] for j in perm],
-                    int(budget),
-                    curves=curves,
-                    hard_cap_mode=hard_cap_mode,
-                    min_tokens=min_tokens,
-                    max_tokens_per_step=max_tokens_per_step,
-                    resolution=resolution,
+                _cached(
+                    cache,
+                    ("reward", spec, [qs[j] for j in perm], budget, curves),
+                    rules,
+                    partial(induced_allocation, spec, [qs[j] for j in perm], int(budget), curves=curves, **rules),
                 )
                 for perm in perms
             ]
@@ -321,13 +401,26 @@ def oracle_frontier(
     curves: Any = None,
     min_tokens: int = 10,
     max_tokens_per_step: int = 2048,
+    cache: AllocationCache | None = None,
 ) -> pd.DataFrame:
-    """The accuracy-vs-tokens Pareto frontier: the oracle's expected accuracy and spend per budget."""
+    """The accuracy-vs-tokens Pareto frontier: the oracle's expected accuracy and spend per budget
+    (``cache``: an :class:`AllocationCache`, shared with :func:`induced_behaviour`'s oracle)."""
     qs = list(questions) if questions is not None else default_questions()
+    curves = curves if curves is not None else SolverCurves()
     out = []
     for b in budgets:
-        al = oracle_allocation(
-            qs, int(b), curves=curves, min_tokens=min_tokens, max_tokens_per_step=max_tokens_per_step
+        al = _cached(
+            cache,
+            ("oracle", None, qs, b, curves),
+            dict(min_tokens=min_tokens, max_tokens_per_step=max_tokens_per_step),
+            partial(
+                oracle_allocation,
+                qs,
+                int(b),
+                curves=curves,
+                min_tokens=min_tokens,
+                max_tokens_per_step=max_tokens_per_step,
+            ),
         )
         out.append(
             dict(

@@ -341,12 +341,15 @@ def induced(
     orders: int = 1,
     resolution: int = 64,
     curves: Any = None,
+    cache: Any = None,
 ) -> tuple[Any, list[str]]:
     """The reward-maximising allocation of each spec by difficulty, next to the accuracy oracle
     (:func:`workbench.reward_lab.induced_behaviour` over levels 1..5 cycled; ``curves``: the
     solver curves, default the hand-chosen defaults, whose provenance is the first note).
 
     Group rewards are left out (they have no single-policy optimum in this model) with a note.
+    ``cache``: a :class:`workbench.reward_lab.AllocationCache` reusing the allocations solved before
+    (the oracle and an unchanged reward are not solved again when a slider moves).
 
     Returns:
         ``(InducedResult or None when nothing is left, notes)``.
@@ -372,6 +375,7 @@ def induced(
         hard_cap_mode=hard_cap_mode,
         resolution=resolution,
         curves=curves,
+        cache=cache,
     )
     for label, ns in res.notes.items():
         notes.extend(f"{label}: {n}" for n in ns)
