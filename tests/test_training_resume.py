@@ -43,7 +43,13 @@ def test_a_run_started_again_in_its_folder_continues_and_fresh_starts_over(tmp_p
     assert sorted(set(episodes["train_step"])) == [0, 1] and len(episodes) == 2 * len(first)
     run = json.loads((out / "run.json").read_text())
     assert run["resumed"][0]["from_step"] == 1 and run["n_episodes"] == len(episodes)
+    assert "--max_steps 1" in run["first_command"] and "--max_steps 2" in run["resumed"][0]["command"]
+    # a second resume keeps the first one on record
+    assert main([*base, "--max_steps", "3"]) == 0
+    run = json.loads((out / "run.json").read_text())
+    assert [r["from_step"] for r in run["resumed"]] == [1, 2] and "--max_steps 1" in run["first_command"]
     # --fresh starts over in the same folder (the checkpoints and logs of the earlier run are removed)
     assert main([*base, "--max_steps", "1", "--fresh"]) == 0
-    assert _metrics_steps(out) == [1] and "resumed" not in json.loads((out / "run.json").read_text())
+    fresh = json.loads((out / "run.json").read_text())
+    assert _metrics_steps(out) == [1] and "resumed" not in fresh and "first_command" not in fresh
     assert latest_checkpoint(out)[1] == 1

@@ -27,6 +27,7 @@ import importlib.util
 import json
 import logging
 import os
+import shlex
 import shutil
 import sys
 import time
@@ -321,7 +322,9 @@ def apply_smoke_defaults(args: argparse.Namespace, argv: list[str] | None = None
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     """Parse the command line (``sys.argv[1:]`` by default) and apply the ``--smoke`` settings."""
     argv = list(sys.argv[1:] if argv is None else argv)
-    return apply_smoke_defaults(build_parser().parse_args(argv), argv)
+    args = apply_smoke_defaults(build_parser().parse_args(argv), argv)
+    args.argv = argv  # the command line as given (run.json's "command", also when main() is called from Python)
+    return args
 
 
 def load_env_config(path: str | None, smoke: bool = False):
@@ -561,8 +564,10 @@ def build_trainer(args: argparse.Namespace, *, policy: Any = None, env_config: A
         turn_cap=TurnCap(args.turn_cap, factor=args.turn_factor),
     )
     env_factory = RemoteEnvFactory(args.env_base_url, env_cfg) if args.env_base_url else InProcessEnvFactory(env_cfg)
+    given = getattr(args, "argv", None)
     meta = {
         "run_id": out.name,
+        **({"command": "python -m training.grpo_train " + shlex.join(given)} if given else {}),
         "seed": args.seed,
         "policies": ["grpo"],
         "model": policy.name,

@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import json
 import math
+import os
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -144,7 +146,22 @@ class TrainingRunWriter(RunWriter):
                     good.append(ln)
             path.write_text("".join(ln + "\n" for ln in good), encoding="utf-8")
             kept[name] = len(good)
-        self.meta.setdefault("resumed", []).append({"from_step": int(checkpoint_step), "kept": kept})
+        # every earlier process's resume and command stay on record (a resumed run may change flags, e.g. dtype)
+        before: dict = {}
+        run_json = self.run_dir / "run.json"
+        if run_json.is_file():
+            try:
+                before = json.loads(run_json.read_text(encoding="utf-8"))
+            except ValueError:
+                before = {}
+        first = before.get("first_command") or before.get("command")
+        if first:
+            self.meta.setdefault("first_command", first)
+        command = self.meta.get("command")
+        if not command and sys.argv:
+            command = " ".join([os.path.basename(sys.argv[0]), *sys.argv[1:]])
+        entry = {"from_step": int(checkpoint_step), "kept": kept, "command": command}
+        self.meta["resumed"] = [*(before.get("resumed") or []), entry]
         return kept
 
     def write(self) -> Path:
