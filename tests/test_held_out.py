@@ -96,3 +96,21 @@ def test_the_grpo_step_bench_reads_a_runs_step_times(tmp_path, capsys):
     empty = tmp_path / "empty"
     empty.mkdir()
     assert bench(["grpo_step", "--from-run", str(empty)]) == 2 and "metrics.jsonl" in capsys.readouterr().err
+
+
+def test_a_runs_records_are_exported_without_its_weights(tmp_path, capsys):
+    from workbench.export_run import main as export
+
+    src = write_held_out(tmp_path / "run")
+    (src / "run.json").write_text("{}")
+    (src / "metrics.jsonl").write_text("{}\n")
+    for heavy in ("checkpoint-3", "final", "lora-handoff/policy-step-3"):
+        (src / heavy).mkdir(parents=True)
+        (src / heavy / "adapter_model.safetensors").write_bytes(b"w" * 100)
+    (src / "weights.safetensors").write_bytes(b"w")
+    (src / "vllm.log").write_text("log")
+    dst = tmp_path / "example"
+    assert export([str(src), str(dst)]) == 0
+    assert sorted(p.name for p in dst.iterdir()) == ["eval_episodes.jsonl", "metrics.jsonl", "run.json"]
+    assert export([str(src), str(dst)]) == 2 and "not empty" in capsys.readouterr().err  # never half overwritten
+    assert export([str(tmp_path / "nowhere"), str(tmp_path / "x")]) == 2 and "no run.json" in capsys.readouterr().err
