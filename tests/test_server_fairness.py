@@ -65,18 +65,6 @@ print(count / (time.monotonic() - t0))
 """
 
 
-def _canary_rate(ws, seconds: float) -> float:
-    n, end = 0, time.monotonic() + seconds
-    while time.monotonic() < end:
-        ws.send(json.dumps({"type": "step", "data": {"response": "so \\boxed{1}"}}))
-        msg = json.loads(ws.recv(timeout=30))
-        n += 1
-        if msg["data"]["done"]:
-            ws.send(json.dumps({"type": "reset", "data": {"seed": 5, "total_budget": 10_000_000}}))
-            ws.recv(timeout=30)
-    return n / seconds
-
-
 def test_address_groups():
     assert address_group("127.0.0.2") == address_group("127.0.0.200") == "127.0.0.0/24"
     assert address_group("127.0.1.9") != address_group("127.0.0.9")
