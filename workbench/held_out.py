@@ -269,11 +269,15 @@ def step_timing(run_dir: str | Path) -> dict | None:
     return out
 
 
+def _missing(x: float | None) -> bool:
+    return x is None or (isinstance(x, float) and math.isnan(x))
+
+
 def _fmt(x: float | None, lo: float | None, hi: float | None, digits: int = 3) -> str:
-    if x is None:
+    if _missing(x):
         return "-"
-    if lo is None or hi is None:
-        return f"{x:.{digits}g}"
+    if _missing(lo) or _missing(hi):
+        return f"{x:.{digits}g} (no interval)"
     return f"{x:.{digits}g} [{lo:.{digits}g}, {hi:.{digits}g}]"
 
 
@@ -285,7 +289,7 @@ def markdown(table: pd.DataFrame, *, before_step: int, after_step: int) -> str:
     )
     lines = []
     for r in table.to_dict("records"):
-        p = "-" if r["p_value"] is None else f"{r['p_value']:.3g}"
+        p = "-" if _missing(r["p_value"]) else f"{r['p_value']:.3g}"
         lines.append(
             f"| {r['label']} | {_fmt(r['before'], r['before_ci_low'], r['before_ci_high'])} | "
             f"{_fmt(r['after'], r['after_ci_low'], r['after_ci_high'])} | "
