@@ -253,10 +253,12 @@ class LiveApp:
 
 
 def start_app(runs_root: Path, config=None, environ: dict | None = None) -> LiveApp:
-    """Build the whole app (API + workbench) and serve it on a free loopback port."""
+    """Build the whole app (API + workbench) and serve it on a free loopback port. The repository's example runs
+    are not listed (``WORKBENCH_EXAMPLE_RUNS=0``) unless ``environ`` says otherwise: the tests count the runs of
+    their own folder."""
     from workbench.app.server import create_app
 
-    app = create_app(config, runs_root=str(runs_root), environ=environ or {})
+    app = create_app(config, runs_root=str(runs_root), environ={"WORKBENCH_EXAMPLE_RUNS": "0", **(environ or {})})
     return LiveApp(app).start()
 
 
