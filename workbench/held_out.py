@@ -25,7 +25,7 @@ import argparse
 import json
 import math
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -93,7 +93,7 @@ def _difficulty(step: dict) -> str | None:
     return str(int(d))
 
 
-def _ratio_specs(before: list[dict], after: list[dict]) -> list[tuple[str, str | None, str, callable, callable]]:
+def _ratio_specs(before: list[dict], after: list[dict]) -> list[tuple[str, str | None, str, Callable, Callable]]:
     """(metric, key, label, numerator(rec), denominator(rec)) of every pooled ratio compared."""
     specs: list = [
         ("accuracy", None, "accuracy (correct / questions)", lambda r: r["num_correct"], lambda r: r["num_questions"]),
