@@ -75,8 +75,15 @@ def test_a_streamed_answer_is_the_non_streamed_one(server):
     texts, last = items[:-1], items[-1]
     assert len(texts) >= 2 and all(isinstance(t, str) for t in texts)
     assert all(len(a) <= len(b) for a, b in zip(texts, texts[1:]))  # the text only grows
-    assert last.response == whole.response == texts[-1]
-    assert last.meta["tokens"] == whole.meta["tokens"] and last.meta["max_tokens"] == 40
+    assert last.response == texts[-1] and last.meta["max_tokens"] == whole.meta["max_tokens"] == 40
+    assert 1 <= last.meta["tokens"] <= 40 and 1 <= whole.meta["tokens"] <= 40
+    from reasoning_env.model_server import _cpu_dtype
+
+    if _cpu_dtype() == "float32":  # float32 kernels: greedy decoding gives the same text streamed or not
+        assert last.response == whole.response and last.meta["tokens"] == whole.meta["tokens"]
+    # bf16 (AVX512-BF16/AMX CPUs): vLLM's CPU kernels are not run-to-run invariant, so two greedy requests
+    # can part from the first tokens (CI saw "To solve the problem" vs "To solve this problem"); there the
+    # contract left to check is the stream's own: it only grows and its last text is the answer.
 
 
 def test_the_evaluation_run_folder_names_the_real_model_and_engine(server, tmp_path):
