@@ -96,19 +96,20 @@ def test_share_leaves_a_group_alone_unheld():
         share.join("g1")
         tickets = [await asyncio.wait_for(share.enter("g1"), 1) for _ in range(8)]
         for t in tickets:
-            share.leave(t, 0.01, 0.01)
+            share.leave(t, 0.01)
         return share.held_back
 
     assert asyncio.run(run()) == 0
 
 
-def test_share_gives_a_busy_group_one_call_at_a_time_spaced_by_its_cost():
-    """With two groups active, a group computes one call at a time, and after a call that
-    computed d seconds its next call waits about d * weight (its share: 1/2 of a lane)."""
+def test_share_gives_a_queuing_group_one_call_at_a_time_spaced_by_its_cost():
+    """Beside a group that waits for each answer (the canary), a group whose calls queue computes
+    one call at a time, and after a call that cost c (its CPU time plus the loop's per message)
+    its next call is due c * (n + 1) later: a third of a core for it, the rest for the canary."""
     now = [0.0]
 
     async def run() -> tuple:
-        share = ComputeShare(weight=2.0, clock=lambda: now[0], cpu=lambda: 0.0)
+        share = ComputeShare(loop_cost_s=0.2, clock=lambda: now[0], cpu=lambda: 0.0)
         share.join("flood")
         share.join("canary")
         share.leave(share.try_enter("canary"), 0.0)  # the canary is active
@@ -116,18 +117,56 @@ def test_share_gives_a_busy_group_one_call_at_a_time_spaced_by_its_cost():
         second = asyncio.ensure_future(share.enter("flood"))
         await asyncio.sleep(0)
         held_while_computing = not second.done()
-        share.leave(first, 0.5)  # computed 0.5 s: the next call is due 0.5 * 2.0 * (2 - 1) s later
+        share.leave(first, 0.3)  # cost 0.3 + 0.2: the next call is due 0.5 * (2 + 1) = 1.5 s later
+        await asyncio.sleep(0)
+        now[0] = 1.4
+        share.leave(share.try_enter("canary"), 0.0)  # the canary never waits
+        share._pump("flood")
         await asyncio.sleep(0)
         held_while_spaced = not second.done()
-        now[0] = 1.0 + 1e-6
-        share.leave(share.try_enter("canary"), 0.0)
-        await asyncio.sleep(0.01)  # the wake-up timer is on the real loop clock: pump by hand
-        share._pump("flood")
+        now[0] = 1.5 + 1e-6
+        share._pump("flood")  # the wake-up timer is on the real loop clock: pump by hand
         await asyncio.sleep(0)
         return held_while_computing, held_while_spaced, second.done(), share.held_back
 
     held_computing, held_spaced, admitted, held_back = asyncio.run(run())
     assert held_computing and held_spaced and admitted and held_back == 1
+
+
+def test_two_queuing_groups_get_half_a_core_each():
+    """When every active group's calls queue (two trainers), each gets 1/n: spaced c * n."""
+    now = [0.0]
+
+    async def run() -> list:
+        share = ComputeShare(loop_cost_s=0.0, clock=lambda: now[0], cpu=lambda: 0.0)
+        firsts = {g: share.try_enter(g) for g in ("a", "b")}
+        waiting = {g: asyncio.ensure_future(share.enter(g)) for g in ("a", "b")}
+        await asyncio.sleep(0)
+        for ticket in firsts.values():
+            share.leave(ticket, 0.5)  # both queue: due 0.5 * 2 = 1.0 s later
+        await asyncio.sleep(0)
+        seen = [sorted(g for g, f in waiting.items() if f.done())]
+        now[0] = 1.0 + 1e-6
+        for g in ("a", "b"):
+            share._pump(g)
+        await asyncio.sleep(0)
+        seen.append(sorted(g for g, f in waiting.items() if f.done()))
+        return seen
+
+    assert asyncio.run(run()) == [[], ["a", "b"]]
+
+
+def test_the_loop_cost_per_message_is_measured():
+    """Every tick, the process's CPU time less its calls' CPU time, over the calls that ended,
+    is the loop's cost per message (an average with the previous estimate)."""
+    now, cpu = [0.0], [0.0]
+    share = ComputeShare(loop_cost_s=0.001, clock=lambda: now[0], cpu=lambda: cpu[0])
+    share.join("g")
+    for _ in range(40):
+        share.leave(share.try_enter("g"), 0.005)  # 40 calls of 5 ms: 0.2 s of the calls' CPU
+    now[0], cpu[0] = 0.6, 0.5  # the process spent 0.5 s: 0.295 s outside the 41 calls, 7.2 ms a message
+    share.leave(share.try_enter("g"), 0.005)
+    assert share.stats()["loop_cost_ms"] == pytest.approx((1.0 + (0.5 - 0.205) / 41 * 1000) / 2, abs=1e-3)
 
 
 def test_a_call_waiting_on_another_process_steps_aside():
@@ -241,6 +280,19 @@ def _canary_rate(ws, seconds: float) -> float:
     return n / seconds
 
 
+def _within_2x(median: float, detail: str) -> None:
+    """The target: the canary keeps at least half its rate. Where the machine itself is
+    over-subscribed (1-minute load above its core count: other jobs took CPU from the server, the
+    canary and the flood alike, and the OS's share decides, not the server's), a miss is reported
+    as an expected failure with the figures instead of failing the suite."""
+    load, cores = os.getloadavg()[0], os.cpu_count() or 1
+    if median < 0.5 and load > cores:
+        pytest.xfail(
+            f"median {median:.2f} < 0.5 on an over-subscribed machine (load {load:.1f} > {cores} cores): {detail}"
+        )
+    assert median >= 0.5, detail
+
+
 def _flood_vs_canary(srv: _ServerProcess, kind: str, rounds: int, window_s: float, drain_s: float) -> tuple:
     """Canary steps/s (from 127.0.1.9, its own /24) with the flood running and stopped, in
     alternating windows. Returns (per-round ratios, alone rates, during rates, flood msgs/s)."""
@@ -255,6 +307,7 @@ def _flood_vs_canary(srv: _ServerProcess, kind: str, rounds: int, window_s: floa
             [sys.executable, "-c", FLOOD, srv.ws_url, str(srv.port), kind, n, str(seconds), SLOW],
             stdout=subprocess.PIPE,
             text=True,
+            preexec_fn=lambda: os.nice(19),  # a remote client's own CPU is not the server's to share
         )
         alone, during = [], []
         try:
@@ -276,11 +329,6 @@ def _flood_vs_canary(srv: _ServerProcess, kind: str, rounds: int, window_s: floa
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(
-    reason="met in some runs, not robustly on this machine (2 cores, load 7-13, everything at nice 19): the canary "
-    "alone already takes most of the CPU the server gets, so an equal share is ~0.5x at best; see docs/server.md",
-    strict=False,
-)
 def test_a_reset_storm_from_one_address_leaves_a_canary_within_2x(tmp_path):
     """32 sessions of one address resetting back to back (the review: ~3,000 resets/s cut a
     canary 18-28x); the canary of another address group keeps at least half its rate (median of
@@ -295,15 +343,10 @@ def test_a_reset_storm_from_one_address_leaves_a_canary_within_2x(tmp_path):
         f"held back {held}; load {os.getloadavg()[0]:.1f}"
     )
     assert held > 0, "the storm's group was never held back"
-    assert median >= 0.5, (ratios, alone, during)
+    _within_2x(median, f"ratios {ratios}, alone {alone}, during {during}")
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(
-    reason="met in some runs, not robustly on this machine (2 cores, load 7-13, everything at nice 19): the canary "
-    "alone already takes most of the CPU the server gets, so an equal share is ~0.5x at best; see docs/server.md",
-    strict=False,
-)
 def test_a_slow_grade_flood_from_16_addresses_leaves_a_canary_within_2x(tmp_path):
     """16 addresses of one /24, each stepping answers that hold a grading worker for the whole
     timeout (the review: 0.38-0.42x with 1.7-1.9 s stalls); the canary of another group keeps at
@@ -317,4 +360,4 @@ def test_a_slow_grade_flood_from_16_addresses_leaves_a_canary_within_2x(tmp_path
         f"load {os.getloadavg()[0]:.1f}"
     )
     assert flood_rate > 0, "the flood did not flood"
-    assert median >= 0.5, (ratios, alone, during)
+    _within_2x(median, f"ratios {ratios}, alone {alone}, during {during}")

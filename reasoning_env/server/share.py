@@ -11,17 +11,26 @@ is queued, while ``n >= 2`` groups are active (have sent a call within ``active_
 
 - a group computes at most one call at a time (a call waiting on the grading fallback, inside
   :func:`~reasoning_env.server.executor.blocking`, steps aside and does not count);
-- after a call that computed for ``d`` seconds (wall time, less its waits), the group's next
-  call starts no sooner than ``d * (n - 1) * weight`` seconds later, so that the group keeps its
-  lane busy at most about ``1/n`` of the time. ``weight`` (> 1) accounts for the event loop's
-  share of a message (frame, JSON, reply), which the call's own time does not include.
+- each call is charged its cost: its thread's CPU time plus the event loop's CPU time per
+  message (frame, JSON, reply, the scheduling here), measured every :data:`COST_TICK_S` as the
+  process's CPU time less its calls' over the messages answered; a group's calls are spaced so
+  that its charges add up to at most its share of one core: after a call that cost ``c``, its
+  group's next call is due ``c / share`` seconds after the previous one was (a token bucket: a
+  group under its share never waits; one idle before may skip :data:`BURST_S` of spacing);
+- the share is ``1/n``, except for a group whose calls queue up (one is waiting for its turn)
+  while another active group's do not: that group gets ``1/(n + 1)``, and what it leaves goes
+  to the groups that wait for each answer before they send the next. Those are bound by
+  the latency of each answer, not by their share of the CPU: on 2 cores, a canary stepping one
+  session alone keeps the server ~0.73 of a core busy, and at an equal share it kept only
+  0.33-0.44x of its rate behind a reset storm; with this rule, 0.53-0.61x (docs/server.md). When
+  every active group queues (two trainers), each gets ``1/n`` and nothing is left unused.
 
 A group alone is not held back at all (a single trainer keeps the whole server). The waiting
 happens in the session's coroutine, before the call is queued: a held-back group's messages cost
 the loop no more than their frames until their turn, and a ping-pong client sends no more until
 it is answered. The price: while two groups are active, a group with many sessions gets at most
-about half of one lane, even when the other group uses less (a light group rarely waits at all:
-:data:`BURST_S`). Measured figures are in docs/server.md.
+about a third of one core beside a client that waits for its answers, even when that client uses
+less (a light group rarely waits at all: :data:`BURST_S`). Measured figures are in docs/server.md.
 
 Everything here runs on the event loop, except :meth:`ComputeShare.step_aside`, which worker
 threads reach through ``loop.call_soon_threadsafe``.
@@ -36,18 +45,18 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["ACTIVE_S", "BURST_S", "LOOP_WEIGHT", "ComputeShare", "Ticket"]
+__all__ = ["ACTIVE_S", "BURST_S", "LOOP_COST_S", "ComputeShare", "Ticket"]
 
 #: Seconds after its last call that a group still counts as active.
 ACTIVE_S = 1.0
-#: A message's whole cost over its call's own compute time (the loop's part: frame, JSON, reply).
-LOOP_WEIGHT = 2.5
+#: Starting estimate of the event loop's CPU seconds per message (measured from then on).
+LOOP_COST_S = 3e-4
 #: Spacing a group that was idle may skip (a token bucket this deep): a light client never waits.
 BURST_S = 0.02
-#: Bounds of the measured weight (the process's CPU time per second of its calls' CPU time).
-WEIGHT_BOUNDS = (1.0, 8.0)
-#: Seconds between two measurements of the weight.
-WEIGHT_TICK_S = 0.5
+#: Bounds of the measured loop cost per message (seconds).
+LOOP_COST_BOUNDS = (0.0, 0.01)
+#: Seconds between two measurements of the loop cost.
+COST_TICK_S = 0.5
 
 
 @dataclass
@@ -73,33 +82,41 @@ class ComputeShare:
 
     Args:
         active_s: Seconds after its last call that a group counts as active.
-        weight: Starting factor on a call's compute time for the spacing of its group's calls;
-            measured from then on (the process's CPU time over its calls' CPU time, every
-            :data:`WEIGHT_TICK_S`, within :data:`WEIGHT_BOUNDS`).
+        loop_cost_s: Starting estimate of the event loop's CPU seconds per message; measured from
+            then on (the process's CPU time less its calls' CPU time, over the calls that ended,
+            every :data:`COST_TICK_S`, within :data:`LOOP_COST_BOUNDS`).
         clock: Monotonic clock (seconds). cpu: The process's CPU time (seconds, all threads).
     """
 
     def __init__(
         self,
         active_s: float = ACTIVE_S,
-        weight: float = LOOP_WEIGHT,
+        loop_cost_s: float = LOOP_COST_S,
         clock: Callable[[], float] = time.monotonic,
         cpu: Callable[[], float] = time.process_time,
     ) -> None:
-        if active_s <= 0 or weight <= 0:
-            raise ValueError(f"need active_s > 0 and weight > 0, got active_s={active_s}, weight={weight}")
+        if active_s <= 0 or loop_cost_s < 0:
+            raise ValueError(
+                f"need active_s > 0 and loop_cost_s >= 0, got active_s={active_s}, loop_cost_s={loop_cost_s}"
+            )
         self.active_s = active_s
-        self.weight = weight
+        self.loop_cost_s = loop_cost_s
         self._clock = clock
         self._groups: dict[Any, _Group] = {}
         self._cpu = cpu
         self._calls_cpu = 0.0
-        self._tick = (clock(), cpu(), 0.0)
+        self._calls = 0
+        self._tick = (clock(), cpu(), 0.0, 0)
         self.held_back = 0  # calls that waited for their group's turn (for /capacity and tests)
 
     def stats(self) -> dict[str, Any]:
-        """``active_groups``, ``held_back`` (calls that waited for their turn so far) and ``weight``."""
-        return {"active_groups": self.active(), "held_back": self.held_back, "weight": round(self.weight, 2)}
+        """``active_groups``, ``held_back`` (calls that waited for their turn so far) and
+        ``loop_cost_ms`` (the event loop's measured CPU milliseconds per message)."""
+        return {
+            "active_groups": self.active(),
+            "held_back": self.held_back,
+            "loop_cost_ms": round(self.loop_cost_s * 1000, 3),
+        }
 
     def active(self, now: float | None = None) -> int:
         """Groups that sent a call within ``active_s``."""
@@ -153,6 +170,17 @@ class ComputeShare:
             raise
         return Ticket(group)
 
+    def _parts(self, g: _Group, n: int, now: float) -> float:
+        """``1 / share`` of ``g`` among ``n`` active groups: ``n + 1`` while its calls queue (one
+        waits for its turn) and another active group's do not, else ``n``."""
+        if not g.waiters:
+            return float(n)
+        horizon = now - self.active_s
+        for other in self._groups.values():
+            if other is not g and not other.waiters and (other.seen >= horizon or other.computing):
+                return n + 1.0
+        return float(n)
+
     def _may_start(self, g: _Group, now: float) -> bool:
         return (g.computing < 1 and now >= g.next_at) or self.active(now) <= 1
 
@@ -186,30 +214,32 @@ class ComputeShare:
             self._release(ticket.group)
 
     def _measure(self, now: float) -> None:
-        """Every WEIGHT_TICK_S: weight = the process's CPU time over its calls' (EWMA)."""
-        t0, c0, k0 = self._tick
-        if now - t0 < WEIGHT_TICK_S:
+        """Every COST_TICK_S: loop cost = (the process's CPU time - its calls') / calls (EWMA)."""
+        t0, c0, k0, m0 = self._tick
+        if now - t0 < COST_TICK_S:
             return
         cpu = self._cpu()
-        calls = self._calls_cpu - k0
-        if calls > 0.005:
-            lo, hi = WEIGHT_BOUNDS
-            w = min(hi, max(lo, (cpu - c0) / calls))
-            self.weight = 0.5 * self.weight + 0.5 * w
-        self._tick = (now, cpu, self._calls_cpu)
+        calls, count = self._calls_cpu - k0, self._calls - m0
+        if count >= 20:
+            lo, hi = LOOP_COST_BOUNDS
+            per = min(hi, max(lo, ((cpu - c0) - calls) / count))
+            self.loop_cost_s = 0.5 * self.loop_cost_s + 0.5 * per
+        self._tick = (now, cpu, self._calls_cpu, self._calls)
 
-    def leave(self, ticket: Ticket, busy_s: float, cpu_s: float = 0.0) -> None:
-        """The call ended after computing ``busy_s`` seconds of wall time (``cpu_s`` of its
-        thread's CPU time): space its group's next call."""
+    def leave(self, ticket: Ticket, cpu_s: float) -> None:
+        """The call ended after ``cpu_s`` seconds of its thread's CPU time (its waits on other
+        processes excluded): charge its group and space the group's next call."""
         g = self._groups.get(ticket.group)
         if g is None:
             return
         now = self._clock()
-        self._calls_cpu += max(0.0, cpu_s)
+        cpu_s = max(0.0, cpu_s)
+        self._calls_cpu += cpu_s
+        self._calls += 1
         self._measure(now)
         n = self.active(now)
         if n > 1:
-            g.next_at = max(g.next_at, now - BURST_S) + max(0.0, busy_s) * self.weight * (n - 1)
+            g.next_at = max(g.next_at, now - BURST_S) + (cpu_s + self.loop_cost_s) * self._parts(g, n, now)
         if ticket.computing:
             ticket.computing = False
             self._release(ticket.group)

@@ -31,7 +31,7 @@ from typing import Any
 from urllib.parse import parse_qs
 
 from reasoning_env.errors import ReasoningEconomicsError
-from reasoning_env.server.executor import address_group, on_wait, waited_s
+from reasoning_env.server.executor import address_group, on_wait
 from reasoning_env.server.fallback import client_key
 from reasoning_env.server.protocol import (
     FrameError,
@@ -280,8 +280,8 @@ class WebSocketRoute:
         call = asyncio.wrap_future(future, loop=loop)
 
         def done(call: asyncio.Future) -> None:
-            busy, cpu = (0.0, 0.0) if call.cancelled() or call.exception() is not None else call.result()[2:]
-            self.share.leave(ticket, busy, cpu)
+            cpu = 0.0 if call.cancelled() or call.exception() is not None else call.result()[2]
+            self.share.leave(ticket, cpu)
 
         call.add_done_callback(done)
         return call
@@ -299,15 +299,14 @@ class WebSocketRoute:
         env: Any,
         history: HistoryCache,
         text: str | None,
-    ) -> tuple[str | None, bool, float, float]:
-        """Run one message in a worker thread: ``(answer frame or None, close the session?, seconds
-        computed, CPU seconds)``; the seconds exclude waits on other processes, where the group's
-        share steps aside."""
-        start, waited, cpu = time.perf_counter(), waited_s(), time.thread_time()
+    ) -> tuple[str | None, bool, float]:
+        """Run one message in a worker thread: ``(answer frame or None, close the session?, CPU
+        seconds of this thread)``; a wait on another process (the grading fallback) costs no CPU
+        here, and the group's share steps aside while it lasts."""
+        cpu = time.thread_time()
         with on_wait(lambda: _call_soon(loop, self.share.step_aside, ticket)):
             reply, close = self._run(env, history, session, text)
-        busy = time.perf_counter() - start - (waited_s() - waited)
-        return reply, close, busy, time.thread_time() - cpu
+        return reply, close, time.thread_time() - cpu
 
     def _run(self, env: Any, history: HistoryCache, session: Any, text: str | None) -> tuple[str | None, bool]:
         token = client_key.set(session.client)
