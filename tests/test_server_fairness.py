@@ -102,6 +102,14 @@ def test_share_leaves_a_group_alone_unheld():
     assert asyncio.run(run()) == 0
 
 
+def _steps(share: ComputeShare, group: str, n: int) -> None:
+    """``n`` calls of ``group`` at the current (fake) time, each admitted at once and costing 0 s."""
+    for _ in range(n):
+        ticket = share.try_enter(group)
+        assert ticket is not None, f"{group} was held back"
+        share.leave(ticket, 0.0)
+
+
 def test_share_gives_a_queuing_group_one_call_at_a_time_spaced_by_its_cost():
     """Beside a group that waits for each answer (the canary), a group whose calls queue computes
     one call at a time, and after a call that cost c (its CPU time plus the loop's per message)
@@ -112,7 +120,7 @@ def test_share_gives_a_queuing_group_one_call_at_a_time_spaced_by_its_cost():
         share = ComputeShare(loop_cost_s=0.2, clock=lambda: now[0], cpu=lambda: 0.0)
         share.join("flood")
         share.join("canary")
-        share.leave(share.try_enter("canary"), 0.0)  # the canary is active
+        _steps(share, "canary", 12)  # the canary is active, at 12 messages a second (not light)
         first = share.try_enter("flood")
         second = asyncio.ensure_future(share.enter("flood"))
         await asyncio.sleep(0)
@@ -120,7 +128,7 @@ def test_share_gives_a_queuing_group_one_call_at_a_time_spaced_by_its_cost():
         share.leave(first, 0.3)  # cost 0.3 + 0.2: the next call is due 0.5 * (2 + 1) = 1.5 s later
         await asyncio.sleep(0)
         now[0] = 1.4
-        share.leave(share.try_enter("canary"), 0.0)  # the canary never waits
+        _steps(share, "canary", 12)  # the canary never waits
         share._pump("flood")
         await asyncio.sleep(0)
         held_while_spaced = not second.done()
@@ -156,6 +164,28 @@ def test_two_queuing_groups_get_half_a_core_each():
     assert asyncio.run(run()) == [[], ["a", "b"]]
 
 
+def test_a_light_group_does_not_hold_a_trainer_back():
+    """A group sending fewer than 10 messages a second (a person playing, a monitor) is never
+    held back and does not count among the groups sharing the core: a trainer beside it keeps
+    the whole server."""
+    now = [0.0]
+
+    async def run() -> tuple:
+        share = ComputeShare(loop_cost_s=0.2, clock=lambda: now[0], cpu=lambda: 0.0)
+        share.join("player")
+        share.join("trainer")
+        _steps(share, "player", 3)
+        first = share.try_enter("trainer")
+        queued = asyncio.ensure_future(share.enter("trainer"))
+        await asyncio.sleep(0)
+        share.leave(first, 0.5)
+        await asyncio.sleep(0)
+        _steps(share, "player", 3)
+        return queued.done(), share.stats()["active_groups"], share.held_back
+
+    assert asyncio.run(run()) == (True, 2, 0)
+
+
 def test_the_loop_cost_per_message_is_measured():
     """Every tick, the process's CPU time less its calls' CPU time, over the calls that ended,
     is the loop's cost per message (an average with the previous estimate)."""
@@ -176,7 +206,7 @@ def test_a_call_waiting_on_another_process_steps_aside():
         share = ComputeShare()
         share.join("flood")
         share.join("canary")
-        share.leave(share.try_enter("canary"), 0.0)
+        _steps(share, "canary", 12)
         waiting = share.try_enter("flood")
         nxt = asyncio.ensure_future(share.enter("flood"))
         await asyncio.sleep(0)

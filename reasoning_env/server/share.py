@@ -25,12 +25,14 @@ is queued, while ``n >= 2`` groups are active (have sent a call within ``active_
   0.33-0.44x of its rate behind a reset storm; with this rule, 0.53-0.61x (docs/server.md). When
   every active group queues (two trainers), each gets ``1/n`` and nothing is left unused.
 
-A group alone is not held back at all (a single trainer keeps the whole server). The waiting
+A group alone is not held back at all (a single trainer keeps the whole server), and neither is
+a light one (under :data:`LIGHT_RATE` messages a second, nothing computing or waiting: a person
+playing, a monitor), which does not count among the ``n`` groups either. The waiting
 happens in the session's coroutine, before the call is queued: a held-back group's messages cost
 the loop no more than their frames until their turn, and a ping-pong client sends no more until
-it is answered. The price: while two groups are active, a group with many sessions gets at most
-about a third of one core beside a client that waits for its answers, even when that client uses
-less (a light group rarely waits at all: :data:`BURST_S`). Measured figures are in docs/server.md.
+it is answered. The price: while another group that is not light is active, a group with many
+sessions gets at most about a third of one core beside a client that waits for its answers, even
+when that client uses less. Measured figures are in docs/server.md.
 
 Everything here runs on the event loop, except :meth:`ComputeShare.step_aside`, which worker
 threads reach through ``loop.call_soon_threadsafe``.
@@ -39,6 +41,7 @@ threads reach through ``loop.call_soon_threadsafe``.
 from __future__ import annotations
 
 import asyncio
+import math
 import time
 from collections import deque
 from collections.abc import Callable
@@ -57,6 +60,11 @@ BURST_S = 0.02
 LOOP_COST_BOUNDS = (0.0, 0.01)
 #: Seconds between two measurements of the loop cost.
 COST_TICK_S = 0.5
+#: Messages per second below which an active group is light: it is never held back and does not
+#: count among the groups that share the core (a person playing, a monitor's probes).
+LIGHT_RATE = 10.0
+#: Time constant (seconds) of each group's message rate (a decaying count).
+RATE_TAU_S = 1.0
 
 
 @dataclass
@@ -67,6 +75,15 @@ class _Group:
     users: int = 0
     waiters: deque = field(default_factory=deque)
     timer: Any = None
+    rate: float = 0.0  # messages per second, decaying with RATE_TAU_S
+    rate_at: float = 0.0
+
+    def rate_now(self, now: float) -> float:
+        return self.rate * math.exp((self.rate_at - now) / RATE_TAU_S) if now > self.rate_at else self.rate
+
+    def count(self, now: float) -> None:
+        self.rate = self.rate_now(now) + 1.0 / RATE_TAU_S
+        self.rate_at = now
 
 
 @dataclass
@@ -142,6 +159,7 @@ class ComputeShare:
             g = self._groups[group] = _Group()  # a caller that did not join: kept while it has calls
         now = self._clock()
         g.seen = now
+        g.count(now)
         if not g.waiters and self._may_start(g, now):
             g.computing += 1
             return Ticket(group)
@@ -170,19 +188,30 @@ class ComputeShare:
             raise
         return Ticket(group)
 
-    def _parts(self, g: _Group, n: int, now: float) -> float:
-        """``1 / share`` of ``g`` among ``n`` active groups: ``n + 1`` while its calls queue (one
-        waits for its turn) and another active group's do not, else ``n``."""
-        if not g.waiters:
-            return float(n)
+    @staticmethod
+    def _light(g: _Group, now: float) -> bool:
+        """Under :data:`LIGHT_RATE` messages a second, and nothing computing or waiting."""
+        return not g.computing and not g.waiters and g.rate_now(now) < LIGHT_RATE
+
+    def _contenders(self, g: _Group, now: float) -> list[_Group]:
+        """The groups ``g`` shares the core with: active and not light, ``g`` first (``[g]``
+        when there are none); ``[]`` when ``g`` itself is light."""
+        if self._light(g, now):
+            return []
         horizon = now - self.active_s
-        for other in self._groups.values():
-            if other is not g and not other.waiters and (other.seen >= horizon or other.computing):
-                return n + 1.0
+        others = (o for o in self._groups.values() if o is not g and (o.seen >= horizon or o.computing))
+        return [g] + [o for o in others if not self._light(o, now)]
+
+    def _parts(self, g: _Group, contenders: list[_Group]) -> float:
+        """``1 / share`` of ``g`` among its ``n`` contenders: ``n + 1`` while its calls queue (one
+        waits for its turn) and another's do not, else ``n``."""
+        n = len(contenders)
+        if g.waiters and any(not o.waiters for o in contenders[1:]):
+            return n + 1.0
         return float(n)
 
     def _may_start(self, g: _Group, now: float) -> bool:
-        return (g.computing < 1 and now >= g.next_at) or self.active(now) <= 1
+        return (g.computing < 1 and now >= g.next_at) or len(self._contenders(g, now)) <= 1
 
     def _pump(self, group: Any) -> None:
         """Admit ``group``'s next waiting call if its turn has come, else look again when it will."""
@@ -237,9 +266,9 @@ class ComputeShare:
         self._calls_cpu += cpu_s
         self._calls += 1
         self._measure(now)
-        n = self.active(now)
-        if n > 1:
-            g.next_at = max(g.next_at, now - BURST_S) + (cpu_s + self.loop_cost_s) * self._parts(g, n, now)
+        contenders = self._contenders(g, now)
+        if len(contenders) > 1:
+            g.next_at = max(g.next_at, now - BURST_S) + (cpu_s + self.loop_cost_s) * self._parts(g, contenders)
         if ticket.computing:
             ticket.computing = False
             self._release(ticket.group)
