@@ -186,6 +186,26 @@ def test_a_light_group_does_not_hold_a_trainer_back():
     assert asyncio.run(run()) == (True, 2, 0)
 
 
+@pytest.mark.parametrize(("groups", "exempt"), [(3, True), (6, False)])
+def test_many_light_groups_together_are_not_exempt(groups, exempt):
+    """Groups each under 10 messages a second are exempt while together they send under 50: three
+    at 9 a second (27) leave a trainer unheld; six (54) are a flood from many addresses, so the
+    trainer computes one call at a time beside them again."""
+
+    async def run() -> bool:
+        share = ComputeShare(loop_cost_s=0.2, clock=lambda: 0.0, cpu=lambda: 0.0)
+        for i in range(groups):
+            share.join(f"light{i}")
+            _steps(share, f"light{i}", 9)
+        share.join("trainer")
+        assert share.try_enter("trainer") is not None
+        queued = asyncio.ensure_future(share.enter("trainer"))
+        await asyncio.sleep(0)
+        return queued.done()
+
+    assert asyncio.run(run()) is exempt
+
+
 def test_the_loop_cost_per_message_is_measured():
     """Every tick, the process's CPU time less its calls' CPU time, over the calls that ended,
     is the loop's cost per message (an average with the previous estimate)."""

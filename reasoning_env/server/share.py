@@ -27,7 +27,8 @@ is queued, while ``n >= 2`` groups are active (have sent a call within ``active_
 
 A group alone is not held back at all (a single trainer keeps the whole server), and neither is
 a light one (under :data:`LIGHT_RATE` messages a second, nothing computing or waiting: a person
-playing, a monitor), which does not count among the ``n`` groups either. The waiting
+playing, a monitor), which does not count among the ``n`` groups either, while the light groups
+together stay under :data:`LIGHT_TOTAL_RATE`. The waiting
 happens in the session's coroutine, before the call is queued: a held-back group's messages cost
 the loop no more than their frames until their turn, and a ping-pong client sends no more until
 it is answered. The price: while another group that is not light is active, a group with many
@@ -63,6 +64,9 @@ COST_TICK_S = 0.5
 #: Messages per second below which an active group is light: it is never held back and does not
 #: count among the groups that share the core (a person playing, a monitor's probes).
 LIGHT_RATE = 10.0
+#: Light groups are exempt only while all of them together send fewer messages a second than
+#: this (else many addresses each under LIGHT_RATE would be a flood that is never held back).
+LIGHT_TOTAL_RATE = 5 * LIGHT_RATE
 #: Time constant (seconds) of each group's message rate (a decaying count).
 RATE_TAU_S = 1.0
 
@@ -195,12 +199,16 @@ class ComputeShare:
 
     def _contenders(self, g: _Group, now: float) -> list[_Group]:
         """The groups ``g`` shares the core with: active and not light, ``g`` first (``[g]``
-        when there are none); ``[]`` when ``g`` itself is light."""
-        if self._light(g, now):
-            return []
+        when there are none); ``[]`` when ``g`` itself is light. While the light groups together
+        send :data:`LIGHT_TOTAL_RATE` messages a second or more, none is exempt."""
         horizon = now - self.active_s
-        others = (o for o in self._groups.values() if o is not g and (o.seen >= horizon or o.computing))
-        return [g] + [o for o in others if not self._light(o, now)]
+        active = [o for o in self._groups.values() if o is g or o.seen >= horizon or o.computing]
+        light = {id(o): o.rate_now(now) for o in active if self._light(o, now)}
+        if sum(light.values()) >= LIGHT_TOTAL_RATE:
+            light = {}
+        if id(g) in light:
+            return []
+        return [g] + [o for o in active if o is not g and id(o) not in light]
 
     def _parts(self, g: _Group, contenders: list[_Group]) -> float:
         """``1 / share`` of ``g`` among its ``n`` contenders: ``n + 1`` while its calls queue (one
