@@ -22,7 +22,7 @@ is queued, while ``n >= 2`` groups are active (have sent a call within ``active_
   to the groups that wait for each answer before they send the next. Those are bound by
   the latency of each answer, not by their share of the CPU: on 2 cores, a canary stepping one
   session alone keeps the server ~0.73 of a core busy, and at an equal share it kept only
-  0.33-0.44x of its rate behind a reset storm; with this rule, 0.53-0.61x (docs/server.md). When
+  0.33-0.44x of its rate behind a reset storm; with this rule, 0.53-0.63x (docs/server.md). When
   every active group queues (two trainers), each gets ``1/n`` and nothing is left unused.
 
 A group alone is not held back at all (a single trainer keeps the whole server), and neither is
