@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import Executor, Future
 from typing import Any
 
-__all__ = ["ElasticExecutor", "address_group", "blocking", "on_wait", "waited_s"]
+__all__ = ["ElasticExecutor", "address_group", "blocking", "on_wait"]
 
 _local = threading.local()
 #: Queue entry standing for "the next call in fair order" (:meth:`ElasticExecutor.submit_for`).
@@ -56,24 +56,14 @@ def blocking() -> Iterator[None]:
         _local.on_wait = None  # once per call
         hook()
     pool: ElasticExecutor | None = getattr(_local, "pool", None)
-    start = time.perf_counter()
+    if pool is None:
+        yield
+        return
+    pool._enter_wait()
     try:
-        if pool is None:
-            yield
-            return
-        pool._enter_wait()
-        try:
-            yield
-        finally:
-            pool._leave_wait()
+        yield
     finally:
-        _local.waited_s = getattr(_local, "waited_s", 0.0) + time.perf_counter() - start
-
-
-def waited_s() -> float:
-    """Seconds this thread has spent inside :func:`blocking` so far (a call's compute time is its
-    wall time less the growth of this)."""
-    return getattr(_local, "waited_s", 0.0)
+        pool._leave_wait()
 
 
 @contextlib.contextmanager
