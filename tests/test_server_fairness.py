@@ -339,7 +339,7 @@ def _within_2x(median: float, detail: str) -> None:
     load, cores = os.getloadavg()[0], os.cpu_count() or 1
     if median < 0.5 and load > 0.75 * cores:
         pytest.xfail(
-            f"median {median:.2f} < 0.5 on an over-subscribed machine (load {load:.1f} > {cores} cores): {detail}"
+            f"median {median:.2f} < 0.5 on a shared machine (load {load:.1f} > 0.75 x {cores} cores): {detail}"
         )
     assert median >= 0.5, detail
 
