@@ -3,6 +3,8 @@ default reward (``economics``): the seed's formula without the cost penalty, a f
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from test_env_contract import make_pools
 
@@ -199,3 +201,28 @@ def test_live_default_episode_that_runs_dry_pays_the_forfeit():
     assert obs.done and obs.last_step.tokens == 30
     assert comps["forfeit"] == pytest.approx(-0.2)
     assert obs.reward == pytest.approx(sum(comps.values()), abs=1e-12)
+
+
+def test_the_manifest_reward_range_bounds_the_default_reward_per_step():
+    """openenv.yaml declares the per-step range of the default config (hard cap, 10 questions); the default
+    reward stays inside it and reaches its lower end (a wrong first answer that spends the whole budget)."""
+    import yaml
+
+    lo, hi = yaml.safe_load((Path(__file__).resolve().parents[1] / "openenv.yaml").read_text())["validation"][
+        "reward"
+    ]["range"]
+    rw, n, budget = EconomicsReward(), 10, 1000
+    paid = []
+    for i in range(n):
+        for spent in (0, 500, 1000 - 1):
+            for t in (0, 1, 100, 999 - min(spent, 998)):
+                for ok in (True, False):
+                    step = sum(
+                        rw.step_components(ctx(correct=ok, tokens=t, spent_before=spent, question_index=i)).values()
+                    )
+                    paid.append(step)
+                    for correct in range(0, i + 2):
+                        ep = EpisodeContext(correct, i + 1, n, spent + t, budget, ran_dry=i + 1 < n)
+                        paid.append(step + sum(rw.episode_components(ep).values()))
+    assert lo <= min(paid) and max(paid) <= hi
+    assert min(paid) == pytest.approx(lo)
