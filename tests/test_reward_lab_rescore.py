@@ -326,3 +326,11 @@ def test_command_line_out_on_a_file_names_out_and_the_fix(recorded, tmp_path, ca
     err = capsys.readouterr().err
     assert "a file is in the way" in err and "choose another --out" in err and "Errno" not in err
     assert blocker.read_text() == "x"
+
+
+def test_the_shipped_training_run_rescored_with_its_recorded_reward_reproduces_its_rewards():
+    """The example run was paid the seed's reward: its config names it (``reference``), so re-scoring with the
+    run's own reward still reproduces every stored reward after the default changed."""
+    path = Path(__file__).resolve().parents[1] / "examples" / "runs" / "grpo-cpu-qwen0.5b"
+    run = load_run(path)
+    assert compare_to_stored(run.steps, rescore(path)).max() < 1e-9
