@@ -113,6 +113,7 @@ SUMMARY_COLUMNS = (
         "reward",
     )
     + REWARD_COMPONENT_COLUMNS
+    + ("reward_forfeit",)  # the default reward's charge per question never asked (absent under the seed's)
     + _with_ci("regret")
     + (
         "regret_std",

@@ -157,11 +157,21 @@ ECONOMICS_FORMULA = (
     "+ unasked_reward * (N - asked)"
 )
 
-#: The seed's defaults where they differ from the default reward's (the ``reference`` preset).
-SEED_DEFAULTS = {"beta": 0.05, "unasked_reward": 0.0}
+#: The seed's defaults where they differ from the default reward's (the ``reference`` preset), with their descriptions.
+SEED_DEFAULTS = {
+    "beta": (0.05, "Cost penalty weight: -beta * max(0, tokens/share - 1) (paid right or wrong)."),
+    "unasked_reward": (
+        0.0,
+        "Reward per question never asked because the budget ran dry (paid on the final step as 'forfeit'; "
+        "the seed's 0 pays running dry more than a wrong answer).",
+    ),
+}
 
 REFERENCE_PARAMS = tuple(
-    replace(p, default=SEED_DEFAULTS[p.name]) if p.name in SEED_DEFAULTS else p for p in ECONOMICS_PARAMS
+    replace(p, default=SEED_DEFAULTS[p.name][0], description=SEED_DEFAULTS[p.name][1])
+    if p.name in SEED_DEFAULTS
+    else p
+    for p in ECONOMICS_PARAMS
 )
 
 
