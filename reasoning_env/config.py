@@ -2,8 +2,9 @@
 
 Defaults follow the ReasoningEconomicsEnv v2 contract (see README "Environment contract"):
 10 questions, ``budget_ratio`` 4.0, ``min_tokens`` 10, ``max_tokens`` 800, ``max_tokens_per_step``
-2048, hard-cap mode, beta 0.05, gamma 0.1, ``lambda_ep`` 0.5, target utilisation 0.9, soft
-overspend penalty 0.25, tokenizer ``Qwen/Qwen2.5-0.5B-Instruct``.
+2048, hard-cap mode, gamma 0.1, ``lambda_ep`` 0.5, target utilisation 0.9, soft overspend penalty
+0.25, tokenizer ``Qwen/Qwen2.5-0.5B-Instruct``. The reward's cost weight ``beta`` is 0 (the seed's 0.05
+belongs to ``reward: {type: reference}``, the seed's exact reward): see :mod:`reasoning_env.rewards.economics`.
 """
 
 from __future__ import annotations
@@ -141,10 +142,15 @@ class EnvConfig(BaseModel):
         0.25, ge=0, description="Soft mode: penalty per fair share of cumulative overspend."
     )
 
-    # Seed economics reward weights
+    # Default reward (economics) weights; the seed's exact reward is reward: {type: reference}
     correct_reward: float = Field(1.0, description="Correctness term for a correct answer.")
     wrong_reward: float = Field(-0.1, description="Correctness term for a wrong or missing answer.")
-    beta: float = Field(0.05, ge=0, description="Cost penalty weight: beta * max(0, tokens/fair_share - 1).")
+    beta: float = Field(
+        0.0,
+        ge=0,
+        description="Cost penalty weight: beta * max(0, tokens/fair_share - 1) (0 by default; the seed's 0.05 "
+        "is the 'reference' reward's).",
+    )
     gamma: float = Field(
         0.1, ge=0, description="Efficiency bonus weight (correct answers): gamma * (1 - tokens/fair_share)."
     )
@@ -161,8 +167,9 @@ class EnvConfig(BaseModel):
         description="Reward spec for reasoning_env.rewards.build(): {type, weight, params} or "
         "{type: combined, rewards: [...]}, types from "
         "reasoning_env.rewards.available(); the weights above fill unset "
-        "economics/budget_aware params. None = the seed economics reward with the "
-        "weights above. Group rewards (kimi_length, shorter_better, arora_zanette) are "
+        "economics/budget_aware params. None = the default economics reward with the "
+        "weights above (a question never asked costs what a wrong answer costs); "
+        "{type: reference} = the seed's exact reward. Group rewards (kimi_length, shorter_better, arora_zanette) are "
         "rejected: they need a GRPO group.",
     )
 

@@ -40,7 +40,7 @@ from reasoning_env.models import (
     StepRecord,
 )
 from reasoning_env.questions import Question
-from reasoning_env.rewards import EpisodeContext, StepContext
+from reasoning_env.rewards import DEFAULT_REWARD, EpisodeContext, StepContext
 from reasoning_env.rewards import build as build_reward
 from reasoning_env.rewards.rubric import RewardRubric
 from reasoning_env.sampler import sample_episode
@@ -319,7 +319,7 @@ class ReasoningEconomicsEnv(
                 "max_tokens": self.config.max_tokens,
                 "max_tokens_per_step": self.config.max_tokens_per_step,
                 "hard_cap_mode": self.config.hard_cap_mode,
-                "reward": self.config.reward or {"type": "economics"},
+                "reward": self.config.reward or {"type": DEFAULT_REWARD},
             }
         )
         if warning:

@@ -165,13 +165,16 @@ def make_training_run(root: Path, name: str = "train-tiny", steps: int = 12) -> 
     return folder
 
 
-def eval_episode(i: int, step: int, correct: list[bool], tokens: list[int], *, ran_dry=False, regret=0.1) -> dict:
+def eval_episode(
+    i: int, step: int, correct: list[bool], tokens: list[int], *, ran_dry=False, regret=0.1, forfeited=0
+) -> dict:
     """One held-out episode record of a training run's ``eval_episodes.jsonl`` (as
-    ``training.evaluation.episode_record`` writes it) with 2 questions, ``len(correct)`` of them answered."""
+    ``training.evaluation.episode_record`` writes it) with 2 questions, ``len(correct)`` of them answered by the
+    model and ``forfeited`` answered empty because the context was full; the rest were never asked."""
     steps = [
         {"step": j, "tokens": t, "correct": c, "difficulty": (j % 2) + 1, "problem_type": "GSM8K" if j else "MATH-500"}
         for j, (c, t) in enumerate(zip(correct, tokens))
-    ]
+    ] + [{"step": len(correct) + k, "tokens": 0, "correct": False, "forfeit": True} for k in range(forfeited)]
     return {
         "train_step": step,
         "episode": i,
@@ -182,7 +185,7 @@ def eval_episode(i: int, step: int, correct: list[bool], tokens: list[int], *, r
         "cap_hits": 1 if ran_dry else 0,
         "num_turns": len(correct),
         "ran_dry": ran_dry,
-        "forfeited": 2 - len(correct),
+        "forfeited": forfeited,
         "regret": regret,
         "steps": steps,
     }

@@ -17,8 +17,9 @@ def test_defaults_follow_the_v2_contract():
         800,
         2048,
     )
+    # the default reward's cost weight is 0; the contract's 0.05 is the reference reward's (test_env_rewards.py)
     assert (c.beta, c.gamma, c.lambda_ep, c.target_utilisation, c.soft_overspend_penalty) == (
-        0.05,
+        0.0,
         0.1,
         0.5,
         0.9,

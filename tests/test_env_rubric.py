@@ -18,6 +18,7 @@ from reasoning_env.rewards.rubric import EpisodeComponentRubric, SumRubric
 
 SPECS = {
     "default": dict(reward=None),
+    "reference": dict(reward={"type": "reference"}),
     "economics_forfeit": dict(reward={"type": "economics", "params": {"unasked_reward": -0.1}}),
     "budget_aware_soft": dict(reward={"type": "budget_aware", "params": {"share": "both"}}, hard_cap_mode=False),
     "combined": dict(
@@ -96,18 +97,22 @@ def test_rubric_pays_what_the_env_pays_step_by_step(name):
     assert steps >= 6
 
 
-def test_default_rubric_children_are_the_seed_components():
-    env = ReasoningEconomicsEnv(EnvConfig.build(sources=["builtin"], num_questions=2), pools=make_pools())
+SEED_COMPONENTS = ["correctness", "efficiency_bonus", "cost_penalty", "overspend_penalty", "episode_bonus"]
+
+
+def test_reference_rubric_children_are_the_seed_components():
+    cfg = EnvConfig.build(sources=["builtin"], num_questions=2, **SPECS["reference"])
+    env = ReasoningEconomicsEnv(cfg, pools=make_pools())
     assert isinstance(env.rubric, Rubric)
-    assert [n for n, _ in env.rubric.named_children()] == [
-        "correctness",
-        "efficiency_bonus",
-        "cost_penalty",
-        "overspend_penalty",
-        "episode_bonus",
-    ]
+    assert [n for n, _ in env.rubric.named_children()] == SEED_COMPONENTS
     assert isinstance(env.rubric.episode_bonus, TrajectoryRubric)
     assert not isinstance(env.rubric.correctness, TrajectoryRubric)
+
+
+def test_default_rubric_children_are_the_seed_components_and_the_forfeit():
+    env = ReasoningEconomicsEnv(EnvConfig.build(sources=["builtin"], num_questions=2), pools=make_pools())
+    assert [n for n, _ in env.rubric.named_children()] == SEED_COMPONENTS + ["forfeit"]
+    assert isinstance(env.rubric.forfeit, TrajectoryRubric)
 
 
 def test_combined_rubric_paths_are_the_component_names():
@@ -134,7 +139,9 @@ def test_forfeit_child_appears_only_when_the_spec_pays_it():
         return set(_leaves(ReasoningEconomicsEnv(cfg, pools=make_pools()).rubric))
 
     assert "forfeit" in names(SPECS["economics_forfeit"])
-    assert "forfeit" not in names(SPECS["default"])
+    assert "forfeit" in names(SPECS["default"])
+    assert "forfeit" not in names(SPECS["reference"])
+    assert "forfeit" not in names(dict(reward={"type": "economics", "params": {"unasked_reward": 0.0}}))
 
 
 def test_reset_clears_the_episode_trajectories():

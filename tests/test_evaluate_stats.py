@@ -407,3 +407,22 @@ def test_questions_without_difficulty_are_named_in_the_provenance():
     assert any("one curve for all of them" in w and "difficulty_field" in w for w in prov["warnings"])
     labelled = steps.assign(difficulty=[2, 3, 2])
     assert unlabelled_questions(labelled, SolverCurves()) is None
+
+
+def test_the_component_table_shows_the_forfeit_so_the_components_sum_to_the_reward():
+    ep = _episodes_with_forfeits()
+    unasked = ep["num_questions"] - ep["num_answered"]
+    ep["reward_correctness"] = ep["num_correct"] * 1.1 - 0.1 * ep["num_answered"]
+    ep["reward_efficiency_bonus"] = 0.0
+    ep["reward_cost_penalty"] = 0.0
+    ep["reward_episode_bonus"] = 0.2
+    ep["reward_forfeit"] = -0.1 * unasked  # the default reward's charge per question never asked
+    ep["episode_reward"] = ep[[c for c in ep.columns if c.startswith("reward_")]].sum(axis=1)
+    text = analysis.format_table(analysis.summary_table(ep))
+    lines = text.splitlines()
+    at = lines.index("reward components (mean per episode; they sum to reward, whose interval is above):")
+    head = lines[at + 1].split()
+    assert head[-1] == "forfeit"
+    for line in lines[at + 3 : at + 5]:
+        values = [float(v) for v in line.split()[1:]]
+        assert values[0] == pytest.approx(sum(values[1:]), abs=2e-3)  # printed to 3 decimals

@@ -38,6 +38,27 @@ def test_the_change_is_paired_and_says_whether_its_interval_excludes_zero(tmp_pa
     assert table.loc[("regret", None)]["change"] == pytest.approx(-0.3)
 
 
+def test_questions_left_unasked_by_running_dry_are_counted_apart_from_context_forfeits(tmp_path):
+    episodes = load_eval_episodes(_run(tmp_path))  # before: one answer, then the budget ran dry; after: both asked
+    table = change_table(episodes[0], episodes[30]).set_index("metric")
+    unasked = table.loc["unasked"]
+    assert unasked["label"] == "questions unasked (ran dry) per episode"
+    assert (unasked["before"], unasked["after"], unasked["change"]) == (1.0, 0.0, -1.0)
+    assert unasked["change_ci_low"] == unasked["change_ci_high"] == -1.0 and unasked["changed"]
+    forfeits = table.loc["forfeited"]
+    assert forfeits["label"] == "context forfeits per episode (context full)"
+    assert (forfeits["before"], forfeits["after"]) == (0.0, 0.0) and not forfeits["changed"]
+
+
+def test_a_context_forfeit_is_not_a_question_left_unasked():
+    # one answer, then the context was full: the second question was forfeited (answered empty), not left unasked
+    before = [_episode(i, 0, [False], [300], forfeited=1) for i in range(4)]
+    after = [_episode(i, 5, [False, True], [100, 80]) for i in range(4)]
+    table = change_table(before, after).set_index("metric")
+    assert table.loc["forfeited", "before"] == 1.0 and table.loc["forfeited", "change"] == -1.0
+    assert table.loc["unasked", "before"] == 0.0 and table.loc["unasked", "change"] == 0.0
+
+
 def test_no_change_is_not_reported_as_one(tmp_path):
     episodes = load_eval_episodes(_run(tmp_path))
     table = change_table(episodes[30], episodes[30]).set_index("metric")

@@ -12,6 +12,7 @@ import pytest
 
 from reasoning_env.config import EnvConfig
 from reasoning_env.env import ReasoningEconomicsEnv
+from reasoning_env.policies.curves import load_curves
 from reasoning_env.records import episode_row_from_steps, step_row_from_observation
 from reasoning_env.rewards import trl_reward_function
 from workbench.reward_lab import RescoreError, Rescorer, compare_to_stored, rescore
@@ -211,7 +212,8 @@ def test_rescoring_benchmark_prints_speed():
     buf = io.StringIO()
     table = bench(10_000, repeat=2, text=False, out=buf)
     print(buf.getvalue())
-    assert isinstance(table, pd.DataFrame) and "rescore economics (seed)" in buf.getvalue()
+    assert isinstance(table, pd.DataFrame) and "rescore economics (default)" in buf.getvalue()
+    assert "rescore reference (seed)" in buf.getvalue()
     assert (table["ms"] > 0).all()
 
 
@@ -259,6 +261,7 @@ def test_command_line(recorded, tmp_path, capsys):
         (["induced", "--budgets", "-100"], "--budgets must be positive"),
         (["induced", "--budgets", "600", "--orders", "0"], "--orders >= 1"),
         (["induced", "--budgets", "600", "--rewards", "kimi_length"], "group rewards"),
+        (["induced", "--budgets", "600", "--curves", "no-such-set"], "qwen2.5-coder-0.5b"),  # names the shipped sets
     ],
 )
 def test_command_line_bad_input_is_one_error_line(argv, says, capsys):
@@ -267,6 +270,14 @@ def test_command_line_bad_input_is_one_error_line(argv, says, capsys):
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: ") and says in err and "Traceback" not in err
+
+
+def test_command_line_induced_reads_a_shipped_curve_set_by_name(capsys):
+    from workbench.reward_lab.__main__ import main
+
+    argv = ["induced", "--budgets", "600", "--orders", "1", "--rewards", "accuracy", "--curves", "qwen2.5-coder-0.5b"]
+    assert main(argv) == 0
+    assert "solver: " + load_curves("qwen2.5-coder-0.5b").provenance in capsys.readouterr().out
 
 
 def test_command_line_summary_grouping(recorded, capsys):
@@ -315,3 +326,11 @@ def test_command_line_out_on_a_file_names_out_and_the_fix(recorded, tmp_path, ca
     err = capsys.readouterr().err
     assert "a file is in the way" in err and "choose another --out" in err and "Errno" not in err
     assert blocker.read_text() == "x"
+
+
+def test_the_shipped_training_run_rescored_with_its_recorded_reward_reproduces_its_rewards():
+    """The example run was paid the seed's reward: its config names it (``reference``), so re-scoring with the
+    run's own reward still reproduces every stored reward after the default changed."""
+    path = Path(__file__).resolve().parents[1] / "examples" / "runs" / "grpo-cpu-qwen0.5b"
+    run = load_run(path)
+    assert compare_to_stored(run.steps, rescore(path)).max() < 1e-9

@@ -14,6 +14,7 @@ from reasoning_env.rewards import (
     EpisodeBatch,
     EpisodeContext,
     GroupRewardError,
+    ReferenceReward,
     StepBatch,
     StepContext,
     available,
@@ -53,9 +54,9 @@ def group(spec, tokens, correct) -> dict[str, np.ndarray]:
     return build_reward(spec, context="rescore").step_batch(b)
 
 
-# ---------------------------------------------------------------------- seed economics (default)
-def test_economics_seed_values_unchanged():
-    r = EconomicsReward()
+# ---------------------------------------------------------------------- the seed (reference) and the default
+def test_reference_keeps_the_seed_values():
+    r = ReferenceReward()
     # fair share 100: at the share, efficiency 0 and no cost
     assert r.step_components(ctx(tokens=100)) == {
         "correctness": 1.0,
@@ -96,17 +97,22 @@ def test_economics_seed_values_unchanged():
 
 
 def test_budget_aware_shares():
+    # the cost term shows the share; budget_aware's default beta is the default reward's 0, so set the seed's 0.05
     # remaining: (1000 - 600) / (10 - 6) = 100 -> at the share: no cost
-    c = step({"type": "budget_aware", "share": "remaining"}, tokens=100, spent_before=600, question_index=6)
+    c = step(
+        {"type": "budget_aware", "beta": 0.05, "share": "remaining"}, tokens=100, spent_before=600, question_index=6
+    )
     assert c["cost_penalty"] == pytest.approx(0.0) and c["efficiency_bonus"] == pytest.approx(0.0)
     # saved budget raises the share: 200 tokens at (1000 - 200)/(10 - 6) = 200 cost nothing
-    c = step({"type": "budget_aware", "share": "remaining"}, tokens=200, spent_before=200, question_index=6)
+    c = step(
+        {"type": "budget_aware", "beta": 0.05, "share": "remaining"}, tokens=200, spent_before=200, question_index=6
+    )
     assert c["cost_penalty"] == pytest.approx(0.0)
     # ... where the seed charges it against the uniform fair share of 100
-    assert step("economics", tokens=200, spent_before=200, question_index=6)["cost_penalty"] == pytest.approx(-0.05)
+    assert step("reference", tokens=200, spent_before=200, question_index=6)["cost_penalty"] == pytest.approx(-0.05)
     # floor: nothing left -> share = min_share * fair = 10 tokens
     c = step(
-        {"type": "budget_aware", "share": "remaining", "min_share": 0.1},
+        {"type": "budget_aware", "beta": 0.05, "share": "remaining", "min_share": 0.1},
         tokens=30,
         spent_before=1000,
         question_index=9,
@@ -115,19 +121,21 @@ def test_budget_aware_shares():
     assert c["cost_penalty"] == pytest.approx(-0.05 * (30 / 10 - 1))
     # difficulty: share = fair * 2^(d-3) / mean(2^(l-3), l=1..5) = 100 * 4 / 1.55 at level 5
     share5 = 100 * 4 / 1.55
-    c = step({"type": "budget_aware", "share": "difficulty"}, tokens=share5 * 2, difficulty=5)
-    assert c["cost_penalty"] == pytest.approx(-0.05)
-    c = step({"type": "budget_aware", "share": "difficulty"}, tokens=200, difficulty=None)  # unknown: fair share
+    c = step({"type": "budget_aware", "beta": 0.05, "share": "difficulty"}, tokens=share5 * 2, difficulty=5)
     assert c["cost_penalty"] == pytest.approx(-0.05)
     c = step(
-        {"type": "budget_aware", "share": "both"},
+        {"type": "budget_aware", "beta": 0.05, "share": "difficulty"}, tokens=200, difficulty=None
+    )  # unknown: fair share
+    assert c["cost_penalty"] == pytest.approx(-0.05)
+    c = step(
+        {"type": "budget_aware", "beta": 0.05, "share": "both"},
         tokens=2 * 200 * 4 / 1.55,
         spent_before=200,
         question_index=6,
         difficulty=5,
     )
     assert c["cost_penalty"] == pytest.approx(-0.05)
-    # same components and episode bonus as the seed
+    # same components and episode terms as the default reward
     rw = build_reward("budget_aware")
     assert rw.component_names == EconomicsReward().component_names
     e = EpisodeContext(num_correct=5, num_answered=10, num_questions=10, total_spent=800, total_budget=1000)
@@ -321,19 +329,19 @@ def test_combined_weights_and_names():
         "l1.length_penalty": pytest.approx(-2 * 0.0003 * 50),
     }
     # a single weighted reward keeps its own component names
-    assert step({"type": "economics", "weight": 2.0}, tokens=300, correct=False) == {
+    assert step({"type": "reference", "weight": 2.0}, tokens=300, correct=False) == {
         "correctness": -0.2,
         "efficiency_bonus": 0.0,
         "cost_penalty": pytest.approx(-0.2),
         "overspend_penalty": 0.0,
     }
     # episode components are relabelled the same way
-    rw = build_reward({"type": "combined", "rewards": ["accuracy", "economics"]})
+    rw = build_reward({"type": "combined", "rewards": ["accuracy", "reference"]})
     e = rw.episode_components(
         EpisodeContext(num_correct=9, num_answered=10, num_questions=10, total_spent=900, total_budget=1000)
     )
-    assert e == {"economics.episode_bonus": pytest.approx(0.45)}
-    assert rw.component_names[-1] == "economics.episode_bonus"
+    assert e == {"reference.episode_bonus": pytest.approx(0.45)}
+    assert rw.component_names[-1] == "reference.episode_bonus"
 
 
 # ---------------------------------------------------------------------- scalar path == vectorised path
@@ -386,16 +394,16 @@ def test_scalar_and_batch_paths_agree(ctxs):
                 assert v == pytest.approx(float(evec[k][i]), abs=1e-12)
 
 
-def test_unasked_questions_pay_nothing_by_default_and_like_a_wrong_answer_on_request():
+def test_unasked_questions_pay_like_a_wrong_answer_by_default_and_nothing_in_the_reference():
     from reasoning_env.rewards import build_reward
     from reasoning_env.rewards.base import EpisodeContext
 
     ctx = EpisodeContext(
         num_correct=3, num_answered=7, num_questions=10, total_spent=100, total_budget=100, ran_dry=True
     )
-    seed = build_reward("economics")
+    seed = build_reward("reference")
     assert "forfeit" not in seed.episode_components(ctx)  # the seed: a forfeit pays 0
-    charged = build_reward({"name": "economics", "params": {"unasked_reward": seed.wrong_reward}})
-    comps = charged.episode_components(ctx)
-    assert comps["forfeit"] == pytest.approx(3 * -0.1)
+    default = build_reward("economics")
+    comps = default.episode_components(ctx)
+    assert comps["forfeit"] == pytest.approx(3 * default.wrong_reward) == pytest.approx(3 * -0.1)
     assert comps["episode_bonus"] == pytest.approx(seed.episode_components(ctx)["episode_bonus"])

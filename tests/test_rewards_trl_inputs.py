@@ -15,7 +15,7 @@ BOXED = "so \\boxed{4}"
 
 @pytest.fixture(scope="module")
 def reward():
-    return trl_reward_function()  # the seed economics reward
+    return trl_reward_function()  # the default reward (economics)
 
 
 def test_an_empty_batch_pays_nothing(reward) -> None:

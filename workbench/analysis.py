@@ -113,6 +113,7 @@ SUMMARY_COLUMNS = (
         "reward",
     )
     + REWARD_COMPONENT_COLUMNS
+    + ("reward_forfeit",)  # the default reward's charge per question never asked (absent under the seed's)
     + _with_ci("regret")
     + (
         "regret_std",
@@ -778,6 +779,7 @@ _COMPONENT_COLS = (
     ("reward_cost_penalty", "cost", "{:+.3f}"),
     ("reward_overspend_penalty", "oversp", "{:+.3f}"),
     ("reward_episode_bonus", "ep_bonus", "{:+.3f}"),
+    ("reward_forfeit", "forfeit", "{:+.3f}"),  # the default reward's charge per question never asked
 )
 #: Marker after the name of an oracle-informed policy in the terminal table.
 INFORMED_MARK = " (oracle-informed)"
@@ -813,7 +815,7 @@ def format_table(summary: pd.DataFrame) -> str:
     utilisation, run-dry rate, mean episode reward, regret vs the oracle. Oracle-informed policies
     (they read the difficulty label that sets the simulated solver's success probability) carry
     ``(oracle-informed)`` after their name. The second table holds the reward components (means per
-    episode, summing to the reward; ``oversp`` only when non-zero).
+    episode, summing to the reward; ``oversp`` only when non-zero, ``forfeit`` when the reward pays it).
     """
     if summary is None or summary.empty:
         return "(no episodes)"

@@ -8,9 +8,10 @@ the change between two steps is measured episode by episode:
 - pooled ratios (accuracy = correct / questions served; tokens per answered question, overall and by difficulty or
   problem type; cap-hit rate = turns cut by their cap / turns): the difference of the two ratios with a paired
   bootstrap interval (each episode's numerator and denominator at both steps resampled together);
-- per-episode means (ran dry, forfeited questions, regret against the oracle allocation under the run's solver
-  curves): the mean paired difference with its bootstrap interval and the sign-flip p-value
-  (:func:`workbench.stats.paired_difference`).
+- per-episode means (ran dry; questions never asked because the budget ran dry, ``num_questions - num_answered -
+  forfeited``; context forfeits, questions answered empty because the model's context was full; regret against
+  the oracle allocation under the run's solver curves): the mean paired difference with its bootstrap interval
+  and the sign-flip p-value (:func:`workbench.stats.paired_difference`).
 
 ``changed`` says whether the 95% interval of the change excludes 0 (unadjusted: over many rows some will by
 chance; the p-values, where given, are unadjusted too).
@@ -54,11 +55,21 @@ __all__ = [
 #: The per-episode log of held-out evaluations in a training run folder.
 EVAL_EPISODES_FILE = "eval_episodes.jsonl"
 
-#: (metric, label) of the per-episode means compared.
-MEAN_METRICS = (
-    ("ran_dry", "ran dry (share of episodes)"),
-    ("forfeited", "questions never asked per episode"),
-    ("regret", "regret vs the oracle (expected correct answers)"),
+
+def _unasked(rec: dict) -> float | None:
+    """Questions never asked because the budget ran dry: the episode's questions less those the model answered
+    and the context forfeits (each forfeit is a step of its own, answered empty); ``None`` if not recorded."""
+    if any(rec.get(k) is None for k in ("num_questions", "num_answered", "forfeited")):
+        return None
+    return float(rec["num_questions"] - rec["num_answered"] - rec["forfeited"])
+
+
+#: (metric, label, value of one episode record) of the per-episode means compared.
+MEAN_METRICS: tuple[tuple[str, str, Callable[[dict], float | None]], ...] = (
+    ("ran_dry", "ran dry (share of episodes)", lambda r: r.get("ran_dry")),
+    ("unasked", "questions unasked (ran dry) per episode", _unasked),
+    ("forfeited", "context forfeits per episode (context full)", lambda r: r.get("forfeited")),
+    ("regret", "regret vs the oracle (expected correct answers)", lambda r: r.get("regret")),
 )
 
 
@@ -194,8 +205,8 @@ def change_table(before: Sequence[dict], after: Sequence[dict], *, seed: int = 0
                 None,
             )
         )
-    for metric, label in MEAN_METRICS:
-        pairs = [(r1.get(metric), r2.get(metric)) for r1, r2 in zip(a, b)]
+    for metric, label, value in MEAN_METRICS:
+        pairs = [(value(r1), value(r2)) for r1, r2 in zip(a, b)]
         pairs = [(float(x), float(y)) for x, y in pairs if x is not None and y is not None]
         if not pairs:
             continue

@@ -271,7 +271,7 @@ def build_report(
             "correct answers minus the policy's, per episode; frontier: no other row has "
             "at least its accuracy with at most "
             "its tokens per question. unasked / episode: questions never asked because the budget ran dry "
-            "(forfeits; they count as wrong in accuracy, and the default reward pays them 0, less than a wrong "
+            "(forfeits; they count as wrong in accuracy, and the default reward charges each like a wrong "
             "answer): tokens / q and acc / 1k tok leave them out, so read those beside it. oracle-informed: the "
             "policy reads the difficulty label that sets the simulated solver's own success probability, which an "
             "LLM never sees (the *_blind simulated policies allocate from problem type and text length only). "

@@ -1,10 +1,11 @@
-"""Rewards: the seed economics reward (default), a registry of literature shapes, composition.
+"""Rewards: the default ``economics`` reward, the seed's exact ``reference``, a registry of literature shapes,
+composition.
 
 - :func:`available` lists the registered reward names; :func:`describe` gives their
   machine-readable metadata (formula, source, scope, components, and per parameter: default,
   slider range/step, unit, description) for docs and UI sliders.
 - :func:`build` returns the reward an :class:`~reasoning_env.config.EnvConfig` asks for (its
-  ``reward`` spec, else the seed economics reward with its flat weights), or the reward of a spec
+  ``reward`` spec, else the default ``economics`` reward with its flat weights), or the reward of a spec
   (dict, YAML text or file, registry name). See :mod:`reasoning_env.rewards.compose` for the spec
   language.
 - Every reward pays *named, signed components* that sum to the reward, per step
@@ -35,7 +36,7 @@ from reasoning_env.rewards.batch import (
 # The reward modules register themselves when imported, and this order is the registry's order
 # (what available() lists and the reward lab shows), so the import sorter leaves it as written.
 # isort: off
-from reasoning_env.rewards.economics import COMPONENTS, BudgetAwareReward, EconomicsReward
+from reasoning_env.rewards.economics import COMPONENTS, BudgetAwareReward, EconomicsReward, ReferenceReward
 from reasoning_env.rewards import shapes as _shapes  # noqa: F401  (registers the literature shapes)
 from reasoning_env.rewards import group as _group  # noqa: F401  (registers the group shapes)
 # isort: on
@@ -56,6 +57,8 @@ from reasoning_env.rewards.trl import trl_reward_function, trl_reward_functions
 
 __all__ = [
     "COMPONENTS",
+    "DEFAULT_REWARD",
+    "REFERENCE_REWARD",
     "BudgetAwareReward",
     "CombinedReward",
     "EconomicsReward",
@@ -68,6 +71,7 @@ __all__ = [
     "Param",
     "REWARDS",
     "RewardInfo",
+    "ReferenceReward",
     "RewardShape",
     "RewardSpecError",
     "StepBatch",
@@ -87,7 +91,16 @@ __all__ = [
     "validate_reward_spec",
 ]
 
-#: EnvConfig fields that are the economics family's parameters (flat seed weights).
+#: The registry name of the default reward: what an ``EnvConfig`` without a ``reward`` spec pays (with its
+#: flat weights), and what the server, the trainer, the reward lab and the app start from.
+DEFAULT_REWARD = "economics"
+
+#: The registry name of the reference environment's (ReasoningEconomicsEnv v2) seed reward, exactly.
+REFERENCE_REWARD = "reference"
+
+#: EnvConfig fields that are the default reward's parameters (flat weights). They fill the unset
+#: parameters of ``economics`` and ``budget_aware`` entries; ``reference`` (the seed, exactly) keeps
+#: its own defaults.
 FLAT_WEIGHTS = (
     "correct_reward",
     "wrong_reward",
@@ -144,7 +157,7 @@ def build_reward(source: Any = None, *, context: str = "env") -> Any:
     """The reward a config, spec or reward object describes.
 
     Args:
-        source: ``None`` (the seed reward with default weights), an EnvConfig, a spec (dict,
+        source: ``None`` (the default reward, ``economics``), an EnvConfig, a spec (dict,
             registry name, YAML text or a ``.yaml`` path), or an already built reward (returned).
         context: ``"env"`` (group rewards are rejected), ``"training"`` or ``"rescore"``.
 
@@ -183,7 +196,7 @@ def build_reward(source: Any = None, *, context: str = "env") -> Any:
 
 
 def build(config: Any = None) -> Any:
-    """The environment's reward for an ``EnvConfig`` (its ``reward`` spec, else the seed economics
+    """The environment's reward for an ``EnvConfig`` (its ``reward`` spec, else the default ``economics``
     reward with its flat weights), or for a spec / registry name / YAML. Flat weights also fill the
     unspecified parameters of ``economics`` and ``budget_aware`` entries of the spec.
 

@@ -17,8 +17,9 @@ or a weighted sum of several::
 Parameters may also be written inline (``{type: l1_max, alpha: 0.0005}``); the legacy forms
 ``{name: economics, params: {...}}`` and ``{params: {...}}`` are read as ``type: economics``.
 
-Component names: a single reward reports its own component names (the seed reward keeps
-``correctness``, ``efficiency_bonus``, ``cost_penalty``, ``overspend_penalty``, ``episode_bonus``).
+Component names: a single reward reports its own component names (``reference``, the seed, keeps
+``correctness``, ``efficiency_bonus``, ``cost_penalty``, ``overspend_penalty``, ``episode_bonus``; the default
+``economics`` adds ``forfeit`` on the final step).
 In a ``combined`` reward of two or more entries, a one-component reward reports under its label
 (default: its type) and a multi-component one under ``<label>.<component>``; labels must be
 unique.
@@ -236,7 +237,7 @@ def normalise_spec(spec: Any, *, _nested: bool = False, _where: str = "reward") 
     if "type" not in spec and "name" in spec:  # legacy {name: economics, params: ...}
         spec["type"] = spec.pop("name")
     if "type" not in spec and not _nested and set(spec) <= {"params", "weight"}:
-        spec["type"] = "economics"  # legacy: a bare {params: ...} configured the seed reward
+        spec["type"] = "economics"  # legacy: a bare {params: ...} configures the economics family's default
     rtype = spec.get("type")
     if not isinstance(rtype, str) or not rtype:
         raise RewardSpecError(

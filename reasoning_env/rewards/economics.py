@@ -1,4 +1,5 @@
-"""The seed reward of ReasoningEconomicsEnv v2 (the default), and its budget-aware variant.
+"""The default reward (``economics``), the reference environment's seed reward (``reference``), and
+the budget-aware variant.
 
 Per step (``fair_share = total_budget / num_questions``, ``r = tokens / fair_share``, tokens =
 tokens charged to the budget):
@@ -11,24 +12,33 @@ tokens charged to the budget):
   once over budget, every further step pays for the whole overspend so far).
 
 On the final step, ``episode_bonus``: ``lambda_ep * accuracy * max(0, 1 - |spent/budget - target_utilisation|)``
-with ``accuracy = num_correct / num_questions``.
+with ``accuracy = num_correct / num_questions``; and ``forfeit``: ``unasked_reward`` per question never
+asked (a hard-cap episode ran dry before it), present only when ``unasked_reward`` is non-zero.
 
-Questions never asked (a hard-cap episode ran dry before them, *forfeits*): by default (the seed's
-behaviour) they pay **nothing**, which is more than a wrong answer's ``wrong_reward`` (-0.1), so a
-reward-maximising plan may prefer to leave questions unasked. ``unasked_reward`` (default 0.0, the
-seed) is paid once per unasked question on the final step, as the ``forfeit`` component (present only
-when non-zero); ``unasked_reward = wrong_reward`` charges a forfeit like a wrong answer.
+The two registered presets of this one formula differ in two defaults:
+
+- ``economics`` (the default everywhere): ``unasked_reward = -0.1`` (= ``wrong_reward``), so a question
+  left unasked costs what a wrong answer costs and running dry never pays more than answering; and
+  ``beta = 0``: no cost penalty, because that term is paid whether or not the answer is right, so for a
+  weak model (a few percent right) it outweighs the expected gain of giving a question the tokens it
+  needs, and the reward-optimal plan spreads tokens evenly where the accuracy-optimal plan concentrates
+  them. The efficiency bonus (paid only on right answers) stays. Under the shipped
+  qwen2.5-coder-0.5b curve set its reward-optimal allocation is within 0.02% of the accuracy oracle
+  at budgets 1,000-5,000 (docs/rewards.md has the table and the command).
+- ``reference``: the ReasoningEconomicsEnv v2 seed reward exactly (``beta = 0.05``, ``unasked_reward =
+  0``: a question never asked pays nothing, more than a wrong answer's -0.1, so a reward-maximising plan
+  may prefer to run dry). Its parameters are its own: the EnvConfig's flat weights do not fill them.
 
 Source: the ReasoningEconomicsEnv v2 contract (README "Environment contract").
 
-:class:`BudgetAwareReward` keeps every term but measures each step against its own share instead
-of the uniform fair share: the remaining budget per remaining question, a difficulty-weighted
-fair share, or both, so that spending more on a harder question is not charged as waste.
+:class:`BudgetAwareReward` keeps every term (and the defaults of ``economics``) but measures each step
+against its own share instead of the uniform fair share: the remaining budget per remaining question, a
+difficulty-weighted fair share, or both, so that spending more on a harder question is not charged as waste.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -42,6 +52,10 @@ EPISODE_COMPONENTS = ("episode_bonus",)
 COMPONENTS = STEP_COMPONENTS + EPISODE_COMPONENTS
 
 SEED_SOURCE = "ReasoningEconomicsEnv v2 contract (seed reward; README 'Environment contract')"
+DEFAULT_SOURCE = (
+    SEED_SOURCE + "; defaults beta 0 and unasked_reward -0.1: this project (docs/rewards.md, "
+    "'The default reward': the seed's optimum ran dry under a weak model's curves)"
+)
 
 ECONOMICS_PARAMS = (
     Param("correct_reward", 1.0, "Correctness term for a correct answer.", min=0.0, max=2.0, step=0.05, unit="reward"),
@@ -56,8 +70,9 @@ ECONOMICS_PARAMS = (
     ),
     Param(
         "beta",
-        0.05,
-        "Cost penalty weight: -beta * max(0, tokens/share - 1).",
+        0.0,
+        "Cost penalty weight: -beta * max(0, tokens/share - 1) (paid right or wrong; 0 by default, the "
+        "seed's 0.05 in 'reference').",
         min=0.0,
         max=1.0,
         step=0.01,
@@ -84,9 +99,10 @@ ECONOMICS_PARAMS = (
     Param("lambda_ep", 0.5, "Episode bonus weight (final step).", min=0.0, max=2.0, step=0.05, hard_min=0.0),
     Param(
         "unasked_reward",
-        0.0,
+        -0.1,
         "Reward per question never asked because the budget ran dry (paid on the final step as 'forfeit'; "
-        "0 = the seed; set it to wrong_reward to charge a forfeit like a wrong answer).",
+        "default -0.1 = wrong_reward's default, a forfeit costs what a wrong answer costs; 0 = the seed, "
+        "which pays running dry more than answering wrong).",
         min=-1.0,
         max=0.5,
         step=0.05,
@@ -134,16 +150,38 @@ def _economics_episode(rw, e: EpisodeBatch) -> dict[str, np.ndarray]:
     return out
 
 
+ECONOMICS_FORMULA = (
+    "step: (correct ? correct_reward : wrong_reward) + [correct] gamma (1 - t/F) - beta max(0, t/F - 1) "
+    "- [soft] soft_overspend_penalty * max(0, spent_after - B)/F,  F = B/N, t = charged tokens; "
+    "final step: + lambda_ep * (correct/N) * max(0, 1 - |spent/B - target_utilisation|) "
+    "+ unasked_reward * (N - asked)"
+)
+
+#: The seed's defaults where they differ from the default reward's (the ``reference`` preset), with their descriptions.
+SEED_DEFAULTS = {
+    "beta": (0.05, "Cost penalty weight: -beta * max(0, tokens/share - 1) (paid right or wrong)."),
+    "unasked_reward": (
+        0.0,
+        "Reward per question never asked because the budget ran dry (paid on the final step as 'forfeit'; "
+        "the seed's 0 pays running dry more than a wrong answer).",
+    ),
+}
+
+REFERENCE_PARAMS = tuple(
+    replace(p, default=SEED_DEFAULTS[p.name][0], description=SEED_DEFAULTS[p.name][1])
+    if p.name in SEED_DEFAULTS
+    else p
+    for p in ECONOMICS_PARAMS
+)
+
+
 @register(
     "economics",
-    summary="The seed reward (default): correctness, efficiency vs the fair share, cost "
-    "and soft-mode overspend penalties, episode bonus.",
-    formula=(
-        "step: (correct ? correct_reward : wrong_reward) + [correct] gamma (1 - t/F) - beta max(0, t/F - 1) "
-        "- [soft] soft_overspend_penalty * max(0, spent_after - B)/F,  F = B/N, t = charged tokens; "
-        "final step: + lambda_ep * (correct/N) * max(0, 1 - |spent/B - target_utilisation|)"
-    ),
-    source=SEED_SOURCE,
+    summary="The default reward: correctness, efficiency vs the fair share (right answers), a question "
+    "never asked charged like a wrong answer, soft-mode overspend penalty, episode bonus (the seed's "
+    "formula; the seed's exact defaults are 'reference').",
+    formula=ECONOMICS_FORMULA,
+    source=DEFAULT_SOURCE,
     scope="step+episode",
     components=COMPONENTS,
     params=ECONOMICS_PARAMS,
@@ -152,16 +190,17 @@ def _economics_episode(rw, e: EpisodeBatch) -> dict[str, np.ndarray]:
 @accept_renamed_keywords
 @dataclass(frozen=True)
 class EconomicsReward(RewardShape):
-    """The seed economics reward; parameters default to the v2 contract (see module docstring)."""
+    """The default reward: the seed's formula with ``beta = 0`` and ``unasked_reward = -0.1`` (see the
+    module docstring)."""
 
     correct_reward: float = 1.0
     wrong_reward: float = -0.1
-    beta: float = 0.05
+    beta: float = 0.0
     gamma: float = 0.1
     soft_overspend_penalty: float = 0.25
     lambda_ep: float = 0.5
     target_utilisation: float = 0.9
-    unasked_reward: float = 0.0
+    unasked_reward: float = -0.1
 
     def step_components(self, ctx: StepContext) -> dict[str, float]:
         """Signed per-step components (sum = step reward before any episode bonus)."""
@@ -198,6 +237,26 @@ class EconomicsReward(RewardShape):
         return _economics_episode(self, batch)
 
 
+@register(
+    "reference",
+    summary="The reference environment's seed reward, exactly (ReasoningEconomicsEnv v2): economics with "
+    "beta 0.05 and nothing paid for a question never asked.",
+    formula=ECONOMICS_FORMULA,
+    source=SEED_SOURCE,
+    scope="step+episode",
+    components=COMPONENTS,
+    params=REFERENCE_PARAMS,
+    length="tokens",
+)
+@accept_renamed_keywords
+@dataclass(frozen=True)
+class ReferenceReward(EconomicsReward):
+    """The seed reward of the v2 contract: :class:`EconomicsReward`'s formulas with the seed's defaults."""
+
+    beta: float = 0.05
+    unasked_reward: float = 0.0
+
+
 #: Difficulty levels the difficulty weights are normalised over (the MATH scale).
 DIFFICULTY_LEVELS = (1, 2, 3, 4, 5)
 
@@ -217,7 +276,7 @@ def difficulty_weight(difficulty: np.ndarray, growth: float) -> np.ndarray:
 
 @register(
     "budget_aware",
-    summary="The seed reward measured against each question's own share (remaining budget "
+    summary="The default reward (economics) measured against each question's own share (remaining budget "
     "per remaining question and/or difficulty-weighted), so harder questions may "
     "spend more.",
     formula=(
@@ -272,12 +331,12 @@ class BudgetAwareReward(RewardShape):
 
     correct_reward: float = 1.0
     wrong_reward: float = -0.1
-    beta: float = 0.05
+    beta: float = 0.0
     gamma: float = 0.1
     soft_overspend_penalty: float = 0.25
     lambda_ep: float = 0.5
     target_utilisation: float = 0.9
-    unasked_reward: float = 0.0
+    unasked_reward: float = -0.1
     share: str = "remaining"
     growth: float = 2.0
     min_share: float = 0.1

@@ -249,7 +249,7 @@ def trl_reward_function(
     """A TRL reward callable paying the step (and group) components of ``spec``.
 
     Args:
-        spec: Reward spec (dict, YAML, registry name) or a built reward; default: the seed reward.
+        spec: Reward spec (dict, YAML, registry name) or a built reward; default: the default reward (``economics``).
         tokenizer: Counts tokens when TRL gives no ``completion_ids`` and there is no ``tokens`` column.
         grader: A :class:`~reasoning_env.grading.Grader` (default: a new one).
         config: EnvConfig supplying budget defaults (see module docstring).

@@ -18,7 +18,7 @@ from typing import Any
 import gradio as gr
 import pandas as pd
 
-from reasoning_env.rewards import describe, normalise_spec, spec_to_yaml
+from reasoning_env.rewards import DEFAULT_REWARD, describe, normalise_spec, spec_to_yaml
 from workbench.app.common import AppContext, esc, marks_on, status_line, user_errors
 from workbench.compare import discover_runs
 from workbench.reward_lab import AllocationCache
@@ -317,7 +317,7 @@ class LabTab:
                 c["use_recorded"] = gr.Button("Start from the run's recorded reward", size="sm")
                 c["selected"] = gr.CheckboxGroup(
                     [(n, n) for n in self.names],
-                    value=["economics"],
+                    value=[DEFAULT_REWARD],
                     label="Reward shapes (several = weighted sum)",
                     elem_id="ree-lab-shapes",
                 )
@@ -326,7 +326,7 @@ class LabTab:
                 for name in self.names:
                     info = self.meta[name]
                     formula = str(info["formula"]).replace("`", "'")
-                    with gr.Accordion(f"{name} ({info['scope']})", open=True, visible=name == "economics") as acc:
+                    with gr.Accordion(f"{name} ({info['scope']})", open=True, visible=name == DEFAULT_REWARD) as acc:
                         gr.Markdown(
                             # the formula in a code span, which shows it as typed (escaped, `>=` read `&gt;=`)
                             f"{esc(info['summary'])}  \n<small>`{formula}` · {esc(info['source'])}</small>"

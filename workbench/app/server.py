@@ -82,8 +82,8 @@ def create_app(
             whole effective configuration (``--log-level debug``).
         concurrency: Gradio events running at once per handler (default
             ``$WORKBENCH_CONCURRENCY`` or 16); each browser session still runs one at a time.
-        curves: Solver curves file of Play and the Reward lab (default ``$WORKBENCH_CURVES``, else
-            the hand-chosen defaults; e.g. a calibration's ``fitted_curves.json``).
+        curves: Solver curves of Play and the Reward lab: a shipped curve set's name or a file (default
+            ``$WORKBENCH_CURVES``, else the hand-chosen defaults; e.g. a calibration's ``fitted_curves.json``).
 
     Returns:
         The FastAPI app (``app.state.workbench`` is the Blocks).
@@ -106,11 +106,11 @@ def create_app(
         # the server's rule for client-chosen tokenizers (no folders of its own disk unless allowed)
         return runtime.settings.check_tokenizer_name(name, runtime.config.tokenizer_name)
 
-    from reasoning_env.policies import SolverCurves
+    from reasoning_env.policies.curves import load_curves
 
     curves_file = curves or env.get("WORKBENCH_CURVES")
     ctx = AppContext(
-        curves=SolverCurves.load(curves_file) if curves_file else None,
+        curves=load_curves(curves_file) if curves_file else None,
         base_config=runtime.config,
         runs_root=runs_root or env.get("WORKBENCH_RUNS_ROOT") or "runs",
         grader=runtime.grader,
@@ -164,8 +164,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--curves",
         default=None,
-        help="solver curves JSON of Play and the Reward lab (default $WORKBENCH_CURVES, "
-        "else the hand-chosen defaults)",
+        help="solver curves of Play and the Reward lab: a shipped curve set by name (e.g. qwen2.5-coder-0.5b) or a "
+        "curves JSON file (default $WORKBENCH_CURVES, else the hand-chosen defaults)",
     )
     p.add_argument("--log-level", default="warning", choices=["critical", "error", "warning", "info", "debug"])
     return p

@@ -2,6 +2,7 @@
 
 python -m workbench.reward_lab bench --steps 10000          # re-scoring speed
 python -m workbench.reward_lab induced --budgets 1000 2500 5000 --rewards economics budget_aware l1_max
+python -m workbench.reward_lab induced --curves qwen2.5-coder-0.5b             # a shipped curve set
 python -m workbench.reward_lab induced --curves runs/calib/fitted_curves.json   # a calibrated solver
 python -m workbench.reward_lab rescore runs/my_run --reward reward.yaml
 python -m workbench.reward_lab describe [name]               # registry metadata (JSON)
@@ -18,9 +19,11 @@ import numpy as np
 import pandas as pd
 
 from reasoning_env.errors import ReasoningEconomicsError
+from reasoning_env.rewards import DEFAULT_REWARD, REFERENCE_REWARD
 
 BENCH_SPECS = {
-    "economics (seed)": "economics",
+    "economics (default)": "economics",
+    "reference (seed)": "reference",
     "budget_aware": "budget_aware",
     "l1_max": "l1_max",
     "cosine": "cosine",
@@ -99,15 +102,17 @@ def main(argv: list[str] | None = None) -> int:
     ind.add_argument(
         "--rewards",
         nargs="+",
-        default=["economics", "budget_aware", "l1_max", "l1_exact", "cosine"],
-        help="registry names, or YAML/JSON spec files",
+        default=[DEFAULT_REWARD, REFERENCE_REWARD, "budget_aware", "l1_max", "l1_exact", "cosine"],
+        help=f"registry names, or YAML/JSON spec files (default reward: {DEFAULT_REWARD}; "
+        f"the seed's exact reward: {REFERENCE_REWARD})",
     )
     ind.add_argument("--orders", type=int, default=4)
     ind.add_argument("--soft", action="store_true", help="soft budget mode")
     ind.add_argument(
         "--curves",
-        help="solver curves JSON (a run folder's curves.json or fitted_curves.json; "
-        "default: the hand-chosen defaults)",
+        help="solver curves: a shipped curve set by name (e.g. qwen2.5-coder-0.5b, fitted to the real model) "
+        "or a curves JSON file (a run folder's curves.json or fitted_curves.json); default: the hand-chosen "
+        "defaults",
     )
     ind.add_argument(
         "--resolution",
@@ -154,6 +159,7 @@ def _run(args: argparse.Namespace) -> int:
         bench(args.steps, args.repeat, text=not args.no_text)
     elif args.cmd == "induced":
         from reasoning_env.policies import SolverCurves
+        from reasoning_env.policies.curves import load_curves
         from workbench.reward_lab.induced import induced_behaviour, oracle_frontier
 
         if min(args.budgets) < 1 or args.orders < 1:
@@ -162,7 +168,7 @@ def _run(args: argparse.Namespace) -> int:
             )
         if args.resolution < 1:
             raise ValueError(f"--resolution must be >= 1 cells, got {args.resolution}")
-        curves = SolverCurves.load(args.curves) if args.curves else SolverCurves()
+        curves = load_curves(args.curves) if args.curves else SolverCurves()
         t0 = time.perf_counter()
         res = induced_behaviour(
             {name: name for name in args.rewards},

@@ -247,7 +247,7 @@ class Rescorer:
 
     def rescore(self, reward: Any = None) -> Rescored:
         """Every step's and episode's reward under ``reward`` (spec, registry name, YAML, or a
-        reward object; ``None`` = the seed reward).
+        reward object; ``None`` = the default reward, ``economics``).
 
         Raises:
             RescoreError: a group reward on a frame without groups.
@@ -321,7 +321,7 @@ def rescore(
     Args:
         source: A run folder path, a :class:`workbench.runs.Run`, or a trajectories frame.
         reward: Spec / registry name / YAML / reward object. ``None``: the reward the run was
-            recorded with (its ``config.yaml``), or the seed reward for a bare frame.
+            recorded with (its ``config.yaml``), or the default reward for a bare frame.
         group_by: See :class:`Rescorer`.
 
     Returns:

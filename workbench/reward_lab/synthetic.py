@@ -51,7 +51,7 @@ def synthetic_steps(
         group_size: If set, episodes come in GRPO groups of this many members that share the
             episode's questions (``group``/``member`` columns filled).
         reward: Reward (spec or object) paid and stored in ``reward``/``reward_<component>``;
-            default the seed reward.
+            default the default reward (``economics``).
         curve: Accuracy model ``curve(tokens, difficulty, problem_type) -> p`` of the verdicts
             (default: :class:`~reasoning_env.policies.SolverCurves` defaults); lengths are drawn
             log-normally around the default curve's mid-point length of each difficulty.

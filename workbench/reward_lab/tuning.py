@@ -238,8 +238,8 @@ def spec_label(spec: Any) -> str:
 
 def recorded_spec(config: EnvConfig | None) -> dict[str, Any]:
     """The spec of the reward a run was recorded with: its config's ``reward`` (flat seed weights
-    filling unset economics parameters), or the seed reward with the config's flat weights, or
-    the seed default when the run has no config."""
+    filling unset economics parameters), or the default reward with the config's flat weights, or
+    the default reward when the run has no config."""
     rw = build_reward(config, context="rescore") if config is not None else build_reward(None, context="rescore")
     return normalise_spec(rw.to_spec())
 
@@ -285,7 +285,7 @@ def rescore_table(
     Args:
         rescorer: A :class:`workbench.reward_lab.Rescorer` of the run's trajectories.
         spec: The tuned reward spec.
-        recorded: The recorded reward's spec (default the seed reward); re-scored too, so both
+        recorded: The recorded reward's spec (default: the default reward); re-scored too, so both
             columns come from the same code path.
         group_by: Group columns for group rewards on runs without GRPO groups (e.g.
             ``["episode", "step"]``: policies that played the same seeded episode form a group).
@@ -486,7 +486,7 @@ class LabRun:
 
     @classmethod
     def synthetic(cls, n_steps: int = 2000, *, seed: int = 0) -> LabRun:
-        """A synthetic demo run (:func:`workbench.reward_lab.synthetic.synthetic_steps`: seed reward,
+        """A synthetic demo run (:func:`workbench.reward_lab.synthetic.synthetic_steps`: the default reward,
         budget 4,000 tokens for 10 questions, GRPO groups of 4, with response texts) for trying the
         lab before any run exists."""
         from workbench.reward_lab.synthetic import synthetic_steps
