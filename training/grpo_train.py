@@ -143,7 +143,8 @@ def build_parser() -> argparse.ArgumentParser:
         choices=["share", "env"],
         default="share",
         help="Per-answer cap: share (default, as evaluation: --turn_factor x the remaining budget per remaining "
-        "question, at least 64, at most step_token_cap) or env (step_token_cap alone).",
+        "question, keeping 64 for each later question, at least 64, at most step_token_cap) or env "
+        "(step_token_cap alone).",
     )
     g.add_argument("--turn_factor", type=float, default=2.0, help="The share rule's multiple.")
     g = p.add_argument_group("GRPO (TRL GRPOConfig)")

@@ -18,7 +18,8 @@ Each episode is kept as token ids (shapes: ``prompt_ids [P]``, ``completion_ids 
   re-rendered, so the trainer scores exactly the tokens that were sampled.
 
 Each turn's generation is capped by the turn cap rule (:class:`~reasoning_env.policies.turn_cap.TurnCap`,
-the evaluation's LLM policies' default: twice the remaining budget per remaining question, at most the
+the evaluation's LLM policies' default: twice the remaining budget per remaining question, keeping a floor
+for every later question, at most the
 environment's ``obs.step_token_cap`` = min of the config's ``max_tokens_per_step`` and, in hard-cap mode,
 the remaining budget; the prompt states the cap applied) and by the room left under ``max_episode_tokens``.
 When the next environment turn plus ``min_turn_tokens`` no longer fits, the remaining questions are
