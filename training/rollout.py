@@ -53,12 +53,15 @@ class EpisodeSpec:
         member: Index inside the group, or ``None``.
         episode: Run-level episode index written to the step rows (training uses the group index,
             so "same index = same seed" holds as in evaluation runs).
+        resample_round: 0 for an episode of the dataset; ``n`` for the group dynamic sampling played in
+            its ``n``-th round in place of a group without reward variance (a fresh seed, same group index).
     """
 
     seed: int
     group: int | None = None
     member: int | None = None
     episode: int = 0
+    resample_round: int = 0
 
 
 @dataclass
@@ -218,6 +221,7 @@ class EpisodeTrace:
             "group": self.spec.group,
             "member": self.spec.member,
             "episode": self.spec.episode,
+            "resample_round": self.spec.resample_round,
             "reward": self.reward,
             "env_episode_reward": self.env_episode_reward,
             "components": dict(self.components),
