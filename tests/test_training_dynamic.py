@@ -60,6 +60,13 @@ def test_groups_per_step_with_a_small_micro_batch_accumulates(tmp_path):
         batch_layout(args)
 
 
+def test_fewer_episodes_than_groups_per_step_is_refused(tmp_path, capsys):
+    from training.grpo_train import main
+
+    assert main(["--smoke", "--groups_per_step", "4", "--output_dir", str(tmp_path / "r")]) == 2
+    assert "would train no step" in capsys.readouterr().err
+
+
 def test_dynamic_sampling_settings():
     args = parse_args(["--model", "tiny"])
     assert resolve_dynamic_sampling(args, 16) is True  # on by default
@@ -136,7 +143,7 @@ def test_tied_groups_are_replayed_with_fresh_seeds_then_masked(tmp_path):
 
 @pytest.mark.slow
 def test_groups_with_variance_are_trained_and_tied_ones_replaced(tmp_path):
-    setup = _setup(tmp_path, "--groups_per_step", "4", "--per_device_train_batch_size", "8")
+    setup = _setup(tmp_path, "--groups_per_step", "4", "--per_device_train_batch_size", "8", "--num_episodes", "4")
     rollout, trainer = setup.rollout, setup.trainer
     trainer.model.train()
     prompts = _batch(setup)
@@ -199,7 +206,7 @@ def test_question_advantages_reach_the_loss_per_turn(tmp_path):
 
     setup = _setup(
         tmp_path, "--advantage", "question", "--max_steps", "1", "--groups_per_step", "4",
-        "--per_device_train_batch_size", "8",
+        "--per_device_train_batch_size", "8", "--num_episodes", "4",
     )  # fmt: skip
     trainer, rollout = setup.trainer, setup.rollout
     captured = []

@@ -637,6 +637,11 @@ def build_trainer(args: argparse.Namespace, *, policy: Any = None, env_config: A
         except ValueError as exc:
             raise TrainSetupError(f"--group_reward {args.group_reward!r}: {exc}") from None
     per_device, accumulation, groups_per_step = batch_layout(args, world_size())
+    if args.num_episodes < groups_per_step:
+        raise TrainSetupError(
+            f"--num_episodes {args.num_episodes} is fewer than the {groups_per_step} GRPO groups of one step: TRL "
+            "would train no step. Raise --num_episodes or lower --groups_per_step"
+        )
     dynamic = resolve_dynamic_sampling(args, per_device * accumulation)
     if args.advantage == "question":
         if args.group_reward:
