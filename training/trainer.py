@@ -27,6 +27,9 @@ TRL's own ``_generate_and_score_completions`` it:
 - drops TRL's ``completions/clipped_ratio`` ("the last token is not EOS"): every episode that ran
   out of budget ends in a turn cut at the remaining budget, so it reads 1.0 in any budget-bound run.
   The project's ``cap_hit_rate`` (turns cut by their per-turn cap) is logged by the reward function.
+- takes ``(B, T)`` per-question advantages from the rollout when it offers them (``--advantage question``,
+  :func:`_use_token_advantages`), and skips the loss and backward of a micro-batch with no model token in the
+  loss on any process, so a step dynamic sampling left nothing to train moves no weight (:func:`_nothing_to_learn`).
 
 Unsloth's trainer is generated from TRL's source; this subclass only post-processes the output
 dict and the metrics, so it does not depend on TRL's internals beyond the ``_metrics`` dict, the
