@@ -170,7 +170,7 @@ def test_a_step_without_any_group_variance_moves_no_weight(tmp_path):
     skipped, no parameter has a gradient, and AdamW moves nothing (with a zero gradient its momentum would)."""
     from transformers import TrainerCallback
 
-    setup = _setup(tmp_path, "--max_resample_rounds", "1", "--max_steps", "2")
+    setup = _setup(tmp_path, "--max_resample_rounds", "0", "--max_steps", "2")
     trainer = setup.trainer
     seen: dict = {}
 
