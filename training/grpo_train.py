@@ -51,6 +51,11 @@ LOSS_TYPES = ("dapo", "grpo", "dr_grpo", "bnpo", "cispo", "sapo")
 #: Defaults chosen from ``python -m training.advantage_study`` (docs/training.md, "Advantages and loss").
 DEFAULT_LOSS_TYPE = "dapo"
 DEFAULT_SCALE_REWARDS = "batch"
+#: GRPO groups per optimizer step when ``--per_device_train_batch_size`` does not set the batch: with one group,
+#: ``scale_rewards="batch"`` divides by that group's own std and a 0.001 cost gap becomes a +-1 advantage.
+DEFAULT_GROUPS_PER_STEP = 4
+#: Bound on dynamic sampling's replacement rounds per step (``--max_resample_rounds``).
+DEFAULT_MAX_RESAMPLE_ROUNDS = 2
 
 MASK_TRUNCATED_MESSAGE = (
     "--mask_truncated_completions is refused: TRL treats a completion whose last token is not a stop token as "
@@ -143,7 +148,8 @@ def build_parser() -> argparse.ArgumentParser:
         choices=["share", "env"],
         default="share",
         help="Per-answer cap: share (default, as evaluation: --turn_factor x the remaining budget per remaining "
-        "question, at least 64, at most step_token_cap) or env (step_token_cap alone).",
+        "question, keeping 64 for each later question, at least 64, at most step_token_cap) or env "
+        "(step_token_cap alone).",
     )
     g.add_argument("--turn_factor", type=float, default=2.0, help="The share rule's multiple.")
     g = p.add_argument_group("GRPO (TRL GRPOConfig)")
@@ -152,9 +158,47 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--seed", type=int, default=42)
     g.add_argument("--num_generations", type=int, default=4, help="Group size G: rollouts per episode seed.")
     g.add_argument(
-        "--per_device_train_batch_size", type=int, default=None, help="Rollouts per device per step (default 2 x G)."
+        "--groups_per_step",
+        type=int,
+        default=None,
+        help=f"GRPO groups per optimizer step (default {DEFAULT_GROUPS_PER_STEP} unless --per_device_train_batch_size "
+        "sets the batch): --groups_per_step x G rollouts per step, split into micro-batches of "
+        "--per_device_train_batch_size per process (gradient accumulation makes up the rest).",
     )
-    g.add_argument("--gradient_accumulation_steps", type=int, default=1)
+    g.add_argument(
+        "--per_device_train_batch_size",
+        type=int,
+        default=None,
+        help="Rollouts per device per micro-batch (default: the whole step's, groups_per_step x G / processes).",
+    )
+    g.add_argument(
+        "--gradient_accumulation_steps",
+        type=int,
+        default=None,
+        help="Micro-batches per optimizer step (default: what --groups_per_step needs, else 1).",
+    )
+    g.add_argument(
+        "--dynamic_sampling",
+        choices=("auto", "on", "off"),
+        default="auto",
+        help="Replace GRPO groups without reward variance by freshly played ones before the optimizer step (DAPO); "
+        "groups still tied after --max_resample_rounds are masked out of the loss, and a step with none left skips "
+        "the optimizer. auto = on unless --group_reward (the rollout judges the environment's reward only) or a "
+        "group spans two processes.",
+    )
+    g.add_argument(
+        "--max_resample_rounds",
+        type=int,
+        default=DEFAULT_MAX_RESAMPLE_ROUNDS,
+        help="Dynamic sampling: replacement rounds per step at most (0 = mask tied groups without replaying).",
+    )
+    g.add_argument(
+        "--advantage",
+        choices=("episode", "question"),
+        default="episode",
+        help="episode = one advantage per episode (TRL's); question = each answer credited with its own step reward "
+        "plus the episode's terms, normalised per question index within the group (docs/training.md).",
+    )
     g.add_argument("--learning_rate", type=float, default=5e-6)
     g.add_argument("--num_train_epochs", type=float, default=1.0)
     g.add_argument("--max_steps", type=int, default=-1)
@@ -338,6 +382,63 @@ def load_env_config(path: str | None, smoke: bool = False):
     return cfg
 
 
+def world_size() -> int:
+    """Processes of the run (``WORLD_SIZE``, set by ``torchrun`` / ``accelerate launch``; 1 otherwise)."""
+    return int(os.environ.get("WORLD_SIZE", "1"))
+
+
+def batch_layout(args: argparse.Namespace, processes: int = 1) -> tuple[int, int, int]:
+    """``(per_device_train_batch_size, gradient_accumulation_steps, groups_per_step)`` for ``args``.
+
+    One generation batch is one optimizer step (TRL's ``steps_per_generation`` = the accumulation steps), so a
+    step holds ``per_device x processes x accumulation / G`` groups. ``--groups_per_step`` (default
+    :data:`DEFAULT_GROUPS_PER_STEP` when ``--per_device_train_batch_size`` is not given) fixes that number: the
+    per-device batch defaults to the whole step's share and the accumulation makes up the rest. With
+    ``--per_device_train_batch_size`` alone the step holds what it and ``--gradient_accumulation_steps`` give,
+    as before.
+
+    Raises:
+        TrainSetupError: the numbers do not divide, or contradict each other (the message names the fix).
+    """
+    g = int(args.num_generations)
+    per_device, accumulation = args.per_device_train_batch_size, args.gradient_accumulation_steps
+    groups = args.groups_per_step
+    if groups is None and per_device is None:
+        groups = DEFAULT_GROUPS_PER_STEP
+    if groups is not None and groups < 1:
+        raise TrainSetupError(f"--groups_per_step must be >= 1, got {groups}")
+    if groups is None:
+        accumulation = accumulation or 1
+        rows = per_device * processes * accumulation
+        if rows % g:
+            raise TrainSetupError(
+                f"a step of {per_device} x {processes} processes x {accumulation} accumulation = {rows} rollouts is "
+                f"not whole groups of --num_generations {g}; use --groups_per_step instead"
+            )
+        return per_device, accumulation, rows // g
+    rows = groups * g
+    if per_device is None:
+        accumulation = accumulation or 1
+        if rows % (processes * accumulation):
+            raise TrainSetupError(
+                f"--groups_per_step {groups} x G {g} = {rows} rollouts do not split over {processes} processes x "
+                f"{accumulation} accumulation steps; pass --per_device_train_batch_size"
+            )
+        return rows // (processes * accumulation), accumulation, groups
+    if rows % (per_device * processes):
+        raise TrainSetupError(
+            f"--groups_per_step {groups} x G {g} = {rows} rollouts per step are not a multiple of "
+            f"--per_device_train_batch_size {per_device} x {processes} processes"
+        )
+    needed = rows // (per_device * processes)
+    if accumulation is not None and accumulation != needed:
+        raise TrainSetupError(
+            f"--groups_per_step {groups} with --per_device_train_batch_size {per_device} on {processes} process(es) "
+            f"needs --gradient_accumulation_steps {needed}, got {accumulation}; drop one of the three"
+        )
+    return per_device, needed, groups
+
+
 def cuda_available() -> bool:
     try:
         import torch
@@ -382,7 +483,7 @@ def _grpo_config(args: argparse.Namespace, backend: str, env_cfg: Any, *, unslot
     gradient checkpointing (``get_peft_model(use_gradient_checkpointing="unsloth")``), so TRL's is left off."""
     from trl import GRPOConfig
 
-    per_device = args.per_device_train_batch_size or 2 * args.num_generations
+    per_device, accumulation, _ = batch_layout(args, world_size())
     bf16 = {"true": True, "false": False}.get(args.bf16)
     if bf16 is None:
         bf16 = False
@@ -401,7 +502,7 @@ def _grpo_config(args: argparse.Namespace, backend: str, env_cfg: Any, *, unslot
         num_train_epochs=args.num_train_epochs,
         max_steps=args.max_steps,
         per_device_train_batch_size=per_device,
-        gradient_accumulation_steps=args.gradient_accumulation_steps,
+        gradient_accumulation_steps=accumulation,
         num_generations=args.num_generations,
         # One "completion" is a whole episode: Dr.GRPO's normaliser and vLLM's context use this.
         max_completion_length=args.max_episode_tokens,
@@ -535,6 +636,32 @@ def build_trainer(args: argparse.Namespace, *, policy: Any = None, env_config: A
             group_reward_function(args.group_reward)  # validates the spec before anything is loaded
         except ValueError as exc:
             raise TrainSetupError(f"--group_reward {args.group_reward!r}: {exc}") from None
+    per_device, accumulation, groups_per_step = batch_layout(args, world_size())
+    if args.num_episodes < groups_per_step:
+        raise TrainSetupError(
+            f"--num_episodes {args.num_episodes} is fewer than the {groups_per_step} GRPO groups of one step: TRL "
+            "would train no step. Raise --num_episodes or lower --groups_per_step"
+        )
+    dynamic = resolve_dynamic_sampling(args, per_device * accumulation)
+    if args.advantage == "question":
+        if args.group_reward:
+            raise TrainSetupError(
+                "--advantage question credits each answer with the environment's step rewards; a --group_reward "
+                "would be left out of the advantages. Drop one of the two"
+            )
+        if (per_device * accumulation) % args.num_generations:
+            raise TrainSetupError(
+                "--advantage question needs every GRPO group on one process: make --per_device_train_batch_size x "
+                f"--gradient_accumulation_steps a multiple of --num_generations {args.num_generations}"
+            )
+    if groups_per_step == 1 and args.scale_rewards in ("batch", "group"):
+        logger.warning(
+            "one GRPO group per optimizer step with --scale_rewards %s divides each advantage by that one group's "
+            "reward std, so a tie-breaking cost gap of 0.001 becomes a +-1 advantage (the first CPU run's steps). "
+            "Fix: --groups_per_step %d (or more), or --scale_rewards none",
+            args.scale_rewards,
+            DEFAULT_GROUPS_PER_STEP,
+        )
     env_cfg = env_config if env_config is not None else load_env_config(args.config, smoke=args.smoke)
     if args.output_dir is None:
         args.output_dir = str(Path("runs") / time.strftime("grpo-%Y%m%d-%H%M%S"))
@@ -586,6 +713,9 @@ def build_trainer(args: argparse.Namespace, *, policy: Any = None, env_config: A
         "beta": args.beta,
         "loss_type": args.loss_type,
         "scale_rewards": args.scale_rewards,
+        "groups_per_step": groups_per_step,
+        "dynamic_sampling": {"max_resample_rounds": args.max_resample_rounds} if dynamic else False,
+        "advantage": args.advantage,
         "vllm_importance_sampling_mode": args.vllm_importance_sampling_mode
         if backend in ("vllm", "vllm_server")
         else None,
@@ -636,6 +766,10 @@ def build_trainer(args: argparse.Namespace, *, policy: Any = None, env_config: A
         run_id=out.name,
         pad_token_id=policy.tokenizer.pad_token_id,
         backend_factory=(lambda trainer: server_backend) if server_backend is not None else None,
+        dynamic_sampling=dynamic,
+        max_resample_rounds=args.max_resample_rounds,
+        base_seed=args.seed,
+        advantage=args.advantage,
     )
 
     config = _grpo_config(args, backend, env_cfg, unsloth=bool(policy.unsloth))
@@ -653,6 +787,7 @@ def build_trainer(args: argparse.Namespace, *, policy: Any = None, env_config: A
             if (out / stale).exists() and resume is None:
                 (out / stale).unlink()
         seeds = held_out_seeds(args.eval_seeds, dataset["seed"])
+        rollout.exclude_seeds = set(seeds)  # dynamic sampling's replacement episodes never play a held-out seed
         curves = curves or SolverCurves()
         evaluator = HeldOutEvaluator(
             rollout,
@@ -689,6 +824,41 @@ def build_trainer(args: argparse.Namespace, *, policy: Any = None, env_config: A
     return TrainingSetup(
         trainer, rollout, writer, env_cfg, policy, backend, out, server, handoff, str(resume[0]) if resume else None
     )
+
+
+def resolve_dynamic_sampling(args: argparse.Namespace, local_rows: int) -> bool:
+    """Whether dynamic sampling is on for ``--dynamic_sampling`` (see its help).
+
+    Args:
+        local_rows: Rollouts of one process's generation batch (per-device batch x accumulation steps).
+    Raises:
+        TrainSetupError: ``on`` with ``--group_reward`` or with a group split across processes, or a negative
+            ``--max_resample_rounds``.
+    """
+    if args.max_resample_rounds < 0:
+        raise TrainSetupError(f"--max_resample_rounds must be >= 0, got {args.max_resample_rounds}")
+    split = local_rows % args.num_generations != 0
+    if args.dynamic_sampling == "off":
+        return False
+    if args.dynamic_sampling == "on":
+        if args.group_reward:
+            raise TrainSetupError(
+                "--dynamic_sampling on judges a group by the environment's reward, and would drop groups a "
+                "--group_reward still tells apart. Use --dynamic_sampling off with --group_reward"
+            )
+        if split:
+            raise TrainSetupError(
+                "--dynamic_sampling on needs every GRPO group on one process: make --per_device_train_batch_size x "
+                f"--gradient_accumulation_steps a multiple of --num_generations {args.num_generations}"
+            )
+        return True
+    if args.group_reward or split:
+        logger.info(
+            "dynamic sampling off: %s",
+            "--group_reward is set" if args.group_reward else "a GRPO group spans two processes",
+        )
+        return False
+    return True
 
 
 def _rollout_server(args: argparse.Namespace, policy: Any, out: Path) -> tuple[Any, Any]:

@@ -18,7 +18,8 @@ Each episode is kept as token ids (shapes: ``prompt_ids [P]``, ``completion_ids 
   re-rendered, so the trainer scores exactly the tokens that were sampled.
 
 Each turn's generation is capped by the turn cap rule (:class:`~reasoning_env.policies.turn_cap.TurnCap`,
-the evaluation's LLM policies' default: twice the remaining budget per remaining question, at most the
+the evaluation's LLM policies' default: twice the remaining budget per remaining question, keeping a floor
+for every later question, at most the
 environment's ``obs.step_token_cap`` = min of the config's ``max_tokens_per_step`` and, in hard-cap mode,
 the remaining budget; the prompt states the cap applied) and by the room left under ``max_episode_tokens``.
 When the next environment turn plus ``min_turn_tokens`` no longer fits, the remaining questions are
@@ -52,12 +53,15 @@ class EpisodeSpec:
         member: Index inside the group, or ``None``.
         episode: Run-level episode index written to the step rows (training uses the group index,
             so "same index = same seed" holds as in evaluation runs).
+        resample_round: 0 for an episode of the dataset; ``n`` for the group dynamic sampling played in
+            its ``n``-th round in place of a group without reward variance (a fresh seed, same group index).
     """
 
     seed: int
     group: int | None = None
     member: int | None = None
     episode: int = 0
+    resample_round: int = 0
 
 
 @dataclass
@@ -217,6 +221,7 @@ class EpisodeTrace:
             "group": self.spec.group,
             "member": self.spec.member,
             "episode": self.spec.episode,
+            "resample_round": self.spec.resample_round,
             "reward": self.reward,
             "env_episode_reward": self.env_episode_reward,
             "components": dict(self.components),

@@ -27,6 +27,9 @@ TRL's own ``_generate_and_score_completions`` it:
 - drops TRL's ``completions/clipped_ratio`` ("the last token is not EOS"): every episode that ran
   out of budget ends in a turn cut at the remaining budget, so it reads 1.0 in any budget-bound run.
   The project's ``cap_hit_rate`` (turns cut by their per-turn cap) is logged by the reward function.
+- takes ``(B, T)`` per-question advantages from the rollout when it offers them (``--advantage question``,
+  :func:`_use_token_advantages`), and skips the loss and backward of a micro-batch with no model token in the
+  loss on any process, so a step dynamic sampling left nothing to train moves no weight (:func:`_nothing_to_learn`).
 
 Unsloth's trainer is generated from TRL's source; this subclass only post-processes the output
 dict and the metrics, so it does not depend on TRL's internals beyond the ``_metrics`` dict, the
@@ -169,6 +172,8 @@ def episode_trainer_class():
         def _generate_and_score_with_diagnostics(self, inputs):
             output = super()._generate_and_score_completions(inputs)
             mode = "train" if self.model.training else "eval"
+            if mode == "train":
+                _use_token_advantages(self, output)
             metrics = self._metrics[mode]
             metrics.pop("completions/clipped_ratio", None)
             local = self._local_is_masked_fraction(output, mode)
@@ -249,7 +254,49 @@ def episode_trainer_class():
                 args.vllm_importance_sampling_clip_min,
             )
 
+        def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
+            if _nothing_to_learn(self, inputs):  # see _nothing_to_learn: no forward, no backward, no gradient
+                import torch
+
+                return torch.zeros((), device=self.args.device, requires_grad=True)
+            return super().compute_loss(
+                model, inputs, return_outputs=return_outputs, num_items_in_batch=num_items_in_batch
+            )
+
     return EpisodeGRPOTrainer
+
+
+def _use_token_advantages(trainer: Any, output: dict) -> None:
+    """``--advantage question``: replace TRL's ``(B,)`` advantages by the rollout's ``(B, T)`` per-question ones
+    (:meth:`training.trl_rollout.GRPORollout.token_advantages`; TRL 1.16's loss takes either shape). A no-op
+    when the rollout gives none (episode advantages, or a rollout_func without the method)."""
+    make = getattr(trainer.rollout_func, "token_advantages", None)
+    if make is None:
+        return
+    per_token = make(trainer, output["completion_ids"].size(1))
+    if per_token is not None:
+        import torch
+
+        output["advantages"] = torch.as_tensor(per_token, dtype=torch.float32, device=output["advantages"].device)
+
+
+def _nothing_to_learn(trainer: Any, inputs: dict) -> bool:
+    """True when no process's micro-batch has a model token in the loss (training only).
+
+    Such a micro-batch's gradient is exactly zero (every loss term is masked), so the loss forward and the
+    backward are skipped; when every micro-batch of an optimizer step is, no parameter gets a gradient and
+    the optimizer moves nothing (torch's AdamW skips parameters whose ``grad`` is ``None``; a zero gradient
+    would still apply its momentum). Dynamic sampling masks a batch this way when no group has reward
+    variance (:mod:`training.trl_rollout`). Not with a router auxiliary loss, which is not masked.
+    """
+
+    if not trainer.model.training or getattr(trainer, "aux_loss_enabled", False):
+        return False
+    mask = inputs["completion_mask"]
+    if inputs.get("tool_mask") is not None:
+        mask = mask * inputs["tool_mask"]
+    tokens = trainer.accelerator.gather(mask.sum().reshape(1).float())  # every process decides alike
+    return bool(tokens.sum() == 0)
 
 
 def _handoff_seconds(trainer: Any) -> float:

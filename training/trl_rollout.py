@@ -16,6 +16,23 @@ Rewards are normalised within each group of ``num_generations`` consecutive roll
 member of a group must play the same episode. ``rollout_func`` only sees the ``prompt`` column,
 so each row's prompt carries its episode seed (:func:`episode_prompt`) and the environment's
 ``reset(seed)`` is deterministic in it.
+
+**Dynamic sampling** (DAPO; ``GRPORollout(dynamic_sampling=True)``, training only): a group whose members
+would all get advantage 0 (:func:`training.advantages.group_has_signal`: equal episode rewards, or equal
+per-question credits with ``advantage="question"``) is dropped before ``rollout_func`` returns and replaced
+by a group playing a fresh episode (:func:`resample_seed`: deterministic in the run seed, the group index
+and the round; never a held-out seed), up to ``max_resample_rounds`` rounds. The rows returned still answer
+the prompts TRL passed, one per prompt, in order (a replaced group's rows carry its new seed in
+``episodes.jsonl`` and ``resample_round``; TRL's completion log shows the dataset prompt). Groups still
+without variance after the last round are masked out of the loss (``env_mask`` all 0: no token of theirs
+is trained or counted in the loss normaliser); when no group of the whole batch has variance, no token is
+left, and the trainer (:mod:`training.trainer`) skips the loss and backward, so no parameter has a
+gradient and the optimizer moves nothing (AdamW skips parameters without a gradient; its momentum does not
+act). Logged per step: ``dynamic_sampling/kept_share`` (groups of the first play with variance),
+``resampled_groups``, ``rounds``, ``masked_groups``, ``skipped_step``. Several processes: each plays its own
+groups' replacements; a group must lie within one process (the local batch a multiple of
+``num_generations``, refused otherwise), and every process plays the same number of rounds (the decision to
+play another is taken over all processes), as the collective generation backends need.
 """
 
 from __future__ import annotations
@@ -27,6 +44,7 @@ from typing import Any
 
 from reasoning_env.conversation import ChatFormat
 from reasoning_env.errors import ReasoningEconomicsError
+from training.advantages import ADVANTAGE_MODES, group_has_signal, question_advantages, token_advantages, turn_credits
 from training.generation import GenerationBackend, SamplingConfig, TransformersBackend, TrlVLLMBackend
 from training.rollout import EpisodeRunner, EpisodeSpec, EpisodeTrace, RolloutLimits
 
@@ -64,6 +82,44 @@ def episode_seeds(n: int, base_seed: int) -> list[int]:
         raise ValueError(f"the dataset needs at least one episode, got {n}")
     rng = random.Random(base_seed)
     return rng.sample(range(2**31 - 1), n)
+
+
+def resample_seed(base_seed: int, group: int, round_: int, exclude: Any = ()) -> int:
+    """The seed of the episode dynamic sampling plays for ``group`` in round ``round_`` (< 2**31).
+
+    Deterministic in ``(base_seed, group, round_)`` (a string-seeded ``random.Random``: the same in every
+    process and every Python run), and never one of ``exclude`` (the held-out evaluation's seeds).
+    """
+    import random
+
+    rng = random.Random(f"resample:{int(base_seed)}:{int(group)}:{int(round_)}")
+    while True:
+        seed = rng.randrange(2**31 - 1)
+        if seed not in exclude:
+            return seed
+
+
+class GroupLayoutError(ReasoningEconomicsError, ValueError):
+    """A GRPO group would be split across processes where a whole group must be local."""
+
+
+def check_local_groups(local_rows: int, num_generations: int, why: str) -> None:
+    """Refuse a process slice that does not hold whole GRPO groups.
+
+    Args:
+        local_rows: Rows of one process's generation slice (``per_device_train_batch_size x
+            steps_per_generation``).
+        num_generations: ``G``.
+        why: The feature that needs whole groups (named in the message).
+    Raises:
+        GroupLayoutError: ``local_rows`` is not a multiple of ``G``.
+    """
+    if local_rows % num_generations:
+        raise GroupLayoutError(
+            f"{why} needs every GRPO group on one process, but each process gets {local_rows} rollouts of groups of "
+            f"{num_generations}. Fix: make per_device_train_batch_size x gradient_accumulation_steps a multiple of "
+            f"num_generations (e.g. --per_device_train_batch_size {num_generations})"
+        )
 
 
 def build_episode_dataset(n: int, base_seed: int = 0):
@@ -201,12 +257,25 @@ class GRPORollout:
         run_id: Written to the step rows.
         pad_token_id: The tokenizer's pad id, checked against ``eos_ids`` (:func:`check_pad_token`); the
             trainer's tokenizer is checked again on the first call.
+        dynamic_sampling: Replace groups without reward variance before the optimizer step (module
+            docstring); training batches only.
+        max_resample_rounds: Bound on the replacement rounds per batch (0: drop without replaying).
+        base_seed: The run seed the replacement seeds derive from (:func:`resample_seed`).
+        advantage: ``"episode"`` (TRL's one advantage per episode) or ``"question"`` (per-question
+            advantages, :mod:`training.advantages`; the trainer asks :meth:`token_advantages` for them).
+        episode_components: Names of the reward's episode-level components (``advantage="question"``);
+            default: read off the environment config's reward.
 
     Raises:
         PadTokenError: the pad id is one of ``eos_ids``.
 
     Attributes:
-        last_traces: The traces of the latest call (tests inspect them).
+        last_traces: The traces of the latest call, in row order (tests inspect them).
+        last_trained: Per row of the latest call, 1 if its group is in the loss, 0 if masked out
+            (dynamic sampling found no variance in it after the last round).
+        last_dropped: The traces dynamic sampling replaced in the latest call.
+        last_rounds: The replacement rounds it played in the latest call.
+        exclude_seeds: Seeds a replacement episode must not use (the held-out seeds; set by ``build_trainer``).
         backend: The backend in use (built on the first call).
     """
 
@@ -221,8 +290,26 @@ class GRPORollout:
         backend_factory: Callable[[Any], GenerationBackend] | None = None,
         run_id: str = "grpo",
         pad_token_id: int | None = None,
+        dynamic_sampling: bool = False,
+        max_resample_rounds: int = 2,
+        base_seed: int = 0,
+        advantage: str = "episode",
+        episode_components: tuple[str, ...] | None = None,
     ) -> None:
         check_pad_token(pad_token_id, list(eos_ids))
+        if advantage not in ADVANTAGE_MODES:
+            raise ValueError(f"advantage must be one of {ADVANTAGE_MODES}, got {advantage!r}")
+        if int(max_resample_rounds) < 0:
+            raise ValueError(f"max_resample_rounds must be >= 0, got {max_resample_rounds}")
+        self.dynamic_sampling = bool(dynamic_sampling)
+        self.max_resample_rounds = int(max_resample_rounds)
+        self.base_seed = int(base_seed)
+        self.advantage = advantage
+        self._episode_components = tuple(episode_components) if episode_components is not None else None
+        self.exclude_seeds: set[int] = set()
+        self.last_trained: list[int] = []
+        self.last_rounds = 0
+        self.last_dropped: list[EpisodeTrace] = []
         self.env_factory = env_factory
         self.chat = chat
         self.limits = limits
@@ -272,13 +359,22 @@ class GRPORollout:
             raise ValueError(
                 f"the generation batch ({len(seeds)} x {nproc} processes) is not a multiple of num_generations={g}"
             )
+        train = mode == "train"
+        if train and (self.dynamic_sampling or self.advantage == "question"):
+            why = "dynamic sampling" if self.dynamic_sampling else "per-question advantages"
+            check_local_groups(len(seeds), g, why)
         specs = assign_groups(seeds, g, trainer.accelerator.process_index * len(seeds), self.groups_done)
         self.groups_done += len(seeds) * nproc // g
         self.calls += 1
         traces = runner.play_lockstep(specs)
         for tr in traces:
             tr.check()
+        trained = [1] * len(traces)
+        self.last_dropped, self.last_rounds = [], 0
+        if train and self.dynamic_sampling:
+            traces, trained = self._resample(runner, traces, g, trainer)
         self.last_traces = traces
+        self.last_trained = trained
         if self.writer is not None:
             step = int(trainer.state.global_step)
             for tr in traces:
@@ -287,13 +383,109 @@ class GRPORollout:
             "prompt_ids": [tr.prompt_ids for tr in traces],
             "completion_ids": [tr.completion_ids for tr in traces],
             "logprobs": [tr.logprobs for tr in traces],
-            "env_mask": [tr.env_mask for tr in traces],
+            # a group masked out by dynamic sampling: no token in the loss or its normaliser
+            "env_mask": [tr.env_mask if keep else [0] * len(tr.env_mask) for tr, keep in zip(traces, trained)],
             "episode_reward": [tr.reward for tr in traces],
             "episode_stats": [episode_stats(tr) for tr in traces],
             "episode_components": [dict(tr.components) for tr in traces],
             "episode_group": [tr.spec.group for tr in traces],
             "episode_member": [tr.spec.member for tr in traces],
         }
+
+    # ------------------------------------------------------------------ dynamic sampling
+    def episode_component_names(self) -> tuple[str, ...]:
+        """The environment reward's episode-level component names (read once from the env config)."""
+        if self._episode_components is None:
+            from reasoning_env.config import EnvConfig
+            from reasoning_env.rewards import build_reward
+            from training.advantages import episode_component_names
+
+            cfg = getattr(self.env_factory, "config", None) or EnvConfig()
+            self._episode_components = episode_component_names(build_reward(cfg), bool(cfg.hard_cap_mode))
+        return self._episode_components
+
+    def credits(self, trace: EpisodeTrace) -> list[float]:
+        """Per-turn credits of ``trace`` (:func:`training.advantages.turn_credits`)."""
+        if len(trace.turns) != trace.num_answered:
+            raise ValueError(f"episode has {len(trace.turns)} model turns but {trace.num_answered} answered questions")
+        return turn_credits(
+            [s.reward for s in trace.steps],
+            [s.components for s in trace.steps],
+            trace.num_answered,
+            trace.reward,
+            self.episode_component_names(),
+        )
+
+    def has_signal(self, group: list[EpisodeTrace]) -> bool:
+        """Whether ``group`` gives any member a non-zero advantage under this rollout's advantage mode."""
+        credits = [self.credits(tr) for tr in group] if self.advantage == "question" else None
+        return group_has_signal([tr.reward for tr in group], credits)
+
+    def _resample(self, runner: EpisodeRunner, traces: list, g: int, trainer: Any) -> tuple[list, list[int]]:
+        """Replace this process's groups without variance (module docstring); returns the traces in row
+        order and, per row, 1 if its group is trained."""
+        from training.distributed import gather_rows
+
+        slots = [traces[i : i + g] for i in range(0, len(traces), g)]
+        signal = [self.has_signal(s) for s in slots]
+        first_kept, rounds, resampled = sum(signal), 0, 0
+        while rounds < self.max_resample_rounds:
+            pending = [i for i, ok in enumerate(signal) if not ok]
+            rows, _ = gather_rows([len(pending)])  # every process plays the same number of rounds
+            if sum(rows) == 0:
+                break
+            rounds += 1
+            specs = []
+            for i in pending:
+                group = slots[i][0].spec.group
+                seed = resample_seed(self.base_seed, group, rounds, self.exclude_seeds)
+                specs += [
+                    EpisodeSpec(seed=seed, group=group, member=tr.spec.member, episode=group, resample_round=rounds)
+                    for tr in slots[i]
+                ]
+            new = runner.play_lockstep(specs)  # [] on a process with nothing pending: it still takes part
+            for tr in new:
+                tr.check()
+            for j, i in enumerate(pending):
+                self.last_dropped += slots[i]
+                slots[i] = new[j * g : (j + 1) * g]
+                signal[i] = self.has_signal(slots[i])
+            resampled += len(pending)
+        self.last_rounds = rounds
+        counts, _ = gather_rows([(first_kept, len(slots), resampled, len(slots) - sum(signal))])
+        kept, total, replayed, masked = (sum(c[k] for c in counts) for k in range(4))
+        metrics = getattr(trainer, "_metrics", None)
+        if metrics is not None:
+            m = metrics["train"]
+            m["dynamic_sampling/kept_share"].append(kept / total if total else 0.0)
+            m["dynamic_sampling/resampled_groups"].append(float(replayed))
+            m["dynamic_sampling/rounds"].append(float(rounds))
+            m["dynamic_sampling/masked_groups"].append(float(masked))
+            m["dynamic_sampling/skipped_step"].append(float(masked == total))
+        out = [tr for s in slots for tr in s]
+        trained = [int(signal[i]) for i in range(len(slots)) for _ in range(g)]
+        return out, trained
+
+    # ------------------------------------------------------------------ per-question advantages
+    def token_advantages(self, trainer: Any, length: int) -> Any:
+        """``(B_local, length)`` per-question advantages of the latest training batch (float32 numpy), or
+        ``None`` with ``advantage="episode"`` (TRL's own advantages stand). Called by the trainer on every
+        process (it gathers the batch's credits for ``scale_rewards="batch"``)."""
+        if self.advantage != "question":
+            return None
+        from training.distributed import gather_rows
+
+        keep = self.last_trained or [1] * len(self.last_traces)
+        local = [(self.credits(tr) if k else None, tr.spec.group) for tr, k in zip(self.last_traces, keep)]
+        rows, offset = gather_rows(local)
+        trained = [i for i, r in enumerate(rows) if r[0] is not None]  # masked groups take no part in the scale
+        adv = question_advantages(
+            [rows[i][0] for i in trained], [rows[i][1] for i in trained], str(trainer.args.scale_rewards)
+        )
+        by_row = dict(zip(trained, adv))
+        mine = [by_row.get(offset + i, [0.0] * len(tr.turns)) for i, tr in enumerate(self.last_traces)]
+        spans = [[(t.start, t.end) for t in tr.turns] for tr in self.last_traces]
+        return token_advantages(mine, spans, length)
 
 
 def episode_stats(trace: EpisodeTrace) -> dict:

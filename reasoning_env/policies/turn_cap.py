@@ -5,15 +5,20 @@ mode: one answer may spend everything that is left. A pretrained model that fall
 loop on question 1 then spends the whole episode there (measured with Qwen2.5-Coder-0.5B on the
 default config: a 1,724-token loop, the nine other questions never asked), and the episode says
 nothing about how it allocates. So LLM policies cap each answer by default at a multiple of the
-fair share of what is left::
+fair share of what is left, keeping a floor for every later question::
 
-    share:  cap = min(step_token_cap, max(floor, ceil(factor x remaining_budget / questions_remaining)))
+    share:  cap = min(step_token_cap, max(floor, min(ceil(factor x R / L), R - (L - 1) x floor)))
     env:    cap = step_token_cap                      (the environment's cap alone)
 
-``factor`` 2 lets a hard question take twice the average of what is left and still leaves at least
-half the remaining share for the others; after long answers the cap shrinks with the budget,
-after short ones it grows. ``floor`` (default 64 tokens) keeps the cap from falling below what any
-answer needs while the budget lasts. An optional fixed ``max_tokens`` lowers it further. The rule
+with ``R`` the remaining budget and ``L`` the questions remaining (this one included). ``factor`` 2 lets
+a hard question take twice the average of what is left; the second term reserves ``floor`` tokens for
+each later question, so no question takes the whole remaining budget while others wait (without it,
+``ceil(2 R / 2) = R`` gave the second-to-last question everything that was left: with 2 questions,
+question 1 took the whole budget in 25 of 30 groups of the first CPU training run). After long answers
+the cap shrinks with the budget, after short ones it grows. ``floor`` (default 64 tokens) keeps the cap
+from falling below what any answer needs while the budget lasts: when ``R`` cannot keep a floor for
+every question (``R < L x floor``) the cap is the floor, and the later questions share what remains.
+An optional fixed ``max_tokens`` lowers it further. The rule
 is the policy's, not the environment's: rewards, budgets and the environment's own cap are
 unchanged, and the cap the policy applied is shown to the model in its prompt ("This answer may use
 at most N tokens") and recorded per step (``policy_max_tokens``).
@@ -68,7 +73,8 @@ class TurnCap:
             remaining = int(obs_get(obs, "remaining_budget", 0) or 0)
             left = int(obs_get(obs, "questions_remaining", 0) or 0)
             if left > 0 and remaining > 0:
-                share = max(int(self.floor), math.ceil(self.factor * remaining / left))
+                reserve = (left - 1) * int(self.floor)  # a floor for every later question
+                share = max(int(self.floor), min(math.ceil(self.factor * remaining / left), remaining - reserve))
                 cap = min(cap, share) if cap > 0 else share
         if self.max_tokens is not None:
             cap = min(cap, int(self.max_tokens)) if cap > 0 else int(self.max_tokens)
@@ -85,7 +91,10 @@ class TurnCap:
         extra = f", at most {self.max_tokens}" if self.max_tokens is not None else ""
         if self.rule == "env":
             return f"the environment's step_token_cap{extra}"
-        return f"{self.factor:g} x the remaining budget per remaining question (at least {self.floor}){extra}"
+        return (
+            f"{self.factor:g} x the remaining budget per remaining question, keeping {self.floor} for each later one "
+            f"(at least {self.floor}){extra}"
+        )
 
 
 def capped_observation(obs: Any, cap: int) -> Any:
