@@ -574,7 +574,8 @@ def allocation_figure(frame: pd.DataFrame | None) -> go.Figure:
     """A training run's held-out allocation before vs after training: per difficulty tier, tokens per answered
     question (left) and accuracy of the answered questions (right), the first held-out evaluation (grey) beside
     the last (blue), with bootstrap 95% intervals over the held-out episodes as error bars; one row of panels per
-    run. Hover: the value, its interval, questions answered and (tokens) the paired change after - before.
+    run. A bar without an interval (its tier answered in one episode only) is labelled with its count (``n=1``).
+    Hover: the value, its interval, questions answered and (tokens) the paired change after - before.
 
     Args:
         frame: :func:`workbench.held_out.run_allocation` frames (concatenated for several runs).
@@ -629,6 +630,11 @@ def allocation_figure(frame: pd.DataFrame | None) -> go.Figure:
                         showlegend=row == 1 and col == 1,
                         marker_color=BEFORE_AFTER_COLORS[side],
                         error_y=dict(type="data", array=hi, arrayminus=lo, thickness=1.2, width=4),
+                        # a bar without an interval (answers from one episode only) says how few it rests on
+                        text=[f"n={n}" if pd.isna(a) else "" for n, a in zip(d["answered"], d[f"{metric}_ci_low"])],
+                        textposition="outside",
+                        textfont=dict(size=10, color="#555"),
+                        cliponaxis=False,
                         customdata=np.stack([interval, d["answered"].astype(str), note], axis=1),
                         hovertemplate=f"%{{x}}<br>{side} (step {step}): %{{y:{fmt}}} %{{customdata[0]}}"
                         "<br>%{customdata[1]} questions answered%{customdata[2]}<extra></extra>",
