@@ -182,3 +182,21 @@ def test_the_play_tab_refuses_a_bad_adapter_before_starting_anything(play_tab, t
     with pytest.raises(gr.Error, match="not on the served model"):
         list(play_tab.start_engine("", MODEL, str(_adapter(tmp_path / "a", base="Qwen/Qwen3-0.6B"))))
     assert play_tab.engine.server is None
+
+
+def test_a_play_episode_answered_by_the_trained_model_records_its_adapter(tmp_path):
+    import evalpol_fixtures as fx
+    from test_app_support import fake_openai_app, fixture_settings, play_session, serve_in_thread
+
+    info = check_adapter(_adapter(tmp_path / "final"), MODEL)
+    url, live = serve_in_thread(fake_openai_app({q.text: q.gold_answer for q in fx.questions()}))
+    try:
+        session = play_session()
+        session.reset(fixture_settings())
+        llm = {"base_url": url + "v1", "model": "trained", "timeout_s": 10, "retries": 0}
+        session.step_policy("llm_local", llm={**llm, "adapter": info.describe()})
+        meta = json.loads((session.save_run(tmp_path / "runs") / "run.json").read_text())
+    finally:
+        live.stop()
+    (answered,) = meta["policies"][0]["answered_by"]
+    assert answered["model"] == "trained" and answered["adapter"]["path"] == str(info.path)
