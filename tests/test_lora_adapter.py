@@ -200,3 +200,22 @@ def test_a_play_episode_answered_by_the_trained_model_records_its_adapter(tmp_pa
         live.stop()
     (answered,) = meta["policies"][0]["answered_by"]
     assert answered["model"] == "trained" and answered["adapter"]["path"] == str(info.path)
+
+
+def test_base_and_trained_play_in_the_episode_format_the_adapter_was_trained_in(tmp_path):
+    import workbench.evaluate as ev
+    from reasoning_env.policies import SolverCurves
+
+    folder = _adapter(tmp_path / "final")
+    trained_in = {"format": "single_turn", "history_thinking": "strip", "system_prompt": "Spend wisely."}
+    (folder / "episode_format.json").write_text(json.dumps(trained_in))
+    argv = ["--policies", "llm_local", "--llm-base-url", "http://127.0.0.1:9/v1", "--llm-model", MODEL]
+    args = ev._parser().parse_args(argv)
+    info = check_adapter(folder, MODEL)
+    assert "single_turn, history strip, its system prompt" in ev._adapter_episode_format(args, info)
+    (base,) = ev._policies_from_args(args, SolverCurves())
+    for pol in (base, ev._adapter_policy(args, SolverCurves(), info)):
+        assert (pol.format, pol.history_thinking, pol.system_prompt) == ("single_turn", "strip", "Spend wisely.")
+    flagged = ev._parser().parse_args([*argv, "--llm-format", "multi_turn"])  # a flag given wins
+    ev._adapter_episode_format(flagged, info)
+    assert flagged.llm_format == "multi_turn" and flagged.history_thinking == "strip"

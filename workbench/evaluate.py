@@ -47,7 +47,7 @@ from reasoning_env.policies import (
 )
 from reasoning_env.policies import describe as describe_policies
 from reasoning_env.policies.curves import load_curves
-from reasoning_env.policies.llm import OpenAIChatPolicy
+from reasoning_env.policies.llm import EPISODE_FORMAT_FILE, OpenAIChatPolicy, read_episode_format
 from reasoning_env.policies.oracle import OracleCache
 from reasoning_env.policies.turn_cap import TURN_CAP_RULES, TurnCap
 from reasoning_env.remote import RemoteEnv
@@ -352,7 +352,29 @@ def _llm_settings(args: argparse.Namespace) -> dict[str, Any]:
         "format": args.llm_format,
         "history_thinking": args.history_thinking,
         "seed": args.seed,
+        "system_prompt": getattr(args, "system_prompt", None),  # set from an adapter's episode_format.json only
     }
+
+
+def _adapter_episode_format(args: argparse.Namespace, adapter: AdapterInfo) -> str | None:
+    """Play both ``llm_local`` policies in the episode format the adapter was trained in: its folder's
+    ``episode_format.json`` (training writes it) sets the format and history mode the flags leave unset, and the
+    system prompt. Returns the line saying so, or ``None`` when the folder has none."""
+    saved = read_episode_format(adapter.path)
+    if not saved:
+        return None
+    if args.llm_format is None and saved.get("format"):
+        args.llm_format = saved["format"]
+    if args.history_thinking is None and saved.get("history_thinking"):
+        args.history_thinking = saved["history_thinking"]
+    if saved.get("system_prompt"):
+        args.system_prompt = saved["system_prompt"]
+    prompt = ", its system prompt" if saved.get("system_prompt") else ""
+    return (
+        "episode format of both llm_local policies as the adapter was trained "
+        f"({adapter.path / EPISODE_FORMAT_FILE}): "
+        f"{args.llm_format or 'multi_turn'}, history {args.history_thinking or 'keep'}{prompt}"
+    )
 
 
 def default_policy_names(server_url: str | None) -> str:
@@ -453,6 +475,9 @@ def main(argv: list[str] | None = None) -> int:
         except ReasoningEconomicsError as exc:
             print(f"error: --adapter: {exc}", file=sys.stderr)
             return 2
+        note = _adapter_episode_format(args, adapter)
+        if note:
+            print(note, flush=True)
     if not args.serve_model:
         return _run(args, argv, None)
     server = (
