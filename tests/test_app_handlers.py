@@ -450,7 +450,8 @@ def test_compare_of_unloadable_paths_is_a_gradio_error(runs, tmp_path):
 def test_compare_draws_the_table_and_figures(runs, ctx):
     root = Path(ctx.runs_root)
     out = runs.compare([str(root / "eval-tiny")], str(root / "train-tiny"), 3)
-    describe, table, *figs, training, held_out, drawn, picker = out
+    describe, table, *figs, training, held_out, allocation, drawn, picker = out
+    assert not allocation["visible"]  # no held-out episodes (eval_episodes.jsonl): no before/after figure
     assert "eval-tiny" in describe and "train-tiny" in describe
     assert len(table) == 3 and "tokens/answered question [95% CI]" in table.columns
     assert len(figs) == 4 and all(isinstance(f, go.Figure) for f in figs)
@@ -478,7 +479,7 @@ def test_the_runs_table_has_an_interval_on_every_number_and_provenance_beside_it
 
 def test_compare_draws_only_the_chosen_policies_and_offers_all(runs, ctx):
     root = Path(ctx.runs_root)
-    describe, table, *figs, training, _held_out, drawn, picker = runs.compare(
+    describe, table, *figs, training, _held_out, _allocation, drawn, picker = runs.compare(
         [str(root / "eval-tiny")], str(root / "train-tiny"), 1, ["sim_greedy"]
     )
     assert list(table["policy"]) == ["sim_greedy"] and picker.value == drawn["policies"] == ["sim_greedy"]
@@ -502,7 +503,7 @@ def test_compare_with_a_bad_smoothing_value_is_a_gradio_error(runs, ctx, smooth)
 
 def test_compare_if_any_skips_without_a_selection(runs):
     out = runs.compare_if_any([], "")
-    assert len(out) == 10
+    assert len(out) == 11
 
 
 def test_a_saved_episode_is_added_to_the_runs_selection(play, runs, ctx, tmp_path):
@@ -568,6 +569,20 @@ def test_a_training_runs_held_out_change_is_in_the_paired_comparison(runs, ctx):
     assert "| accuracy (correct / questions) | 0 [0, 0] | 0.167 [" in md and "step 30" in md
 
 
+def test_a_training_run_with_held_out_evaluations_opens_with_its_before_after_allocation(runs, ctx):
+    """The before/after figure is shown (it sits above the table, outside any accordion) and draws the run's
+    first and last held-out evaluations by difficulty, with whiskers."""
+    from test_app_support import write_held_out
+
+    run = write_held_out(make_training_run(Path(ctx.runs_root), "train-allocation"))
+    *_, allocation, _drawn, _picker = runs.compare([str(run)], "", 1)
+    fig = allocation["value"]
+    assert allocation["visible"] and "Before vs after training" in fig.layout.title.text
+    tokens = {t.name: list(t.y) for t in fig.data if t.xaxis == "x"}
+    assert tokens == {"before (step 0)": [300.0], "after (step 30)": [120.0, 105.5]}  # difficulty 1, then 2
+    assert all(t.error_y.array is not None for t in fig.data)
+
+
 def test_runs_table_leaves_the_expected_accuracy_blank_for_a_person_and_a_real_model():
     """A person's 8/10 Play episode showed 'exp. accuracy 0.212' from the solver curves."""
     from workbench.app.runs_tab import _display_table, not_modelled
@@ -600,7 +615,7 @@ def test_runs_tab_reuses_a_loaded_selection_until_a_file_changes(ctx, tmp_path, 
     monkeypatch.setattr(compare, "load_runs", lambda paths: calls.append(list(paths)) or real(paths))
     tab = runs_tab.RunsTab(ctx)
     out = tab.compare([str(run)], "", 1, None)
-    tab.uncertainty_of(out[8])
+    tab.uncertainty_of(out[9])
     tab.compare([str(run)], "", 1, None)
     assert len(calls) == 1
     (run / "notes.txt").write_text("a file more: load again", encoding="utf-8")

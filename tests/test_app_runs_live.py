@@ -341,3 +341,38 @@ def test_the_refresh_button_adds_a_run_made_since_to_the_selection(growing, brow
     assert "made-after-the-page" in listed(page)
     assert "1 new since the last listing" in page.inner_text("body")
     assert page.locator(ERROR_MARKS).count() == 0
+
+
+def test_the_runs_tab_opens_the_shipped_training_run_with_its_before_after_allocation_first(tmp_path):
+    """Opening the Runs tab on the shipped CPU training run (held-out episodes at steps 0 and 30): the first
+    thing under the controls, above the table and outside any accordion, is the before/after figure: tokens and
+    accuracy by difficulty, a grey and a blue bar per tier, whiskers on the bars that have an interval."""
+    import shutil
+
+    from test_app_support import REPO_ROOT
+
+    root = tmp_path / "runs"
+    shutil.copytree(REPO_ROOT / "examples" / "runs" / "grpo-cpu-qwen0.5b", root / "grpo-cpu-qwen0.5b")
+    app = start_app(root)
+    try:
+        with headless_chromium() as browser:
+            page = open_app(browser, app.url)
+            page.get_by_role("tab", name="Runs").click()  # selecting the tab draws the newest runs: this one
+            page.wait_for_selector("#ree-runs-allocation .js-plotly-plot .main-svg", timeout=120_000)
+            page.wait_for_function("!document.querySelector('#ree-runs-status .generating')", timeout=120_000)
+            page.wait_for_timeout(1500)
+            page.screenshot(path=str(tmp_path / "runs-allocation.png"), full_page=True)
+            figure = page.locator("#ree-runs-allocation")
+            figure.screenshot(path=str(tmp_path / "allocation-figure.png"))
+            assert figure.locator("xpath=ancestor::*[contains(@class, 'accordion')]").count() == 0
+            assert figure.bounding_box()["y"] < page.locator("#ree-runs-table").bounding_box()["y"]
+            m = page.evaluate(MEASURE, "ree-runs-allocation")
+            assert m["legends"]["legend"] == ["before (step 0)", "after (step 30)"]
+            ticks = page.eval_on_selector_all("#ree-runs-allocation g.xtick text", "ts => ts.map(t => t.textContent)")
+            assert "GSM8K" in ticks and any(t.startswith("difficulty 5") for t in ticks)
+            assert page.locator("#ree-runs-allocation g.errorbar").count() >= 4
+            for axis, boxes in m["ticks"].items():
+                assert not overlapping(boxes), axis
+            assert page.locator(ERROR_MARKS).count() == 0
+    finally:
+        app.stop()

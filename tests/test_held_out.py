@@ -8,7 +8,14 @@ import pytest
 from test_app_support import eval_episode as _episode
 from test_app_support import write_held_out
 
-from workbench.held_out import change_table, load_eval_episodes, main, step_timing
+from workbench.held_out import (
+    allocation_by_difficulty,
+    change_table,
+    load_eval_episodes,
+    main,
+    run_allocation,
+    step_timing,
+)
 from workbench.stats import paired_ratio_difference
 
 
@@ -135,3 +142,24 @@ def test_a_runs_records_are_exported_without_its_weights(tmp_path, capsys):
     assert sorted(p.name for p in dst.iterdir()) == ["eval_episodes.jsonl", "metrics.jsonl", "run.json"]
     assert export([str(src), str(dst)]) == 2 and "not empty" in capsys.readouterr().err  # never half overwritten
     assert export([str(tmp_path / "nowhere"), str(tmp_path / "x")]) == 2 and "no run.json" in capsys.readouterr().err
+
+
+def test_the_allocation_by_difficulty_pairs_the_first_and_last_evaluations_with_intervals(tmp_path):
+    frame = run_allocation(_run(tmp_path), "mine").set_index(["tier", "side"])
+    assert set(frame["run"]) == {"mine"} and set(frame["before_step"]) == {0} and set(frame["after_step"]) == {30}
+    before, after = frame.loc[("difficulty 1", "before")], frame.loc[("difficulty 1", "after")]
+    assert (before["tokens"], after["tokens"]) == (300, 120) and before["answered"] == after["answered"] == 12
+    assert after["tokens_change"] == -180 and after["tokens_change_ci_high"] == -180  # every pair fell by 180
+    assert after["accuracy"] == pytest.approx(4 / 12) and after["accuracy_ci_low"] < 4 / 12 < after["accuracy_ci_high"]
+    assert frame.loc[("difficulty 2", "after"), "problem_types"] == "GSM8K"
+    assert ("difficulty 2", "before") not in frame.index  # never reached before: no row, no change
+    assert run_allocation(tmp_path / "nowhere") is None
+
+
+def test_a_question_without_a_level_is_its_own_tier_after_the_levels():
+    before = [_episode(i, 0, [True, False], [50, 200]) for i in range(3)]
+    for rec in before:
+        rec["steps"][1].pop("difficulty")  # GSM8K: no level
+    frame = allocation_by_difficulty(before, before)
+    assert list(dict.fromkeys(frame["tier"])) == ["difficulty 1", "GSM8K"]
+    assert not frame["tokens_change"].dropna().any()  # the same evaluation twice: no change

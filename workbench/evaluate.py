@@ -6,6 +6,7 @@
     python -m workbench.evaluate --data-dir ../shared/data --sources gsm8k,math500
     python -m workbench.evaluate --policies llm_local --caps 64,128,256,512,1024 --fit-out  # calibration
     python -m workbench.evaluate --policies llm_local,sim_greedy,oracle_allocation --n_episodes 2
+    python -m workbench.evaluate --serve-model --adapter runs/grpo/final --policies llm_local  # base vs trained
 
 The work is done by :mod:`workbench.evaluation`: :mod:`~workbench.evaluation.episodes` plays one
 episode, :mod:`~workbench.evaluation.runner` runs every policy over the seeded episodes (and the
@@ -31,6 +32,7 @@ from typing import Any
 
 from reasoning_env.config import EnvConfig
 from reasoning_env.errors import ReasoningEconomicsError
+from reasoning_env.lora_adapter import DEFAULT_ADAPTER_NAME, AdapterInfo, check_adapter, served_lora_rank
 from reasoning_env.model_server import DEFAULT_MODEL as DEFAULT_SERVED_MODEL
 from reasoning_env.model_server import ModelServer
 from reasoning_env.policies import (
@@ -45,7 +47,7 @@ from reasoning_env.policies import (
 )
 from reasoning_env.policies import describe as describe_policies
 from reasoning_env.policies.curves import load_curves
-from reasoning_env.policies.llm import OpenAIChatPolicy
+from reasoning_env.policies.llm import EPISODE_FORMAT_FILE, OpenAIChatPolicy, read_episode_format
 from reasoning_env.policies.oracle import OracleCache
 from reasoning_env.policies.turn_cap import TURN_CAP_RULES, TurnCap
 from reasoning_env.remote import RemoteEnv
@@ -233,6 +235,19 @@ def _parser() -> argparse.ArgumentParser:
         help="start vLLM's CPU engine on this model for llm_local during the run and stop it after (default "
         f"{DEFAULT_SERVED_MODEL}; build it with bash scripts/real_model.sh); sets --llm-base-url and --llm-model",
     )
+    g.add_argument(
+        "--adapter",
+        help="a LoRA adapter folder trained on the --serve-model model (a training run's final/): vLLM serves it "
+        "beside the base model and the run adds the policy llm_local+NAME (the model with the adapter) beside "
+        "llm_local (the base; --policies defaults to llm_local): base vs trained on the same episodes; needs "
+        "--serve-model",
+    )
+    g.add_argument(
+        "--adapter-name",
+        dest="adapter_name",
+        default=DEFAULT_ADAPTER_NAME,
+        help="the model name the adapter is served under (its policy is llm_local+NAME)",
+    )
     g.add_argument("--llm-timeout", dest="llm_timeout", type=float, help="seconds per request")
     g.add_argument("--llm-retries", dest="llm_retries", type=int)
     g.add_argument(
@@ -295,27 +310,8 @@ def _policies_from_args(args: argparse.Namespace, curves: SolverCurves) -> list[
     unknown = [n for n in names if n not in POLICIES]
     if unknown:
         raise ValueError(f"unknown policies {unknown}; available: {', '.join(POLICY_NAMES)}")
-    turn_cap = None
-    if args.llm_turn_cap is not None or args.llm_turn_factor is not None:
-        turn_cap = TurnCap(
-            args.llm_turn_cap or "share",
-            factor=args.llm_turn_factor if args.llm_turn_factor is not None else 2.0,
-            max_tokens=args.llm_max_tokens,
-        )
-    llm = {
-        "turn_cap": turn_cap,
-        "base_url": args.llm_base_url,
-        "api_key": args.llm_api_key,
-        "model": args.llm_model,
-        "tokenizer_name": args.llm_tokenizer,
-        "temperature": args.llm_temperature,
-        "max_tokens": args.llm_max_tokens,
-        "timeout_s": args.llm_timeout,
-        "retries": args.llm_retries,
-        "format": args.llm_format,
-        "history_thinking": args.history_thinking,
-        "seed": args.seed,
-    }
+    turn_cap = _turn_cap(args)
+    llm = _llm_settings(args)
     hf = {
         "turn_cap": turn_cap,
         "model": args.hf_model,
@@ -329,6 +325,56 @@ def _policies_from_args(args: argparse.Namespace, curves: SolverCurves) -> list[
         "history_thinking": args.history_thinking,
     }
     return [make_policy(n, curves=curves, llm=llm, hf=hf, baseline_answer=_baseline_answer(args)) for n in names]
+
+
+def _turn_cap(args: argparse.Namespace) -> TurnCap | None:
+    if args.llm_turn_cap is None and args.llm_turn_factor is None:
+        return None
+    return TurnCap(
+        args.llm_turn_cap or "share",
+        factor=args.llm_turn_factor if args.llm_turn_factor is not None else 2.0,
+        max_tokens=args.llm_max_tokens,
+    )
+
+
+def _llm_settings(args: argparse.Namespace) -> dict[str, Any]:
+    """The ``llm_api`` / ``llm_local`` settings the flags give (``None``: the ``BASELINE_*`` variable or default)."""
+    return {
+        "turn_cap": _turn_cap(args),
+        "base_url": args.llm_base_url,
+        "api_key": args.llm_api_key,
+        "model": args.llm_model,
+        "tokenizer_name": args.llm_tokenizer,
+        "temperature": args.llm_temperature,
+        "max_tokens": args.llm_max_tokens,
+        "timeout_s": args.llm_timeout,
+        "retries": args.llm_retries,
+        "format": args.llm_format,
+        "history_thinking": args.history_thinking,
+        "seed": args.seed,
+        "system_prompt": getattr(args, "system_prompt", None),  # set from an adapter's episode_format.json only
+    }
+
+
+def _adapter_episode_format(args: argparse.Namespace, adapter: AdapterInfo) -> str | None:
+    """Play both ``llm_local`` policies in the episode format the adapter was trained in: its folder's
+    ``episode_format.json`` (training writes it) sets the format and history mode the flags leave unset, and the
+    system prompt. Returns the line saying so, or ``None`` when the folder has none."""
+    saved = read_episode_format(adapter.path)
+    if not saved:
+        return None
+    if args.llm_format is None and saved.get("format"):
+        args.llm_format = saved["format"]
+    if args.history_thinking is None and saved.get("history_thinking"):
+        args.history_thinking = saved["history_thinking"]
+    if saved.get("system_prompt"):
+        args.system_prompt = saved["system_prompt"]
+    prompt = ", its system prompt" if saved.get("system_prompt") else ""
+    return (
+        "episode format of both llm_local policies as the adapter was trained "
+        f"({adapter.path / EPISODE_FORMAT_FILE}): "
+        f"{args.llm_format or 'multi_turn'}, history {args.history_thinking or 'keep'}{prompt}"
+    )
 
 
 def default_policy_names(server_url: str | None) -> str:
@@ -415,10 +461,37 @@ def _curve_sensitivity(args: argparse.Namespace, config: EnvConfig, result: Eval
 def main(argv: list[str] | None = None) -> int:
     """Command-line entry point; returns the exit status (0 ok, 1 a policy failed, 2 bad usage)."""
     args = _parser().parse_args(argv)
+    adapter: AdapterInfo | None = None
+    if args.adapter:
+        if not args.serve_model:
+            print(
+                "error: --adapter needs --serve-model (the run starts vLLM with the adapter beside its base model), "
+                "e.g. --serve-model --adapter runs/grpo/final --policies llm_local",
+                file=sys.stderr,
+            )
+            return 2
+        try:
+            adapter = check_adapter(args.adapter, args.serve_model, name=args.adapter_name)
+        except ReasoningEconomicsError as exc:
+            print(f"error: --adapter: {exc}", file=sys.stderr)
+            return 2
+        note = _adapter_episode_format(args, adapter)
+        if note:
+            print(note, flush=True)
     if not args.serve_model:
         return _run(args, argv, None)
-    server = ModelServer(args.serve_model)
-    print(f"starting vLLM on {args.serve_model} for llm_local (about a minute) ...", flush=True)
+    server = (
+        ModelServer(args.serve_model)
+        if adapter is None
+        else ModelServer(
+            args.serve_model,
+            enable_lora=True,
+            max_lora_rank=served_lora_rank(adapter.rank),
+            extra_args=adapter.server_args(),
+        )
+    )
+    with_adapter = f" with the LoRA adapter {adapter.path} as {adapter.name!r}" if adapter else ""
+    print(f"starting vLLM on {args.serve_model}{with_adapter} for llm_local (about a minute) ...", flush=True)
     try:
         server.start()
     except ReasoningEconomicsError as exc:
@@ -431,12 +504,28 @@ def main(argv: list[str] | None = None) -> int:
     )
     args.llm_base_url, args.llm_model = server.base_url, server.served_name
     try:
-        return _run(args, argv, server)
+        return _run(args, argv, server, adapter)
     finally:
         server.stop()
 
 
-def _run(args: argparse.Namespace, argv: list[str] | None, server: ModelServer | None) -> int:
+def _adapter_policy(args: argparse.Namespace, curves: SolverCurves, adapter: AdapterInfo) -> BasePolicy:
+    """``llm_local+NAME``: the served model with the LoRA adapter (its requests name the adapter), its tokens
+    counted with the base model's tokenizer, every other setting as ``llm_local``'s."""
+    llm = {
+        **_llm_settings(args),
+        "name": f"llm_local+{adapter.name}",
+        "model": adapter.name,
+        "tokenizer_name": args.llm_tokenizer or adapter.served_base,
+    }
+    policy = make_policy("llm_local", curves=curves, llm=llm)
+    policy.adapter = adapter.describe()
+    return policy
+
+
+def _run(
+    args: argparse.Namespace, argv: list[str] | None, server: ModelServer | None, adapter: AdapterInfo | None = None
+) -> int:
     from workbench import analysis
 
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
@@ -453,7 +542,11 @@ def _run(args: argparse.Namespace, argv: list[str] | None, server: ModelServer |
         if args.fit_curves:
             fit_pols = [s.strip() for s in args.fit_policies.split(",")] if args.fit_policies else None
             curves = fit_run(args.fit_curves, policies=fit_pols, base=curves)
+        if adapter is not None and args.policies is None:
+            args.policies = "llm_local"  # base vs trained: the base model beside the adapter
         policies = _policies_from_args(args, curves)
+        if adapter is not None:
+            policies.append(_adapter_policy(args, curves, adapter))
         if server is not None:
             served = {k: v for k, v in server.describe().items() if k not in ("model", "log", "base_url")}
             for pol in policies:

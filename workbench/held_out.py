@@ -26,7 +26,7 @@ import argparse
 import json
 import math
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -43,11 +43,14 @@ from workbench.stats import (
 
 __all__ = [
     "EVAL_EPISODES_FILE",
+    "allocation_by_difficulty",
     "change_table",
     "evaluated_steps",
     "load_eval_episodes",
     "main",
     "markdown",
+    "run_allocation",
+    "runs_allocation",
     "run_change_markdown",
     "step_timing",
 ]
@@ -225,6 +228,142 @@ def change_table(before: Sequence[dict], after: Sequence[dict], *, seed: int = 0
             )
         )
     return pd.DataFrame(rows)
+
+
+def _tier(step: dict) -> str | None:
+    """The allocation tier of one answered question: its difficulty label (``"difficulty 3"``) where the source
+    gives one, else its problem type (GSM8K has no level); ``None`` when neither is recorded."""
+    d = _difficulty(step)
+    if d is not None:
+        return f"difficulty {d}"
+    return step.get("problem_type") or None
+
+
+def _tier_order(tier: str) -> tuple:
+    """Difficulty levels first, easy to hard, then the unlevelled problem types by name."""
+    if tier.startswith("difficulty "):
+        level = tier.split(" ", 1)[1]
+        return (0, len(level), level)
+    return (1, 0, tier)
+
+
+def allocation_by_difficulty(before: Sequence[dict], after: Sequence[dict], *, seed: int = 0) -> pd.DataFrame:
+    """Where the tokens went before vs after training: per difficulty tier, tokens per answered question and the
+    accuracy of the answered questions, each with its 95% bootstrap interval over the held-out episodes, and the
+    paired change in tokens (the figure the Runs tab opens a training run with, and notebook 03 draws).
+
+    A tier is a question's difficulty label where the source gives one (MATH-500 levels; the easy and hard entries
+    of a curriculum mix), else its problem type (GSM8K: no level). Questions never asked (the budget ran dry) and
+    context forfeits have no answer and count in no tier: read the ran-dry and unasked rows of :func:`change_table`
+    beside this.
+
+    Args:
+        before, after: :func:`training.evaluation.episode_record` dicts of the same held-out episodes (matched by
+            ``episode``; an episode missing from either side is left out).
+    Returns:
+        One row per tier and side (``"before"``, ``"after"``; a tier answered on one side only has that row
+        only): ``tier``, ``problem_types`` (the types answered in it), ``side``, ``tokens`` (tokens per answered
+        question) with ``tokens_ci_low``/``tokens_ci_high``, ``accuracy`` (correct / answered) with its interval,
+        ``answered`` (questions answered in the tier), ``episodes`` (paired episodes), and on the ``after`` row of a
+        tier answered on both sides ``tokens_change`` (after - before) with its paired interval. Tiers run from
+        the easiest level to the hardest, then the unlevelled types.
+    Raises:
+        ValueError: the two evaluations share no episode.
+    """
+    a_by = {int(r["episode"]): r for r in before}
+    b_by = {int(r["episode"]): r for r in after}
+    common = sorted(set(a_by) & set(b_by))
+    if not common:
+        raise ValueError("the two evaluations share no held-out episode: compare steps of the same run")
+    sides = {"before": [a_by[i] for i in common], "after": [b_by[i] for i in common]}
+    tiers = sorted(
+        {t for recs in sides.values() for r in recs for s in _answered(r) if (t := _tier(s))}, key=_tier_order
+    )
+
+    def per_episode(recs: list[dict], tier: str, value: Callable[[dict], float]) -> list[float]:
+        return [float(sum(value(s) for s in _answered(r) if _tier(s) == tier)) for r in recs]
+
+    rows = []
+    for tier in tiers:
+        counts = {k: per_episode(v, tier, lambda s: 1) for k, v in sides.items()}
+        tokens = {k: per_episode(v, tier, lambda s: s["tokens"]) for k, v in sides.items()}
+        correct = {k: per_episode(v, tier, lambda s: bool(s.get("correct"))) for k, v in sides.items()}
+        types = sorted({s.get("problem_type") for v in sides.values() for r in v for s in _answered(r)
+                        if _tier(s) == tier and s.get("problem_type")})  # fmt: skip
+        for side in ("before", "after"):
+            if sum(counts[side]) <= 0:
+                continue
+            tok = ratio_interval(tokens[side], counts[side], seed=seed)
+            acc = ratio_interval(correct[side], counts[side], seed=seed)
+            row = {
+                "tier": tier,
+                "problem_types": ", ".join(types),
+                "side": side,
+                "tokens": tok.estimate,
+                "tokens_ci_low": tok.low,
+                "tokens_ci_high": tok.high,
+                "accuracy": acc.estimate,
+                "accuracy_ci_low": acc.low,
+                "accuracy_ci_high": acc.high,
+                "answered": int(sum(counts[side])),
+                "episodes": len(common),
+                "tokens_change": math.nan,
+                "tokens_change_ci_low": math.nan,
+                "tokens_change_ci_high": math.nan,
+            }
+            if side == "after" and sum(counts["before"]) > 0:
+                change = paired_ratio_difference(
+                    tokens["after"], counts["after"], tokens["before"], counts["before"], seed=seed
+                )
+                row.update(
+                    tokens_change=change.estimate, tokens_change_ci_low=change.low, tokens_change_ci_high=change.high
+                )
+            rows.append(row)
+    return pd.DataFrame(rows, columns=ALLOCATION_COLUMNS)
+
+
+#: The columns of :func:`allocation_by_difficulty` (and, with ``run``, ``before_step`` and ``after_step`` first,
+#: of :func:`run_allocation`).
+ALLOCATION_COLUMNS = (
+    "tier",
+    "problem_types",
+    "side",
+    "tokens",
+    "tokens_ci_low",
+    "tokens_ci_high",
+    "accuracy",
+    "accuracy_ci_low",
+    "accuracy_ci_high",
+    "answered",
+    "episodes",
+    "tokens_change",
+    "tokens_change_ci_low",
+    "tokens_change_ci_high",
+)
+
+
+def run_allocation(run_dir: str | Path, label: str | None = None, *, seed: int = 0) -> pd.DataFrame | None:
+    """:func:`allocation_by_difficulty` of a training run's first and last held-out evaluations, with ``run``
+    (``label``, default the folder's name), ``before_step`` and ``after_step`` columns; ``None`` when the run holds
+    held-out episodes of fewer than two steps (or none answered a question)."""
+    episodes = load_eval_episodes(run_dir)
+    if len(episodes) < 2:
+        return None
+    steps = sorted(episodes)
+    frame = allocation_by_difficulty(episodes[steps[0]], episodes[steps[-1]], seed=seed)
+    if frame.empty:
+        return None
+    frame.insert(0, "after_step", steps[-1])
+    frame.insert(0, "before_step", steps[0])
+    frame.insert(0, "run", label or Path(run_dir).name)
+    return frame
+
+
+def runs_allocation(folders: Mapping[str, str | Path], *, seed: int = 0) -> pd.DataFrame | None:
+    """:func:`run_allocation` of every run folder of ``folders`` (``{label: folder}``, e.g. the Runs tab's chosen
+    runs) that has held-out evaluations at two steps, one after another; ``None`` when none has."""
+    frames = [f for label, path in folders.items() if (f := run_allocation(path, label, seed=seed)) is not None]
+    return pd.concat(frames, ignore_index=True) if frames else None
 
 
 #: Parts of an optimizer step as the trainer logs them (``timing/<part>_s``, :mod:`training.trainer`), in order.

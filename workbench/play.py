@@ -732,6 +732,7 @@ class PlaySession:
     def _policy(self, ep: _Episode, name: str, llm: dict | None) -> BasePolicy:
         llm = dict(llm or {})
         engine = llm.pop("engine", None)
+        adapter = llm.pop("adapter", None)  # the LoRA adapter the server applies for the model named, if any
         pol = ep.policies.get(name)
         if pol is not None and ep.policy_args.get(name) == llm:
             return pol
@@ -747,6 +748,8 @@ class PlaySession:
             raise PlayError(str(exc)) from None
         if engine is not None and hasattr(pol, "engine"):
             pol.engine = dict(engine)
+        if adapter is not None and hasattr(pol, "adapter"):
+            pol.adapter = dict(adapter)
         info = make_episode_info(ep.reset_obs, ep.config, policy=pol, questions=self._env.questions, episode=0)
         try:
             pol.reset(info)
@@ -1143,6 +1146,10 @@ class LocalEngine:
     Thin wrapper over :class:`reasoning_env.model_server.ModelServer`; :meth:`status` is what the
     page shows while it starts.
 
+    With a LoRA adapter folder (a training run's ``final/``) the engine serves it beside the base model
+    (:mod:`reasoning_env.lora_adapter`): the model name ``trained`` (or the name given) plays the trained model,
+    the base model's name the base.
+
     Args:
         python: The interpreter with vLLM (default :func:`reasoning_env.model_server.vllm_python`).
         log_path: The server's log (default: a temporary file).
@@ -1151,6 +1158,7 @@ class LocalEngine:
     def __init__(self, *, python: str | os.PathLike[str] | None = None, log_path: str | None = None) -> None:
         self.python = python
         self.log_path = log_path
+        self.adapter: Any = None  # the AdapterInfo served beside the model, if any
         self.server: Any = None
         self.error: str | None = None
         self.started_at: float | None = None
@@ -1163,18 +1171,46 @@ class LocalEngine:
 
         return Path(self.python).is_file() if self.python else vllm_python().is_file()
 
-    def start(self, model: str | None = None) -> None:
-        """Start serving ``model`` (default ``embedded:qwen2.5-coder-0.5b``) in the background;
-        a no-op while it starts or runs. :meth:`status` follows it."""
+    def start(self, model: str | None = None, adapter: str | os.PathLike[str] | None = None) -> None:
+        """Start serving ``model`` (default ``embedded:qwen2.5-coder-0.5b``), with the LoRA ``adapter`` folder
+        beside it when given, in the background; a no-op while it starts or runs with the same model and adapter;
+        running with others, it is stopped and started with these. :meth:`status` follows it.
+
+        Raises:
+            AdapterError: the adapter folder cannot be served on ``model`` (checked before anything starts).
+            PlayError: it is starting with another model or adapter (wait until it runs, then start again).
+        """
+        from reasoning_env.lora_adapter import check_adapter, served_lora_rank
         from reasoning_env.model_server import DEFAULT_MODEL, ModelServer
 
+        model = (model or "").strip() or DEFAULT_MODEL
+        info = check_adapter(adapter, model) if str(adapter or "").strip() else None
         with self._lock:
-            if self._thread is not None and (self._thread.is_alive() or (self.server and self.server.alive())):
-                return
-            self.error = None
-            self.server = ModelServer(
-                (model or "").strip() or DEFAULT_MODEL, port=0, python=self.python, log_path=self.log_path
+            same = (
+                self.server is not None
+                and self.server.model == model
+                and (self.adapter.path if self.adapter else None) == (info.path if info else None)
             )
+            if self._thread is not None and self._thread.is_alive():
+                if same:
+                    return
+                raise PlayError("the local engine is still starting with another model or adapter: wait, then start")
+            if self.server is not None and self.server.alive():
+                if same:
+                    return
+                self.server.stop()  # another model or adapter asked for: this one goes
+            self.error = None
+            self.adapter = info
+            lora = (
+                {}
+                if info is None
+                else {
+                    "enable_lora": True,
+                    "max_lora_rank": served_lora_rank(info.rank),
+                    "extra_args": info.server_args(),
+                }
+            )
+            self.server = ModelServer(model, port=0, python=self.python, log_path=self.log_path, **lora)
             self.started_at = time.monotonic()
             self._thread = threading.Thread(target=self._run, args=(self.server,), daemon=True, name="local-engine")
             self._thread.start()
@@ -1192,7 +1228,8 @@ class LocalEngine:
     def status(self) -> dict[str, Any]:
         """``state`` (``"idle"``, ``"starting"``, ``"running"``, ``"failed"`` or ``"stopped"``),
         ``elapsed_s`` since the start, and when running ``base_url``, ``model`` and ``engine``
-        (what serves it, for provenance); ``error`` when it failed."""
+        (what serves it, for provenance); ``error`` when it failed; ``adapter`` (name, path, base) when a LoRA
+        adapter is served beside the model."""
         srv, thread = self.server, self._thread
         elapsed = time.monotonic() - self.started_at if self.started_at is not None else 0.0
         if srv is None:
@@ -1212,6 +1249,7 @@ class LocalEngine:
             "base_url": srv.base_url,
             "model": srv.served_name,
             "engine": engine,
+            **({"adapter": self.adapter.describe()} if self.adapter is not None else {}),
         }
 
     def engine_for(self, base_url: str | None) -> dict[str, Any] | None:

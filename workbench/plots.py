@@ -29,6 +29,7 @@ __all__ = [
     "SeriesStyle",
     "accuracy_vs_tokens_figure",
     "add_run_key",
+    "allocation_figure",
     "is_grouped",
     "policy_colors",
     "run_panels",
@@ -553,5 +554,104 @@ def length_histogram_figure(steps: pd.DataFrame, policy: str | None = None) -> g
         barmode="overlay",
         xaxis_title="tokens charged",
         yaxis_title="answers",
+    )
+    return fig
+
+
+#: Colours of the before/after bars of :func:`allocation_figure` (untrained grey, trained blue).
+BEFORE_AFTER_COLORS = {"before": "#9e9e9e", "after": "#1f77b4"}
+ALLOCATION_TITLE = "Before vs after training: tokens and accuracy by difficulty (held-out, 95% intervals)"
+
+
+def _tier_label(tier: str, types: str) -> str:
+    """A tier's axis label: ``"difficulty 3"`` with its problem type below when it holds one type only."""
+    if types and "," not in types and types != tier:
+        return f"{tier}<br>{types.rsplit('/', 1)[-1] if types.startswith('reasoning_gym/') else types}"
+    return tier
+
+
+def allocation_figure(frame: pd.DataFrame | None) -> go.Figure:
+    """A training run's held-out allocation before vs after training: per difficulty tier, tokens per answered
+    question (left) and accuracy of the answered questions (right), the first held-out evaluation (grey) beside
+    the last (blue), with bootstrap 95% intervals over the held-out episodes as error bars; one row of panels per
+    run. A bar without an interval (its tier answered in one episode only) is labelled with its count (``n=1``).
+    Hover: the value, its interval, questions answered and (tokens) the paired change after - before.
+
+    Args:
+        frame: :func:`workbench.held_out.run_allocation` frames (concatenated for several runs).
+    """
+    if frame is None or frame.empty:
+        return empty_figure(
+            ALLOCATION_TITLE,
+            "no training run with held-out evaluations at two steps: train with --eval_every N",
+            height=LINE_CHART_HEIGHT,
+        )
+    runs = list(dict.fromkeys(frame["run"]))
+    titles = []
+    for run in runs:
+        r = frame[frame["run"] == run].iloc[0]
+        head = f"{run}: step {r['before_step']} vs step {r['after_step']}, {int(r['episodes'])} paired episodes"
+        titles += [f"{head}<br>tokens per answered question", "accuracy of the answered questions"]
+    fig = make_subplots(
+        rows=len(runs), cols=2, horizontal_spacing=0.1, vertical_spacing=0.3 / len(runs), subplot_titles=titles
+    )
+    for ann in fig.layout.annotations:
+        ann.update(font=dict(size=12))
+    for row, run in enumerate(runs, start=1):
+        f = frame[frame["run"] == run]
+        order = list(dict.fromkeys(_tier_label(t, p) for t, p in zip(f["tier"], f["problem_types"])))
+        for side in ("before", "after"):
+            d = f[f["side"] == side]
+            if d.empty:
+                continue
+            step = int(d["before_step" if side == "before" else "after_step"].iloc[0])
+            x = [_tier_label(t, p) for t, p in zip(d["tier"], d["problem_types"])]
+            for col, metric, fmt in ((1, "tokens", ".0f"), (2, "accuracy", ".2f")):
+                # no interval (one episode answered in the tier): no whisker, rather than a zero-width one
+                hi = [None if pd.isna(v) else max(0.0, v) for v in d[f"{metric}_ci_high"] - d[metric]]
+                lo = [None if pd.isna(v) else max(0.0, v) for v in d[metric] - d[f"{metric}_ci_low"]]
+                change = d["tokens_change"] if metric == "tokens" else pd.Series(np.nan, index=d.index)
+                note = [
+                    ""
+                    if pd.isna(c)
+                    else f"<br>change {c:+.0f}" + ("" if pd.isna(cl) else f" [{cl:+.0f}, {ch:+.0f}], paired")
+                    for c, cl, ch in zip(change, d["tokens_change_ci_low"], d["tokens_change_ci_high"])
+                ]
+                interval = [
+                    "no interval" if pd.isna(a) else f"[{a:{fmt}}, {b:{fmt}}]"
+                    for a, b in zip(d[f"{metric}_ci_low"], d[f"{metric}_ci_high"])
+                ]
+                fig.add_trace(
+                    go.Bar(
+                        x=x,
+                        y=d[metric],
+                        name=f"{side} (step {step})" if len(runs) == 1 else side,
+                        legendgroup=side,
+                        showlegend=row == 1 and col == 1,
+                        marker_color=BEFORE_AFTER_COLORS[side],
+                        error_y=dict(type="data", array=hi, arrayminus=lo, thickness=1.2, width=4),
+                        # a bar without an interval (answers from one episode only) says how few it rests on
+                        text=[f"n={n}" if pd.isna(a) else "" for n, a in zip(d["answered"], d[f"{metric}_ci_low"])],
+                        textposition="outside",
+                        textfont=dict(size=10, color="#555"),
+                        cliponaxis=False,
+                        customdata=np.stack([interval, d["answered"].astype(str), note], axis=1),
+                        hovertemplate=f"%{{x}}<br>{side} (step {step}): %{{y:{fmt}}} %{{customdata[0]}}"
+                        "<br>%{customdata[1]} questions answered%{customdata[2]}<extra></extra>",
+                    ),
+                    row=row,
+                    col=col,
+                )
+            fig.update_xaxes(categoryorder="array", categoryarray=order, row=row)
+        fig.update_yaxes(title_text="tokens", rangemode="tozero", row=row, col=1)
+        fig.update_yaxes(title_text="correct / answered", range=[0, 1.05], row=row, col=2)
+    fig.update_xaxes(automargin=True)
+    fig.update_layout(
+        title=dict(text=ALLOCATION_TITLE, font=dict(size=14)),
+        template=_TEMPLATE,
+        barmode="group",
+        height=120 + 330 * len(runs),
+        legend=dict(orientation="h", yanchor="bottom", y=1.0 + 0.12 / len(runs), xanchor="right", x=1),
+        margin=dict(t=110),
     )
     return fig

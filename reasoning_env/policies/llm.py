@@ -285,11 +285,15 @@ class OpenAIChatPolicy(_ConversationPolicy):
         self.system_prompt = system_prompt
         self.seed = seed
         self.engine: dict[str, Any] | None = None
+        #: The LoRA adapter the server applies for :attr:`model`, when it names one
+        #: (:meth:`reasoning_env.lora_adapter.AdapterInfo.describe`): recorded in ``run.json``.
+        self.adapter: dict[str, Any] | None = None
         self._client = None
         self._lock = threading.Lock()
 
     def describe(self) -> dict[str, Any]:
-        """Settings for ``run.json`` (the API key is never included), with what serves the model."""
+        """Settings for ``run.json`` (the API key is never included), with what serves the model and the LoRA
+        adapter it applies, if any."""
         spec = model_spec_for(self.model)
         return {
             "engine": self.engine_info(),
@@ -307,6 +311,7 @@ class OpenAIChatPolicy(_ConversationPolicy):
             "retries": self.retries,
             "format": self.format,
             "history_thinking": self.history_thinking,
+            **({"adapter": dict(self.adapter)} if self.adapter else {}),
         }
 
     def engine_info(self) -> dict[str, Any]:

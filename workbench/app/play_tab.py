@@ -11,7 +11,9 @@ server) answers streamed in the page: :meth:`PlayTab.policy_stream` and :meth:`P
 are generators over :meth:`workbench.play.PlaySession.stream_policy` that redraw the live panel
 (:func:`render_live`: the text so far, tokens against the turn cap and the budget) as the text
 arrives, then the step. :meth:`PlayTab.start_engine` starts vLLM's CPU engine for the app
-(:class:`workbench.play.LocalEngine`).
+(:class:`workbench.play.LocalEngine`), with a trained LoRA adapter folder beside the base model when one is
+given: the Model field then names the adapter (``trained``: the trained model plays) and the base model's name
+plays the base, so the same seed can be played by both.
 
 API names (for ``gradio_client``): ``/reset``, ``/answer``, ``/policy_step``, ``/run_to_end``,
 ``/save_run`` (the API's policy steps are not streamed; ``llm_local`` there uses
@@ -413,9 +415,17 @@ def render_engine(status: dict[str, Any]) -> str:
         )
     if state == "running":
         eng = status.get("engine") or {}
+        adapter = status.get("adapter")
+        with_adapter = (
+            f" and, as `{adapter['name']}`, the same model with the LoRA adapter `{adapter['path']}`; Model "
+            f"`{adapter['name']}` plays the trained model, `{status.get('model')}` the base"
+            if adapter
+            else ""
+        )
         return (
-            f"vLLM {eng.get('engine_version') or ''} ({eng.get('device') or 'cpu'}) serves `{status.get('model')}` at "
-            f"`{status.get('base_url')}` (started in {status.get('startup_s') or 0:.0f} s); it stops with the app."
+            f"vLLM {eng.get('engine_version') or ''} ({eng.get('device') or 'cpu'}) serves `{status.get('model')}`"
+            f"{with_adapter} at `{status.get('base_url')}` (started in {status.get('startup_s') or 0:.0f} s); it "
+            "stops with the app."
         )
     if state == "failed":
         return f"The engine did not start: {status.get('error')}"
@@ -699,6 +709,10 @@ class PlayTab:
             engine = self.engine.engine_for(out["base_url"])
             if engine is not None:
                 out["engine"] = engine
+                adapter = self.engine.status().get("adapter")
+                if adapter and out["model"] == adapter["name"]:  # the trained model: counted with its base's tokens
+                    out["adapter"] = adapter
+                    out["tokenizer_name"] = adapter["served_base"]
         return out
 
     def _stream_step(
@@ -762,20 +776,21 @@ class PlayTab:
         yield (session, *self.view(session), gr.skip())
 
     @user_errors
-    def start_engine(self, base_url: Any, model: Any):
-        """Start vLLM's CPU engine for the model named in the page (one per app), showing its
-        progress; once it serves, point the page's server URL and model at it. Outputs:
+    def start_engine(self, base_url: Any, model: Any, adapter: Any = None):
+        """Start vLLM's CPU engine for the model named in the page (one per app), with the LoRA adapter
+        folder ``adapter`` beside it when given, showing its progress; once it serves, point the page's server
+        URL and model at it (the adapter's name when one is served: the trained model plays). Outputs:
         ``(base_url, model, engine status)``."""
         if not self.engine.available():
             raise PlayError(
                 "vLLM's CPU engine is not installed here: build it with `bash scripts/real_model.sh`, "
                 "or give the URL of an OpenAI-compatible server"
             )
-        self.engine.start(str(model or "").strip() or None)
+        self.engine.start(str(model or "").strip() or None, str(adapter or "").strip() or None)
         while True:
             st = self.engine.status()
             if st["state"] == "running":
-                yield st["base_url"], st["model"], render_engine(st)
+                yield st["base_url"], (st.get("adapter") or {}).get("name") or st["model"], render_engine(st)
                 return
             if st["state"] in ("failed", "stopped", "idle"):
                 raise PlayError(render_engine(st) or "the engine did not start")
@@ -909,6 +924,16 @@ class PlayTab:
                                 c["llm_model"] = gr.Textbox(
                                     model_default, label="Model", scale=2, elem_id="ree-llm-model"
                                 )
+                                c["llm_adapter"] = gr.Textbox(
+                                    "",
+                                    label="LoRA adapter folder (optional)",
+                                    placeholder="e.g. runs/grpo-cpu/final",
+                                    info="A trained adapter of this model, served beside it by the local engine "
+                                    "as Model 'trained'",
+                                    scale=2,
+                                    visible=self.engine.available(),
+                                    elem_id="ree-llm-adapter",
+                                )
                                 c["engine_btn"] = gr.Button(
                                     "Start local vLLM engine",
                                     scale=1,
@@ -1023,7 +1048,11 @@ class PlayTab:
         c["stop_btn"].click(None, None, None, cancels=[run, step], api_visibility="private")
         c["policy"].change(self.real_model_visible, [c["policy"]], [c["real_model"]], api_visibility="private")
         c["engine_btn"].click(
-            self.start_engine, llm_inputs, [*llm_inputs, c["engine_status"]], api_visibility="private", **on
+            self.start_engine,
+            [*llm_inputs, c["llm_adapter"]],
+            [*llm_inputs, c["engine_status"]],
+            api_visibility="private",
+            **on,
         )
         c["save_event"] = c["save_btn"].click(
             self.save_run, [state, c["runs_root"]], [c["save_status"]], api_name="save_run"

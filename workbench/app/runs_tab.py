@@ -6,6 +6,9 @@ Thin layer over :mod:`workbench.compare` (discovery, loading, combined frames, f
 paired comparison says which policies are not told apart (Holm-adjusted p >= 0.05), each run's
 provenance (simulated solver and its curves, or a model; the data) sits beside the table, and
 budget sweeps get accuracy against budget and the Pareto frontier (:meth:`RunsTab.uncertainty`).
+A training run with held-out evaluations opens with its before/after allocation, above everything else:
+tokens per answered question and accuracy by difficulty at the first and the last held-out evaluation, with
+95% intervals (:func:`workbench.held_out.run_allocation`, drawn by :func:`workbench.plots.allocation_figure`).
 
 Several runs are drawn grouped: one colour per policy (the same in every run), one line style per
 run with a run key naming each run and its kind (evaluation, training, Play episode), one panel
@@ -29,8 +32,9 @@ from typing import Any
 import gradio as gr
 import pandas as pd
 
-from workbench import compare
+from workbench import compare, plots
 from workbench.app.common import AppContext, marks_on, status_line, user_errors
+from workbench.held_out import runs_allocation
 
 __all__ = ["RunsTab"]
 
@@ -283,9 +287,9 @@ class RunsTab:
 
         Returns:
             ``(description markdown, summary table, accuracy-vs-tokens, budget spend, utilisation,
-            tokens-by-type figures, training-curves and held-out evaluation updates (``{"value":
-            figure, "visible": ...}``: hidden when no run has what they draw), what was drawn
-            (``{"paths": [...], "policies": [...]}``, for :meth:`uncertainty_of`), policy picker update)``.
+            tokens-by-type figures, training-curves, held-out evaluation and before/after allocation
+            updates (``{"value": figure, "visible": ...}``: hidden when no run has what they draw), what was
+            drawn (``{"paths": [...], "policies": [...]}``, for :meth:`uncertainty_of`), policy picker update)``.
 
         Raises ``gr.Error`` when nothing is chosen or nothing could be loaded.
         """
@@ -309,6 +313,8 @@ class RunsTab:
         ]
         training = any(r.metrics is not None and not r.metrics.empty for r in runs.runs.values())
         held_out = not compare.held_out_evaluations(runs).empty
+        # training runs with held-out evaluations: before/after allocation (workbench.held_out)
+        allocation = runs_allocation({label: run.path for label, run in runs.runs.items()})
         picker = gr.Dropdown(choices=loaded.policies(), value=shown, multiselect=True)
         from workbench import analysis
 
@@ -325,6 +331,7 @@ class RunsTab:
             *figs,
             gr.update(value=compare.training_curves_figure(runs, smooth=window), visible=training),
             gr.update(value=compare.held_out_figure(runs), visible=held_out),
+            gr.update(value=plots.allocation_figure(allocation), visible=allocation is not None),
             {"paths": paths, "policies": shown},
             picker,
         )
@@ -427,6 +434,8 @@ class RunsTab:
         # the runs and policies the first pass drew: the second pass completes that comparison (it must not read
         # the pickers, which may have changed, or be changing, in between)
         c["drawn"] = gr.State({})
+        # a training run with held-out evaluations: its before/after allocation first, above the table
+        c["allocation_plot"] = gr.Plot(show_label=False, elem_id="ree-runs-allocation", visible=False)
         c["describe"] = gr.Markdown("")
         c["table"] = gr.Dataframe(
             pd.DataFrame(columns=list(HEADERS.values())),
@@ -460,6 +469,7 @@ class RunsTab:
             c["type_plot"],
             c["train_plot"],
             c["held_out_plot"],
+            c["allocation_plot"],
             c["drawn"],
             c["policies"],
         ]
@@ -510,7 +520,7 @@ class RunsTab:
     ) -> tuple:
         """:meth:`compare` when something is chosen; otherwise leave the outputs as they are."""
         if not selected and not (extra_path or "").strip():
-            return tuple(gr.skip() for _ in range(10))
+            return tuple(gr.skip() for _ in range(11))
         return self.compare(selected, extra_path, smooth, policies)
 
     def wire_load(self, demo: Any, c: dict[str, Any]) -> None:
