@@ -155,3 +155,13 @@ def test_a_config_names_the_sources_with_their_options():
 
     cells = build_cells(specs, LoadContext(data_dir=None, hub=False))
     assert [c.name for c in cells] == ["reasoning_gym/chain_sum@d1", "reasoning_gym/simple_equations@d3"]
+
+
+def test_regrade_grades_the_saved_answers_again(sweep, tmp_path, tokenizer_dir):
+    """A stopped sweep keeps its answers in generations.jsonl: --regrade tabulates them without a server."""
+    from workbench.real_sweep import main
+
+    (tmp_path / "generations.jsonl").write_text((sweep["out"] / "generations.jsonl").read_text())
+    assert main(["--model", str(tokenizer_dir), "--regrade", "--caps", "200", "--out", str(tmp_path)]) == 0
+    before = [r for r in json.loads((sweep["out"] / "table.json").read_text()) if r["token_cap"] == 200]
+    assert json.loads((tmp_path / "table.json").read_text()) == before

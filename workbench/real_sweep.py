@@ -95,6 +95,11 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--refit", action="store_true", help="fit the rows.parquet already in --out again, generate nothing"
     )
+    p.add_argument(
+        "--regrade",
+        action="store_true",
+        help="grade the generations.jsonl in --out again at --caps (e.g. of a stopped sweep), then fit",
+    )
     p.add_argument("--fit-mode", default="greedy", help="rows the curves are fitted to: greedy or T=<t>")
     p.add_argument(
         "--per",
@@ -139,6 +144,8 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.refit:
         return _fit_and_report(Path(args.out), args, argv, None)
+    if args.regrade:
+        return _regrade(Path(args.out), args, argv)
     from transformers import AutoTokenizer
 
     from reasoning_env.conversation import ChatFormat, EpisodeConversation
@@ -264,6 +271,23 @@ def main(argv: list[str] | None = None) -> int:
         "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
     }
     return _fit_and_report(out, args, argv, generation)
+
+
+def _regrade(out: Path, args: argparse.Namespace, argv: list[str] | None) -> int:
+    """Grade ``out/generations.jsonl`` at ``--caps`` into ``rows.parquet``, then tabulate and fit."""
+    import pandas as pd
+    from transformers import AutoTokenizer
+
+    from reasoning_env.grading import grade
+    from reasoning_env.offline_model import resolve_model
+
+    caps = sorted({int(c) for c in args.caps.split(",") if c.strip()})
+    with open(out / "generations.jsonl", encoding="utf-8") as f:
+        answers = [json.loads(line) for line in f if line.strip()]
+    tok = AutoTokenizer.from_pretrained(resolve_model(args.model).ref)
+    rows = grade_rows(answers, caps, lambda ids: tok.decode(ids, skip_special_tokens=True), grade)
+    pd.DataFrame(rows).to_parquet(out / "rows.parquet", index=False)
+    return _fit_and_report(out, args, argv, {"regraded": f"{len(answers)} answers of generations.jsonl"})
 
 
 def _fit_and_report(out: Path, args: argparse.Namespace, argv: list[str] | None, generation: dict | None) -> int:
