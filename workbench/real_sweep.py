@@ -27,7 +27,9 @@ reason), ``rows.parquet`` (one row per answer and cap: ``question_id``, ``cell``
 ``problem_type``, ``difficulty``, ``mode``, ``temperature``, ``sample``, ``token_cap``, ``correct``,
 ``boxed``, ``tokens``, ``finished``, ``split``), ``table.md`` / ``table.json`` (per cell, mode and cap:
 accuracy with its Wilson 95% interval and n, boxed and finished shares, median tokens),
-``fitted_curves.json`` (fitted on the ``fit`` split of the ``--fit-mode`` rows, clustered by question) and
+``fitted_curves.json`` (fitted on the ``fit`` split of the ``--fit-mode`` rows, clustered by question),
+``curve_set.json`` (those curves with the table and the sweep's provenance: a file for
+``reasoning_env/policies/curve_sets/``) and
 ``sweep.json`` (provenance: model, engine, cells and their options, counts, date, load, command; and the
 held-out check: measured accuracy per cell and cap with its Wilson 95% interval beside the fitted curve's
 prediction).
@@ -372,6 +374,12 @@ def _fit_and_report(out: Path, args: argparse.Namespace, argv: list[str] | None,
         }
     )
     meta_path.write_text(json.dumps(meta, indent=2, default=str), encoding="utf-8")
+    if curves is not None:
+        shipped = curves.to_dict() | {
+            "table": table,
+            "sweep": {k: meta.get(k) for k in ("model", "engine", "date", "generation_s", "load_1min", "command")},
+        }
+        (out / "curve_set.json").write_text(json.dumps(shipped, indent=2, default=str), encoding="utf-8")
     print(to_markdown(table))
     if curves is not None:
         print(f"curves: {curves.source}")
