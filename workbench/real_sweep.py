@@ -86,6 +86,9 @@ def _parser() -> argparse.ArgumentParser:
         "--cell-by", choices=["type", "entry"], default="type", help="cells per (type, difficulty) or entry"
     )
     p.add_argument("--n", type=int, default=48, help="questions per cell, greedy")
+    p.add_argument(
+        "--no-greedy", action="store_true", help="only the sampled answers (the greedy ones of a sweep ran)"
+    )
     p.add_argument("--temperatures", default="", help="sampling temperatures, e.g. 0.7,1.0 (default: none)")
     p.add_argument("--samples", type=int, default=4, help="samples per question at each temperature")
     p.add_argument("--n-sampled", type=int, default=8, help="questions per cell sampled at each temperature")
@@ -121,7 +124,7 @@ def _jobs(cells: list, args: argparse.Namespace, temps: list[float]) -> list[dic
         rng = random.Random(f"{args.seed}-{cell.name}")
         held = set(rng.sample(range(len(qs)), int(round(args.holdout * len(qs)))))
         base = [{"cell": cell, "q": q, "split": "holdout" if i in held else "fit"} for i, q in enumerate(qs)]
-        todo = [b | {"temperature": 0.0, "sample": 0} for b in base]
+        todo = [] if args.no_greedy else [b | {"temperature": 0.0, "sample": 0} for b in base]
         for t in temps:
             todo += [b | {"temperature": t, "sample": s} for b in base[: args.n_sampled] for s in range(args.samples)]
         per_cell.append(todo)
@@ -193,6 +196,11 @@ def main(argv: list[str] | None = None) -> int:
     engine["served_name"] = served
     engine["in_flight"] = args.in_flight
     load_start = os.getloadavg()[0]
+    started = time.perf_counter()
+    generation = _provenance(resolved, engine, cells, args, temps)
+    generation["load_1min"] = [round(load_start, 2)]
+    generation["command"] = "python -m workbench.real_sweep " + shlex.join(sys.argv[1:] if argv is None else argv)
+    (out / "sweep.json").write_text(json.dumps(generation, indent=2, default=str), encoding="utf-8")
     lock = threading.Lock()
     gen_file = open(out / "generations.jsonl", "w", encoding="utf-8")  # closed below
 
@@ -231,6 +239,7 @@ def main(argv: list[str] | None = None) -> int:
             "stopped": stopped,
             "ids": ids,
             "text": tok.decode(ids),
+            "elapsed_s": round(time.perf_counter() - started, 1),
         }
         with lock:
             gen_file.write(json.dumps(rec, ensure_ascii=False) + "\n")
@@ -250,13 +259,21 @@ def main(argv: list[str] | None = None) -> int:
     import pandas as pd
 
     pd.DataFrame(rows).to_parquet(out / "rows.parquet", index=False)
-    generation = {
-        "model": resolved.describe(),
-        "engine": {k: v for k, v in engine.items() if k not in ("log", "model")},
+    generation |= {
         "generation_s": round(gen_s, 1),
         "load_1min": [round(load_start, 2), round(os.getloadavg()[0], 2)],
         "generated_tokens": int(sum(len(a["ids"]) for a in answers)),
         "answers": {mode_name(t): sum(a["temperature"] == t for a in answers) for t in [0.0, *temps]},
+        "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+    }
+    return _fit_and_report(out, args, argv, generation)
+
+
+def _provenance(resolved: Any, engine: dict, cells: list, args: argparse.Namespace, temps: list[float]) -> dict:
+    """What a sweep asked and of which model and engine (``sweep.json``, written before the first request)."""
+    return {
+        "model": resolved.describe(),
+        "engine": {k: v for k, v in engine.items() if k not in ("log", "model")},
         "cells": [
             {
                 "cell": c.name,
@@ -270,9 +287,8 @@ def main(argv: list[str] | None = None) -> int:
             for c in cells
         ],
         "sampling": {"temperatures": temps, "samples": args.samples, "questions_per_cell": args.n_sampled},
-        "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "started": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
     }
-    return _fit_and_report(out, args, argv, generation)
 
 
 def _regrade(out: Path, args: argparse.Namespace, argv: list[str] | None) -> int:
@@ -289,7 +305,15 @@ def _regrade(out: Path, args: argparse.Namespace, argv: list[str] | None) -> int
     tok = AutoTokenizer.from_pretrained(resolve_model(args.model).ref)
     rows = grade_rows(answers, caps, lambda ids: tok.decode(ids, skip_special_tokens=True), grade)
     pd.DataFrame(rows).to_parquet(out / "rows.parquet", index=False)
-    return _fit_and_report(out, args, argv, {"regraded": f"{len(answers)} answers of generations.jsonl"})
+    note = {"regraded": f"{len(answers)} answers of generations.jsonl"}
+    if answers and "elapsed_s" in answers[0]:
+        note["generation_s_last_answer"] = max(float(a["elapsed_s"]) for a in answers)
+    note["generated_tokens"] = int(sum(len(a["ids"]) for a in answers))
+    modes: dict[str, int] = {}
+    for a in answers:
+        modes[mode_name(float(a["temperature"]))] = modes.get(mode_name(float(a["temperature"])), 0) + 1
+    note["answers"] = modes
+    return _fit_and_report(out, args, argv, note)
 
 
 def _fit_and_report(out: Path, args: argparse.Namespace, argv: list[str] | None, generation: dict | None) -> int:
@@ -315,9 +339,6 @@ def _fit_and_report(out: Path, args: argparse.Namespace, argv: list[str] | None,
     (out / "table.md").write_text(to_markdown(table), encoding="utf-8")
     caps = sorted(int(c) for c in df["token_cap"].unique())
     rows = df[df["mode"] == args.fit_mode]
-    if rows.empty:
-        print(f"error: no {args.fit_mode!r} rows to fit; modes here: {sorted(df['mode'].unique())}", file=sys.stderr)
-        return 2
     fit_rows = rows[rows["split"] == "fit"]
     kw = {"per": "family", "per_family": False} if args.per == "pooled" else {"per": args.per}
     model = (meta.get("model") or {}).get("name", args.model)
@@ -327,7 +348,7 @@ def _fit_and_report(out: Path, args: argparse.Namespace, argv: list[str] | None,
         curves = SolverCurves.fit(fit_rows, x="token_cap", cluster="question_id", min_rows=60, **kw)
     except CurveFitError as exc:
         curves = None
-        meta["fit_error"] = str(exc)
+        meta["fit_error"] = f"{args.fit_mode} rows: {exc}"
     check = []
     if curves is not None:
         curves.source = (
@@ -370,9 +391,11 @@ def _fit_and_report(out: Path, args: argparse.Namespace, argv: list[str] | None,
             "curves_source": curves.source if curves is not None else None,
             "holdout_check": check,
             "holdout_within": f"{sum(c['within'] for c in check)} of {len(check)} cells",
-            "command": "python -m workbench.real_sweep " + shlex.join(sys.argv[1:] if argv is None else list(argv)),
         }
     )
+    cmd = "python -m workbench.real_sweep " + shlex.join(sys.argv[1:] if argv is None else list(argv))
+    if meta.setdefault("command", cmd) != cmd:
+        meta["tabulated_by"] = cmd
     meta_path.write_text(json.dumps(meta, indent=2, default=str), encoding="utf-8")
     if curves is not None:
         shipped = curves.to_dict() | {
