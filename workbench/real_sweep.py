@@ -197,7 +197,7 @@ def main(argv: list[str] | None = None) -> int:
     engine["in_flight"] = args.in_flight
     load_start = os.getloadavg()[0]
     started = time.perf_counter()
-    generation = _provenance(resolved, engine, cells, args, temps)
+    generation = _provenance(resolved.describe(), engine, cells, args, temps)
     generation["load_1min"] = [round(load_start, 2)]
     generation["command"] = "python -m workbench.real_sweep " + shlex.join(sys.argv[1:] if argv is None else argv)
     (out / "sweep.json").write_text(json.dumps(generation, indent=2, default=str), encoding="utf-8")
@@ -269,10 +269,10 @@ def main(argv: list[str] | None = None) -> int:
     return _fit_and_report(out, args, argv, generation)
 
 
-def _provenance(resolved: Any, engine: dict, cells: list, args: argparse.Namespace, temps: list[float]) -> dict:
+def _provenance(model: dict, engine: dict, cells: list, args: argparse.Namespace, temps: list[float]) -> dict:
     """What a sweep asked and of which model and engine (``sweep.json``, written before the first request)."""
     return {
-        "model": resolved.describe(),
+        "model": model,
         "engine": {k: v for k, v in engine.items() if k not in ("log", "model")},
         "cells": [
             {
@@ -305,7 +305,21 @@ def _regrade(out: Path, args: argparse.Namespace, argv: list[str] | None) -> int
     tok = AutoTokenizer.from_pretrained(resolve_model(args.model).ref)
     rows = grade_rows(answers, caps, lambda ids: tok.decode(ids, skip_special_tokens=True), grade)
     pd.DataFrame(rows).to_parquet(out / "rows.parquet", index=False)
-    note = {"regraded": f"{len(answers)} answers of generations.jsonl"}
+    note: dict[str, Any] = {"regraded": f"{len(answers)} answers of generations.jsonl"}
+    if not (out / "sweep.json").is_file():  # a sweep that stopped before writing it: what can be known again
+        note["model"] = resolve_model(args.model).describe()
+        if args.base_url:
+            import httpx
+
+            with httpx.Client() as client:
+                note["engine"] = _engine_of(client, args.base_url) | {"served_name": args.served_model}
+        if args.config or args.spec or args.sources:
+            from reasoning_env.hub import hub_reachable
+            from reasoning_env.sources.base import LoadContext
+
+            specs, cfg_dir = load_specs(config=args.config, spec=args.spec, sources=args.sources)
+            cells = build_cells(specs, LoadContext(data_dir=args.data_dir or cfg_dir, hub=hub_reachable()))
+            note["cells"] = _provenance(note["model"], {}, cells, args, [])["cells"]
     if answers and "elapsed_s" in answers[0]:
         note["generation_s_last_answer"] = max(float(a["elapsed_s"]) for a in answers)
     note["generated_tokens"] = int(sum(len(a["ids"]) for a in answers))
