@@ -165,3 +165,23 @@ def test_regrade_grades_the_saved_answers_again(sweep, tmp_path, tokenizer_dir):
     assert main(["--model", str(tokenizer_dir), "--regrade", "--caps", "200", "--out", str(tmp_path)]) == 0
     before = [r for r in json.loads((sweep["out"] / "table.json").read_text()) if r["token_cap"] == 200]
     assert json.loads((tmp_path / "table.json").read_text()) == before
+
+
+def test_a_type_whose_ceiling_estimate_sits_at_one_is_refitted_with_the_ceiling_held_at_one():
+    """On the curriculum sweep's greedy rows, simple equations (0.04 / 0.62 / 0.83 / 0.88 at 128 / 192 / 256 / 320)
+    drive the free ceiling to its bound 1; the fit would keep the pooled prior's 0.57, far below what was measured."""
+    import pandas as pd
+
+    from reasoning_env.policies import SolverCurves
+    from workbench.real_sweep import _ceiling_at_one
+
+    rows = pd.read_parquet(ROOT / "examples/calibration/qwen2.5-coder-0.5b-curriculum/rows.parquet")
+    fit = rows[(rows["mode"] == "greedy") & (rows["split"] == "fit")]
+    curves = SolverCurves.fit(fit, x="token_cap", cluster="question_id", min_rows=60, per="type")
+    eq = "reasoning_gym/simple_equations"
+    assert curves.types[eq].ceiling < 0.7
+    _ceiling_at_one(curves, fit)
+    assert curves.types[eq].ceiling == 1.0 and "held at 1" in curves.fits[f"type:{eq}"]["note"]
+    measured = rows[(rows["mode"] == "greedy") & (rows["problem_type"] == eq) & (rows["token_cap"] == 256)]
+    lo, hi = wilson(int(measured["correct"].sum()), len(measured))
+    assert lo <= float(curves.p(256, eq, 3)) <= hi

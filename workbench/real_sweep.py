@@ -101,6 +101,11 @@ def _parser() -> argparse.ArgumentParser:
         "--refit", action="store_true", help="fit the rows.parquet already in --out again, generate nothing"
     )
     p.add_argument(
+        "--merge",
+        default=None,
+        help="sweep folders (comma-separated) whose answers --out gathers and grades at --caps, their records kept",
+    )
+    p.add_argument(
         "--regrade",
         action="store_true",
         help="grade the generations.jsonl in --out again at --caps (e.g. of a stopped sweep), then fit",
@@ -149,6 +154,9 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.refit:
         return _fit_and_report(Path(args.out), args, argv, None)
+    if args.merge:
+        _merge([Path(d) for d in args.merge.split(",") if d.strip()], Path(args.out))
+        return _regrade(Path(args.out), args, argv)
     if args.regrade:
         return _regrade(Path(args.out), args, argv)
     from transformers import AutoTokenizer
@@ -291,6 +299,25 @@ def _provenance(model: dict, engine: dict, cells: list, args: argparse.Namespace
     }
 
 
+def _merge(parts: list[Path], out: Path) -> None:
+    """Gather the answers of several sweeps into ``out/generations.jsonl``, and their ``sweep.json`` records into
+    ``out/sweep.json`` (``parts``; model and engine of the first, date of the last)."""
+    out.mkdir(parents=True, exist_ok=True)
+    records = [json.loads((p / "sweep.json").read_text(encoding="utf-8")) for p in parts]
+    with open(out / "generations.jsonl", "w", encoding="utf-8") as f:
+        for p in parts:
+            f.write((p / "generations.jsonl").read_text(encoding="utf-8"))
+    meta = {
+        "model": records[0].get("model"),
+        "engine": records[0].get("engine"),
+        "date": max(str(r.get("date", "")) for r in records),
+        "generation_s_parts": [r.get("generation_s") for r in records],  # wall time of each (they may overlap)
+        "generated_tokens": sum(int(r.get("generated_tokens") or 0) for r in records),
+        "parts": [{"folder": p.name, **r} for p, r in zip(parts, records)],
+    }
+    (out / "sweep.json").write_text(json.dumps(meta, indent=2, default=str), encoding="utf-8")
+
+
 def _regrade(out: Path, args: argparse.Namespace, argv: list[str] | None) -> int:
     """Grade ``out/generations.jsonl`` at ``--caps`` into ``rows.parquet``, then tabulate and fit."""
     import pandas as pd
@@ -320,7 +347,7 @@ def _regrade(out: Path, args: argparse.Namespace, argv: list[str] | None) -> int
             specs, cfg_dir = load_specs(config=args.config, spec=args.spec, sources=args.sources)
             cells = build_cells(specs, LoadContext(data_dir=args.data_dir or cfg_dir, hub=hub_reachable()))
             note["cells"] = _provenance(note["model"], {}, cells, args, [])["cells"]
-    if answers and "elapsed_s" in answers[0]:
+    if answers and "elapsed_s" in answers[0] and not args.merge:
         note["generation_s_last_answer"] = max(float(a["elapsed_s"]) for a in answers)
     note["generated_tokens"] = int(sum(len(a["ids"]) for a in answers))
     modes: dict[str, int] = {}
@@ -328,6 +355,29 @@ def _regrade(out: Path, args: argparse.Namespace, argv: list[str] | None) -> int
         modes[mode_name(float(a["temperature"]))] = modes.get(mode_name(float(a["temperature"])), 0) + 1
     note["answers"] = modes
     return _fit_and_report(out, args, argv, note)
+
+
+def _ceiling_at_one(curves: Any, rows: Any) -> None:
+    """Refit, with the ceiling held at 1, each problem type whose ceiling estimate sat at its bound 1.
+
+    ``SolverCurves.fit`` then keeps the prior's ceiling (here: the pooled fit of every type, which another type's
+    plateau can pull far below this one's measured accuracy); the likelihood's maximum on the allowed range is at 1,
+    so 1 is the estimate to hold. Changes ``curves`` in place and says so in its fit report (``note``).
+    """
+    from reasoning_env.policies import SolverCurves
+
+    for key, rep in list(curves.fits.items()):
+        if not key.startswith("type:") or not any("at its bound 1" in u for u in rep.get("unidentified") or []):
+            continue
+        ptype = key[len("type:") :]
+        sub = rows[rows["problem_type"] == ptype]
+        one = SolverCurves.fit(
+            sub, x="token_cap", cluster="question_id", min_rows=60, per="type", ceiling=1.0, base=curves
+        )
+        curves.types[ptype] = one.types[ptype]
+        curves.fits[key] = one.fits[key] | {
+            "note": "the free ceiling's estimate sat at its bound 1: refitted with the ceiling held at 1"
+        }
 
 
 def _fit_and_report(out: Path, args: argparse.Namespace, argv: list[str] | None, generation: dict | None) -> int:
@@ -360,6 +410,8 @@ def _fit_and_report(out: Path, args: argparse.Namespace, argv: list[str] | None,
     n_q = int(rows["question_id"].nunique())
     try:
         curves = SolverCurves.fit(fit_rows, x="token_cap", cluster="question_id", min_rows=60, **kw)
+        if args.per == "type":
+            _ceiling_at_one(curves, fit_rows)
     except CurveFitError as exc:
         curves = None
         meta["fit_error"] = f"{args.fit_mode} rows: {exc}"
@@ -414,7 +466,20 @@ def _fit_and_report(out: Path, args: argparse.Namespace, argv: list[str] | None,
     if curves is not None:
         shipped = curves.to_dict() | {
             "table": table,
-            "sweep": {k: meta.get(k) for k in ("model", "engine", "date", "generation_s", "load_1min", "command")},
+            "sweep": {
+                k: meta[k]
+                for k in (
+                    "model",
+                    "engine",
+                    "date",
+                    "generation_s",
+                    "generation_s_parts",
+                    "load_1min",
+                    "answers",
+                    "command",
+                )
+                if k in meta
+            },
         }
         (out / "curve_set.json").write_text(json.dumps(shipped, indent=2, default=str), encoding="utf-8")
     print(to_markdown(table))

@@ -123,7 +123,8 @@ def summarise(rows: Iterable[dict]) -> list[dict]:
 def to_markdown(table: Sequence[dict]) -> str:
     """The table as Markdown, one line per (cell, mode, cap)."""
     head = (
-        "| cell | mode | cap | n (questions x samples) | accuracy [Wilson 95%] | boxed | finished | median tokens |\n"
+        "| cell | mode | cap | n (questions x samples) | accuracy [Wilson 95%] | boxed | finished "
+        "| median tokens within the cap |\n"
         "|---|---|---|---|---|---|---|---|\n"
     )
     lines = [
