@@ -5,6 +5,11 @@ user message: when it contains one of the questions it was given, it replies wit
 ending in ``\\boxed{}``, right or wrong by a fixed rule of the question's text (so rewards differ),
 and reports ``usage``. Every reply is recorded (``StubServer.replies``) so a test can replay the same
 answers in the environment. ``GET /v1/models`` lists the one model.
+
+``POST /v1/completions`` (vLLM's form: ``prompt`` as token ids, ``return_tokens_as_token_ids``) needs a
+``tokenizer`` given to :func:`start`: it decodes the prompt, replies the same way, cut at ``max_tokens``
+(``finish_reason`` ``"length"``), and returns the reply's tokens as ``token_id:N`` in ``logprobs.tokens``.
+Every completions request body is kept in ``StubServer.requests``.
 """
 
 from __future__ import annotations
@@ -43,6 +48,33 @@ class StubServer:
     model: str = "stub-model"
     replies: list[tuple[str, str, int]] = field(default_factory=list)
     url: str = ""
+    tokenizer: object = None
+    requests: list[dict] = field(default_factory=list)
+
+    def complete(self, body: dict) -> dict:
+        """A ``/completions`` response to ``body`` (prompt as token ids)."""
+        self.requests.append(body)
+        prompt = self.tokenizer.decode(body.get("prompt") or [])
+        question = next((q for q in self.questions if q in prompt), None)
+        text = reply_for(question, self.questions[question]) if question else "\\boxed{0}"
+        ids = list(self.tokenizer.encode(text, add_special_tokens=False))
+        cap = int(body.get("max_tokens") or len(ids))
+        finish = "stop" if len(ids) <= cap else "length"
+        ids = ids[:cap]
+        self.replies.append((question or "", text, len(ids)))
+        choice = {
+            "index": 0,
+            "text": self.tokenizer.decode(ids),
+            "finish_reason": finish,
+            "logprobs": {"tokens": [f"token_id:{i}" for i in ids]},
+        }
+        return {
+            "id": f"cmpl-{len(self.requests)}",
+            "object": "text_completion",
+            "model": body.get("model"),
+            "choices": [choice],
+            "usage": {"completion_tokens": len(ids)},
+        }
 
     def answer(self, messages: list[dict]) -> tuple[str, int]:
         user = next((m for m in reversed(messages) if m.get("role") == "user"), {})
@@ -77,6 +109,10 @@ def _handler(stub: StubServer) -> type[BaseHTTPRequestHandler]:
                 self._json(404, {"error": {"message": f"no route {self.path}"}})
 
         def do_POST(self):
+            if self.path.rstrip("/").endswith("/v1/completions") and stub.tokenizer is not None:
+                body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
+                self._json(200, stub.complete(body))
+                return
             if not self.path.rstrip("/").endswith("/chat/completions"):
                 self._json(404, {"error": {"message": f"no route {self.path}"}})
                 return
@@ -118,9 +154,10 @@ def _handler(stub: StubServer) -> type[BaseHTTPRequestHandler]:
     return Handler
 
 
-def start(questions: dict[str, str]) -> tuple[StubServer, ThreadingHTTPServer]:
-    """Start the stub on a free loopback port (a daemon thread); ``server.shutdown()`` stops it."""
-    stub = StubServer(questions)
+def start(questions: dict[str, str], tokenizer: object = None) -> tuple[StubServer, ThreadingHTTPServer]:
+    """Start the stub on a free loopback port (a daemon thread); ``server.shutdown()`` stops it. With a
+    ``tokenizer`` (``encode``/``decode``) it also serves ``/v1/completions``."""
+    stub = StubServer(questions, tokenizer=tokenizer)
     server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(stub))
     server.daemon_threads = True
     stub.url = f"http://127.0.0.1:{server.server_address[1]}/v1"

@@ -1,24 +1,38 @@
-"""A real model's budget sweep, one generation per question: the data the solver curves are fitted to.
+"""A real model's budget sweep over configured question sources: the data solver curves are fitted to.
 
-    python -m workbench.real_sweep --data-dir ../shared/data --n 48 --out runs/sweep-qwen-coder
-    python -m workbench.real_sweep --base-url http://127.0.0.1:8001/v1 ...   # a server already running
+    python -m workbench.real_sweep --data-dir ../shared/data --n 48 --out runs/sweep-qwen-coder --cell-by entry
+    python -m workbench.real_sweep --config examples/training/cpu_allocation.yaml --n 20 \\
+        --temperatures 0.7 --samples 4 --n-sampled 8 --caps 64,128,256,320 \\
+        --base-url http://127.0.0.1:8001/v1 --served-model qwen --out runs/sweep-curriculum --per type
+
+Sources are named as an environment names them (:mod:`workbench.sweep_cells`): an environment config's
+``sources:`` (``--config``), a JSON list of ``{name, options}`` (``--spec``), or bare names (``--sources``,
+empty options). Each entry is loaded with its options (reasoning-gym generators, ``config``, ``difficulty``,
+``label``; a jsonl file; GSM8K ...) and split into cells, one per (entry, problem type, difficulty)
+(``--cell-by entry``: one per entry). ``--n`` questions are drawn per cell with ``--seed``.
 
 Each question is asked as the first question of a one-question episode, in the project's prompt and chat
-format, with the largest cap stated as its ``step_token_cap``; the model (vLLM's OpenAI-compatible server,
-the offline ``embedded:qwen2.5-coder-0.5b`` by default, started for the run) answers greedily once, up to
-the largest cap. For each cap ``k`` the answer's first ``k`` tokens are graded (``reasoning_env.grading``,
-with the question): greedy decoding makes them exactly what the model writes when cut at ``k`` tokens,
-so one generation gives every cap. What this does not measure: a model told a smaller cap in its prompt
-might answer more briefly; the sweep measures truncation, the same thing a hard-cap episode does to an
-answer that runs past its budget.
+format, with the largest cap stated as its ``step_token_cap``, against vLLM's OpenAI-compatible
+``/completions`` (``--base-url`` a running server, which gets ``--served-model`` as the model name; without
+it a server of ``--model`` is started for the run). ``--model`` is the local model whose tokenizer builds the
+prompt ids and decodes the answers. Greedy: one answer per question. At each of ``--temperatures``: the first
+``--n-sampled`` questions of the cell ``--samples`` times each, one request per sample and no request seed
+(vLLM seeds sample i of a seeded ``n > 1`` request with seed + i, the same stream for every question).
+For each cap ``k`` an answer's first ``k`` tokens are graded (``reasoning_env.grading``, with the
+question) and checked for ``\\boxed`` (:mod:`workbench.sweep_table`): one generation gives every cap, which
+is what a hard cap does to an answer that runs past it (a model told a smaller cap might answer otherwise).
 
-Questions are drawn per source with a seed (MATH-500 spread over its five levels), and a ``--holdout``
-share of them is kept out of the fit to check it: the run folder holds ``rows.parquet`` (one row per
-question and cap: ``question_id``, ``source``, ``problem_type``, ``difficulty``, ``token_cap``,
-``correct``, ``tokens``, ``finished``, ``split``), ``generations.jsonl``, ``fitted_curves.json`` (fitted
-on the ``fit`` split, per problem type, clustered by question) and ``sweep.json`` (provenance: model,
-engine, data, counts, date, command; and the held-out check: measured accuracy per problem type and cap
-with its Wilson 95% interval beside the fitted curve's prediction).
+The run folder holds ``generations.jsonl`` (written as answers arrive: the token ids, text, finish
+reason), ``rows.parquet`` (one row per answer and cap: ``question_id``, ``cell``, ``source``,
+``problem_type``, ``difficulty``, ``mode``, ``temperature``, ``sample``, ``token_cap``, ``correct``,
+``boxed``, ``tokens``, ``finished``, ``split``), ``table.md`` / ``table.json`` (per cell, mode and cap:
+accuracy with its Wilson 95% interval and n, boxed and finished shares, median tokens),
+``fitted_curves.json`` (fitted on the ``fit`` split of the ``--fit-mode`` rows, clustered by question),
+``curve_set.json`` (those curves with the table and the sweep's provenance: a file for
+``reasoning_env/policies/curve_sets/``) and
+``sweep.json`` (provenance: model, engine, cells and their options, counts, date, load, command; and the
+held-out check: measured accuracy per cell and cap with its Wilson 95% interval beside the fitted curve's
+prediction).
 """
 
 from __future__ import annotations
@@ -26,48 +40,20 @@ from __future__ import annotations
 import argparse
 import datetime as _dt
 import json
-import math
+import os
 import random
 import shlex
 import sys
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from workbench.sweep_cells import build_cells, load_specs, select_questions
+from workbench.sweep_table import grade_rows, mode_name, summarise, to_markdown, wilson
+
 __all__ = ["main", "select_questions", "wilson"]
-
-
-def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
-    """Wilson score interval of ``k`` successes in ``n`` trials."""
-    if n == 0:
-        return (0.0, 1.0)
-    p = k / n
-    den = 1 + z * z / n
-    mid = (p + z * z / (2 * n)) / den
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / den
-    return (max(0.0, mid - half), min(1.0, mid + half))
-
-
-def select_questions(questions: list, n: int, seed: int) -> list:
-    """``n`` questions drawn with ``seed``; when they carry difficulties, spread evenly over the levels."""
-    rng = random.Random(seed)
-    levels: dict[Any, list] = {}
-    for q in questions:
-        levels.setdefault(q.difficulty, []).append(q)
-    if len(levels) == 1:
-        return rng.sample(questions, min(n, len(questions)))
-    keys = sorted(levels, key=lambda d: (d is None, d))
-    for k in keys:
-        rng.shuffle(levels[k])
-    out: list = []
-    i = 0
-    while len(out) < n and any(levels[k] for k in keys):
-        k = keys[i % len(keys)]
-        if levels[k]:
-            out.append(levels[k].pop())
-        i += 1
-    return out
 
 
 def _observation(q: Any, cap: int) -> dict:
@@ -86,16 +72,28 @@ def _observation(q: Any, cap: int) -> dict:
     }
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Command line; returns the exit status."""
+def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m workbench.real_sweep", description=__doc__.splitlines()[0])
-    p.add_argument("--model", default="embedded:qwen2.5-coder-0.5b")
+    p.add_argument("--model", default="embedded:qwen2.5-coder-0.5b", help="local model: tokenizer, and the server")
     p.add_argument("--base-url", default=None, help="a running vLLM server (default: start one for the run)")
-    p.add_argument("--data-dir", default=None, help="folder with gsm8k_test.jsonl and math500_test.jsonl")
-    p.add_argument("--sources", default="gsm8k,math500,builtin")
-    p.add_argument("--n", type=int, default=48, help="questions per source")
+    p.add_argument("--served-model", default=None, help="model name sent to --base-url (default: --model)")
+    p.add_argument("--data-dir", default=None, help="folder with the sources' local files (default: the config's)")
+    src = p.add_argument_group("sources (one of)")
+    src.add_argument("--config", default=None, help="environment config YAML: sweep its sources with their options")
+    src.add_argument("--spec", default=None, help="JSON file or inline JSON: [{name, options}, ...]")
+    src.add_argument("--sources", default=None, help="comma-separated source names, empty options")
+    p.add_argument(
+        "--cell-by", choices=["type", "entry"], default="type", help="cells per (type, difficulty) or entry"
+    )
+    p.add_argument("--n", type=int, default=48, help="questions per cell, greedy")
+    p.add_argument(
+        "--no-greedy", action="store_true", help="only the sampled answers (the greedy ones of a sweep ran)"
+    )
+    p.add_argument("--temperatures", default="", help="sampling temperatures, e.g. 0.7,1.0 (default: none)")
+    p.add_argument("--samples", type=int, default=4, help="samples per question at each temperature")
+    p.add_argument("--n-sampled", type=int, default=8, help="questions per cell sampled at each temperature")
     p.add_argument("--caps", default="64,128,256,512,1024")
-    p.add_argument("--holdout", type=float, default=0.25, help="share of each source's questions kept out of the fit")
+    p.add_argument("--holdout", type=float, default=0.25, help="share of each cell's questions kept out of the fit")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--in-flight", type=int, default=16, help="requests in flight")
     p.add_argument("--out", required=True, help="run folder to write (with --refit: the sweep folder to fit again)")
@@ -103,16 +101,64 @@ def main(argv: list[str] | None = None) -> int:
         "--refit", action="store_true", help="fit the rows.parquet already in --out again, generate nothing"
     )
     p.add_argument(
+        "--merge",
+        default=None,
+        help="sweep folders (comma-separated) whose answers --out gathers and grades at --caps, their records kept",
+    )
+    p.add_argument(
+        "--regrade",
+        action="store_true",
+        help="grade the generations.jsonl in --out again at --caps (e.g. of a stopped sweep), then fit",
+    )
+    p.add_argument("--fit-mode", default="greedy", help="rows the curves are fitted to: greedy or T=<t>")
+    p.add_argument(
         "--per",
         choices=["pooled", "family", "type"],
         default="pooled",
         help="one curve for every question (default: ~7 right answers per source at 40 questions cannot identify "
         "more), one per family, or one per problem type",
     )
-    args = p.parse_args(argv)
+    return p
+
+
+def _jobs(cells: list, args: argparse.Namespace, temps: list[float]) -> list[dict]:
+    """Every request of the sweep: greedy answers first, then the samples, interleaved across cells."""
+    per_cell = []
+    for cell in cells:
+        qs = select_questions(cell.questions, args.n, args.seed)
+        rng = random.Random(f"{args.seed}-{cell.name}")
+        held = set(rng.sample(range(len(qs)), int(round(args.holdout * len(qs)))))
+        base = [{"cell": cell, "q": q, "split": "holdout" if i in held else "fit"} for i, q in enumerate(qs)]
+        todo = [] if args.no_greedy else [b | {"temperature": 0.0, "sample": 0} for b in base]
+        for t in temps:
+            todo += [b | {"temperature": t, "sample": s} for b in base[: args.n_sampled] for s in range(args.samples)]
+        per_cell.append(todo)
+    jobs: list[dict] = []
+    for i in range(max((len(t) for t in per_cell), default=0)):
+        jobs += [t[i] for t in per_cell if i < len(t)]
+    return sorted(jobs, key=lambda j: j["temperature"] > 0)
+
+
+def _engine_of(client: Any, base: str) -> dict:
+    root = base[: -len("/v1")] if base.rstrip("/").endswith("/v1") else base
+    info: dict[str, Any] = {"base_url": base}
+    try:
+        info["engine_version"] = client.get(root.rstrip("/") + "/version", timeout=10).json().get("version")
+    except Exception as exc:  # noqa: BLE001 - provenance only: say what failed
+        info["engine_version"] = f"unknown ({type(exc).__name__})"
+    return info
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Command line; returns the exit status."""
+    args = _parser().parse_args(argv)
     if args.refit:
         return _fit_and_report(Path(args.out), args, argv, None)
-
+    if args.merge:
+        _merge([Path(d) for d in args.merge.split(",") if d.strip()], Path(args.out))
+        return _regrade(Path(args.out), args, argv)
+    if args.regrade:
+        return _regrade(Path(args.out), args, argv)
     from transformers import AutoTokenizer
 
     from reasoning_env.conversation import ChatFormat, EpisodeConversation
@@ -120,49 +166,61 @@ def main(argv: list[str] | None = None) -> int:
     from reasoning_env.grading import grade
     from reasoning_env.hub import hub_reachable
     from reasoning_env.offline_model import resolve_model
-    from reasoning_env.sources import load_source
     from reasoning_env.sources.base import LoadContext
 
     caps = sorted({int(c) for c in args.caps.split(",") if c.strip()})
+    temps = [float(t) for t in args.temperatures.split(",") if t.strip()]
+    if not caps or caps[0] < 1 or any(t <= 0 for t in temps) or args.samples < 1:
+        print("error: --caps must be positive, --temperatures above 0, --samples at least 1", file=sys.stderr)
+        return 2
+    if args.sources is None and args.config is None and args.spec is None:
+        args.sources = "gsm8k,math500,builtin"
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
     try:
+        specs, cfg_data_dir = load_specs(config=args.config, spec=args.spec, sources=args.sources)
         resolved = resolve_model(args.model)
-        ctx = LoadContext(data_dir=args.data_dir, hub=hub_reachable())
-        chosen = []
-        for name in [s.strip() for s in args.sources.split(",") if s.strip()]:
-            qs = select_questions(load_source(name, {}, ctx), args.n, args.seed)
-            rng = random.Random(f"{args.seed}-{name}")
-            held = set(rng.sample(range(len(qs)), int(round(args.holdout * len(qs)))))
-            chosen += [(q, name, "holdout" if i in held else "fit") for i, q in enumerate(qs)]
+        ctx = LoadContext(data_dir=args.data_dir or cfg_data_dir, hub=hub_reachable())
+        cells = build_cells(specs, ctx, by=args.cell_by)
     except (ReasoningEconomicsError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    jobs = _jobs(cells, args, temps)
     tok = AutoTokenizer.from_pretrained(resolved.ref)
     chat = ChatFormat(tok)
     eos = {tok.convert_tokens_to_ids("<|im_end|>"), tok.convert_tokens_to_ids("<|endoftext|>")}
     server = None
-    base, served = args.base_url, args.model
+    base, served = args.base_url, args.served_model or args.model
     if base is None:
         from reasoning_env.model_server import ModelServer
 
-        server = ModelServer(args.model, log_path=out / "vllm.log").start()
+        server = ModelServer(args.model, served_name=args.served_model, log_path=out / "vllm.log").start()
         base, served = server.base_url, server.served_name
     import httpx
 
     client = httpx.Client(timeout=1800)
-    engine = server.describe() if server else {"base_url": base}
+    engine = server.describe() if server else _engine_of(client, base)
+    engine["served_name"] = served
+    engine["in_flight"] = args.in_flight
+    load_start = os.getloadavg()[0]
+    started = time.perf_counter()
+    generation = _provenance(resolved.describe(), engine, cells, args, temps)
+    generation["load_1min"] = [round(load_start, 2)]
+    generation["command"] = "python -m workbench.real_sweep " + shlex.join(sys.argv[1:] if argv is None else argv)
+    (out / "sweep.json").write_text(json.dumps(generation, indent=2, default=str), encoding="utf-8")
+    lock = threading.Lock()
+    gen_file = open(out / "generations.jsonl", "w", encoding="utf-8")  # closed below
 
-    def one(item: tuple) -> dict:
-        q, source, split = item
+    def one(job: dict) -> dict:
+        q, cell = job["q"], job["cell"]
         conv = EpisodeConversation()
         conv.ask(_observation(q, caps[-1]))
         body = {
             "model": served,
             "prompt": chat.conversation_ids(conv),
             "max_tokens": caps[-1],
-            "temperature": 0.0,
+            "temperature": job["temperature"],
             "logprobs": 0,
             "return_tokens_as_token_ids": True,
             "skip_special_tokens": False,
@@ -170,123 +228,266 @@ def main(argv: list[str] | None = None) -> int:
         }
         r = client.post(base + "/completions", json=body)
         r.raise_for_status()
-        tokens = r.json()["choices"][0]["logprobs"]["tokens"]
-        ids = [int(t.split(":", 1)[1]) for t in tokens]
+        choice = r.json()["choices"][0]
+        ids = [int(t.split(":", 1)[1]) for t in choice["logprobs"]["tokens"]]
+        stopped = choice.get("finish_reason") == "stop" or bool(ids and ids[-1] in eos)
         while ids and ids[-1] in eos:
             ids.pop()
-        return {"q": q, "source": source, "split": split, "ids": ids}
+        rec = {
+            "question_id": q.id,
+            "cell": cell.name,
+            "source": cell.source,
+            "problem_type": q.problem_type,
+            "difficulty": q.difficulty,
+            "temperature": job["temperature"],
+            "sample": job["sample"],
+            "split": job["split"],
+            "question": q.text,
+            "gold": q.gold_answer,
+            "stopped": stopped,
+            "ids": ids,
+            "text": tok.decode(ids),
+            "elapsed_s": round(time.perf_counter() - started, 1),
+        }
+        with lock:
+            gen_file.write(json.dumps(rec, ensure_ascii=False) + "\n")
+            gen_file.flush()
+        return rec
 
     try:
         with ThreadPoolExecutor(max_workers=args.in_flight) as pool:
-            gens = list(pool.map(one, chosen))
+            answers = list(pool.map(one, jobs))
     finally:
+        gen_file.close()
         client.close()
         if server is not None:
             server.stop()
     gen_s = time.perf_counter() - t0
-    rows, logs = [], []
-    for g in gens:
-        q, ids = g["q"], g["ids"]
-        for cap in caps:
-            text = tok.decode(ids[:cap], skip_special_tokens=True)
-            res = grade(text, q.gold_answer, question=q.text)
-            rows.append(
-                {
-                    "question_id": q.id,
-                    "source": g["source"],
-                    "problem_type": q.problem_type,
-                    "difficulty": q.difficulty,
-                    "token_cap": cap,
-                    "correct": bool(res.correct),
-                    "tokens": min(len(ids), cap),
-                    "finished": len(ids) <= cap,
-                    "split": g["split"],
-                }
-            )
-        logs.append({"question_id": q.id, "gold": q.gold_answer, "tokens": len(ids), "text": tok.decode(ids)})
+    rows = grade_rows(answers, caps, lambda ids: tok.decode(ids, skip_special_tokens=True), grade)
     import pandas as pd
 
     pd.DataFrame(rows).to_parquet(out / "rows.parquet", index=False)
-    with open(out / "generations.jsonl", "w", encoding="utf-8") as f:
-        for rec in logs:
-            f.write(json.dumps(rec, ensure_ascii=False) + "\n")
-    generation = {
-        "model": resolved.describe(),
-        "engine": {k: v for k, v in engine.items() if k not in ("log", "model")},
+    generation |= {
         "generation_s": round(gen_s, 1),
-        "generated_tokens": int(sum(len(g["ids"]) for g in gens)),
+        "load_1min": [round(load_start, 2), round(os.getloadavg()[0], 2)],
+        "generated_tokens": int(sum(len(a["ids"]) for a in answers)),
+        "answers": {mode_name(t): sum(a["temperature"] == t for a in answers) for t in [0.0, *temps]},
         "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
     }
     return _fit_and_report(out, args, argv, generation)
 
 
+def _provenance(model: dict, engine: dict, cells: list, args: argparse.Namespace, temps: list[float]) -> dict:
+    """What a sweep asked and of which model and engine (``sweep.json``, written before the first request)."""
+    return {
+        "model": model,
+        "engine": {k: v for k, v in engine.items() if k not in ("log", "model")},
+        "cells": [
+            {
+                "cell": c.name,
+                "entry": c.entry,
+                "source": c.source,
+                "options": c.options,
+                "problem_type": c.problem_type,
+                "difficulty": c.difficulty,
+                "pool": len(c.questions),
+            }
+            for c in cells
+        ],
+        "sampling": {"temperatures": temps, "samples": args.samples, "questions_per_cell": args.n_sampled},
+        "started": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+    }
+
+
+def _merge(parts: list[Path], out: Path) -> None:
+    """Gather the answers of several sweeps into ``out/generations.jsonl``, and their ``sweep.json`` records into
+    ``out/sweep.json`` (``parts``; model and engine of the first, date of the last)."""
+    out.mkdir(parents=True, exist_ok=True)
+    records = [json.loads((p / "sweep.json").read_text(encoding="utf-8")) for p in parts]
+    with open(out / "generations.jsonl", "w", encoding="utf-8") as f:
+        for p in parts:
+            f.write((p / "generations.jsonl").read_text(encoding="utf-8"))
+    meta = {
+        "model": records[0].get("model"),
+        "engine": records[0].get("engine"),
+        "date": max(str(r.get("date", "")) for r in records),
+        "generation_s_parts": [r.get("generation_s") for r in records],  # wall time of each (they may overlap)
+        "generated_tokens": sum(int(r.get("generated_tokens") or 0) for r in records),
+        "parts": [{"folder": p.name, **r} for p, r in zip(parts, records)],
+    }
+    (out / "sweep.json").write_text(json.dumps(meta, indent=2, default=str), encoding="utf-8")
+
+
+def _regrade(out: Path, args: argparse.Namespace, argv: list[str] | None) -> int:
+    """Grade ``out/generations.jsonl`` at ``--caps`` into ``rows.parquet``, then tabulate and fit."""
+    import pandas as pd
+    from transformers import AutoTokenizer
+
+    from reasoning_env.grading import grade
+    from reasoning_env.offline_model import resolve_model
+
+    caps = sorted({int(c) for c in args.caps.split(",") if c.strip()})
+    with open(out / "generations.jsonl", encoding="utf-8") as f:
+        answers = [json.loads(line) for line in f if line.strip()]
+    tok = AutoTokenizer.from_pretrained(resolve_model(args.model).ref)
+    rows = grade_rows(answers, caps, lambda ids: tok.decode(ids, skip_special_tokens=True), grade)
+    pd.DataFrame(rows).to_parquet(out / "rows.parquet", index=False)
+    note: dict[str, Any] = {"regraded": f"{len(answers)} answers of generations.jsonl"}
+    if not (out / "sweep.json").is_file():  # a sweep that stopped before writing it: what can be known again
+        note["model"] = resolve_model(args.model).describe()
+        if args.base_url:
+            import httpx
+
+            with httpx.Client() as client:
+                note["engine"] = _engine_of(client, args.base_url) | {"served_name": args.served_model}
+        if args.config or args.spec or args.sources:
+            from reasoning_env.hub import hub_reachable
+            from reasoning_env.sources.base import LoadContext
+
+            specs, cfg_dir = load_specs(config=args.config, spec=args.spec, sources=args.sources)
+            cells = build_cells(specs, LoadContext(data_dir=args.data_dir or cfg_dir, hub=hub_reachable()))
+            note["cells"] = _provenance(note["model"], {}, cells, args, [])["cells"]
+    if answers and "elapsed_s" in answers[0] and not args.merge:
+        note["generation_s_last_answer"] = max(float(a["elapsed_s"]) for a in answers)
+    note["generated_tokens"] = int(sum(len(a["ids"]) for a in answers))
+    modes: dict[str, int] = {}
+    for a in answers:
+        modes[mode_name(float(a["temperature"]))] = modes.get(mode_name(float(a["temperature"])), 0) + 1
+    note["answers"] = modes
+    return _fit_and_report(out, args, argv, note)
+
+
+def _ceiling_at_one(curves: Any, rows: Any) -> None:
+    """Refit, with the ceiling held at 1, each problem type whose ceiling estimate sat at its bound 1.
+
+    ``SolverCurves.fit`` then keeps the prior's ceiling (here: the pooled fit of every type, which another type's
+    plateau can pull far below this one's measured accuracy); the likelihood's maximum on the allowed range is at 1,
+    so 1 is the estimate to hold. Changes ``curves`` in place and says so in its fit report (``note``).
+    """
+    from reasoning_env.policies import SolverCurves
+
+    for key, rep in list(curves.fits.items()):
+        if not key.startswith("type:") or not any("at its bound 1" in u for u in rep.get("unidentified") or []):
+            continue
+        ptype = key[len("type:") :]
+        sub = rows[rows["problem_type"] == ptype]
+        one = SolverCurves.fit(
+            sub, x="token_cap", cluster="question_id", min_rows=60, per="type", ceiling=1.0, base=curves
+        )
+        curves.types[ptype] = one.types[ptype]
+        curves.fits[key] = one.fits[key] | {
+            "note": "the free ceiling's estimate sat at its bound 1: refitted with the ceiling held at 1"
+        }
+
+
 def _fit_and_report(out: Path, args: argparse.Namespace, argv: list[str] | None, generation: dict | None) -> int:
-    """Fit the curves to the ``fit`` split of ``out/rows.parquet``, check them on the held-out split, write
-    ``fitted_curves.json`` and ``sweep.json``, print the table."""
+    """Tabulate ``out/rows.parquet`` (``table.md``, ``table.json``), fit the curves to the ``fit`` split of its
+    ``--fit-mode`` rows, check them on the held-out split, write ``fitted_curves.json`` and ``sweep.json``,
+    print the table."""
     import pandas as pd
 
     from reasoning_env.policies import SolverCurves
+    from reasoning_env.policies.curve_fit import CurveFitError
 
     df = pd.read_parquet(out / "rows.parquet")
+    if "mode" not in df:  # a sweep of earlier versions: greedy, one cell per source
+        df["mode"] = "greedy"
+    if "cell" not in df:
+        df["cell"] = df["source"]
     meta_path = out / "sweep.json"
     meta = json.loads(meta_path.read_text(encoding="utf-8")) if meta_path.is_file() else {}
     if generation is not None:
         meta.update(generation)
+    table = summarise(df.to_dict("records"))
+    (out / "table.json").write_text(json.dumps(table, indent=2, default=str), encoding="utf-8")
+    (out / "table.md").write_text(to_markdown(table), encoding="utf-8")
     caps = sorted(int(c) for c in df["token_cap"].unique())
-    fit_rows = df[df["split"] == "fit"]
+    rows = df[df["mode"] == args.fit_mode]
+    fit_rows = rows[rows["split"] == "fit"]
     kw = {"per": "family", "per_family": False} if args.per == "pooled" else {"per": args.per}
-    curves = SolverCurves.fit(fit_rows, x="token_cap", cluster="question_id", min_rows=60, **kw)
-    n_q = int(df["question_id"].nunique())
     model = (meta.get("model") or {}).get("name", args.model)
     eng = meta.get("engine") or {}
-    curves.source = (
-        f"fitted to the real model {model} (vLLM {eng.get('engine_version', '?')} on {eng.get('device', '?')}, "
-        f"greedy) on {n_q} questions ({', '.join(sorted(df['source'].unique()))}) at caps "
-        f"{', '.join(map(str, caps))}, {args.per} fit on {int(fit_rows['question_id'].nunique())} of them; "
-        f"{meta.get('date', '')[:10]}; python -m workbench.real_sweep"
-    )
-    curves.save(out / "fitted_curves.json")
+    n_q = int(rows["question_id"].nunique())
+    try:
+        curves = SolverCurves.fit(fit_rows, x="token_cap", cluster="question_id", min_rows=60, **kw)
+        if args.per == "type":
+            _ceiling_at_one(curves, fit_rows)
+    except CurveFitError as exc:
+        curves = None
+        meta["fit_error"] = f"{args.fit_mode} rows: {exc}"
     check = []
-    hold = df[df["split"] == "holdout"]
-    for (source, cap), grp in hold.groupby(["source", "token_cap"]):
-        k, n = int(grp["correct"].sum()), len(grp)
-        lo, hi = wilson(k, n)
-        pred = (
-            sum(
-                float(curves.p(int(cap), pt, d if pd.notna(d) else None))
-                for pt, d in zip(grp["problem_type"], grp["difficulty"])
+    if curves is not None:
+        curves.source = (
+            f"fitted to the real model {model} (vLLM {eng.get('engine_version', '?')} on {eng.get('device', 'cpu')}, "
+            f"{args.fit_mode}) on {n_q} questions ({', '.join(sorted(rows['cell'].unique()))}) at caps "
+            f"{', '.join(map(str, caps))}, {args.per} fit on {int(fit_rows['question_id'].nunique())} of them; "
+            f"{meta.get('date', '')[:10]}; python -m workbench.real_sweep"
+        )
+        curves.save(out / "fitted_curves.json")
+        for (cell, cap), grp in rows[rows["split"] == "holdout"].groupby(["cell", "token_cap"]):
+            k, n = int(grp["correct"].sum()), len(grp)
+            lo, hi = wilson(k, n)
+            pred = (
+                sum(
+                    float(curves.p(int(cap), pt, d if pd.notna(d) else None))
+                    for pt, d in zip(grp["problem_type"], grp["difficulty"])
+                )
+                / n
             )
-            / n
-        )
-        check.append(
-            {
-                "source": source,
-                "token_cap": int(cap),
-                "n": n,
-                "accuracy": k / n,
-                "ci95": [round(lo, 4), round(hi, 4)],
-                "predicted": round(pred, 4),
-                "within": bool(lo <= pred <= hi),
-            }
-        )
+            check.append(
+                {
+                    "cell": cell,
+                    "token_cap": int(cap),
+                    "n": n,
+                    "accuracy": k / n,
+                    "ci95": [round(lo, 4), round(hi, 4)],
+                    "predicted": round(pred, 4),
+                    "within": bool(lo <= pred <= hi),
+                }
+            )
+    greedy = df[(df["mode"] == "greedy") & (df.token_cap == caps[0])]
     meta.update(
         {
-            "method": "one greedy answer per question up to the largest cap (stated in the prompt), graded on its "
-            "first k tokens for each cap k",
+            "method": "one greedy answer per question (and --samples sampled ones per question at each temperature) "
+            "up to the largest cap (stated in the prompt), graded on its first k tokens for each cap k",
             "caps": caps,
-            "questions": {str(s): int(n) for s, n in df[df.token_cap == caps[0]].groupby("source").size().items()},
+            "questions": {str(c): int(n) for c, n in greedy.groupby("cell").size().items()},
             "fit": args.per,
-            "curves_source": curves.source,
+            "fit_mode": args.fit_mode,
+            "curves_source": curves.source if curves is not None else None,
             "holdout_check": check,
             "holdout_within": f"{sum(c['within'] for c in check)} of {len(check)} cells",
-            "command": "python -m workbench.real_sweep " + shlex.join(sys.argv[1:] if argv is None else list(argv)),
         }
     )
+    cmd = "python -m workbench.real_sweep " + shlex.join(sys.argv[1:] if argv is None else list(argv))
+    if meta.setdefault("command", cmd) != cmd:
+        meta["tabulated_by"] = cmd
     meta_path.write_text(json.dumps(meta, indent=2, default=str), encoding="utf-8")
-    table = df.groupby(["source", "token_cap"])["correct"].agg(["mean", "count"]).unstack("token_cap")
-    print(table.round(3).to_string())
-    print(f"curves: {curves.source}")
-    print(f"held-out check: {meta['holdout_within']} within their 95% interval; {out}")
+    if curves is not None:
+        shipped = curves.to_dict() | {
+            "table": table,
+            "sweep": {
+                k: meta[k]
+                for k in (
+                    "model",
+                    "engine",
+                    "date",
+                    "generation_s",
+                    "generation_s_parts",
+                    "load_1min",
+                    "answers",
+                    "command",
+                )
+                if k in meta
+            },
+        }
+        (out / "curve_set.json").write_text(json.dumps(shipped, indent=2, default=str), encoding="utf-8")
+    print(to_markdown(table))
+    if curves is not None:
+        print(f"curves: {curves.source}")
+        print(f"held-out check: {meta['holdout_within']} within their 95% interval; {out}")
+    else:
+        print(f"no curves fitted ({meta['fit_error']}); table in {out}")
     return 0
 
 

@@ -155,7 +155,7 @@ def load_pools(
     ctx = LoadContext(data_dir=data_dir, hub=hub_reachable() if hub is None else hub)
     pools: dict[str, list[Question]] = {}
     used: list[dict] = []
-    seen_ids: set[str] = set()
+    seen: dict[str, tuple[Question, str]] = {}
     fallbacks: list[str] = []
     for spec in specs:
         if isinstance(spec, str):
@@ -179,10 +179,16 @@ def load_pools(
             fallbacks.append(f"{name} -> {len(questions)} builtin stand-ins")
         used.append({"source": name, "used": origin, "questions": len(questions), "reason": reason})
         for q in questions:
-            if q.id in seen_ids:
-                # The same question listed twice (e.g. a source configured twice) is kept once.
-                continue
-            seen_ids.add(q.id)
+            if q.id in seen:
+                first, first_source = seen[q.id]
+                if (first.text, first.gold_answer, first.problem_type) == (q.text, q.gold_answer, q.problem_type):
+                    continue  # the same question listed twice (e.g. a source configured twice) is kept once
+                raise SourceError(
+                    f"question id {q.id!r} names two different questions (sources {first_source!r} and {name!r}): "
+                    "give the entries different seeds or options that set them apart (reasoning_gym: a "
+                    "different config, or a label), or drop one; no question is dropped silently"
+                )
+            seen[q.id] = (q, name)
             pools.setdefault(q.problem_type, []).append(q)
     if fallbacks:
         logger.warning(

@@ -1,0 +1,77 @@
+"""The shipped curriculum config (examples/training/cpu_allocation.yaml): it loads, every episode is 2 easy chain sums
+and 2 simple equations as configured, and the training command it documents gives training the config's budget."""
+
+from __future__ import annotations
+
+import re
+import shlex
+from pathlib import Path
+
+import pytest
+
+from reasoning_env.config import EnvConfig
+from reasoning_env.env import ReasoningEconomicsEnv
+
+ROOT = Path(__file__).resolve().parents[1]
+CONFIG = ROOT / "examples" / "training" / "cpu_allocation.yaml"
+TOKENIZER = "embedded:qwen2.5"  # the served model's token ids (docs/real_model.md)
+
+
+@pytest.fixture(scope="module")
+def env() -> ReasoningEconomicsEnv:
+    return ReasoningEconomicsEnv(EnvConfig.from_yaml(CONFIG))
+
+
+def _documented_command() -> list[str]:
+    """The ``python -m training.grpo_train ...`` command in the config's header comment, as argv."""
+    lines = [ln.lstrip("#").strip() for ln in CONFIG.read_text().splitlines() if ln.startswith("#")]
+    start = next(i for i, ln in enumerate(lines) if ln.startswith("python -m training.grpo_train"))
+    cmd = ""
+    for ln in lines[start:]:
+        cmd += " " + ln.rstrip("\\").strip()
+        if not ln.endswith("\\"):
+            break
+    return [a for a in shlex.split(cmd)[3:] if a != "..."]
+
+
+def test_every_episode_is_two_chain_sums_and_two_equations(env):
+    for seed in range(20):
+        obs = env.reset(seed=seed)
+        types = sorted(obs.metadata["problem_types"])
+        assert types == ["reasoning_gym/chain_sum"] * 2 + ["reasoning_gym/simple_equations"] * 2, seed
+
+
+def test_the_questions_have_the_configured_size(env):
+    pools = env.pools.pools
+    chains = pools["reasoning_gym/chain_sum"]
+    equations = pools["reasoning_gym/simple_equations"]
+    assert len(chains) == len(equations) == 500
+    for q in chains:
+        terms = re.findall(r"\d+", q.text.split(":")[-1])
+        assert 2 <= len(terms) <= 3 and all(len(t) <= 2 for t in terms) and q.difficulty == 1
+    assert {q.difficulty for q in equations} == {3}
+    assert all(1 <= int(q.gold_answer) <= 20 for q in equations)
+
+
+def test_the_documented_training_command_gives_training_the_configs_budget(env):
+    """Training names a tokenizer at every reset, which takes the tokenizer-native budget (~300 tokens here), not
+    the config's total_budget: the documented command passes --total_budget, and the reset training makes with it
+    gets the config's figure."""
+    from training.envs import Session
+    from training.grpo_train import parse_args
+
+    args = parse_args(_documented_command())
+    cfg = env.config
+    assert Path(args.config).resolve() == CONFIG and args.total_budget == cfg.total_budget == 480
+    assert args.temperature == 0.7
+    session = Session(env)
+    obs = session.reset(seed=3, tokenizer_name=TOKENIZER, total_budget=args.total_budget)
+    assert obs.total_budget == 480 and obs.metadata["budget_source"] == "client"
+    native = session.reset(seed=3, tokenizer_name=TOKENIZER, total_budget=None)
+    assert native.metadata["budget_source"] == "tokenizer_native" and native.total_budget < 400
+
+
+def test_a_reset_without_a_tokenizer_uses_the_configs_budget(env):
+    obs = env.reset(seed=0)
+    assert obs.total_budget == 480 and obs.metadata["budget_source"] == "config"
+    assert env.config.max_tokens_per_step == 320
