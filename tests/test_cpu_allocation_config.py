@@ -54,18 +54,18 @@ def test_the_questions_have_the_configured_size(env):
 
 
 def test_the_documented_training_command_gives_training_the_configs_budget(env):
-    """Training names a tokenizer at every reset, which takes the tokenizer-native budget (~300 tokens here), not
-    the config's total_budget: the documented command passes --total_budget, and the reset training makes with it
-    gets the config's figure."""
+    """Training names a tokenizer at every reset, which takes the tokenizer-native budget (~300 tokens here) over
+    the config's total_budget: training passes the config's own budget to every reset, and the reset training makes
+    with the documented command gets the config's figure."""
     from training.envs import Session
-    from training.grpo_train import parse_args
+    from training.grpo_train import parse_args, training_total_budget
 
     args = parse_args(_documented_command())
     cfg = env.config
-    assert Path(args.config).resolve() == CONFIG and args.total_budget == cfg.total_budget == 480
+    assert Path(args.config).resolve() == CONFIG and training_total_budget(args) == cfg.total_budget == 480
     assert args.temperature == 0.7
     session = Session(env)
-    obs = session.reset(seed=3, tokenizer_name=TOKENIZER, total_budget=args.total_budget)
+    obs = session.reset(seed=3, tokenizer_name=TOKENIZER, total_budget=training_total_budget(args))
     assert obs.total_budget == 480 and obs.metadata["budget_source"] == "client"
     native = session.reset(seed=3, tokenizer_name=TOKENIZER, total_budget=None)
     assert native.metadata["budget_source"] == "tokenizer_native" and native.total_budget < 400
@@ -75,3 +75,17 @@ def test_a_reset_without_a_tokenizer_uses_the_configs_budget(env):
     obs = env.reset(seed=0)
     assert obs.total_budget == 480 and obs.metadata["budget_source"] == "config"
     assert env.config.max_tokens_per_step == 320
+
+
+def test_training_takes_the_configs_own_budget_without_the_flag(tmp_path):
+    """A --config that writes total_budget is the budget of every training reset even without --total_budget
+    (training names a tokenizer, which would otherwise take the tokenizer-native ~300); a config without the key
+    leaves the tokenizer-native default."""
+    from training.grpo_train import config_total_budget, parse_args, training_total_budget
+
+    assert config_total_budget(str(CONFIG)) == 480
+    assert training_total_budget(parse_args(["--config", str(CONFIG), "--total_budget", "600"])) == 600
+    bare = tmp_path / "bare.yaml"
+    bare.write_text("num_questions: 4\n", encoding="utf-8")
+    assert config_total_budget(str(bare)) is None
+    assert config_total_budget(None) is None

@@ -129,7 +129,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--total_budget",
         type=int,
         default=None,
-        help="Fixed budget (tokens) for every episode; default: tokenizer-native.",
+        help="Fixed budget (tokens) for every episode; default: the --config YAML's total_budget where it sets one, "
+        "else tokenizer-native (budget_ratio x the question tokens).",
     )
     g.add_argument(
         "--num_episodes",
@@ -380,6 +381,28 @@ def load_env_config(path: str | None, smoke: bool = False):
     if smoke:
         cfg = cfg.replace(**SMOKE_ENV)
     return cfg
+
+
+def config_total_budget(path: str | None) -> int | None:
+    """The ``total_budget`` a ``--config`` YAML sets itself, or ``None`` (no file, or the key absent).
+
+    Training names its tokenizer at every reset, and a reset naming a tokenizer takes the tokenizer-native budget
+    (``budget_ratio`` x the question tokens) over the config's; a config that writes ``total_budget`` means that
+    budget, so it is passed to every reset as the explicit one (``--total_budget`` still overrides it)."""
+    if not path:
+        return None
+    import yaml
+
+    with open(path, encoding="utf-8") as fh:
+        raw = yaml.safe_load(fh)
+    value = raw.get("total_budget") if isinstance(raw, dict) else None
+    return int(value) if value is not None else None
+
+
+def training_total_budget(args: argparse.Namespace) -> int | None:
+    """The budget of every training reset: ``--total_budget``, else the ``--config``'s own
+    (:func:`config_total_budget`), else ``None`` (tokenizer-native)."""
+    return args.total_budget if args.total_budget is not None else config_total_budget(args.config)
 
 
 def world_size() -> int:
@@ -663,6 +686,8 @@ def build_trainer(args: argparse.Namespace, *, policy: Any = None, env_config: A
             DEFAULT_GROUPS_PER_STEP,
         )
     env_cfg = env_config if env_config is not None else load_env_config(args.config, smoke=args.smoke)
+    if env_config is None:
+        args.total_budget = training_total_budget(args)
     if args.output_dir is None:
         args.output_dir = str(Path("runs") / time.strftime("grpo-%Y%m%d-%H%M%S"))
     out = Path(args.output_dir)
