@@ -18,9 +18,10 @@ def test_episode_components_of_the_default_reward_are_read_off_the_reward():
     from reasoning_env.config import EnvConfig
     from reasoning_env.rewards import build_reward
 
-    assert episode_component_names(build_reward(EnvConfig())) == ("episode_bonus",)
-    forfeit = EnvConfig(reward={"type": "economics", "params": {"unasked_reward": -0.1}})
-    assert set(episode_component_names(build_reward(forfeit))) == {"episode_bonus", "forfeit"}
+    # the default charges unasked questions on the final step (forfeit); the seed's reference pays no forfeit
+    assert set(episode_component_names(build_reward(EnvConfig()))) == {"episode_bonus", "forfeit"}
+    seed = EnvConfig(reward={"type": "reference"})
+    assert episode_component_names(build_reward(seed)) == ("episode_bonus",)
 
 
 def test_turn_credit_is_the_own_step_reward_plus_the_episode_terms():
