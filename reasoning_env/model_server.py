@@ -203,10 +203,16 @@ class ModelServer:
 
     def process_env(self, environ: dict | None = None) -> dict:
         """The server process's environment variables: ``environ`` (default ``os.environ``) with the engine's
-        defaults for what it leaves unset (KV cache size, offline Hub, no usage stats, run-time LoRA updates) and
-        without ``PYTHONPATH`` (the venv's own packages, not this process's)."""
+        defaults for what it leaves unset (KV cache size, every core for the CPU engine, offline Hub, no usage
+        stats, run-time LoRA updates) and without ``PYTHONPATH`` (the venv's own packages, not this process's).
+
+        Every core: vLLM's CPU engine otherwise reserves one core per worker for its scheduler process and binds
+        its compute threads to the rest (vLLM 0.32 ``utils/ompmultiprocessing.py``), i.e. one core of two here;
+        ``VLLM_CPU_NUM_OF_RESERVED_CPU=0`` binds them to all. ``OMP_NUM_THREADS`` is not set: the engine sets
+        each worker's to the number of cores it bound (all of them, then). vLLM on a GPU ignores the variable."""
         env = dict(os.environ if environ is None else environ)
         env.setdefault("VLLM_CPU_KVCACHE_SPACE", "2")  # GiB of KV cache: ~170k tokens of this 0.5B model
+        env.setdefault("VLLM_CPU_NUM_OF_RESERVED_CPU", "0")
         from_hub = self.resolved is not None and self.resolved.origin == "hub"
         env.setdefault("HF_HUB_OFFLINE", env.get("HF_HUB_OFFLINE", "0") if from_hub else "1")
         env.setdefault("VLLM_NO_USAGE_STATS", "1")

@@ -148,3 +148,15 @@ def test_the_vllm_servers_environment_keeps_the_callers_settings_and_drops_pytho
     assert "PYTHONPATH" not in env and "OMP_NUM_THREADS" not in env
     assert env["VLLM_ALLOW_RUNTIME_LORA_UPDATING"] == "True" and env["VLLM_CPU_KVCACHE_SPACE"] == "3"
     assert env["HF_HUB_OFFLINE"] == "1"  # the model is a local folder: vLLM must not look it up on the Hub
+
+
+def test_the_vllm_cpu_engine_gets_every_core_unless_the_caller_says_otherwise():
+    """vLLM's CPU engine reserves a core for its scheduler by default (one of two here); the project's start
+    (ModelServer, serve_for_training) gives the compute threads every core, and a caller's own value stands."""
+    from reasoning_env.model_server import ModelServer
+    from training.vllm_server_backend import TRAINING_SERVER_ARGS
+
+    assert ModelServer(MODEL).process_env({})["VLLM_CPU_NUM_OF_RESERVED_CPU"] == "0"
+    training = ModelServer(MODEL, enable_lora=True, extra_args=list(TRAINING_SERVER_ARGS))
+    assert training.process_env({})["VLLM_CPU_NUM_OF_RESERVED_CPU"] == "0"
+    assert ModelServer(MODEL).process_env({"VLLM_CPU_NUM_OF_RESERVED_CPU": "1"})["VLLM_CPU_NUM_OF_RESERVED_CPU"] == "1"
