@@ -136,6 +136,8 @@ class ModelServer:
         log_path: Where the server's output goes (default: a temporary file, kept after stop).
         startup_timeout_s: How long to wait for ``/v1/models`` to answer.
         extra_args: More ``api_server`` arguments, as given.
+        env: Environment variables set for the server on top of :meth:`process_env`'s (e.g.
+            ``{"VLLM_SERVER_DEV_MODE": "1"}`` for vLLM's development endpoints).
 
     Raises (from :meth:`start`):
         ModelServerError: no vLLM interpreter, the process exited, or it did not answer in time.
@@ -158,6 +160,7 @@ class ModelServer:
         log_path: str | os.PathLike[str] | None = None,
         startup_timeout_s: float = 900.0,
         extra_args: list[str] | tuple[str, ...] = (),
+        env: dict[str, str] | None = None,
     ) -> None:
         self.model = str(model)
         self.host = host
@@ -172,6 +175,7 @@ class ModelServer:
         self.log_path = Path(log_path) if log_path else None
         self.startup_timeout_s = float(startup_timeout_s)
         self.extra_args = list(extra_args)
+        self.extra_env = dict(env or {})
         self.resolved: ResolvedModel | None = None
         self.engine_version: str | None = None
         self.startup_s: float | None = None
@@ -220,6 +224,7 @@ class ModelServer:
         if self.enable_lora:
             env.setdefault("VLLM_ALLOW_RUNTIME_LORA_UPDATING", "True")
         env.pop("PYTHONPATH", None)
+        env.update(self.extra_env)
         return env
 
     # ------------------------------------------------------------------ lifecycle

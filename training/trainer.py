@@ -154,6 +154,17 @@ def episode_trainer_class():
         """TRL's ``GRPOTrainer`` plus ``sampling/is_masked_fraction`` and without
         ``completions/clipped_ratio`` (see :mod:`training.trainer`)."""
 
+        def train(self, *args, **kwargs):
+            """TRL's ``train``; then (also when it fails) the weight hand-off's last LoRA adapter is unloaded from
+            the generation server (``--backend vllm_server``: :meth:`~training.vllm_server_backend.LoraHandoff.
+            unload_adapter`), so a shared server does not keep it."""
+            try:
+                return super().train(*args, **kwargs)
+            finally:
+                unload = getattr(getattr(self, "vllm_generation", None), "unload_adapter", None)
+                if callable(unload):
+                    unload()
+
         def training_step(self, *args, **kwargs):
             self._generation_seconds_in_step = 0.0
             t0 = time.perf_counter()
