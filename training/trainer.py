@@ -33,7 +33,8 @@ TRL's own ``_generate_and_score_completions`` it:
   ``timing/weight_handoff_s`` (handing the weights to the generation engine, e.g. the LoRA hand-off of
   ``--backend vllm_server``), ``timing/logprobs_s`` (the rest of TRL's generation step: the trainer's
   log-probs of the sampled tokens for the importance-sampling correction, rewards, advantages),
-  ``timing/backward_s`` (the rest of ``training_step``: the loss's forward and backward passes);
+  ``timing/backward_s`` (the rest of ``training_step``: the loss's forward and backward passes, summed over an
+  optimizer step's gradient-accumulation micro-batches);
   :func:`make_step_timer_callback` adds ``timing/step_s``, the whole optimizer step.
 - drops TRL's ``completions/clipped_ratio`` ("the last token is not EOS"): every episode that ran
   out of budget ends in a turn cut at the remaining budget, so it reads 1.0 in any budget-bound run.
@@ -170,7 +171,14 @@ def episode_trainer_class():
             t0 = time.perf_counter()
             result = super().training_step(*args, **kwargs)
             spent = time.perf_counter() - t0
-            self._metrics["train"]["timing/backward_s"].append(max(0.0, spent - self._generation_seconds_in_step))
+            # one figure per optimizer step: the sum over its gradient-accumulation micro-batches (TRL counts them
+            # in self._step, as for its own step_time)
+            self._backward_seconds_in_step = getattr(self, "_backward_seconds_in_step", 0.0) + max(
+                0.0, spent - self._generation_seconds_in_step
+            )
+            if self._step % max(1, int(getattr(self, "current_gradient_accumulation_steps", 1) or 1)) == 0:
+                self._metrics["train"]["timing/backward_s"].append(self._backward_seconds_in_step)
+                self._backward_seconds_in_step = 0.0
             return result
 
         def _generate_and_score_completions(self, inputs):
