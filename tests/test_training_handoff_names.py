@@ -80,3 +80,39 @@ def test_the_trainer_unloads_the_last_adapter_when_training_fails(tmp_path):
     with pytest.raises(RuntimeError, match="went away"):
         setup.trainer.train()
     assert unloaded == [True]
+
+
+def test_merged_weights_compute_what_the_adapter_computes_and_leave_the_training_model_alone():
+    """The merged-weights hand-off's checkpoint: loaded into a fresh copy of the base model it gives the adapter's
+    logits (float32), under the base checkpoint's names; the training model's own weights are unchanged."""
+    import copy
+
+    import torch
+    from peft import get_peft_model
+    from training_helpers import tiny_policy
+
+    from training.models import lora_config
+    from training.vllm_server_backend import merged_state_dict
+
+    base = copy.deepcopy(tiny_policy().model).float()
+    fresh = copy.deepcopy(base)
+    model = get_peft_model(base, lora_config(8))
+    torch.manual_seed(0)
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if "lora_B" in name:
+                p.normal_(0, 0.05)
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    state = merged_state_dict(model)
+    assert all(torch.equal(v, model.state_dict()[k]) for k, v in before.items())
+    assert set(state) <= set(fresh.state_dict()) and not any("lora" in k for k in state)
+    missing, unexpected = fresh.load_state_dict(state, strict=False)
+    assert not unexpected and all("lm_head" in k for k in missing)  # only the tied head, tied again
+    ids = torch.tensor([[1, 5, 9, 200, 31, 7]])
+    with torch.no_grad():
+        want = model(input_ids=ids).logits
+        got = fresh(input_ids=ids).logits
+        with model.disable_adapter():
+            base_logits = model(input_ids=ids).logits
+    assert (want - base_logits).abs().max() > 1e-3  # the adapter changes the outputs
+    torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)

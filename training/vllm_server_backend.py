@@ -49,7 +49,16 @@ from typing import Any
 from reasoning_env.errors import ModelServerError
 from training.generation import Generation, GenerationBackend, SamplingConfig, cut_generation
 
-__all__ = ["LoraHandoff", "VLLMServerBackend", "adapter_run_id", "attach", "check_logprobs_mode", "serve_for_training"]
+__all__ = [
+    "LoraHandoff",
+    "MergedWeightsHandoff",
+    "VLLMServerBackend",
+    "merged_state_dict",
+    "adapter_run_id",
+    "attach",
+    "check_logprobs_mode",
+    "serve_for_training",
+]
 
 logger = logging.getLogger("training.vllm_server_backend")
 
@@ -60,17 +69,30 @@ LOGPROBS_MODE = "processed_logprobs"
 TRAINING_SERVER_ARGS = ("--logprobs-mode", "processed_logprobs", "--max-loras", "1")
 
 
-def serve_for_training(model: str, *, max_lora_rank: int = 16, log_path: str | Path | None = None, **kwargs: Any):
+def serve_for_training(
+    model: str,
+    *,
+    max_lora_rank: int = 16,
+    log_path: str | Path | None = None,
+    merged_weights: bool = False,
+    **kwargs: Any,
+):
     """A started :class:`~reasoning_env.model_server.ModelServer` for GRPO rollouts: run-time LoRA on,
-    log-probs of the sampling distribution."""
+    log-probs of the sampling distribution. ``merged_weights``: also vLLM's development endpoints
+    (``VLLM_SERVER_DEV_MODE=1``: ``/collective_rpc``, ``/reset_prefix_cache``, ``/server_info``), which
+    :class:`MergedWeightsHandoff` reloads the weights through (loopback only: they run any worker method)."""
     from reasoning_env.model_server import ModelServer
 
+    env = dict(kwargs.pop("env", None) or {})
+    if merged_weights:
+        env["VLLM_SERVER_DEV_MODE"] = "1"
     return ModelServer(
         model,
         enable_lora=True,
         max_lora_rank=max_lora_rank,
         log_path=log_path,
         extra_args=list(TRAINING_SERVER_ARGS),
+        env=env,
         **kwargs,
     ).start()
 
@@ -329,17 +351,124 @@ class LoraHandoff:
         self._write_state()
 
 
-def attach(trainer: Any, backend: VLLMServerBackend, folder: str | Path) -> LoraHandoff:
+def merged_state_dict(model: Any, dtype: Any = None) -> dict:
+    """The weights of a PEFT LoRA model with each adapter merged in (``W + scaling * B @ A``, computed in float32
+    out of place: the training model is not touched), under the base checkpoint's names, tied copies left out.
+
+    Args:
+        model: A ``peft`` model with LoRA layers (one active adapter).
+        dtype: The saved dtype (default: each base weight's own).
+    """
+    from peft.tuners.lora import LoraLayer
+
+    base = model.get_base_model()
+    deltas = {}
+    for name, module in base.named_modules():
+        if isinstance(module, LoraLayer):
+            adapter = module.active_adapters[0]
+            if adapter in getattr(module, "lora_A", {}):
+                deltas[f"{name}.weight"] = module.get_delta_weight(adapter).detach().float()
+    state, seen = {}, set()
+    for key, tensor in base.state_dict().items():
+        if "lora_" in key:
+            continue
+        key = key.replace(".base_layer.", ".")
+        if tensor.data_ptr() in seen:  # tied (lm_head = embed_tokens): the loader ties it again
+            continue
+        seen.add(tensor.data_ptr())
+        out = tensor.detach().float() + deltas[key] if key in deltas else tensor.detach()
+        state[key] = out.to(dtype or tensor.dtype).contiguous()
+    missing = set(deltas) - set(state)
+    if missing:
+        raise ValueError(f"merged weights lack the LoRA layers {sorted(missing)[:3]}")
+    return state
+
+
+class MergedWeightsHandoff(LoraHandoff):
+    """``sync_weights()`` for serving merged weights: the adapter merged into the base weights
+    (:func:`merged_state_dict`), saved as ``<folder>/merged/model.safetensors`` and reloaded in place into the
+    running server (vLLM's ``/collective_rpc`` ``reload_weights``, then ``/reset_prefix_cache`` so no KV block of
+    the old weights is reused); requests name the base model. The server needs ``VLLM_SERVER_DEV_MODE=1``
+    (:func:`serve_for_training` with ``merged_weights=True``). :meth:`unload_adapter` reloads the base weights.
+
+    Exact only where the server computes in float32: merged into bfloat16 weights, an update smaller than the
+    weight's rounding step (8 bits of mantissa) is lost, while vLLM's LoRA path keeps it as a separate product.
+
+    Args:
+        base_weights: The folder of the base model's weights (reloaded at the end).
+    """
+
+    def __init__(self, trainer: Any, backend: VLLMServerBackend, folder: str | Path, base_weights: str | Path) -> None:
+        super().__init__(trainer, backend, folder)
+        self.base_weights = str(base_weights)
+        self._merged = False
+
+    def _reload(self, weights: str) -> None:
+        r = self.backend._client.post(
+            f"{self._root}/collective_rpc",
+            json={"method": "reload_weights", "kwargs": {"weights_path": weights}},
+        )
+        if r.status_code != 200:
+            raise ModelServerError(
+                f"reloading the server's weights from {weights} failed (HTTP {r.status_code}: {r.text[:300]}); the "
+                "server must run with VLLM_SERVER_DEV_MODE=1 (serve_for_training(..., merged_weights=True))"
+            )
+        r = self.backend._client.post(f"{self._root}/reset_prefix_cache")
+        if r.status_code != 200:
+            raise ModelServerError(f"/reset_prefix_cache failed (HTTP {r.status_code}: {r.text[:300]})")
+
+    @property
+    def _root(self) -> str:
+        url = self.backend.base_url
+        return url[: -len("/v1")] if url.endswith("/v1") else url
+
+    def sync_weights(self) -> None:
+        """Merge, save and reload the trainer's current weights into the server."""
+        from safetensors.torch import save_file
+
+        t0 = time.perf_counter()
+        model = self.trainer.accelerator.unwrap_model(self.trainer.model)
+        path = self.folder / "merged"
+        path.mkdir(parents=True, exist_ok=True)
+        save_file(merged_state_dict(model), str(path / "model.safetensors"))
+        self._reload(str(path.resolve()))
+        self._merged = True
+        self.backend.model = self.backend.base_model
+        self.stats.count += 1
+        self.stats.seconds += time.perf_counter() - t0
+        self.stats.last_step = int(self.trainer.state.global_step)
+
+    def unload_adapter(self) -> None:
+        """Reload the base weights (training ended); logged, not raised, if the server refuses or is gone."""
+        import httpx
+
+        if not self._merged:
+            return
+        try:
+            self._reload(self.base_weights)
+            self._merged = False
+        except (ModelServerError, httpx.HTTPError) as exc:
+            logger.warning("could not reload the base weights at the end of training: %s", exc)
+        shutil.rmtree(self.folder / "merged", ignore_errors=True)
+
+
+def attach(
+    trainer: Any, backend: VLLMServerBackend, folder: str | Path, *, merged_weights_base: str | Path | None = None
+) -> LoraHandoff:
     """Make TRL treat ``backend``'s server as its vLLM: weight sync through :class:`LoraHandoff`, and its
     importance-sampling correction on the log-probs the server returned. Call after the trainer is built
     (built with ``use_vllm=False``, so TRL starts no vLLM of its own). Checks the server's log-prob mode first
-    (:func:`check_logprobs_mode`).
+    (:func:`check_logprobs_mode`). ``merged_weights_base``: the base model's weights folder; the hand-off then
+    serves merged weights (:class:`MergedWeightsHandoff`) instead of a LoRA adapter.
 
     Raises:
         ModelServerError: the server's log-prob mode would bias the correction.
     """
     check_logprobs_mode(backend)
-    handoff = LoraHandoff(trainer, backend, folder)
+    if merged_weights_base is not None:
+        handoff: LoraHandoff = MergedWeightsHandoff(trainer, backend, folder, merged_weights_base)
+    else:
+        handoff = LoraHandoff(trainer, backend, folder)
     trainer.vllm_generation = handoff
     trainer._last_loaded_step = -1  # hand the adapter over before the first rollout (a resumed run's weights)
     trainer.use_vllm = True
