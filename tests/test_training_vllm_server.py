@@ -79,15 +79,17 @@ def _scaled(model, factor):
     return scope()
 
 
-def test_after_the_handoff_the_server_samples_from_the_trainers_weights(server, tokenizer, tmp_path):
-    """The training's adapter (rank 8, alpha 16, all seven linear layers), handed over: the server's log-probs of
-    its sampled tokens are closer to the trainer's than to the same adapter at half or double scaling, or none."""
+@pytest.mark.parametrize("route", ["lora", "merged"])
+def test_after_the_handoff_the_server_samples_from_the_trainers_weights(server, tokenizer, tmp_path, route):
+    """The training's adapter (rank 8, alpha 16, all seven linear layers), handed over as a LoRA adapter or as
+    merged weights reloaded in place: the server's log-probs of its sampled tokens are closer to the trainer's than
+    to the same adapter at half or double scaling, or none."""
     import torch
     from peft import get_peft_model
     from transformers import AutoModelForCausalLM
 
     from training.models import LORA_TARGETS, lora_config
-    from training.vllm_server_backend import LoraHandoff
+    from training.vllm_server_backend import LoraHandoff, MergedWeightsHandoff
 
     base = AutoModelForCausalLM.from_pretrained(str(model_dir_or_skip()), dtype=torch.float32)
     model = get_peft_model(base, lora_config(8))
@@ -101,9 +103,22 @@ def test_after_the_handoff_the_server_samples_from_the_trainers_weights(server, 
         model=model, state=SimpleNamespace(global_step=3), accelerator=SimpleNamespace(unwrap_model=lambda m: m)
     )
     backend = _backend(server, tokenizer)
-    handoff = LoraHandoff(trainer, backend, tmp_path / "lora-handoff")
+    if route == "lora":
+        handoff = LoraHandoff(trainer, backend, tmp_path / "lora-handoff")
+    else:
+        handoff = MergedWeightsHandoff(trainer, backend, tmp_path / "lora-handoff", model_dir_or_skip())
+    try:
+        _check_handoff(handoff, backend, model, trainer, tokenizer, tmp_path, route)
+    finally:
+        handoff.unload_adapter()  # the shared server serves the base model again
+
+
+def _check_handoff(handoff, backend, model, trainer, tokenizer, tmp_path, route):
+    import torch
+
     handoff.sync_weights()
-    assert backend.model == f"{handoff.run_id}-step-3" and handoff.stats.count == 1
+    assert handoff.stats.count == 1
+    assert backend.model == (f"{handoff.run_id}-step-3" if route == "lora" else backend.base_model)
     ctx = _prompt(tokenizer, "What is 12 + 30? Explain briefly.")
     (gen,) = backend.generate([ctx], [48])
     ids = torch.tensor([ctx + gen.ids])
@@ -122,11 +137,11 @@ def test_after_the_handoff_the_server_samples_from_the_trainers_weights(server, 
     with model.disable_adapter():
         wrong["base"] = (trainer_logprobs() - served).abs().mean().item()
     assert own < 0.05 and all(own < w for w in wrong.values()), f"served vs trainer {own:.4f}, wrong: {wrong}"
-    trainer.state.global_step = 4
-    handoff.sync_weights()  # the next step's adapter replaces it (the old one unloaded and removed)
-    assert backend.model == f"{handoff.run_id}-step-4"
-    assert not (tmp_path / "lora-handoff" / f"{handoff.run_id}-step-3").exists()
-    handoff.unload_adapter()
+    if route == "lora":
+        trainer.state.global_step = 4
+        handoff.sync_weights()  # the next step's adapter replaces it (the old one unloaded and removed)
+        assert backend.model == f"{handoff.run_id}-step-4"
+        assert not (tmp_path / "lora-handoff" / f"{handoff.run_id}-step-3").exists()
 
 
 def _served_adapters(server) -> set[str]:
@@ -192,3 +207,11 @@ def test_one_grpo_step_on_the_real_model_through_the_server(server, tmp_path):
     step = next(m for m in logged if "sampling/sampling_logp_difference/mean" in m)
     assert 0 <= step["sampling/sampling_logp_difference/mean"] < 0.5  # the server's log-probs are the trainer's
     assert "sampling/is_masked_fraction" in step
+
+
+def test_the_training_server_shows_the_logprob_mode_the_correction_needs(server, tokenizer):
+    """A server with vLLM's development endpoints tells its configuration: serve_for_training's runs
+    processed_logprobs, which the check of an external server accepts."""
+    from training.vllm_server_backend import check_logprobs_mode
+
+    assert check_logprobs_mode(_backend(server, tokenizer, temperature=0.7)) == "processed_logprobs"

@@ -36,6 +36,12 @@ TRL's own ``_generate_and_score_completions`` it:
   ``timing/backward_s`` (the rest of ``training_step``: the loss's forward and backward passes, summed over an
   optimizer step's gradient-accumulation micro-batches);
   :func:`make_step_timer_callback` adds ``timing/step_s``, the whole optimizer step.
+- **skips micro-batches whose every advantage is zero** (:data:`ZERO_ADVANTAGE`: a group whose members tied, with
+  one episode per micro-batch, ``--per_device_train_batch_size 1``): their policy loss and gradient are exactly
+  zero (each token's loss is the advantage times a ratio), so the forward and backward passes are skipped and the
+  step's other micro-batches carry the update; a step of only such micro-batches leaves every gradient unset, so
+  AdamW does not move the weights on momentum alone. Only where nothing else is in the loss (``beta`` 0, no
+  entropy bonus, no router loss). ``train/zero_advantage_skipped`` is the share of micro-batches skipped.
 - drops TRL's ``completions/clipped_ratio`` ("the last token is not EOS"): every episode that ran
   out of budget ends in a turn cut at the remaining budget, so it reads 1.0 in any budget-bound run.
   The project's ``cap_hit_rate`` (turns cut by their per-turn cap) is logged by the reward function.
@@ -64,6 +70,9 @@ DEFAULT_IS_MODE = "token_truncate"
 IS_WARN_FRACTION = 0.05
 #: Compute the importance-sampling ratio from the loss forward where it is the same quantity (module docstring).
 FOLD_IS_DEFAULT = True
+#: Advantages at most this large (absolute) count as zero: a tied group's rewards minus their mean, which float
+#: rounding can leave at ~1e-9 instead of 0 (a row's gradient scales with its advantage; a unit advantage is ~1).
+ZERO_ADVANTAGE = 1e-6
 
 
 def is_masked_fraction(
@@ -288,6 +297,34 @@ def episode_trainer_class():
                 args.vllm_importance_sampling_mode,
                 args.vllm_importance_sampling_clip_max,
                 args.vllm_importance_sampling_clip_min,
+            )
+
+        # ------------------------------------------------------------------ zero-advantage micro-batches
+        #: Skip the loss of micro-batches whose advantages are all zero (module docstring); False: TRL's path.
+        skip_zero_advantage: bool = True
+
+        def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
+            if not self._skips_zero_advantage(inputs):
+                if self.model.training:
+                    self._metrics["train"]["zero_advantage_skipped"].append(0.0)
+                return super().compute_loss(model, inputs, return_outputs, num_items_in_batch)
+            import torch
+
+            self._metrics["train"]["zero_advantage_skipped"].append(1.0)
+            # a zero that backward() accepts and that gives no parameter a gradient
+            return torch.zeros((), device=inputs["advantages"].device, requires_grad=True)
+
+        def _skips_zero_advantage(self, inputs: dict) -> bool:
+            advantages = inputs.get("advantages")
+            return bool(
+                self.skip_zero_advantage
+                and self.model.training
+                and advantages is not None
+                and self.beta == 0.0
+                and not getattr(self, "_entropy_bonus_enabled", False)
+                and not getattr(self, "aux_loss_enabled", False)
+                and self.accelerator.num_processes == 1  # every process must run the same collectives
+                and float(advantages.abs().max()) <= ZERO_ADVANTAGE
             )
 
         # ------------------------------------------------------------------ importance-sampling fold

@@ -1,7 +1,9 @@
-"""The importance-sampling fold (training/trainer.py): with one generation per optimizer step the trainer's
-log-probs "before the update" are the loss forward's own, so the vLLM correction's weights come from that
-forward and TRL's extra no-grad forward is skipped; the loss, its gradient and TRL's sampling metrics stay
-those of TRL's own path on the same batch."""
+"""The trainer's two savings (training/trainer.py), each against TRL's own path on the tiny model:
+
+- the importance-sampling fold: with one generation per optimizer step the trainer's log-probs "before the update"
+  are the loss forward's own, so the vLLM correction's weights come from that forward and TRL's extra no-grad
+  forward is skipped; the loss, its gradient and TRL's sampling metrics stay those of TRL's path on the same batch;
+- micro-batches whose advantages are all zero are not run: TRL's gradient for them is exactly zero."""
 
 from __future__ import annotations
 
@@ -135,3 +137,36 @@ def test_the_fold_is_off_where_generations_are_reused(trainer_and_batch):
         assert not trainer._is_fold_active()  # evaluation keeps TRL's path
     finally:
         trainer.model.train()
+
+
+def test_a_micro_batch_without_advantage_is_skipped_where_trls_gradient_is_exactly_zero(trainer_and_batch):
+    import torch
+
+    trainer, rows = trainer_and_batch
+    trainer.fold_importance_sampling = True
+    trainer.model.train()
+    output = trainer._generate_and_score_completions(rows)
+    output["advantages"] = torch.zeros_like(output["advantages"])  # every group tied
+    calls = []
+    own = type(trainer)._get_per_token_logps_and_entropies
+
+    def counting(*args, **kwargs):
+        calls.append(True)
+        return own(trainer, *args, **kwargs)
+
+    trainer._get_per_token_logps_and_entropies = counting
+    try:
+        trainer.skip_zero_advantage = False  # TRL's path: a forward and a backward for a zero gradient
+        trainer.model.zero_grad(set_to_none=True)
+        trainer.compute_loss(trainer.model, dict(output)).backward()
+        grads = [p.grad for p in trainer.model.parameters() if p.requires_grad]
+        assert calls == [True] and grads and all(g is not None and not g.any() for g in grads)
+        trainer.skip_zero_advantage = True
+        trainer.model.zero_grad(set_to_none=True)
+        loss = trainer.compute_loss(trainer.model, dict(output))
+        loss.backward()
+        assert calls == [True] and loss.item() == 0.0  # no forward
+        assert all(p.grad is None for p in trainer.model.parameters())  # AdamW leaves such weights alone
+        assert trainer._metrics["train"]["zero_advantage_skipped"][-1] == 1.0
+    finally:
+        del trainer._get_per_token_logps_and_entropies
