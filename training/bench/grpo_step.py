@@ -17,9 +17,12 @@ its own run folder, and reads the ``timing/*`` rows the trainer logs (:mod:`trai
 - ``shipped``: the CPU learning run's settings (docs/training.md, ``examples/runs/grpo-cpu-qwen0.5b``): one group
   of ``--num-generations`` episodes per optimizer step, TRL's separate no-grad forward for the importance-sampling
   ratio (``fold_importance_sampling`` off);
-- ``new``: ``--groups`` groups per optimizer step (``--per_device_train_batch_size`` = one group,
-  ``--gradient_accumulation_steps`` = groups: all the step's episodes are played in one rollout, in flight together,
-  and trained in one micro-batch per group), the ratio folded into the loss forward.
+- ``new``: ``--groups`` groups per optimizer step, all played in one rollout (in flight together) and trained one
+  episode per micro-batch (``--per_device_train_batch_size 1``, ``--gradient_accumulation_steps`` = the step's
+  episodes: no padding to the longest episode of a micro-batch, and a tied group's episodes are skipped whole), the
+  ratio folded into the loss forward, micro-batches without advantage skipped. Gradient checkpointing stays on in
+  both (an episode of ~1.5k tokens would need ~5-9 GB of activations without it in float32; ``peak_rss_gib``
+  reports this process's peak).
 
 Both train in ``--dtype`` (default: bfloat16 where this CPU computes it natively, AVX512-BF16 or AMX, else float32:
 ``reasoning_env.model_server._cpu_dtype``; the server picks the same). Printed JSON: per configuration the
@@ -39,6 +42,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import sys
 import tempfile
 import time
@@ -59,6 +63,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--config", default="examples/training/cpu_real_model.yaml", help="environment YAML")
     p.add_argument("--lora-rank", type=int, default=8)
     p.add_argument("--dtype", default="auto", help="trainer dtype (auto: bfloat16 where the CPU has it)")
+    p.add_argument(
+        "--new-handoff",
+        choices=("lora", "merged"),
+        default="lora",
+        help="how the new configuration hands its weights to the server: a LoRA adapter, or merged weights "
+        "reloaded in place (training.vllm_server_backend.MergedWeightsHandoff; the server gets vLLM's dev endpoints)",
+    )
     p.add_argument("--rollout-server-url", default=None, help="a running training server (default: start one)")
     p.add_argument("--output-dir", default=None, help="parent of the run folders (default: a temporary one)")
 
@@ -116,8 +127,13 @@ def run(args: argparse.Namespace) -> int:
     return _measure(args, load_before)
 
 
-#: Configuration name -> (groups per optimizer step or None for --groups, fold the importance-sampling ratio).
-CONFIGS = {"shipped": (1, False), "new": (None, True)}
+#: Configuration name -> groups per optimizer step (None: ``--groups``), episodes per micro-batch (None: a group),
+#: and the trainer's two savings (:mod:`training.trainer`): the folded importance-sampling ratio and skipping
+#: micro-batches without advantage.
+CONFIGS = {
+    "shipped": {"groups": 1, "micro_batch": None, "fold": False, "skip_zero_advantage": False},
+    "new": {"groups": None, "micro_batch": 1, "fold": True, "skip_zero_advantage": True},
+}
 
 
 class _LoadSampler:
@@ -149,22 +165,25 @@ class _LoadSampler:
         return {"mean": round(sum(s) / len(s), 2), "max": round(max(s), 2), "samples": len(s)}
 
 
-def configuration_argv(name: str, args: argparse.Namespace, url: str, dtype: str, out: Path) -> tuple[list, int, bool]:
-    """The ``training.grpo_train`` command line of configuration ``name`` (:data:`CONFIGS`), its groups per optimizer
-    step, and whether it folds the importance-sampling ratio into the loss forward."""
-    groups, fold = CONFIGS[name]
-    groups = groups or args.groups
+def configuration_argv(name: str, args: argparse.Namespace, url: str, dtype: str, out: Path) -> tuple[list, dict]:
+    """The ``training.grpo_train`` command line of configuration ``name`` (:data:`CONFIGS`) and its settings
+    (``groups`` per optimizer step, ``micro_batch`` episodes, ``fold``, ``skip_zero_advantage``)."""
     g = args.num_generations
+    cfg = dict(CONFIGS[name])
+    cfg["groups"] = cfg["groups"] or args.groups
+    cfg["micro_batch"] = cfg["micro_batch"] or g
+    accumulation = cfg["groups"] * g // cfg["micro_batch"]
     bf16 = "true" if dtype == "bfloat16" else "false"
     argv = [
         "--model", args.model, "--backend", "vllm_server", "--rollout_server_url", url,
         "--lora_rank", str(args.lora_rank), "--dtype", dtype, "--bf16", bf16, "--config", args.config,
-        "--num_generations", str(g), "--per_device_train_batch_size", str(g),
-        "--gradient_accumulation_steps", str(groups), "--num_episodes", str(max(64, groups * args.steps)),
+        "--num_generations", str(g), "--per_device_train_batch_size", str(cfg["micro_batch"]),
+        "--gradient_accumulation_steps", str(accumulation),
+        "--num_episodes", str(max(64, cfg["groups"] * args.steps)),
         "--max_steps", str(args.steps), "--logging_steps", "1", "--learning_rate", "1e-4",
         "--report_to", "none", "--output_dir", str(out), "--fresh",
     ]  # fmt: skip
-    return argv, groups, fold
+    return argv, cfg
 
 
 def _train_one(name: str, args: argparse.Namespace, url: str, dtype: str, parent: Path) -> dict:
@@ -173,28 +192,37 @@ def _train_one(name: str, args: argparse.Namespace, url: str, dtype: str, parent
 
     from training.grpo_train import build_trainer, parse_args
 
-    argv, groups, fold = configuration_argv(name, args, url, dtype, parent / name)
-    g = args.num_generations
+    argv, cfg = configuration_argv(name, args, url, dtype, parent / name)
     out = parent / name
     load_before = _load1()
     t0 = time.perf_counter()
     with _LoadSampler() as load:
         setup = build_trainer(parse_args(argv))
-        setup.trainer.fold_importance_sampling = fold
+        setup.trainer.fold_importance_sampling = cfg["fold"]
+        setup.trainer.skip_zero_advantage = cfg["skip_zero_advantage"]
+        if name == "new" and args.new_handoff == "merged":
+            from reasoning_env.offline_model import resolve_model
+            from training.vllm_server_backend import attach
+
+            base = resolve_model(args.model).ref
+            setup.handoff = attach(setup.trainer, setup.handoff.backend, out / "lora-handoff", merged_weights_base=base)
         setup.trainer.train()
         setup.writer.write()
     wall = time.perf_counter() - t0
     del setup
     gc.collect()
     result = summarize(out / "metrics.jsonl")
-    episodes = groups * g
+    episodes = cfg["groups"] * args.num_generations
     step_s = float(result["step_s"])
     steps_total = sum(s["step_s"] for s in result["per_step"])
     return {
-        "groups_per_step": groups,
+        "groups_per_step": cfg["groups"],
         "episodes_per_step": episodes,
-        "fold_importance_sampling": fold,
-        "gradient_accumulation_steps": groups,
+        "episodes_per_micro_batch": cfg["micro_batch"],
+        "fold_importance_sampling": cfg["fold"],
+        "skip_zero_advantage": cfg["skip_zero_advantage"],
+        "weight_handoff": args.new_handoff if name == "new" else "lora",
+        "peak_rss_gib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20, 2),
         "episodes_per_hour": round(3600.0 * episodes / step_s, 2),
         "seconds_per_episode": round(step_s / episodes, 2),
         **result,
@@ -227,7 +255,12 @@ def _measure(args: argparse.Namespace, load_before: float) -> int:
     try:
         url = args.rollout_server_url
         if url is None:
-            server = serve_for_training(args.model, max_lora_rank=max(8, args.lora_rank), log_path=parent / "vllm.log")
+            server = serve_for_training(
+                args.model,
+                max_lora_rank=max(8, args.lora_rank),
+                log_path=parent / "vllm.log",
+                merged_weights=args.new_handoff == "merged",
+            )
             url = server.base_url
             report["server"] = {k: server.describe()[k] for k in ("engine_version", "dtype", "startup_s")}
         else:
