@@ -205,7 +205,8 @@ def _train_one(name: str, args: argparse.Namespace, url: str, dtype: str, parent
             from training.vllm_server_backend import attach
 
             base = resolve_model(args.model).ref
-            setup.handoff = attach(setup.trainer, setup.handoff.backend, out / "lora-handoff", merged_weights_base=base)
+            backend = setup.handoff.backend
+            setup.handoff = attach(setup.trainer, backend, out / "lora-handoff", merged_weights_base=base)
         setup.trainer.train()
         setup.writer.write()
     wall = time.perf_counter() - t0
