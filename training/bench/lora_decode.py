@@ -139,6 +139,7 @@ def run(args: argparse.Namespace) -> int:
                     runs[mode].append(rate(server.served_name if mode == "base" else "adapter", c))
             for mode, values in runs.items():
                 modes[mode][str(c)] = {"tokens_per_s": values, "mean": round(sum(values) / len(values), 3)}
+            _progress(f"{c} in flight", modes, _load1())
         result["load_average_base_adapter"].append(_load1())
         result["adapter_over_base"] = {
             str(c): round(modes["adapter"][str(c)]["mean"] / modes["base"][str(c)]["mean"], 3) for c in levels
@@ -158,6 +159,8 @@ def run(args: argparse.Namespace) -> int:
             result["reload_s"] = round(time.perf_counter() - t0, 2)
             merged_lp = _prompt_logprobs(client, server, server.served_name, exact_ids)
             result["merged_vs_adapter_logprob_diff"] = _diff(merged_lp, adapter_lp)
+            _progress("merged weights loaded", {k: result.get(k) for k in ("merge_save_s", "reload_s")}, _load1())
+            _progress("exactness", result["merged_vs_adapter_logprob_diff"], result["adapter_vs_base_logprob_diff"])
             result["load_average_merged"] = [_load1()]
             modes["merged"] = {}
             for c in levels:
@@ -180,6 +183,11 @@ def run(args: argparse.Namespace) -> int:
     result["load_average_end"] = _load1()
     print(json.dumps(result, indent=2))
     return 0
+
+
+def _progress(what: str, *figures: object) -> None:
+    """Partial results on stderr as they come (a run cut short still says what it measured)."""
+    print(f"lora_decode: {what}: " + " ".join(json.dumps(f) for f in figures), file=sys.stderr, flush=True)
 
 
 def _reload(client, root: str, folder: str) -> None:
