@@ -50,3 +50,12 @@ def test_the_bench_trains_in_bf16_only_where_the_cpu_has_it(tmp_path):
     argv, _ = grpo_step.configuration_argv("new", p.parse_args([]), "u", "float32", tmp_path)
     assert argv[argv.index("--bf16") + 1] == "false"
     assert _cpu_dtype() in ("bfloat16", "float32")
+
+
+def test_the_merged_weights_handoff_is_the_new_configurations_only(tmp_path):
+    p = argparse.ArgumentParser()
+    grpo_step.add_arguments(p)
+    args = p.parse_args(["--new-handoff", "merged"])
+    new, _ = grpo_step.configuration_argv("new", args, "u", "float32", tmp_path)
+    shipped, _ = grpo_step.configuration_argv("shipped", args, "u", "float32", tmp_path)
+    assert parse_args(new).weight_handoff == "merged" and parse_args(shipped).weight_handoff == "lora"

@@ -182,6 +182,7 @@ def configuration_argv(name: str, args: argparse.Namespace, url: str, dtype: str
         "--num_episodes", str(max(64, cfg["groups"] * args.steps)),
         "--max_steps", str(args.steps), "--logging_steps", "1", "--learning_rate", "1e-4",
         "--report_to", "none", "--output_dir", str(out), "--fresh",
+        "--weight_handoff", args.new_handoff if name == "new" else "lora",
     ]  # fmt: skip
     return argv, cfg
 
@@ -200,13 +201,6 @@ def _train_one(name: str, args: argparse.Namespace, url: str, dtype: str, parent
         setup = build_trainer(parse_args(argv))
         setup.trainer.fold_importance_sampling = cfg["fold"]
         setup.trainer.skip_zero_advantage = cfg["skip_zero_advantage"]
-        if name == "new" and args.new_handoff == "merged":
-            from reasoning_env.offline_model import resolve_model
-            from training.vllm_server_backend import attach
-
-            base = resolve_model(args.model).ref
-            backend = setup.handoff.backend
-            setup.handoff = attach(setup.trainer, backend, out / "lora-handoff", merged_weights_base=base)
         setup.trainer.train()
         setup.writer.write()
     wall = time.perf_counter() - t0
