@@ -65,10 +65,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--dtype", default="auto", help="trainer dtype (auto: bfloat16 where the CPU has it)")
     p.add_argument(
         "--new-handoff",
-        choices=("lora", "merged"),
-        default="lora",
+        choices=("auto", "lora", "merged"),
+        default="auto",
         help="how the new configuration hands its weights to the server: a LoRA adapter, or merged weights "
-        "reloaded in place (training.vllm_server_backend.MergedWeightsHandoff; the server gets vLLM's dev endpoints)",
+        "reloaded in place (training.vllm_server_backend.MergedWeightsHandoff; the server gets vLLM's dev endpoints); "
+        "auto: merged where the trainer and server compute in float32 (exact there), else lora",
     )
     p.add_argument("--rollout-server-url", default=None, help="a running training server (default: start one)")
     p.add_argument("--output-dir", default=None, help="parent of the run folders (default: a temporary one)")
@@ -238,6 +239,8 @@ def _measure(args: argparse.Namespace, load_before: float) -> int:
         print(f"error: --configs is a comma list of {sorted(CONFIGS)}; --steps and --groups >= 1", file=sys.stderr)
         return 2
     dtype = _cpu_dtype() if args.dtype == "auto" else args.dtype
+    if args.new_handoff == "auto":
+        args.new_handoff = "merged" if dtype == "float32" and _cpu_dtype() == "float32" else "lora"
     tmp = None
     parent = Path(args.output_dir) if args.output_dir else None
     if parent is None:
