@@ -166,6 +166,16 @@ class _LoadSampler:
         return {"mean": round(sum(s) / len(s), 2), "max": round(max(s), 2), "samples": len(s)}
 
 
+def new_handoff(choice: str, dtype: str) -> str:
+    """``--new-handoff``: ``auto`` is ``merged`` where the trainer and the server compute in float32 (merging is
+    exact there: ``lora_decode`` measured it), else ``lora``."""
+    from reasoning_env.model_server import _cpu_dtype
+
+    if choice != "auto":
+        return choice
+    return "merged" if dtype == "float32" and _cpu_dtype() == "float32" else "lora"
+
+
 def configuration_argv(name: str, args: argparse.Namespace, url: str, dtype: str, out: Path) -> tuple[list, dict]:
     """The ``training.grpo_train`` command line of configuration ``name`` (:data:`CONFIGS`) and its settings
     (``groups`` per optimizer step, ``micro_batch`` episodes, ``fold``, ``skip_zero_advantage``)."""
@@ -183,7 +193,7 @@ def configuration_argv(name: str, args: argparse.Namespace, url: str, dtype: str
         "--num_episodes", str(max(64, cfg["groups"] * args.steps)),
         "--max_steps", str(args.steps), "--logging_steps", "1", "--learning_rate", "1e-4",
         "--report_to", "none", "--output_dir", str(out), "--fresh",
-        "--weight_handoff", args.new_handoff if name == "new" else "lora",
+        "--weight_handoff", new_handoff(args.new_handoff, dtype) if name == "new" else "lora",
     ]  # fmt: skip
     return argv, cfg
 
@@ -239,8 +249,7 @@ def _measure(args: argparse.Namespace, load_before: float) -> int:
         print(f"error: --configs is a comma list of {sorted(CONFIGS)}; --steps and --groups >= 1", file=sys.stderr)
         return 2
     dtype = _cpu_dtype() if args.dtype == "auto" else args.dtype
-    if args.new_handoff == "auto":
-        args.new_handoff = "merged" if dtype == "float32" and _cpu_dtype() == "float32" else "lora"
+    args.new_handoff = new_handoff(args.new_handoff, dtype)
     tmp = None
     parent = Path(args.output_dir) if args.output_dir else None
     if parent is None:
