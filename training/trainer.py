@@ -41,7 +41,7 @@ TRL's own ``_generate_and_score_completions`` it:
   zero (each token's loss is the advantage times a ratio), so the forward and backward passes are skipped and the
   step's other micro-batches carry the update; a step of only such micro-batches leaves every gradient unset, so
   AdamW does not move the weights on momentum alone. Only where nothing else is in the loss (``beta`` 0, no
-  entropy bonus, no router loss). ``train/zero_advantage_skipped`` is the share of micro-batches skipped.
+  entropy bonus, no router loss). ``zero_advantage_skipped`` (metrics.jsonl) is the share of micro-batches skipped.
 - drops TRL's ``completions/clipped_ratio`` ("the last token is not EOS"): every episode that ran
   out of budget ends in a turn cut at the remaining budget, so it reads 1.0 in any budget-bound run.
   The project's ``cap_hit_rate`` (turns cut by their per-turn cap) is logged by the reward function.
