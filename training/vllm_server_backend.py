@@ -58,6 +58,7 @@ __all__ = [
     "attach",
     "check_logprobs_mode",
     "serve_for_training",
+    "training_server",
 ]
 
 logger = logging.getLogger("training.vllm_server_backend")
@@ -69,6 +70,36 @@ LOGPROBS_MODE = "processed_logprobs"
 TRAINING_SERVER_ARGS = ("--logprobs-mode", "processed_logprobs", "--max-loras", "1")
 
 
+def training_server(
+    model: str,
+    *,
+    max_lora_rank: int = 16,
+    log_path: str | Path | None = None,
+    merged_weights: bool = False,
+    **kwargs: Any,
+):
+    """The (not yet started) :class:`~reasoning_env.model_server.ModelServer` of :func:`serve_for_training`."""
+    from reasoning_env.model_server import DEFAULT_MAX_MODEL_LEN, ModelServer
+
+    # No chunked prefill: vLLM 0.32's CPU engine dies ("CPU Generator does not use offset", gpu_model_runner
+    # _bookkeeping_sync) when a seeded request's prompt is prefilled in chunks, which happens once many long
+    # rollout prompts are in flight (16 here); a step's token budget of a whole context keeps every prompt whole.
+    no_chunks = ["--no-enable-chunked-prefill", "--max-num-batched-tokens"]
+    no_chunks.append(str(int(kwargs.get("max_model_len", DEFAULT_MAX_MODEL_LEN))))
+    env = dict(kwargs.pop("env", None) or {})
+    if merged_weights:
+        env["VLLM_SERVER_DEV_MODE"] = "1"
+    return ModelServer(
+        model,
+        enable_lora=True,
+        max_lora_rank=max_lora_rank,
+        log_path=log_path,
+        extra_args=[*TRAINING_SERVER_ARGS, *no_chunks],
+        env=env,
+        **kwargs,
+    )
+
+
 def serve_for_training(
     model: str,
     *,
@@ -78,23 +109,14 @@ def serve_for_training(
     **kwargs: Any,
 ):
     """A started :class:`~reasoning_env.model_server.ModelServer` for GRPO rollouts: run-time LoRA on,
-    log-probs of the sampling distribution. ``merged_weights``: also vLLM's development endpoints
-    (``VLLM_SERVER_DEV_MODE=1``: ``/collective_rpc``, ``/reset_prefix_cache``, ``/server_info``), which
-    :class:`MergedWeightsHandoff` reloads the weights through (loopback only: they run any worker method)."""
-    from reasoning_env.model_server import ModelServer
-
-    env = dict(kwargs.pop("env", None) or {})
-    if merged_weights:
-        env["VLLM_SERVER_DEV_MODE"] = "1"
-    return ModelServer(
-        model,
-        enable_lora=True,
-        max_lora_rank=max_lora_rank,
-        log_path=log_path,
-        extra_args=list(TRAINING_SERVER_ARGS),
-        env=env,
-        **kwargs,
-    ).start()
+    log-probs of the sampling distribution, prompts never prefilled in chunks, every core (the project's start).
+    ``merged_weights``: also vLLM's development endpoints (``VLLM_SERVER_DEV_MODE=1``: ``/collective_rpc``,
+    ``/reset_prefix_cache``, ``/server_info``), which :class:`MergedWeightsHandoff` reloads the weights through
+    (loopback only: they run any worker method)."""
+    server = training_server(
+        model, max_lora_rank=max_lora_rank, log_path=log_path, merged_weights=merged_weights, **kwargs
+    )
+    return server.start()
 
 
 def _token_id(token: str) -> int:
