@@ -136,6 +136,8 @@ class ModelServer:
         log_path: Where the server's output goes (default: a temporary file, kept after stop).
         startup_timeout_s: How long to wait for ``/v1/models`` to answer.
         extra_args: More ``api_server`` arguments, as given.
+        env: Environment variables set for the server on top of :meth:`process_env`'s (e.g.
+            ``{"VLLM_SERVER_DEV_MODE": "1"}`` for vLLM's development endpoints).
 
     Raises (from :meth:`start`):
         ModelServerError: no vLLM interpreter, the process exited, or it did not answer in time.
@@ -158,6 +160,7 @@ class ModelServer:
         log_path: str | os.PathLike[str] | None = None,
         startup_timeout_s: float = 900.0,
         extra_args: list[str] | tuple[str, ...] = (),
+        env: dict[str, str] | None = None,
     ) -> None:
         self.model = str(model)
         self.host = host
@@ -172,6 +175,7 @@ class ModelServer:
         self.log_path = Path(log_path) if log_path else None
         self.startup_timeout_s = float(startup_timeout_s)
         self.extra_args = list(extra_args)
+        self.extra_env = dict(env or {})
         self.resolved: ResolvedModel | None = None
         self.engine_version: str | None = None
         self.startup_s: float | None = None
@@ -203,10 +207,16 @@ class ModelServer:
 
     def process_env(self, environ: dict | None = None) -> dict:
         """The server process's environment variables: ``environ`` (default ``os.environ``) with the engine's
-        defaults for what it leaves unset (KV cache size, offline Hub, no usage stats, run-time LoRA updates) and
-        without ``PYTHONPATH`` (the venv's own packages, not this process's)."""
+        defaults for what it leaves unset (KV cache size, every core for the CPU engine, offline Hub, no usage
+        stats, run-time LoRA updates) and without ``PYTHONPATH`` (the venv's own packages, not this process's).
+
+        Every core: vLLM's CPU engine otherwise reserves one core per worker for its scheduler process and binds
+        its compute threads to the rest (vLLM 0.32 ``utils/ompmultiprocessing.py``), i.e. one core of two here;
+        ``VLLM_CPU_NUM_OF_RESERVED_CPU=0`` binds them to all. ``OMP_NUM_THREADS`` is not set: the engine sets
+        each worker's to the number of cores it bound (all of them, then). vLLM on a GPU ignores the variable."""
         env = dict(os.environ if environ is None else environ)
         env.setdefault("VLLM_CPU_KVCACHE_SPACE", "2")  # GiB of KV cache: ~170k tokens of this 0.5B model
+        env.setdefault("VLLM_CPU_NUM_OF_RESERVED_CPU", "0")
         from_hub = self.resolved is not None and self.resolved.origin == "hub"
         env.setdefault("HF_HUB_OFFLINE", env.get("HF_HUB_OFFLINE", "0") if from_hub else "1")
         env.setdefault("VLLM_NO_USAGE_STATS", "1")
@@ -214,6 +224,7 @@ class ModelServer:
         if self.enable_lora:
             env.setdefault("VLLM_ALLOW_RUNTIME_LORA_UPDATING", "True")
         env.pop("PYTHONPATH", None)
+        env.update(self.extra_env)
         return env
 
     # ------------------------------------------------------------------ lifecycle

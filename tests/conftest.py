@@ -104,12 +104,14 @@ def vllm_server(tmp_path_factory):
     """vLLM's CPU engine serving the offline real model on loopback, shared by the real-model test modules
     (one ``xdist_group("vllm_cpu")``, so one worker starts it once): run-time LoRA on and the sampling
     distribution's log-probs, as GRPO rollouts need. Skips, with the reason, where the model or the venv is
-    not built."""
+    not built. vLLM's development endpoints are on (loopback), for the merged-weights hand-off."""
     from real_model_support import MODEL, vllm_or_skip
 
     vllm_or_skip()
     from training.vllm_server_backend import serve_for_training
 
-    srv = serve_for_training(MODEL, max_lora_rank=8, log_path=tmp_path_factory.mktemp("vllm") / "server.log")
+    srv = serve_for_training(
+        MODEL, max_lora_rank=8, merged_weights=True, log_path=tmp_path_factory.mktemp("vllm") / "server.log"
+    )
     yield srv
     srv.stop()

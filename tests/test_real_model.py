@@ -148,3 +148,27 @@ def test_the_vllm_servers_environment_keeps_the_callers_settings_and_drops_pytho
     assert "PYTHONPATH" not in env and "OMP_NUM_THREADS" not in env
     assert env["VLLM_ALLOW_RUNTIME_LORA_UPDATING"] == "True" and env["VLLM_CPU_KVCACHE_SPACE"] == "3"
     assert env["HF_HUB_OFFLINE"] == "1"  # the model is a local folder: vLLM must not look it up on the Hub
+
+
+def test_the_vllm_cpu_engine_gets_every_core_unless_the_caller_says_otherwise():
+    """vLLM's CPU engine reserves a core for its scheduler by default (one of two here); the project's start
+    (ModelServer, serve_for_training) gives the compute threads every core, and a caller's own value stands."""
+    from reasoning_env.model_server import ModelServer
+    from training.vllm_server_backend import training_server
+
+    assert ModelServer(MODEL).process_env({})["VLLM_CPU_NUM_OF_RESERVED_CPU"] == "0"
+    training = training_server(MODEL)
+    assert training.process_env({})["VLLM_CPU_NUM_OF_RESERVED_CPU"] == "0"
+    assert ModelServer(MODEL).process_env({"VLLM_CPU_NUM_OF_RESERVED_CPU": "1"})["VLLM_CPU_NUM_OF_RESERVED_CPU"] == "1"
+
+
+def test_the_training_server_never_prefills_a_prompt_in_chunks_and_opens_dev_endpoints_only_for_merged_weights():
+    """vLLM 0.32's CPU engine dies when a seeded rollout prompt is prefilled in chunks (16 long prompts in flight):
+    the training server turns chunked prefill off with a token budget of a whole context."""
+    from training.vllm_server_backend import training_server
+
+    cmd = training_server(MODEL, max_model_len=8192).command()
+    assert "--no-enable-chunked-prefill" in cmd and cmd[cmd.index("--max-num-batched-tokens") + 1] == "8192"
+    assert cmd[cmd.index("--logprobs-mode") + 1] == "processed_logprobs"
+    assert "VLLM_SERVER_DEV_MODE" not in training_server(MODEL).process_env({})
+    assert training_server(MODEL, merged_weights=True).process_env({})["VLLM_SERVER_DEV_MODE"] == "1"

@@ -314,6 +314,14 @@ def build_parser() -> argparse.ArgumentParser:
         help="--backend vllm_server: a running server started with training.vllm_server_backend.serve_for_training "
         "(LoRA on, processed log-probs); default: start one on --model for the run and stop it after.",
     )
+    g.add_argument(  # (issue 29, speed) the hand-off's route; the rest of this file is unchanged by that branch
+        "--weight_handoff",
+        choices=["lora", "merged"],
+        default="lora",
+        help="--backend vllm_server: hand the weights over as a LoRA adapter, or merged into the base weights and "
+        "reloaded in place (vLLM's dev endpoints: the server started here gets VLLM_SERVER_DEV_MODE=1; exact only "
+        "on a float32 server; see docs/training.md, 'Speed').",
+    )
     g.add_argument("--vllm_mode", default="colocate", choices=["colocate", "server"])
     g.add_argument("--vllm_server_base_url", default=None, help="vLLM server mode: URL of `trl vllm-serve`.")
     g.add_argument(
@@ -843,7 +851,12 @@ def build_trainer(args: argparse.Namespace, *, policy: Any = None, env_config: A
     if server_backend is not None:
         from training.vllm_server_backend import attach
 
-        handoff = attach(trainer, server_backend, out / "lora-handoff")
+        merged_base = None
+        if args.weight_handoff == "merged":
+            from reasoning_env.offline_model import resolve_model
+
+            merged_base = resolve_model(args.model).ref
+        handoff = attach(trainer, server_backend, out / "lora-handoff", merged_weights_base=merged_base)
     if resume is not None:  # group ids continue where the stopped process left them
         rollout.groups_done = resume[1] * (trainer.args.generation_batch_size // args.num_generations)
     return TrainingSetup(
@@ -896,7 +909,12 @@ def _rollout_server(args: argparse.Namespace, policy: Any, out: Path) -> tuple[A
     server = None
     url, served = args.rollout_server_url, args.model
     if url is None:
-        server = serve_for_training(args.model, max_lora_rank=max(8, int(args.lora_rank)), log_path=out / "vllm.log")
+        server = serve_for_training(
+            args.model,
+            max_lora_rank=max(8, int(args.lora_rank)),
+            log_path=out / "vllm.log",
+            merged_weights=args.weight_handoff == "merged",
+        )
         url, served = server.base_url, server.served_name
     sampling = SamplingConfig(
         temperature=args.temperature,

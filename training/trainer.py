@@ -13,7 +13,18 @@ TRL's own ``_generate_and_score_completions`` it:
   TRL's ``importance_sampling_ratio`` never exists there), and the ``transformers`` backend (where no
   correction is applied and the figure is the share it would touch: the sampler's and the trainer's
   log-probs agree, so it reads 0). When TRL computed no ``old_per_token_logps`` (the ``transformers``
-  backend, aligned steps), one extra no-grad forward pass over the batch computes them.
+  backend, aligned steps), one extra no-grad forward pass over the batch computes them, except on the
+  folded path below.
+- **folds the importance-sampling ratio into the loss forward** (:data:`FOLD_IS_DEFAULT`): when one
+  generation serves one optimizer step (TRL ``num_iterations == 1`` and ``gradient_accumulation_steps`` a
+  multiple of ``steps_per_generation``) the trainer's log-probs "before the update" are the loss forward's
+  own ``per_token_logps.detach()``, so TRL's extra no-grad forward in ``_generate_and_score_completions``
+  (``old_per_token_logps``, 7% of a step in the shipped CPU run) and this module's own pass are skipped: the
+  weights (:func:`importance_sampling_weights`, TRL's formula) are computed from the loss forward and handed
+  to TRL's loss as ``importance_sampling_ratio``; TRL's ``sampling/sampling_logp_difference/*`` and
+  ``sampling/importance_sampling_ratio/*`` and ``sampling/is_masked_fraction`` are logged from them (per
+  micro-batch: the same figures as TRL's when a generation batch is one micro-batch, the project's setting).
+  Off under Unsloth (its loss is not TRL's ``_compute_loss``), in evaluation, and when generations are reused.
   A completion here is a whole episode (1-3k model tokens), so TRL's default
   ``sequence_mask`` (ratio = exp of the summed per-token log-ratio) masks most of them from noise
   alone (huggingface/trl#5814, #4772); :data:`DEFAULT_IS_MODE` is token-level.
@@ -22,8 +33,15 @@ TRL's own ``_generate_and_score_completions`` it:
   ``timing/weight_handoff_s`` (handing the weights to the generation engine, e.g. the LoRA hand-off of
   ``--backend vllm_server``), ``timing/logprobs_s`` (the rest of TRL's generation step: the trainer's
   log-probs of the sampled tokens for the importance-sampling correction, rewards, advantages),
-  ``timing/backward_s`` (the rest of ``training_step``: the loss's forward and backward passes);
+  ``timing/backward_s`` (the rest of ``training_step``: the loss's forward and backward passes, summed over an
+  optimizer step's gradient-accumulation micro-batches);
   :func:`make_step_timer_callback` adds ``timing/step_s``, the whole optimizer step.
+- **skips micro-batches whose every advantage is zero** (:data:`ZERO_ADVANTAGE`: a group whose members tied, with
+  one episode per micro-batch, ``--per_device_train_batch_size 1``): their policy loss and gradient are exactly
+  zero (each token's loss is the advantage times a ratio), so the forward and backward passes are skipped and the
+  step's other micro-batches carry the update; a step of only such micro-batches leaves every gradient unset, so
+  AdamW does not move the weights on momentum alone. Only where nothing else is in the loss (``beta`` 0, no
+  entropy bonus, no router loss). ``zero_advantage_skipped`` (metrics.jsonl) is the share of micro-batches skipped.
 - drops TRL's ``completions/clipped_ratio`` ("the last token is not EOS"): every episode that ran
   out of budget ends in a turn cut at the remaining budget, so it reads 1.0 in any budget-bound run.
   The project's ``cap_hit_rate`` (turns cut by their per-turn cap) is logged by the reward function.
@@ -53,6 +71,11 @@ IS_MODES = ("token_truncate", "token_mask", "sequence_truncate", "sequence_mask"
 DEFAULT_IS_MODE = "token_truncate"
 #: Warn when more than this share of tokens/episodes is masked or clipped in a step.
 IS_WARN_FRACTION = 0.05
+#: Compute the importance-sampling ratio from the loss forward where it is the same quantity (module docstring).
+FOLD_IS_DEFAULT = True
+#: Advantages at most this large (absolute) count as zero: a tied group's rewards minus their mean, which float
+#: rounding can leave at ~1e-9 instead of 0 (a row's gradient scales with its advantage; a unit advantage is ~1).
+ZERO_ADVANTAGE = 1e-6
 
 
 def is_masked_fraction(
@@ -144,12 +167,30 @@ def episode_trainer_class():
         """TRL's ``GRPOTrainer`` plus ``sampling/is_masked_fraction`` and without
         ``completions/clipped_ratio`` (see :mod:`training.trainer`)."""
 
+        def train(self, *args, **kwargs):
+            """TRL's ``train``; then (also when it fails) the weight hand-off's last LoRA adapter is unloaded from
+            the generation server (``--backend vllm_server``: :meth:`~training.vllm_server_backend.LoraHandoff.
+            unload_adapter`), so a shared server does not keep it."""
+            try:
+                return super().train(*args, **kwargs)
+            finally:
+                unload = getattr(getattr(self, "vllm_generation", None), "unload_adapter", None)
+                if callable(unload):
+                    unload()
+
         def training_step(self, *args, **kwargs):
             self._generation_seconds_in_step = 0.0
             t0 = time.perf_counter()
             result = super().training_step(*args, **kwargs)
             spent = time.perf_counter() - t0
-            self._metrics["train"]["timing/backward_s"].append(max(0.0, spent - self._generation_seconds_in_step))
+            # one figure per optimizer step: the sum over its gradient-accumulation micro-batches (TRL counts them
+            # in self._step, as for its own step_time)
+            self._backward_seconds_in_step = getattr(self, "_backward_seconds_in_step", 0.0) + max(
+                0.0, spent - self._generation_seconds_in_step
+            )
+            if self._step % max(1, int(getattr(self, "current_gradient_accumulation_steps", 1) or 1)) == 0:
+                self._metrics["train"]["timing/backward_s"].append(self._backward_seconds_in_step)
+                self._backward_seconds_in_step = 0.0
             return result
 
         def _generate_and_score_completions(self, inputs):
@@ -170,20 +211,30 @@ def episode_trainer_class():
             return output
 
         def _generate_and_score_with_diagnostics(self, inputs):
-            output = super()._generate_and_score_completions(inputs)
+            fold = self._is_fold_active()
+            if fold:
+                output = self._generate_without_old_logps(inputs)
+            else:
+                output = super()._generate_and_score_completions(inputs)
             mode = "train" if self.model.training else "eval"
             if mode == "train":
                 _use_token_advantages(self, output)
             metrics = self._metrics[mode]
             metrics.pop("completions/clipped_ratio", None)
-            local = self._local_is_masked_fraction(output, mode)
+            if fold:  # the weights and their diagnostics come from the loss forward (_fold_importance_sampling)
+                return output
+            self._log_is_masked_fraction(self._local_is_masked_fraction(output, mode), metrics)
+            return output
+
+        def _log_is_masked_fraction(self, local: float | None, metrics: Any) -> None:
+            """Log ``sampling/is_masked_fraction`` (mean over processes); warn above :data:`IS_WARN_FRACTION`."""
             import torch
 
             # every process takes part in the gather (NaN: this process had nothing to count)
             value = local if local is not None else float("nan")
             gathered = self.accelerator.gather(torch.tensor([value], device=self.accelerator.device))
             if bool(torch.isnan(gathered).all()):
-                return output
+                return
             value = float(gathered.nanmean())
             metrics["sampling/is_masked_fraction"].append(value)
             args = self.args
@@ -200,7 +251,6 @@ def episode_trainer_class():
                     args.vllm_importance_sampling_mode,
                     args.vllm_importance_sampling_clip_max,
                 )
-            return output
 
         def _local_is_masked_fraction(self, output: dict, mode: str) -> float | None:
             """This process's masked fraction, or ``None`` when the log-probs it needs are missing."""
@@ -254,13 +304,142 @@ def episode_trainer_class():
                 args.vllm_importance_sampling_clip_min,
             )
 
-        def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
-            if _nothing_to_learn(self, inputs):  # see _nothing_to_learn: no forward, no backward, no gradient
-                import torch
+        # ------------------------------------------------------------------ zero-advantage micro-batches
+        #: Skip the loss of micro-batches whose advantages are all zero (module docstring); False: TRL's path.
+        skip_zero_advantage: bool = True
 
-                return torch.zeros((), device=self.args.device, requires_grad=True)
-            return super().compute_loss(
-                model, inputs, return_outputs=return_outputs, num_items_in_batch=num_items_in_batch
+        def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
+            # _nothing_to_learn first: it gathers over processes, so every process must call it on every micro-batch
+            skip = _nothing_to_learn(self, inputs) or self._skips_zero_advantage(inputs)
+            if self.model.training:
+                self._metrics["train"]["zero_advantage_skipped"].append(1.0 if skip else 0.0)
+            if not skip:
+                return super().compute_loss(
+                    model, inputs, return_outputs=return_outputs, num_items_in_batch=num_items_in_batch
+                )
+            import torch
+
+            # a zero that backward() accepts and that gives no parameter a gradient (no forward, no backward)
+            return torch.zeros((), device=self.args.device, requires_grad=True)
+
+        def _skips_zero_advantage(self, inputs: dict) -> bool:
+            advantages = inputs.get("advantages")
+            return bool(
+                self.skip_zero_advantage
+                and self.model.training
+                and advantages is not None
+                and self.beta == 0.0
+                and not getattr(self, "_entropy_bonus_enabled", False)
+                and not getattr(self, "aux_loss_enabled", False)
+                and self.accelerator.num_processes == 1  # every process must run the same collectives
+                and float(advantages.abs().max()) <= ZERO_ADVANTAGE
+            )
+
+        # ------------------------------------------------------------------ importance-sampling fold
+        # With one generation per optimizer step the trainer's log-probs "before the update" are the loss
+        # forward's own; the weights are computed there instead of in an extra no-grad forward (module docstring).
+
+        #: Fold the importance-sampling ratio into the loss forward where it applies (set False for TRL's path).
+        fold_importance_sampling: bool = FOLD_IS_DEFAULT
+
+        def _is_fold_active(self) -> bool:
+            """Whether this training step's importance-sampling weights come from the loss forward."""
+            args = self.args
+            return (
+                bool(self.fold_importance_sampling)
+                and self.model.training
+                and _trl_loss_path(base)
+                and int(self.num_iterations) == 1
+                and args.gradient_accumulation_steps % args.steps_per_generation == 0
+            )
+
+        def _generate_without_old_logps(self, inputs):
+            """TRL's generation step without its no-grad forward for ``old_per_token_logps`` (and without the
+            ratio it would compute from them): TRL skips both when its vLLM correction is off and the steps align."""
+            saved = self.vllm_importance_sampling_correction
+            self.vllm_importance_sampling_correction = False
+            try:
+                return super()._generate_and_score_completions(inputs)
+            finally:
+                self.vllm_importance_sampling_correction = saved
+
+        def _compute_loss(self, model, inputs):
+            if not (
+                self._is_fold_active()
+                and inputs.get("sampling_per_token_logps") is not None
+                and "old_per_token_logps" not in inputs
+                and "importance_sampling_ratio" not in inputs
+            ):
+                return super()._compute_loss(model, inputs)
+            self._is_fold_pending = inputs  # read by the loss forward (_get_per_token_logps_and_entropies)
+            try:
+                loss = super()._compute_loss(model, inputs)
+            finally:
+                pending, self._is_fold_pending = getattr(self, "_is_fold_pending", None), None
+            if pending is not None:
+                raise RuntimeError(
+                    "the importance-sampling fold found no loss forward (TRL's _compute_loss no longer calls "
+                    "_get_per_token_logps_and_entropies with compute_entropy=True): set "
+                    "fold_importance_sampling = False on the trainer"
+                )
+            return loss
+
+        def _get_per_token_logps_and_entropies(self, *args, **kwargs):
+            result = super()._get_per_token_logps_and_entropies(*args, **kwargs)
+            pending = getattr(self, "_is_fold_pending", None)
+            if pending is not None and kwargs.get("compute_entropy"):
+                self._is_fold_pending = None
+                self._fold_importance_sampling(pending, result[0].detach())
+            return result
+
+        def _fold_importance_sampling(self, inputs: dict, logps: Any) -> None:
+            """Put TRL's ``importance_sampling_ratio`` into ``inputs`` (when its vLLM correction is on), computed from
+            the loss forward's detached log-probs ``logps``, and log TRL's sampling metrics and
+            ``sampling/is_masked_fraction`` from them."""
+            import torch
+
+            args = self.args
+            metrics = self._metrics["train" if self.model.training else "eval"]
+            sampling = inputs["sampling_per_token_logps"]
+            mask = inputs["completion_mask"]
+            if inputs.get("tool_mask") is not None:
+                mask = mask * inputs["tool_mask"]
+            mode = args.vllm_importance_sampling_mode
+            clip_max, clip_min = args.vllm_importance_sampling_clip_max, args.vllm_importance_sampling_clip_min
+            weights = importance_sampling_weights(logps, sampling, mask, mode, clip_max, clip_min)
+            if self.use_vllm and self.vllm_importance_sampling_correction:
+                weights = weights.to(torch.promote_types(logps.dtype, sampling.dtype))
+                inputs["importance_sampling_ratio"] = weights
+                self._log_sampling_metrics(logps, sampling, mask, weights, metrics)
+            self._log_is_masked_fraction(is_masked_fraction(weights, mask, mode, clip_max, clip_min), metrics)
+
+        def _log_sampling_metrics(self, logps, sampling, mask, weights, metrics) -> None:
+            """TRL 1.16's ``sampling/sampling_logp_difference/*`` and ``sampling/importance_sampling_ratio/*``."""
+            import torch
+            from trl.trainer.utils import nanmax, nanmin
+
+            device = logps.device
+            zero = torch.tensor(0.0, device=device)
+            m = mask.bool()
+            delta = torch.abs(logps - sampling)
+            delta = delta[m & ~torch.isnan(delta)]
+            gather = self.accelerator.gather
+            metrics["sampling/sampling_logp_difference/mean"].append(
+                gather(delta.mean() if delta.numel() else zero).mean().item()
+            )
+            metrics["sampling/sampling_logp_difference/max"].append(
+                gather(delta.max() if delta.numel() else zero).max().item()
+            )
+            flat = weights.flatten() if self.args.vllm_importance_sampling_mode.startswith("sequence") else weights[m]
+            empty = flat.numel() == 0
+            metrics["sampling/importance_sampling_ratio/min"].append(
+                nanmin(gather(zero if empty else flat.min())).item()
+            )
+            metrics["sampling/importance_sampling_ratio/mean"].append(
+                gather(zero if empty else flat.mean()).nanmean().item()
+            )
+            metrics["sampling/importance_sampling_ratio/max"].append(
+                nanmax(gather(zero if empty else flat.max())).item()
             )
 
     return EpisodeGRPOTrainer
@@ -297,6 +476,13 @@ def _nothing_to_learn(trainer: Any, inputs: dict) -> bool:
         mask = mask * inputs["tool_mask"]
     tokens = trainer.accelerator.gather(mask.sum().reshape(1).float())  # every process decides alike
     return bool(tokens.sum() == 0)
+
+
+def _trl_loss_path(cls: type) -> bool:
+    """Whether ``cls`` computes its loss, its log-probs and its generation step with TRL's own methods (not
+    Unsloth's rewritten ones), which the importance-sampling fold relies on."""
+    names = ("_compute_loss", "_get_per_token_logps_and_entropies", "_generate_and_score_completions")
+    return all(getattr(getattr(cls, n, None), "__module__", "") == "trl.trainer.grpo_trainer" for n in names)
 
 
 def _handoff_seconds(trainer: Any) -> float:

@@ -4,6 +4,8 @@
   (:mod:`.rollout`).
 - ``generation``: tokens/s of ``transformers`` vs vLLM's CPU server on the real model at 1/4/8/16
   answers in flight (:mod:`.generation`).
+- ``lora_decode``: decode tokens/s of the base model vs the training's LoRA adapter vs the adapter merged into the
+  weights and reloaded in place, on one vLLM CPU server (:mod:`.lora_decode`).
 - ``grpo_step``: GRPO steps per hour with the real model through vLLM's CPU server, and each step's
   breakdown (generation, weight hand-off, log-probs, backward) (:mod:`.grpo_step`).
 
@@ -28,6 +30,10 @@ SUBCOMMANDS = {
     "generation": (
         "training.bench.generation",
         "tokens/s of transformers vs vLLM's CPU server on the real model, 1/4/8/16 in flight",
+    ),
+    "lora_decode": (
+        "training.bench.lora_decode",
+        "decode tokens/s of the base model, the training's LoRA adapter and merged weights on vLLM's CPU server",
     ),
     "grpo_step": (
         "training.bench.grpo_step",

@@ -1,0 +1,61 @@
+"""The grpo_step benchmark's two configurations, as TRL sees them (the measurement itself needs the real model and a
+vLLM server: docs/training.md records it)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from training.bench import grpo_step
+from training.grpo_train import _grpo_config, parse_args
+
+
+def _config(name: str, tmp_path: Path, groups: int = 8):
+    p = argparse.ArgumentParser()
+    grpo_step.add_arguments(p)
+    args = p.parse_args(["--groups", str(groups)])
+    url = "http://127.0.0.1:9/v1"
+    argv, cfg = grpo_step.configuration_argv(name, args, url, "float32", tmp_path / name)
+    parsed = parse_args(argv)
+    return _grpo_config(parsed, "vllm_server", None), cfg, parsed
+
+
+def test_the_shipped_configuration_is_one_group_a_step_on_trls_path(tmp_path):
+    config, cfg, _ = _config("shipped", tmp_path)
+    assert cfg["groups"] == 1 and not cfg["fold"] and not cfg["skip_zero_advantage"]
+    assert config.generation_batch_size == 4 and config.per_device_train_batch_size == 4
+    assert config.num_generations == 4 and config.steps_per_generation == 1 and config.gradient_checkpointing
+
+
+def test_the_new_configuration_plays_every_group_of_a_step_in_one_rollout_and_folds_the_ratio(tmp_path):
+    config, cfg, parsed = _config("new", tmp_path, groups=8)
+    assert cfg["groups"] == 8 and cfg["fold"] and cfg["skip_zero_advantage"]
+    # one rollout of 32 episodes per optimizer step, trained one episode (micro-batch) at a time
+    assert config.generation_batch_size == 32 and config.per_device_train_batch_size == 1
+    assert config.gradient_accumulation_steps == 32 and config.steps_per_generation == 32
+    assert config.gradient_checkpointing
+    # where the trainer folds the ratio: one iteration, the generation batch used within one optimizer step
+    assert config.num_iterations == 1 and config.gradient_accumulation_steps % config.steps_per_generation == 0
+    assert parsed.num_episodes >= 8 * parsed.max_steps
+
+
+def test_the_bench_trains_in_bf16_only_where_the_cpu_has_it(tmp_path):
+    from reasoning_env.model_server import _cpu_dtype
+
+    p = argparse.ArgumentParser()
+    grpo_step.add_arguments(p)
+    assert p.parse_args([]).dtype == "auto"
+    argv, _ = grpo_step.configuration_argv("new", p.parse_args([]), "u", "bfloat16", tmp_path)
+    assert argv[argv.index("--dtype") + 1] == "bfloat16" and argv[argv.index("--bf16") + 1] == "true"
+    argv, _ = grpo_step.configuration_argv("new", p.parse_args([]), "u", "float32", tmp_path)
+    assert argv[argv.index("--bf16") + 1] == "false"
+    assert _cpu_dtype() in ("bfloat16", "float32")
+
+
+def test_the_merged_weights_handoff_is_the_new_configurations_only(tmp_path):
+    p = argparse.ArgumentParser()
+    grpo_step.add_arguments(p)
+    args = p.parse_args(["--new-handoff", "merged"])
+    new, _ = grpo_step.configuration_argv("new", args, "u", "float32", tmp_path)
+    shipped, _ = grpo_step.configuration_argv("shipped", args, "u", "float32", tmp_path)
+    assert parse_args(new).weight_handoff == "merged" and parse_args(shipped).weight_handoff == "lora"
