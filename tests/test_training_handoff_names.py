@@ -89,12 +89,12 @@ def test_merged_weights_compute_what_the_adapter_computes_and_leave_the_training
 
     import torch
     from peft import get_peft_model
-    from training_helpers import tiny_policy
 
-    from training.models import lora_config
+    from training.models import load_policy, lora_config
     from training.vllm_server_backend import merged_state_dict
 
-    base = copy.deepcopy(tiny_policy().model).float()
+    # a model of its own: the shared tiny_policy() may already carry another test's trained adapter
+    base = load_policy("tiny", seed=0).model.float()
     fresh = copy.deepcopy(base)
     model = get_peft_model(base, lora_config(8))
     torch.manual_seed(0)

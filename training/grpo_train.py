@@ -43,7 +43,10 @@ logger = logging.getLogger("training.grpo_train")
 
 #: Environment settings of ``--smoke`` (overriding ``--config``): 3 short reasoning-gym questions,
 #: 16 tokens per turn.
-SMOKE_ENV = {"sources": ["reasoning_gym"], "num_questions": 3, "max_tokens_per_step": 16}
+#: The smoke run's environment. Its tiny random model never answers right, and under the default reward (no cost
+#: penalty, beta 0) every such episode pays the same: every group would tie and dynamic sampling would drop them all.
+#: So the smoke run keeps the seed's cost penalty (beta 0.05): members that spend differently get different rewards.
+SMOKE_ENV = {"sources": ["reasoning_gym"], "num_questions": 3, "max_tokens_per_step": 16, "beta": 0.05}
 
 
 #: TRL 1.15/1.16 ``loss_type`` values that take one advantage per sequence and a token mask.
