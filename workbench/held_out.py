@@ -172,6 +172,20 @@ def _row(
     }
 
 
+def paired_episodes(before: list[dict], after: list[dict]) -> tuple[list[dict], list[dict]]:
+    """The episode records of two held-out evaluations on the episodes both hold, in episode order, paired.
+
+    Raises:
+        ValueError: the two evaluations share no episode.
+    """
+    a_by = {int(r["episode"]): r for r in before}
+    b_by = {int(r["episode"]): r for r in after}
+    common = sorted(set(a_by) & set(b_by))
+    if not common:
+        raise ValueError("the two evaluations share no held-out episode: compare steps of the same run")
+    return [a_by[i] for i in common], [b_by[i] for i in common]
+
+
 def change_table(before: Sequence[dict], after: Sequence[dict], *, seed: int = 0) -> pd.DataFrame:
     """The paired before/after comparison of two evaluations of the same held-out episodes (see the module).
 
@@ -184,13 +198,7 @@ def change_table(before: Sequence[dict], after: Sequence[dict], *, seed: int = 0
     Raises:
         ValueError: the two evaluations share no episode.
     """
-    a_by = {int(r["episode"]): r for r in before}
-    b_by = {int(r["episode"]): r for r in after}
-    common = sorted(set(a_by) & set(b_by))
-    if not common:
-        raise ValueError("the two evaluations share no held-out episode: compare steps of the same run")
-    a = [a_by[i] for i in common]
-    b = [b_by[i] for i in common]
+    a, b = paired_episodes(before, after)
     rows = []
     for metric, key, label, num, den in _ratio_specs(a, b):
         na, da = [float(num(r)) for r in a], [float(den(r)) for r in a]
@@ -270,12 +278,8 @@ def allocation_by_difficulty(before: Sequence[dict], after: Sequence[dict], *, s
     Raises:
         ValueError: the two evaluations share no episode.
     """
-    a_by = {int(r["episode"]): r for r in before}
-    b_by = {int(r["episode"]): r for r in after}
-    common = sorted(set(a_by) & set(b_by))
-    if not common:
-        raise ValueError("the two evaluations share no held-out episode: compare steps of the same run")
-    sides = {"before": [a_by[i] for i in common], "after": [b_by[i] for i in common]}
+    a, b = paired_episodes(before, after)
+    sides = {"before": a, "after": b}
     tiers = sorted(
         {t for recs in sides.values() for r in recs for s in _answered(r) if (t := _tier(s))}, key=_tier_order
     )
@@ -306,7 +310,7 @@ def allocation_by_difficulty(before: Sequence[dict], after: Sequence[dict], *, s
                 "accuracy_ci_low": acc.low,
                 "accuracy_ci_high": acc.high,
                 "answered": int(sum(counts[side])),
-                "episodes": len(common),
+                "episodes": len(a),
                 "tokens_change": math.nan,
                 "tokens_change_ci_low": math.nan,
                 "tokens_change_ci_high": math.nan,
