@@ -10,10 +10,10 @@ from training.bench import grpo_step
 from training.grpo_train import _grpo_config, parse_args
 
 
-def _config(name: str, tmp_path: Path, groups: int = 8):
+def _config(name: str, tmp_path: Path, groups: int = 8, *extra: str):
     p = argparse.ArgumentParser()
     grpo_step.add_arguments(p)
-    args = p.parse_args(["--groups", str(groups)])
+    args = p.parse_args(["--groups", str(groups), *extra])
     url = "http://127.0.0.1:9/v1"
     argv, cfg = grpo_step.configuration_argv(name, args, url, "float32", tmp_path / name)
     parsed = parse_args(argv)
@@ -30,9 +30,9 @@ def test_the_shipped_configuration_is_one_group_a_step_on_trls_path(tmp_path):
 def test_the_new_configuration_plays_every_group_of_a_step_in_one_rollout_and_folds_the_ratio(tmp_path):
     config, cfg, parsed = _config("new", tmp_path, groups=8)
     assert cfg["groups"] == 8 and cfg["fold"] and cfg["skip_zero_advantage"]
-    # one rollout of 32 episodes per optimizer step, trained one episode (micro-batch) at a time
-    assert config.generation_batch_size == 32 and config.per_device_train_batch_size == 1
-    assert config.gradient_accumulation_steps == 32 and config.steps_per_generation == 32
+    # one rollout of 32 episodes per optimizer step, trained a group (4 episodes) a micro-batch
+    assert config.generation_batch_size == 32 and config.per_device_train_batch_size == 4
+    assert config.gradient_accumulation_steps == 8 and config.steps_per_generation == 8
     assert config.gradient_checkpointing
     # where the trainer folds the ratio: one iteration, the generation batch used within one optimizer step
     assert config.num_iterations == 1 and config.gradient_accumulation_steps % config.steps_per_generation == 0
@@ -59,3 +59,15 @@ def test_the_merged_weights_handoff_is_the_new_configurations_only(tmp_path):
     new, _ = grpo_step.configuration_argv("new", args, "u", "float32", tmp_path)
     shipped, _ = grpo_step.configuration_argv("shipped", args, "u", "float32", tmp_path)
     assert parse_args(new).weight_handoff == "merged" and parse_args(shipped).weight_handoff == "lora"
+
+
+def test_both_configurations_train_the_same_work_without_dynamic_sampling(tmp_path):
+    for name in ("shipped", "new"):
+        _, _, parsed = _config(name, tmp_path)
+        assert parsed.dynamic_sampling == "off"  # a replayed tied group would add generation to one side only
+
+
+def test_the_new_configuration_takes_one_episode_micro_batches_on_request(tmp_path):
+    config, cfg, _ = _config("new", tmp_path, 8, "--new-micro-batch", "1")
+    assert cfg["micro_batch"] == 1 and config.per_device_train_batch_size == 1
+    assert config.gradient_accumulation_steps == 32
