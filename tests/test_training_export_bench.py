@@ -133,7 +133,9 @@ def test_gpu_check_cpu_path_runs_grpo_steps_and_reports(tmp_path):
         "--max_tokens_per_step",
         "16",
         "--total_budget",
-        "40",  # members overspend differently: rewards differ, the gradient is not zero (as in the smoke run)
+        "40",  # members overspend differently and pay the seed's cost penalty: rewards differ (as in the smoke run)
+        "--beta",
+        "0.05",
         "--output_dir",
         str(tmp_path / "run"),
     ]

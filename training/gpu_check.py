@@ -124,6 +124,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--num_questions", type=int, default=4)
     p.add_argument("--max_tokens_per_step", type=int, default=256)
     p.add_argument("--total_budget", type=int, default=None, help="Fixed episode budget (default: tokenizer-native).")
+    p.add_argument(
+        "--beta",
+        type=float,
+        default=None,
+        help="The reward's cost penalty weight (default: the default reward's, 0). A random model never answers "
+        "right, so without a cost term its group members tie: --beta 0.05 (the seed's) gives them different rewards.",
+    )
     p.add_argument("--lora_rank", type=int, default=16, help="LoRA rank (0 = full fine-tuning).")
     p.add_argument(
         "--no_gradient_checkpointing",
@@ -169,7 +176,10 @@ def main(argv: list[str] | None = None) -> int:
     lora_before = [q.detach().clone() for n, q in model.named_parameters() if "lora_B" in n]
 
     env = EnvConfig(
-        sources=["builtin"], num_questions=args.num_questions, max_tokens_per_step=args.max_tokens_per_step
+        sources=["builtin"],
+        num_questions=args.num_questions,
+        max_tokens_per_step=args.max_tokens_per_step,
+        **({} if args.beta is None else {"beta": args.beta}),
     )
     eos = eos_token_ids(policy.tokenizer, policy.model)
     check_pad_token(policy.tokenizer.pad_token_id, eos)
