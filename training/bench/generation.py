@@ -147,12 +147,20 @@ def _transformers(args, levels: list[int], ids: list[list[int]]) -> dict:
     return out
 
 
+def concurrency_levels(text: object) -> list[int] | None:
+    """``--concurrency`` (a comma list such as ``"1,4,16"``: answers in flight) as sorted distinct integers, or
+    ``None`` after printing an error to stderr when an item is not an integer (range checks are the caller's)."""
+    try:
+        return sorted({int(x) for x in str(text).split(",") if x.strip()})
+    except ValueError:
+        print(f"error: --concurrency must be a comma list of integers, got {text!r}", file=sys.stderr)
+        return None
+
+
 def run(args: argparse.Namespace) -> int:
     """Measure and print the JSON result; returns the exit status (2 for bad options)."""
-    try:
-        levels = sorted({int(x) for x in str(args.concurrency).split(",") if x.strip()})
-    except ValueError:
-        print(f"error: --concurrency must be a comma list of integers, got {args.concurrency!r}", file=sys.stderr)
+    levels = concurrency_levels(args.concurrency)
+    if levels is None:
         return 2
     engines = [e.strip() for e in str(args.engines).split(",") if e.strip()]
     if not levels or min(levels) < 1 or args.tokens < 1 or not set(engines) <= {"vllm", "transformers"}:

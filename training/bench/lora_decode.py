@@ -74,10 +74,10 @@ def _adapter(model_ref: str, folder: Path):
 
 def run(args: argparse.Namespace) -> int:
     """Measure and print the JSON of the module docstring; returns the exit status."""
-    try:
-        levels = sorted({int(x) for x in str(args.concurrency).split(",") if x.strip()})
-    except ValueError:
-        print(f"error: --concurrency must be a comma list of integers, got {args.concurrency!r}", file=sys.stderr)
+    from training.bench.generation import concurrency_levels
+
+    levels = concurrency_levels(args.concurrency)
+    if levels is None:
         return 2
     if not levels or min(levels) < 1 or args.tokens < 1 or args.rounds < 1:
         print("error: --concurrency, --tokens and --rounds must be >= 1", file=sys.stderr)
