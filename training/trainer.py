@@ -309,6 +309,10 @@ def episode_trainer_class():
         skip_zero_advantage: bool = True
 
         def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
+            """TRL's loss, except for a training micro-batch with nothing to learn (no model token in the loss on
+            any process, :func:`_nothing_to_learn`) or whose advantages are all zero (:meth:`_skips_zero_advantage`):
+            then a scalar zero with no graph to any parameter, so neither forward nor backward runs and no gradient
+            is set. Logs ``zero_advantage_skipped`` (1 skipped, 0 run) per training micro-batch."""
             # _nothing_to_learn first: it gathers over processes, so every process must call it on every micro-batch
             skip = _nothing_to_learn(self, inputs) or self._skips_zero_advantage(inputs)
             if self.model.training:
