@@ -53,3 +53,42 @@ def test_a_run_started_again_in_its_folder_continues_and_fresh_starts_over(tmp_p
     fresh = json.loads((out / "run.json").read_text())
     assert _metrics_steps(out) == [1] and "resumed" not in fresh and "first_command" not in fresh
     assert latest_checkpoint(out)[1] == 1
+
+
+def _eval_episode_steps(out):
+    lines = (out / "eval_episodes.jsonl").read_text().splitlines()
+    return [json.loads(line)["train_step"] for line in lines if line.strip()]
+
+
+def test_eval_only_measures_step_0_and_the_run_that_follows_keeps_it(tmp_path):
+    """A pre-registered experiment measures the untrained policy first (--eval_only), commits its plan,
+    then trains in the same folder without playing step 0 again; a changed setting plays it again."""
+    out = tmp_path / "run"
+    base = ["--smoke", "--output_dir", str(out), "--save_steps", "1", "--eval_every", "5", "--eval_seeds", "2"]
+    assert main([*base, "--max_steps", "1", "--eval_only"]) == 0
+    assert _evaluated_steps(out) == [0] and latest_checkpoint(out) is None and not (out / "metrics.jsonl").exists()
+    baseline = (out / "eval_episodes.jsonl").read_text()
+    record = json.loads((out / "run.json").read_text())["step0_evaluation"]
+    assert record["eval_only"] and "--eval_only" in record["command"] and record["fingerprint"]["eval_seeds"]
+    assert main([*base, "--max_steps", "1"]) == 0
+    assert _evaluated_steps(out) == [0, 1] and _eval_episode_steps(out).count(0) == 2  # step 0 not played again
+    assert (out / "eval_episodes.jsonl").read_text().startswith(baseline)
+    run = json.loads((out / "run.json").read_text())
+    assert run["step0_evaluation"]["at"] == record["at"] and "--eval_only" not in run["step0_evaluation"]["kept_by"]
+    # a resume keeps the record too
+    assert main([*base, "--max_steps", "2"]) == 0
+    assert json.loads((out / "run.json").read_text())["step0_evaluation"]["at"] == record["at"]
+
+
+def test_eval_only_is_not_kept_when_a_setting_it_depends_on_changed(tmp_path):
+    out = tmp_path / "run"
+    base = ["--smoke", "--output_dir", str(out), "--eval_every", "5"]
+    assert main([*base, "--eval_seeds", "2", "--max_steps", "1", "--eval_only"]) == 0
+    assert main([*base, "--eval_seeds", "3", "--max_steps", "1"]) == 0
+    assert _eval_episode_steps(out).count(0) == 3  # the 2-seed baseline was dropped and step 0 played on 3 seeds
+    assert "step0_evaluation" not in json.loads((out / "run.json").read_text())
+
+
+def test_eval_only_needs_held_out_evaluation(tmp_path, capsys):
+    assert main(["--smoke", "--output_dir", str(tmp_path / "run"), "--eval_only"]) == 2
+    assert "--eval_every" in capsys.readouterr().err

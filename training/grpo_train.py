@@ -294,6 +294,14 @@ def build_parser() -> argparse.ArgumentParser:
         "--eval_seeds", type=int, default=16, help="Held-out episode seeds (fixed, disjoint from training)."
     )
     g.add_argument(
+        "--eval_only",
+        action="store_true",
+        help="Play the step-0 held-out evaluation (the untrained policy) and stop before the first optimizer step. "
+        "The same command without --eval_only in the same --output_dir then trains and keeps that evaluation "
+        "instead of playing it again, if nothing it depends on changed (model, config, seeds, temperature, "
+        "curves, episode format): a pre-registered experiment measures its baseline first (docs/training.md).",
+    )
+    g.add_argument(
         "--eval_temperature", type=float, default=0.0, help="Sampling temperature of the evaluation (0 = greedy)."
     )
     g.add_argument(
@@ -600,6 +608,43 @@ class TrainingSetup:
     server: Any = None  # --backend vllm_server: the ModelServer started for the run (stopped by main)
     handoff: Any = None  # --backend vllm_server: the LoraHandoff (its stats: adapters loaded, seconds)
     resume_from: str | None = None  # the checkpoint folder a resumed run continues from
+    evaluator: Any = None  # --eval_every: the HeldOutEvaluator (main runs it alone under --eval_only)
+
+
+def step0_fingerprint(meta: dict, config: dict) -> dict:
+    """What a step-0 held-out evaluation depends on (``run.json`` fields): a later start may keep an
+    ``--eval_only`` evaluation only while these are equal. The LoRA settings are not among them: a fresh
+    adapter's B matrices are zero, so step 0 plays the base weights."""
+    keys = (
+        "model",
+        "tokenizer_name",
+        "eval_seeds",
+        "eval_temperature",
+        "curves",
+        "episode_format",
+        "turn_cap",
+        "max_episode_tokens",
+        "reasoning_mode",
+        "thinking",
+    )
+    return {**{k: meta.get(k) for k in keys}, "config": config}
+
+
+def reusable_step0(out: Path, fingerprint: dict) -> dict | None:
+    """The ``step0_evaluation`` record of an ``--eval_only`` start in ``out`` whose evaluation a new start
+    may keep: ``run.json`` records one with an equal fingerprint and ``evaluations.jsonl`` holds step 0 only."""
+    from training.evaluation import _steps_in
+
+    run_json = out / "run.json"
+    if not run_json.is_file() or _steps_in(out / "evaluations.jsonl") != {0}:
+        return None
+    try:
+        record = json.loads(run_json.read_text(encoding="utf-8")).get("step0_evaluation") or {}
+    except ValueError:
+        return None
+    if record.get("fingerprint") != json.loads(json.dumps(fingerprint, default=str)):
+        return None
+    return record
 
 
 def latest_checkpoint(out: Path) -> tuple[Path, int] | None:
@@ -654,6 +699,8 @@ def build_trainer(args: argparse.Namespace, *, policy: Any = None, env_config: A
         )
     if args.eval_every < 0:
         raise TrainSetupError(f"--eval_every must be >= 0 (0 = no held-out evaluation), got {args.eval_every}")
+    if args.eval_only and not args.eval_every:
+        raise TrainSetupError("--eval_only plays the step-0 held-out evaluation: give --eval_every N (N >= 1) too")
     if args.eval_every and args.eval_seeds < 1:
         raise TrainSetupError(f"--eval_seeds must be >= 1 with --eval_every, got {args.eval_seeds}")
     curves = None
@@ -819,12 +866,29 @@ def build_trainer(args: argparse.Namespace, *, policy: Any = None, env_config: A
         from reasoning_env.policies import SolverCurves
         from training.evaluation import HeldOutEvaluator, held_out_seeds, make_evaluation_callback
 
-        for stale in ("evaluations.jsonl", "eval_episodes.jsonl"):
-            if (out / stale).exists() and resume is None:
-                (out / stale).unlink()
         seeds = held_out_seeds(args.eval_seeds, dataset["seed"])
         rollout.exclude_seeds = set(seeds)  # dynamic sampling's replacement episodes never play a held-out seed
         curves = curves or SolverCurves()
+        writer.meta.update(eval_seeds=seeds, eval_temperature=args.eval_temperature, curves=curves.source)
+        fingerprint = json.loads(json.dumps(step0_fingerprint(writer.meta, env_cfg.to_dict()), default=str))
+        kept0 = None if (resume is not None or args.eval_only) else reusable_step0(out, fingerprint)
+        for stale in ("evaluations.jsonl", "eval_episodes.jsonl"):
+            if (out / stale).exists() and resume is None and kept0 is None:
+                (out / stale).unlink()
+        if kept0 is not None:
+            logger.info("keeping the step-0 held-out evaluation of %s (--eval_only at %s)", out, kept0.get("at"))
+            writer.meta["step0_evaluation"] = {**kept0, "kept_by": writer.meta.get("command")}
+        elif args.eval_only:
+            writer.meta["step0_evaluation"] = {
+                "eval_only": True,
+                "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                "command": writer.meta.get("command"),
+                "fingerprint": fingerprint,
+            }
+        elif resume is not None:
+            prior = _prior_run_json(out).get("step0_evaluation")
+            if prior:
+                writer.meta["step0_evaluation"] = prior
         evaluator = HeldOutEvaluator(
             rollout,
             seeds,
@@ -836,7 +900,6 @@ def build_trainer(args: argparse.Namespace, *, policy: Any = None, env_config: A
         )
         eval_callback = make_evaluation_callback(evaluator, args.eval_every)
         callbacks.append(eval_callback)
-        writer.meta.update(eval_seeds=seeds, eval_temperature=args.eval_temperature, curves=curves.source)
     trainer = episode_trainer_class()(
         model=policy.model,
         reward_funcs=[environment_reward] + ([group_reward] if group_reward is not None else []),
@@ -863,8 +926,26 @@ def build_trainer(args: argparse.Namespace, *, policy: Any = None, env_config: A
     if resume is not None:  # group ids continue where the stopped process left them
         rollout.groups_done = resume[1] * (trainer.args.generation_batch_size // args.num_generations)
     return TrainingSetup(
-        trainer, rollout, writer, env_cfg, policy, backend, out, server, handoff, str(resume[0]) if resume else None
+        trainer,
+        rollout,
+        writer,
+        env_cfg,
+        policy,
+        backend,
+        out,
+        server,
+        handoff,
+        str(resume[0]) if resume else None,
+        evaluator=evaluator if args.eval_every else None,
     )
+
+
+def _prior_run_json(out: Path) -> dict:
+    """``run.json`` as an earlier process of this run folder wrote it (``{}`` when absent or unreadable)."""
+    try:
+        return json.loads((out / "run.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
 
 
 def resolve_dynamic_sampling(args: argparse.Namespace, local_rows: int) -> bool:
@@ -983,6 +1064,21 @@ def main(argv: list[str] | None = None) -> int:
         f"groups/step={setup.trainer.args.generation_batch_size // args.num_generations}",
         flush=True,
     )
+    if args.eval_only:
+        try:
+            setup.evaluator.run(setup.trainer, 0)
+        finally:
+            if setup.server is not None:
+                setup.server.stop()
+        if setup.trainer.is_world_process_zero():
+            setup.writer.meta["train_seconds"] = 0.0
+            setup.writer.write()
+        print(
+            json.dumps(
+                {"output_dir": str(setup.output_dir), "evaluated_step": 0, "seconds": round(time.time() - t0, 2)}
+            )
+        )
+        return 0
     if setup.resume_from:
         print(f"training: resuming from {setup.resume_from}", flush=True)
     try:

@@ -160,7 +160,12 @@ class TrainingRunWriter(RunWriter):
         command = self.meta.get("command")
         if not command and sys.argv:
             command = " ".join([os.path.basename(sys.argv[0]), *sys.argv[1:]])
-        entry = {"from_step": int(checkpoint_step), "kept": kept, "command": command}
+        entry = {
+            "from_step": int(checkpoint_step),
+            "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "kept": kept,
+            "command": command,
+        }
         self.meta["resumed"] = [*(before.get("resumed") or []), entry]
         return kept
 
