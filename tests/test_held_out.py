@@ -13,6 +13,7 @@ from workbench.held_out import (
     change_table,
     load_eval_episodes,
     main,
+    power_table,
     run_allocation,
     step_timing,
 )
@@ -163,3 +164,33 @@ def test_a_question_without_a_level_is_its_own_tier_after_the_levels():
     frame = allocation_by_difficulty(before, before)
     assert list(dict.fromkeys(frame["tier"])) == ["difficulty 1", "GSM8K"]
     assert not frame["tokens_change"].dropna().any()  # the same evaluation twice: no change
+
+
+def test_right_answers_per_episode_is_compared_with_a_sign_flip_p_value(tmp_path):
+    table = change_table(*load_eval_episodes(_run(tmp_path)).values()).set_index("metric")
+    right = table.loc["correct"]
+    assert right["label"] == "right answers per episode" and (right["before"], right["after"]) == (0.0, 4 / 12)
+    assert right["p_value"] is not None and 0 < right["p_value"] < 0.2
+
+
+def test_the_power_table_turns_one_evaluations_sds_into_detectable_paired_changes():
+    # right answers 0, 1, 2 repeating over 30 episodes: SD 0.830; 192 planned pairs, rho 0 -> sd_d = 0.830 * sqrt 2
+    records = [_episode(i, 0, [i % 3 >= 1, i % 3 == 2], [100, 200]) for i in range(30)]
+    table = power_table(records, episodes=192).set_index(["metric", "key"])
+    right = table.loc[("correct", None)]
+    assert right["mean"] == pytest.approx(1.0) and right["sd"] == pytest.approx(0.8305, abs=1e-4)
+    z = 1.959964 + 0.841621
+    assert right["mde_rho_0"] == pytest.approx(z * 0.8305 * 2**0.5 / 192**0.5, rel=1e-3)
+    assert right["mde_rho_0.5"] == pytest.approx(right["mde_rho_0"] / 2**0.5)
+    # per difficulty tier: tokens spent per episode (every episode spent 100 on its difficulty-1 question)
+    assert table.loc[("tokens_per_episode", "difficulty 1")]["sd"] == 0.0
+    assert table.loc[("correct_per_episode", "difficulty 2")]["mean"] == pytest.approx(1 / 3)
+
+
+def test_the_cli_prints_the_power_table_of_a_step_and_refuses_a_step_not_evaluated(tmp_path, capsys):
+    run = _run(tmp_path)
+    assert main([str(run), "--power", "0", "--episodes", "192"]) == 0
+    out = capsys.readouterr().out
+    assert "over 192 held-out episodes" in out and "| right answers per episode | 0.000 |" in out
+    assert main([str(run), "--power", "5"]) == 2
+    assert "--eval_only" in capsys.readouterr().err

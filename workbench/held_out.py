@@ -49,6 +49,8 @@ __all__ = [
     "load_eval_episodes",
     "main",
     "markdown",
+    "power_markdown",
+    "power_table",
     "run_allocation",
     "runs_allocation",
     "run_change_markdown",
@@ -69,6 +71,7 @@ def _unasked(rec: dict) -> float | None:
 
 #: (metric, label, value of one episode record) of the per-episode means compared.
 MEAN_METRICS: tuple[tuple[str, str, Callable[[dict], float | None]], ...] = (
+    ("correct", "right answers per episode", lambda r: r.get("num_correct")),
     ("ran_dry", "ran dry (share of episodes)", lambda r: r.get("ran_dry")),
     ("unasked", "questions unasked (ran dry) per episode", _unasked),
     ("forfeited", "context forfeits per episode (context full)", lambda r: r.get("forfeited")),
@@ -490,15 +493,121 @@ def run_change_markdown(run_dir: str | Path, label: str | None = None) -> str | 
     return "\n\n".join(parts)
 
 
+def power_table(
+    records: Sequence[dict],
+    *,
+    episodes: int | None = None,
+    correlations: Sequence[float] = (0.0, 0.5),
+    power: float = 0.8,
+    alpha: float = 1 - CONFIDENCE,
+) -> pd.DataFrame:
+    """What a paired before/after comparison of ``episodes`` held-out episodes can detect, from one evaluation
+    (the untrained policy's, before a run: the power calculation of a pre-registered experiment).
+
+    For every per-episode measure of :func:`change_table` (right answers, ran dry, unasked, context forfeits,
+    regret) and, per difficulty tier, the tokens spent and right answers per episode, it takes the measured mean and
+    standard deviation ``sd`` over episodes. The paired difference of two evaluations of the same episodes has
+    ``sd_d = sd * sqrt(2 * (1 - rho))`` when both sides share ``sd`` and correlate ``rho`` across episodes (0: the
+    conservative bound of unpaired outcomes; greedy replays of the same questions correlate positively), and a
+    two-sided test at ``alpha`` detects ``(z_{1-alpha/2} + z_power) * sd_d / sqrt(episodes)`` with ``power``
+    (:func:`workbench.stats.detectable_difference`).
+
+    Args:
+        records: :func:`training.evaluation.episode_record` dicts of one evaluation.
+        episodes: Paired episodes of the planned comparison (default: ``len(records)``).
+    Returns:
+        One row per measure: ``metric``, ``key`` (tier or ``None``), ``label``, ``mean``, ``sd``, ``n`` (episodes
+        measured), ``episodes`` (planned) and ``mde_rho_<rho>`` per correlation.
+    Raises:
+        ValueError: no records.
+    """
+    from workbench.stats import detectable_difference
+
+    recs = list(records)
+    if not recs:
+        raise ValueError("power_table needs the episodes of one held-out evaluation (none given)")
+    n_plan = int(episodes or len(recs))
+    measures: list[tuple[str, str | None, str, list[float]]] = []
+    for metric, label, value in MEAN_METRICS:
+        xs = [float(v) for r in recs if (v := value(r)) is not None]
+        measures.append((metric, None, label, xs))
+    tiers = sorted({t for r in recs for s in _answered(r) if (t := _tier(s))}, key=_tier_order)
+    for tier in tiers:
+        tokens = [float(sum(s["tokens"] for s in _answered(r) if _tier(s) == tier)) for r in recs]
+        right = [float(sum(bool(s.get("correct")) for s in _answered(r) if _tier(s) == tier)) for r in recs]
+        measures.append(("tokens_per_episode", tier, f"tokens spent per episode, {tier}", tokens))
+        measures.append(("correct_per_episode", tier, f"right answers per episode, {tier}", right))
+    rows = []
+    for metric, key, label, xs in measures:
+        if not xs:
+            continue
+        arr = np.asarray(xs, dtype=float)
+        sd = float(arr.std(ddof=1)) if arr.size > 1 else math.nan
+        row = {"metric": metric, "key": key, "label": label, "mean": float(arr.mean()), "sd": sd, "n": int(arr.size)}
+        row["episodes"] = n_plan
+        for rho in correlations:
+            sd_d = sd * math.sqrt(2.0 * (1.0 - float(rho)))
+            row[f"mde_rho_{rho:g}"] = detectable_difference(sd_d, n_plan, alpha=alpha, power=power)
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def power_markdown(table: pd.DataFrame, *, step: int, power: float = 0.8) -> str:
+    """:func:`power_table` as a Markdown table."""
+    rhos = [c for c in table.columns if c.startswith("mde_rho_")]
+    n_plan = int(table["episodes"].iloc[0]) if len(table) else 0
+    n_seen = int(table["n"].max()) if len(table) else 0
+    head = ["measure (per episode)", f"step {step}: mean", "SD"] + [
+        f"detectable change, rho {c.removeprefix('mde_rho_')}" for c in rhos
+    ]
+    lines = [
+        f"Detectable paired change over {n_plan} held-out episodes ({power:.0%} power, two-sided alpha "
+        f"{1 - CONFIDENCE:g}), from the SDs measured at step {step} (n = {n_seen}):",
+        "",
+        "| " + " | ".join(head) + " |",
+        "|" + "---|" * len(head),
+    ]
+    for _, r in table.iterrows():
+        cells = [r["label"], f"{r['mean']:.3f}", f"{r['sd']:.3f}"] + [f"{r[c]:.3f}" for c in rhos]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m workbench.held_out RUN_DIR [--before S] [--after S] [--json]``; returns the exit status."""
+    """``python -m workbench.held_out RUN_DIR [--before S] [--after S] [--power S [--episodes N]] [--json]``;
+    returns the exit status."""
     p = argparse.ArgumentParser(prog="python -m workbench.held_out", description=__doc__.splitlines()[0])
     p.add_argument("run_dir", help="a training run folder holding eval_episodes.jsonl (--eval_every)")
     p.add_argument("--before", type=int, default=None, help="step to compare from (default: the first evaluated)")
     p.add_argument("--after", type=int, default=None, help="step to compare to (default: the last evaluated)")
     p.add_argument("--json", action="store_true", help="print JSON (rows, steps, timing) instead of a table")
+    p.add_argument(
+        "--power",
+        type=int,
+        default=None,
+        metavar="STEP",
+        help="instead of a comparison: what a paired comparison can detect, from the SDs of the evaluation at STEP "
+        "(e.g. 0, the untrained policy of an --eval_only start)",
+    )
+    p.add_argument(
+        "--episodes", type=int, default=None, help="--power: planned paired episodes (default: those evaluated)"
+    )
     args = p.parse_args(argv)
     episodes = load_eval_episodes(args.run_dir)
+    if args.power is not None:
+        if args.power not in episodes:
+            print(
+                f"error: --power {args.power}: no held-out evaluation at that step in {args.run_dir} "
+                f"(evaluated: {sorted(episodes)}); play one with training.grpo_train --eval_only",
+                file=sys.stderr,
+            )
+            return 2
+        table = power_table(episodes[args.power], episodes=args.episodes)
+        if args.json:
+            print(json.dumps({"step": args.power, "rows": table.to_dict("records")}, indent=2))
+        else:
+            print(power_markdown(table, step=args.power))
+        return 0
     if len(episodes) < 2:
         print(
             f"error: {args.run_dir} holds held-out episodes of {len(episodes)} step(s) ({EVAL_EPISODES_FILE}); "
