@@ -470,6 +470,14 @@ def test_gradient_checkpointing_is_on_by_default_as_in_trl(tmp_path):
     assert "on by default" in " ".join(build_parser().format_help().split())
 
 
+def test_a_long_run_keeps_only_its_newest_checkpoints_when_asked(tmp_path):
+    from training.grpo_train import _grpo_config
+
+    base = ["--model", "tiny", "--output_dir", str(tmp_path / "r"), "--save_steps", "1"]
+    assert _grpo_config(parse_args(base), "transformers", None).save_total_limit is None  # default: keep all
+    assert _grpo_config(parse_args([*base, "--save_total_limit", "2"]), "transformers", None).save_total_limit == 2
+
+
 def test_vllm_memory_share_is_one_value_in_cli_loader_docs_and_notebook():
     import inspect
     import re
