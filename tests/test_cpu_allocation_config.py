@@ -89,3 +89,33 @@ def test_training_takes_the_configs_own_budget_without_the_flag(tmp_path):
     bare.write_text("num_questions: 4\n", encoding="utf-8")
     assert config_total_budget(str(bare)) is None
     assert config_total_budget(None) is None
+
+
+HELD_OUT = ROOT / "examples" / "training" / "cpu_allocation_heldout.yaml"
+
+
+def _questions(path: Path) -> dict[str, set[str]]:
+    pools = ReasoningEconomicsEnv(EnvConfig.from_yaml(path)).pools
+    return {ptype: {q.text for q in pool} for ptype, pool in pools.pools.items()}
+
+
+def test_the_held_out_config_is_the_training_mix_with_other_questions():
+    train, held = EnvConfig.from_yaml(CONFIG), EnvConfig.from_yaml(HELD_OUT)
+    assert held.replace(sources=train.sources) == train  # budget, caps, mix: the same
+    a, b = _questions(CONFIG), _questions(HELD_OUT)
+    assert a.keys() == b.keys()
+    assert not a["reasoning_gym/simple_equations"] & b["reasoning_gym/simple_equations"]
+    # 2-3 terms of 1-2 digits is a small space: a few chain sums coincide (the config's header gives the count)
+    shared = a["reasoning_gym/chain_sum"] & b["reasoning_gym/chain_sum"]
+    assert len(shared) == 51 and len(b["reasoning_gym/chain_sum"]) == 466
+    assert "51 of the 466" in HELD_OUT.read_text()
+
+
+def test_reasoning_gym_seeds_next_to_each_other_repeat_questions():
+    """Why the held-out config's seed is far from training's: reasoning-gym seeds question i with seed + i."""
+    import reasoning_gym
+
+    opts = {"min_terms": 2, "max_terms": 2, "min_value": 1, "max_value": 20}
+    a = [q["question"] for q in reasoning_gym.create_dataset("simple_equations", size=5, seed=0, **opts)]
+    b = [q["question"] for q in reasoning_gym.create_dataset("simple_equations", size=5, seed=1, **opts)]
+    assert a[1:] == b[:-1]

@@ -92,3 +92,20 @@ def test_eval_only_is_not_kept_when_a_setting_it_depends_on_changed(tmp_path):
 def test_eval_only_needs_held_out_evaluation(tmp_path, capsys):
     assert main(["--smoke", "--output_dir", str(tmp_path / "run"), "--eval_only"]) == 2
     assert "--eval_every" in capsys.readouterr().err
+
+
+def test_held_out_episodes_can_come_from_their_own_config(tmp_path):
+    """--eval_config: the held-out episodes draw their questions from another config (other generator seeds)."""
+    held = tmp_path / "held_out.yaml"
+    held.write_text(
+        "sources:\n  - name: reasoning_gym\n    options: {datasets: [chain_sum], size: 20, seed: 1000000}\n"
+        "mix: {reasoning_gym/chain_sum: 1.0}\n"
+    )
+    out = tmp_path / "run"
+    args = ["--smoke", "--output_dir", str(out), "--eval_every", "5", "--eval_seeds", "2", "--eval_only"]
+    assert main([*args, "--eval_config", str(held)]) == 0
+    lines = (out / "eval_episodes.jsonl").read_text().splitlines()
+    ids = [s["question_id"] for line in lines for s in json.loads(line)["steps"] if s.get("question_id")]
+    assert ids and all(i.startswith("reasoning_gym/chain_sum/1000000/") for i in ids)
+    run = json.loads((out / "run.json").read_text())
+    assert run["eval_config"] == str(held) and run["step0_evaluation"]["fingerprint"]["config"]["num_questions"] == 3

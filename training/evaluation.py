@@ -207,6 +207,9 @@ class HeldOutEvaluator:
         config: The :class:`EnvConfig` (its ``max_tokens_per_step`` and ``min_tokens`` bound the oracle).
         temperature: Sampling temperature of the evaluation (0 = greedy).
         tokenizer_name: The episode tokenizer (for the oracle's shortest answers).
+        env_factory: Environments of the held-out episodes when they differ from training's (``--eval_config``:
+            other questions), with their ``limits`` (:class:`~training.rollout.RolloutLimits`); default: the
+            rollout's own.
     """
 
     def __init__(
@@ -219,8 +222,13 @@ class HeldOutEvaluator:
         config: Any,
         temperature: float = 0.0,
         tokenizer_name: str | None = None,
+        env_factory: Any = None,
+        limits: Any = None,
     ) -> None:
         self.rollout = rollout
+        self.env_factory = env_factory
+        self.limits = limits
+        self._runner = None
         self.seeds = list(seeds)
         self.run_dir = Path(run_dir)
         self.curves = curves
@@ -241,6 +249,23 @@ class HeldOutEvaluator:
                 self._tokenizer = None
         return self._tokenizer
 
+    def _held_out_runner(self, trainer: Any) -> Any:
+        """The rollout's runner, or one on the same backend over the held-out environments (``env_factory``)."""
+        from training.rollout import EpisodeRunner
+
+        runner = self.rollout._ensure_runner(trainer)
+        if self.env_factory is None:
+            return runner
+        if self._runner is None or self._runner.backend is not runner.backend:
+            self._runner = EpisodeRunner(
+                runner.backend,
+                self.env_factory,
+                runner.chat,
+                limits=self.limits or runner.limits,
+                run_id=runner.run_id,
+            )
+        return self._runner
+
     def run(self, trainer: Any, step: int) -> list[dict]:
         """Evaluate at ``step`` (every process plays its share of the seeds; the main process writes).
 
@@ -257,7 +282,7 @@ class HeldOutEvaluator:
         # TRL hands the weights to vLLM only inside its own generation step: after an optimizer update the
         # engine still holds the previous weights until the next rollout, so sync first (a no-op without vLLM).
         sync_generation_weights(trainer)
-        runner = self.rollout._ensure_runner(trainer)
+        runner = self._held_out_runner(trainer)
         rank, world = process_info()
         mine = [
             EpisodeSpec(seed=s, group=None, member=None, episode=i)

@@ -301,6 +301,14 @@ def build_parser() -> argparse.ArgumentParser:
         "--eval_seeds", type=int, default=16, help="Held-out episode seeds (fixed, disjoint from training)."
     )
     g.add_argument(
+        "--eval_config",
+        default=None,
+        help="Environment YAML of the held-out episodes (default: --config's). Give one whose sources draw other "
+        "questions (e.g. another generator seed: examples/training/cpu_allocation_heldout.yaml) so held-out "
+        "episodes hold questions never trained on, not only unseen episode seeds. Its budget follows --config's "
+        "rule (--total_budget, else its own total_budget).",
+    )
+    g.add_argument(
         "--eval_only",
         action="store_true",
         help="Play the step-0 held-out evaluation (the untrained policy) and stop before the first optimizer step. "
@@ -398,14 +406,15 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return args
 
 
-def load_env_config(path: str | None, smoke: bool = False):
+def load_env_config(path: str | None, smoke: bool = False, *, keep_sources: bool = False):
     """The :class:`EnvConfig` (``--config`` YAML, or the project default) with the ``--smoke``
-    overrides. Raises :class:`reasoning_env.config.ConfigError`."""
+    overrides (``keep_sources``: all but its sources, for an ``--eval_config`` whose point is its own questions).
+    Raises :class:`reasoning_env.config.ConfigError`."""
     from reasoning_env.config import EnvConfig
 
     cfg = EnvConfig.from_yaml(path) if path else EnvConfig()
     if smoke:
-        cfg = cfg.replace(**SMOKE_ENV)
+        cfg = cfg.replace(**{k: v for k, v in SMOKE_ENV.items() if not (keep_sources and k == "sources")})
     return cfg
 
 
@@ -752,8 +761,12 @@ def build_trainer(args: argparse.Namespace, *, policy: Any = None, env_config: A
             DEFAULT_GROUPS_PER_STEP,
         )
     env_cfg = env_config if env_config is not None else load_env_config(args.config, smoke=args.smoke)
+    explicit_budget = args.total_budget
     if env_config is None:
         args.total_budget = training_total_budget(args)
+    eval_cfg = None
+    if args.eval_every and args.eval_config:
+        eval_cfg = load_env_config(args.eval_config, smoke=args.smoke, keep_sources=True)
     if args.output_dir is None:
         args.output_dir = str(Path("runs") / time.strftime("grpo-%Y%m%d-%H%M%S"))
     out = Path(args.output_dir)
@@ -878,7 +891,11 @@ def build_trainer(args: argparse.Namespace, *, policy: Any = None, env_config: A
         rollout.exclude_seeds = set(seeds)  # dynamic sampling's replacement episodes never play a held-out seed
         curves = curves or SolverCurves()
         writer.meta.update(eval_seeds=seeds, eval_temperature=args.eval_temperature, curves=curves.source)
-        fingerprint = json.loads(json.dumps(step0_fingerprint(writer.meta, env_cfg.to_dict()), default=str))
+        if eval_cfg is not None:
+            writer.meta.update(eval_config=args.eval_config, eval_env_config=eval_cfg.to_dict())
+        fingerprint = json.loads(
+            json.dumps(step0_fingerprint(writer.meta, (eval_cfg or env_cfg).to_dict()), default=str)
+        )
         kept0 = None if (resume is not None or args.eval_only) else reusable_step0(out, fingerprint)
         for stale in ("evaluations.jsonl", "eval_episodes.jsonl"):
             if (out / stale).exists() and resume is None and kept0 is None:
@@ -897,14 +914,23 @@ def build_trainer(args: argparse.Namespace, *, policy: Any = None, env_config: A
             prior = _prior_run_json(out).get("step0_evaluation")
             if prior:
                 writer.meta["step0_evaluation"] = prior
+        eval_factory = eval_limits = None
+        if eval_cfg is not None:
+            eval_factory = (
+                RemoteEnvFactory(args.env_base_url, eval_cfg) if args.env_base_url else InProcessEnvFactory(eval_cfg)
+            )
+            eval_budget = explicit_budget if explicit_budget is not None else config_total_budget(args.eval_config)
+            eval_limits = dataclasses.replace(limits, total_budget=eval_budget)
         evaluator = HeldOutEvaluator(
             rollout,
             seeds,
             out,
             curves=curves,
-            config=env_cfg,
+            config=eval_cfg or env_cfg,
             temperature=args.eval_temperature,
             tokenizer_name=tokenizer_name,
+            env_factory=eval_factory,
+            limits=eval_limits,
         )
         eval_callback = make_evaluation_callback(evaluator, args.eval_every)
         callbacks.append(eval_callback)

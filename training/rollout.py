@@ -246,6 +246,7 @@ class EpisodeTrace:
             "steps": [
                 {
                     "step": s.step,
+                    "question_id": s.question_id,
                     "problem_type": s.problem_type,
                     "difficulty": s.difficulty,
                     "forfeit": i >= self.num_answered,
