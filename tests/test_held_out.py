@@ -194,3 +194,13 @@ def test_the_cli_prints_the_power_table_of_a_step_and_refuses_a_step_not_evaluat
     assert "over 192 held-out episodes" in out and "| right answers per episode | 0.000 |" in out
     assert main([str(run), "--power", "5"]) == 2
     assert "--eval_only" in capsys.readouterr().err
+
+
+def test_each_difficulty_tier_has_tokens_and_right_answers_per_episode_with_p_values(tmp_path):
+    table = change_table(*load_eval_episodes(_run(tmp_path)).values()).set_index(["metric", "key"])
+    easy = table.loc[("tokens_per_episode", "difficulty 1")]  # 300 -> 120 on the first question of every episode
+    assert (easy["before"], easy["after"], easy["change"]) == (300.0, 120.0, -180.0) and easy["p_value"] < 0.001
+    hard = table.loc[("tokens_per_episode", "difficulty 2")]  # never asked before: 0 tokens, then 100 + i
+    assert hard["before"] == 0.0 and hard["after"] == pytest.approx(105.5)
+    right = table.loc[("correct_per_episode", "difficulty 1")]
+    assert right["after"] == pytest.approx(4 / 12) and right["p_value"] is not None

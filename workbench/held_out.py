@@ -8,7 +8,8 @@ the change between two steps is measured episode by episode:
 - pooled ratios (accuracy = correct / questions served; tokens per answered question, overall and by difficulty or
   problem type; cap-hit rate = turns cut by their cap / turns): the difference of the two ratios with a paired
   bootstrap interval (each episode's numerator and denominator at both steps resampled together);
-- per-episode means (ran dry; questions never asked because the budget ran dry, ``num_questions - num_answered -
+- per-episode means (right answers; per difficulty tier, the tokens spent on its questions and its right answers,
+  0 where it went unasked; ran dry; questions never asked because the budget ran dry, ``num_questions - num_answered -
   forfeited``; context forfeits, questions answered empty because the model's context was full; regret against
   the oracle allocation under the run's solver curves): the mean paired difference with its bootstrap interval
   and the sign-flip p-value (:func:`workbench.stats.paired_difference`).
@@ -108,6 +109,30 @@ def _difficulty(step: dict) -> str | None:
     if d is None or (isinstance(d, float) and math.isnan(d)):
         return None
     return str(int(d))
+
+
+def _tier_measures(recs: Sequence[dict], tiers: Sequence[str]) -> list[tuple[str, str, str, Callable[[dict], float]]]:
+    """Per difficulty tier, per-episode measures defined for every episode: ``(metric, tier, label, value(rec))``
+    for the tokens spent on the tier's questions and its right answers (0 where the tier went unasked)."""
+    out = []
+    for tier in tiers:
+        out.append(
+            (
+                "tokens_per_episode",
+                tier,
+                f"tokens spent per episode, {tier}",
+                lambda r, t=tier: float(sum(s["tokens"] for s in _answered(r) if _tier(s) == t)),
+            )
+        )
+        out.append(
+            (
+                "correct_per_episode",
+                tier,
+                f"right answers per episode, {tier}",
+                lambda r, t=tier: float(sum(bool(s.get("correct")) for s in _answered(r) if _tier(s) == t)),
+            )
+        )
+    return out
 
 
 def _ratio_specs(before: list[dict], after: list[dict]) -> list[tuple[str, str | None, str, Callable, Callable]]:
@@ -219,7 +244,9 @@ def change_table(before: Sequence[dict], after: Sequence[dict], *, seed: int = 0
                 None,
             )
         )
-    for metric, label, value in MEAN_METRICS:
+    tiers = sorted({t for r in a + b for s in _answered(r) if (t := _tier(s))}, key=_tier_order)
+    per_episode = [(m, None, lab, v) for m, lab, v in MEAN_METRICS] + _tier_measures(a + b, tiers)
+    for metric, key, label, value in per_episode:
         pairs = [(value(r1), value(r2)) for r1, r2 in zip(a, b)]
         pairs = [(float(x), float(y)) for x, y in pairs if x is not None and y is not None]
         if not pairs:
@@ -230,7 +257,7 @@ def change_table(before: Sequence[dict], after: Sequence[dict], *, seed: int = 0
         rows.append(
             _row(
                 metric,
-                None,
+                key,
                 label,
                 mean_interval(xa, seed=seed),
                 mean_interval(xb, seed=seed),
@@ -532,11 +559,8 @@ def power_table(
         xs = [float(v) for r in recs if (v := value(r)) is not None]
         measures.append((metric, None, label, xs))
     tiers = sorted({t for r in recs for s in _answered(r) if (t := _tier(s))}, key=_tier_order)
-    for tier in tiers:
-        tokens = [float(sum(s["tokens"] for s in _answered(r) if _tier(s) == tier)) for r in recs]
-        right = [float(sum(bool(s.get("correct")) for s in _answered(r) if _tier(s) == tier)) for r in recs]
-        measures.append(("tokens_per_episode", tier, f"tokens spent per episode, {tier}", tokens))
-        measures.append(("correct_per_episode", tier, f"right answers per episode, {tier}", right))
+    for metric, key, label, value in _tier_measures(recs, tiers):
+        measures.append((metric, key, label, [value(r) for r in recs]))
     rows = []
     for metric, key, label, xs in measures:
         if not xs:
