@@ -44,6 +44,9 @@ def test_a_run_started_again_in_its_folder_continues_and_fresh_starts_over(tmp_p
     run = json.loads((out / "run.json").read_text())
     assert run["resumed"][0]["from_step"] == 1 and run["n_episodes"] == len(episodes)
     assert "--max_steps 1" in run["first_command"] and "--max_steps 2" in run["resumed"][0]["command"]
+    # each process records the source revision it ran (a run spanning sittings may span commits)
+    assert len(run["code"]["commit"]) == 40 and run["resumed"][0]["code"] == run["code"]
+    assert run["resumed"][0]["at"].endswith("Z")
     # a second resume keeps the first one on record
     assert main([*base, "--max_steps", "3"]) == 0
     run = json.loads((out / "run.json").read_text())

@@ -693,7 +693,7 @@ def build_trainer(args: argparse.Namespace, *, policy: Any = None, env_config: A
     from training.envs import InProcessEnvFactory, RemoteEnvFactory
     from training.models import eos_token_ids, load_policy
     from training.rollout import RolloutLimits
-    from training.run_folder import TrainingRunWriter, make_metrics_callback
+    from training.run_folder import TrainingRunWriter, code_revision, make_metrics_callback
     from training.trainer import episode_trainer_class
     from training.trl_rollout import GRPORollout, build_episode_dataset, environment_reward, group_reward_function
 
@@ -799,6 +799,7 @@ def build_trainer(args: argparse.Namespace, *, policy: Any = None, env_config: A
     meta = {
         "run_id": out.name,
         **({"command": "python -m training.grpo_train " + shlex.join(given)} if given else {}),
+        "code": code_revision(),
         "seed": args.seed,
         "policies": ["grpo"],
         "model": policy.name,

@@ -165,6 +165,7 @@ class TrainingRunWriter(RunWriter):
             "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             "kept": kept,
             "command": command,
+            "code": self.meta.get("code"),
         }
         self.meta["resumed"] = [*(before.get("resumed") or []), entry]
         return kept
@@ -195,6 +196,29 @@ def _clean(value: Any) -> Any:
     if isinstance(value, float) and not math.isfinite(value):
         return None
     return value
+
+
+def code_revision(root: str | Path | None = None) -> dict | None:
+    """The project's source revision a process runs (``run.json``'s ``code``, and each resume's): the git commit
+    of the checkout holding this package and whether tracked files differ from it; ``None`` outside a git
+    checkout or without git (an installed package)."""
+    import subprocess
+
+    where = Path(root) if root is not None else Path(__file__).resolve().parents[1]
+    try:
+        commit = subprocess.run(
+            ["git", "-C", str(where), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10, check=True
+        ).stdout.strip()
+        status = subprocess.run(
+            ["git", "-C", str(where), "status", "--porcelain", "--untracked-files=no"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=True,
+        ).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return {"commit": commit, "dirty": bool(status.strip())} if commit else None
 
 
 def metrics_row(step: int, logs: dict) -> dict:
