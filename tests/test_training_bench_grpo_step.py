@@ -71,3 +71,11 @@ def test_the_new_configuration_takes_one_episode_micro_batches_on_request(tmp_pa
     config, cfg, _ = _config("new", tmp_path, 8, "--new-micro-batch", "1")
     assert cfg["micro_batch"] == 1 and config.per_device_train_batch_size == 1
     assert config.gradient_accumulation_steps == 32
+
+
+def test_both_configurations_play_the_learning_experiments_episodes_by_default(tmp_path):
+    """On cpu_real_model.yaml most groups tie, so the new configuration skipped their backward (a bench run of
+    2026-12-06 trained nothing): the default is the experiment's config at its temperature, for both sides."""
+    for name in ("shipped", "new"):
+        _, _, parsed = _config(name, tmp_path)
+        assert parsed.config == "examples/training/cpu_allocation.yaml" and parsed.temperature == 0.7

@@ -11,7 +11,8 @@ Without ``--from-run`` it starts one vLLM CPU server as training does
 (:func:`training.vllm_server_backend.serve_for_training`: run-time LoRA, every core; not counted in the steps) or
 uses ``--rollout-server-url``, and trains ``--steps`` optimizer steps of each configuration on it, one after the
 other in this process (:func:`training.grpo_train.build_trainer`: ``embedded:qwen2.5-coder-0.5b``, LoRA rank 8,
-``--backend vllm_server``, the environment of ``examples/training/cpu_real_model.yaml``, the same seed), each in
+``--backend vllm_server``, the environment of ``examples/training/cpu_allocation.yaml`` at temperature 0.7, the
+learning experiment's, the same seed), each in
 its own run folder, and reads the ``timing/*`` rows the trainer logs (:mod:`training.trainer`):
 
 - ``shipped``: the CPU learning run's settings (docs/training.md, ``examples/runs/grpo-cpu-qwen0.5b``): one group
@@ -69,7 +70,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="episodes per micro-batch in the new configuration (default 0: the group size)",
     )
     p.add_argument("--configs", default="shipped,new", help="which configurations to measure, in this order")
-    p.add_argument("--config", default="examples/training/cpu_real_model.yaml", help="environment YAML")
+    p.add_argument(
+        "--config",
+        default="examples/training/cpu_allocation.yaml",
+        help="environment YAML (default: the learning experiment's, whose groups mostly differ, so the loss's "
+        "backward runs; on cpu_real_model.yaml most groups tie and the new configuration skips their backward)",
+    )
+    p.add_argument("--temperature", type=float, default=0.7, help="sampling temperature of the rollouts")
     p.add_argument("--lora-rank", type=int, default=8)
     p.add_argument("--dtype", default="auto", help="trainer dtype (auto: bfloat16 where the CPU has it)")
     p.add_argument(
@@ -203,6 +210,7 @@ def configuration_argv(name: str, args: argparse.Namespace, url: str, dtype: str
         "--gradient_accumulation_steps", str(accumulation),
         "--num_episodes", str(max(64, cfg["groups"] * args.steps)),
         "--max_steps", str(args.steps), "--logging_steps", "1", "--learning_rate", "1e-4",
+        "--temperature", str(getattr(args, "temperature", 1.0)),
         "--report_to", "none", "--output_dir", str(out), "--fresh", "--dynamic_sampling", "off",
         "--weight_handoff", new_handoff(args.new_handoff, dtype) if name == "new" else "lora",
     ]  # fmt: skip
