@@ -349,6 +349,11 @@ def test_smoke_held_out_evaluation_is_logged_with_intervals(smoke_run):
         assert {"tokens_by_position", "tokens_by_type", "accuracy_by_type"} <= keyed
     episodes = [json.loads(line) for line in (out / "eval_episodes.jsonl").read_text().splitlines()]
     assert len(episodes) == 3 * 2 and {e["mode"] for e in episodes} == {"held_out"}
+    # every question of an episode, asked or not, with its difficulty (a report counts the unasked per difficulty)
+    for e in episodes:
+        assert len(e["questions"]) == e["num_questions"] == 3
+        asked = [(s["problem_type"], s["difficulty"]) for s in e["steps"]]
+        assert [(q["problem_type"], q["difficulty"]) for q in e["questions"]][: len(asked)] == asked
     seeds = setup.writer.meta["eval_seeds"]
     assert len(seeds) == 2 and not set(seeds) & set(build_episode_dataset(2, base_seed=42)["seed"])
     assert [e["seed"] for e in episodes[:2]] == seeds

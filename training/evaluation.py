@@ -106,13 +106,16 @@ def expected_and_oracle(
 
 def episode_record(trace: Any, *, curves: Any, cap: int, min_tokens: int, tokenizer: Any = None) -> dict:
     """A played episode as the JSON-ready record :func:`evaluation_metrics` reads
-    (``trace.summary()`` plus ``expected_correct``, ``oracle_expected_correct``, ``regret``)."""
+    (``trace.summary()`` plus ``expected_correct``, ``oracle_expected_correct``, ``regret`` and ``questions``:
+    each question's ``problem_type`` and ``difficulty`` in order, asked or not; ``None`` where unknown)."""
     rec = trace.summary()
     rec["answered_tokens"] = trace.answered_tokens
     questions = trace.questions
     if questions is None and trace.steps and trace.num_answered == trace.num_questions:
         questions = [(s.problem_type, s.difficulty, s.gold_answer) for s in trace.steps]
     rec["expected_correct"] = rec["oracle_expected_correct"] = rec["regret"] = None
+    # every question's type and difficulty, asked or not, so a report can count the unasked ones per difficulty
+    rec["questions"] = [{"problem_type": q[0], "difficulty": q[1]} for q in questions] if questions else None
     if questions:
         tokens = [0] * len(questions)
         for s in trace.answered_steps:
