@@ -204,3 +204,40 @@ def test_each_difficulty_tier_has_tokens_and_right_answers_per_episode_with_p_va
     assert hard["before"] == 0.0 and hard["after"] == pytest.approx(105.5)
     right = table.loc[("correct_per_episode", "difficulty 1")]
     assert right["after"] == pytest.approx(4 / 12) and right["p_value"] is not None
+
+
+def _tiered(i: int, step: int, *, answered: int, cut_first: bool, reward: float) -> dict:
+    """An episode of 2 easy (difficulty 1) then 2 hard (difficulty 3) questions with its first ``answered`` asked."""
+    rec = _episode(i, step, [True] * answered, [100] * answered)
+    rec["num_questions"] = 4
+    rec["questions"] = [{"problem_type": "sum", "difficulty": d} for d in (1, 1, 3, 3)]
+    rec["steps"] = [
+        {"step": j, "tokens": 100, "correct": True, "difficulty": d, "problem_type": "sum", "reward": reward}
+        for j, d in enumerate((1, 1, 3, 3)[:answered])
+    ]
+    rec["turn_caps"] = [100 if cut_first else 240] + [240] * (answered - 1)
+    rec["turn_tokens"] = [100] * answered
+    rec["reward"] = reward * answered
+    return rec
+
+
+def test_each_difficulty_tier_reports_cut_answers_rewards_and_unasked_questions_per_episode():
+    before = [_tiered(i, 0, answered=2, cut_first=True, reward=0.5) for i in range(6)]  # ran dry after the easy two
+    after = [_tiered(i, 9, answered=4, cut_first=False, reward=0.5) for i in range(6)]
+    table = change_table(before, after).set_index(["metric", "key"])
+    cut = table.loc[("cut_per_episode", "difficulty 1")]
+    assert (cut["before"], cut["after"]) == (1.0, 0.0)
+    hard_unasked = table.loc[("unasked_per_episode", "difficulty 3")]
+    assert (hard_unasked["before"], hard_unasked["after"], hard_unasked["change"]) == (2.0, 0.0, -2.0)
+    assert table.loc[("unasked_per_episode", "difficulty 1")]["before"] == 0.0
+    assert table.loc[("reward_per_episode", "difficulty 3")]["after"] == 1.0
+    assert table.loc[("reward", None)]["change"] == pytest.approx(1.0)
+
+
+def test_records_without_their_question_list_have_no_unasked_per_difficulty():
+    recs = [_tiered(i, 0, answered=2, cut_first=False, reward=0.1) for i in range(4)]
+    for r in recs:
+        del r["questions"]
+    table = change_table(recs, recs).set_index(["metric", "key"])
+    assert ("unasked_per_episode", "difficulty 1") not in table.index
+    assert ("tokens_per_episode", "difficulty 1") in table.index

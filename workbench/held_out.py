@@ -77,6 +77,7 @@ MEAN_METRICS: tuple[tuple[str, str, Callable[[dict], float | None]], ...] = (
     ("unasked", "questions unasked (ran dry) per episode", _unasked),
     ("forfeited", "context forfeits per episode (context full)", lambda r: r.get("forfeited")),
     ("regret", "regret vs the oracle (expected correct answers)", lambda r: r.get("regret")),
+    ("reward", "reward per episode", lambda r: r.get("reward")),
 )
 
 
@@ -111,27 +112,59 @@ def _difficulty(step: dict) -> str | None:
     return str(int(d))
 
 
+def _cut_at_cap(rec: dict, i: int) -> bool:
+    """Whether answer ``i`` of an episode (its ``i``-th turn) was cut by its turn cap."""
+    caps, toks = rec.get("turn_caps") or [], rec.get("turn_tokens") or []
+    return i < len(caps) and i < len(toks) and toks[i] >= caps[i]
+
+
+def _unasked_in_tier(rec: dict, tier: str) -> float | None:
+    """Questions of ``tier`` the episode never asked (the budget ran dry); ``None`` where the record does not
+    list its questions (records written before ``questions`` was)."""
+    questions = rec.get("questions")
+    if not questions:
+        return None
+    asked = len(rec.get("steps") or [])
+    return float(sum(1 for q in questions[asked:] if _tier(q) == tier))
+
+
 def _tier_measures(recs: Sequence[dict], tiers: Sequence[str]) -> list[tuple[str, str, str, Callable[[dict], float]]]:
-    """Per difficulty tier, per-episode measures defined for every episode: ``(metric, tier, label, value(rec))``
-    for the tokens spent on the tier's questions and its right answers (0 where the tier went unasked)."""
+    """Per difficulty tier, per-episode measures: ``(metric, tier, label, value(rec))`` for the tokens spent on
+    the tier's questions, its right answers, its answers cut by their turn cap and its answers' rewards (each 0
+    where the tier went unasked), and its questions never asked (``None`` where the record lacks its questions)."""
+
+    def answered_sum(tier: str, value: Callable[[int, dict, dict], float]) -> Callable[[dict], float]:
+        return lambda r: float(sum(value(i, s, r) for i, s in enumerate(_answered(r)) if _tier(s) == tier))
+
     out = []
-    for tier in tiers:
-        out.append(
-            (
-                "tokens_per_episode",
-                tier,
-                f"tokens spent per episode, {tier}",
-                lambda r, t=tier: float(sum(s["tokens"] for s in _answered(r) if _tier(s) == t)),
-            )
-        )
-        out.append(
+    for t in tiers:
+        out += [
+            ("tokens_per_episode", t, f"tokens spent per episode, {t}", answered_sum(t, lambda i, s, r: s["tokens"])),
             (
                 "correct_per_episode",
-                tier,
-                f"right answers per episode, {tier}",
-                lambda r, t=tier: float(sum(bool(s.get("correct")) for s in _answered(r) if _tier(s) == t)),
-            )
-        )
+                t,
+                f"right answers per episode, {t}",
+                answered_sum(t, lambda i, s, r: bool(s.get("correct"))),
+            ),
+            (
+                "cut_per_episode",
+                t,
+                f"answers cut by their turn cap per episode, {t}",
+                answered_sum(t, lambda i, s, r: _cut_at_cap(r, i)),
+            ),
+            (
+                "reward_per_episode",
+                t,
+                f"answers' reward per episode, {t}",
+                answered_sum(t, lambda i, s, r: float(s.get("reward") or 0.0)),
+            ),
+            (
+                "unasked_per_episode",
+                t,
+                f"questions never asked per episode, {t}",
+                lambda r, tier=t: _unasked_in_tier(r, tier),
+            ),
+        ]
     return out
 
 
@@ -560,7 +593,7 @@ def power_table(
         measures.append((metric, None, label, xs))
     tiers = sorted({t for r in recs for s in _answered(r) if (t := _tier(s))}, key=_tier_order)
     for metric, key, label, value in _tier_measures(recs, tiers):
-        measures.append((metric, key, label, [value(r) for r in recs]))
+        measures.append((metric, key, label, [float(v) for r in recs if (v := value(r)) is not None]))
     rows = []
     for metric, key, label, xs in measures:
         if not xs:
