@@ -347,21 +347,6 @@ def _per_episode(ep: pd.DataFrame, metric: str) -> pd.Series:
     return _col(ep, metric)
 
 
-def _holm(p: np.ndarray) -> np.ndarray:
-    """Holm-Bonferroni adjusted p-values (Holm 1979), NaN kept."""
-    out = np.full(len(p), np.nan)
-    ok = np.flatnonzero(~np.isnan(p))
-    if not len(ok):
-        return out
-    order = ok[np.argsort(p[ok], kind="stable")]
-    m = len(order)
-    running = 0.0
-    for rank, i in enumerate(order):
-        running = max(running, min(1.0, (m - rank) * p[i]))
-        out[i] = running
-    return out
-
-
 def _condition_label(conds: Sequence[str], key: tuple) -> str:
     """``"budget_ratio=2"`` (empty for no condition; a missing value, e.g. the ratio of a fixed
     budget, is left out)."""
@@ -458,7 +443,7 @@ def paired_comparisons(
                         )
                     )
             if block:
-                adj = _holm(np.array([r["p_value"] for r in block], dtype=float))
+                adj = stats.holm_adjust(np.array([r["p_value"] for r in block], dtype=float))
                 for r, ph in zip(block, adj):
                     r["p_holm"] = float(ph)
                     r["distinguishable"] = bool(not math.isnan(ph) and ph < ALPHA)

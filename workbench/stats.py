@@ -41,6 +41,7 @@ __all__ = [
     "ci_columns",
     "paired_ratio_difference",
     "detectable_difference",
+    "holm_adjust",
     "episodes_to_detect",
     "mean_interval",
     "paired_difference",
@@ -431,3 +432,19 @@ def episodes_to_detect(difference: float, sd: float, *, alpha: float = 1 - CONFI
     if difference == 0:
         return math.inf
     return float(math.ceil(((_z(1 - alpha / 2) + _z(power)) * sd / abs(difference)) ** 2))
+
+
+def holm_adjust(p_values: Sequence[float]) -> np.ndarray:
+    """Holm-Bonferroni adjusted p-values (Holm 1979) in the input's order; NaN stays NaN and counts in no family."""
+    p = np.asarray(p_values, dtype=float)
+    out = np.full(len(p), np.nan)
+    ok = np.flatnonzero(~np.isnan(p))
+    if not len(ok):
+        return out
+    order = ok[np.argsort(p[ok], kind="stable")]
+    m = len(order)
+    running = 0.0
+    for rank, i in enumerate(order):
+        running = max(running, min(1.0, (m - rank) * p[i]))
+        out[i] = running
+    return out
