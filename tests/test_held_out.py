@@ -145,6 +145,23 @@ def test_a_runs_records_are_exported_without_its_weights(tmp_path, capsys):
     assert export([str(tmp_path / "nowhere"), str(tmp_path / "x")]) == 2 and "no run.json" in capsys.readouterr().err
 
 
+def test_a_run_still_training_refreshes_its_own_export_and_no_other(tmp_path, capsys):
+    from workbench.export_run import main as export
+
+    src = write_held_out(tmp_path / "run")
+    (src / "run.json").write_text('{"run_id": "long"}')
+    (src / "metrics.jsonl").write_text('{"step": 1}\n')
+    dst = tmp_path / "example"
+    assert export([str(src), str(dst)]) == 0
+    (dst / "README.md").write_text("in progress")
+    (src / "metrics.jsonl").write_text('{"step": 1}\n{"step": 2}\n')
+    assert export([str(src), str(dst), "--update"]) == 0
+    assert (dst / "metrics.jsonl").read_text().count("step") == 2 and (dst / "README.md").read_text() == "in progress"
+    other = write_held_out(tmp_path / "other")
+    (other / "run.json").write_text('{"run_id": "another"}')
+    assert export([str(other), str(dst), "--update"]) == 2 and "not an export of" in capsys.readouterr().err
+
+
 def test_the_allocation_by_difficulty_pairs_the_first_and_last_evaluations_with_intervals(tmp_path):
     frame = run_allocation(_run(tmp_path), "mine").set_index(["tier", "side"])
     assert set(frame["run"]) == {"mine"} and set(frame["before_step"]) == {0} and set(frame["after_step"]) == {30}

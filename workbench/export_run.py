@@ -26,17 +26,37 @@ RECORD_FILES = ("run.json", "config.yaml", "summary.csv", "README.md", "*.parque
 _WEIGHTS = (".safetensors", ".bin", ".pt", ".pth", ".gguf")
 
 
-def export_records(src: str | Path, dst: str | Path) -> list[Path]:
+def _run_id(folder: Path) -> str | None:
+    import json
+
+    try:
+        return json.loads((folder / "run.json").read_text(encoding="utf-8")).get("run_id")
+    except (OSError, ValueError):
+        return None
+
+
+def export_records(src: str | Path, dst: str | Path, *, update: bool = False) -> list[Path]:
     """Copy the records of run folder ``src`` into a new folder ``dst``; returns the copied files.
 
+    ``update``: ``dst`` may already hold an export of the same run (its ``run.json`` names the same ``run_id``),
+    whose records are replaced by the current ones (a long run's records shipped as it goes; files only ``dst``
+    holds, such as its README.md, stay).
+
     Raises:
-        RunFolderError: ``src`` holds no ``run.json``, or ``dst`` exists and is not empty.
+        RunFolderError: ``src`` holds no ``run.json``, or ``dst`` exists and is not empty (with ``update``: and
+            is not an export of the same run).
     """
     src, dst = Path(src), Path(dst)
     if not (src / "run.json").is_file():
         raise RunFolderError(f"{src} is not a run folder (no run.json)")
     if dst.exists() and any(dst.iterdir()):
-        raise RunFolderError(f"{dst} exists and is not empty: choose a new folder, or remove it first")
+        if not update:
+            raise RunFolderError(f"{dst} exists and is not empty: choose a new folder, or remove it first")
+        if _run_id(dst) is None or _run_id(dst) != _run_id(src):
+            raise RunFolderError(
+                f"{dst} is not an export of {src} (run_id {_run_id(dst)!r} vs {_run_id(src)!r}): --update only "
+                "refreshes an export of the same run"
+            )
     files = sorted({p for pattern in RECORD_FILES for p in src.glob(pattern) if p.is_file()})
     files = [p for p in files if p.suffix not in _WEIGHTS]
     dst.mkdir(parents=True, exist_ok=True)
@@ -50,9 +70,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m workbench.export_run", description=__doc__.splitlines()[0])
     p.add_argument("src", help="a run folder (holding run.json)")
     p.add_argument("dst", help="a new folder for its records")
+    p.add_argument(
+        "--update", action="store_true", help="refresh an earlier export of the same run (a run still training)"
+    )
     args = p.parse_args(argv)
     try:
-        copied = export_records(args.src, args.dst)
+        copied = export_records(args.src, args.dst, update=args.update)
     except RunFolderError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
