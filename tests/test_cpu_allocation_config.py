@@ -119,3 +119,20 @@ def test_reasoning_gym_seeds_next_to_each_other_repeat_questions():
     a = [q["question"] for q in reasoning_gym.create_dataset("simple_equations", size=5, seed=0, **opts)]
     b = [q["question"] for q in reasoning_gym.create_dataset("simple_equations", size=5, seed=1, **opts)]
     assert a[1:] == b[:-1]
+
+
+def test_the_learning_experiments_command_is_the_registered_plan(tmp_path):
+    """scripts/learning_experiment.sh trains what docs/training.md registered: 200 steps of 4 groups of 4 on the
+    curriculum, held-out evaluations of 192 episodes from the held-out config every 50 steps, greedy."""
+    from training.grpo_train import batch_layout, parse_args
+    from workbench.experiment import LEARNING_EXPERIMENT
+
+    script = (ROOT / "scripts" / "learning_experiment.sh").read_text()
+    cmd = script[script.index("exec python -m training.grpo_train") :].split('"$@"')[0]
+    cmd = cmd.replace("\\\n", " ").replace('"${REE_RUN_DIR:-runs/learning-qwen0.5b-allocation}"', str(tmp_path))
+    args = parse_args(shlex.split(cmd)[4:])
+    assert args.max_steps == LEARNING_EXPERIMENT.after_step == 200 and args.eval_every == 50
+    assert args.eval_seeds == 192 and args.eval_temperature == 0 and args.temperature == 0.7
+    assert args.config.endswith("cpu_allocation.yaml") and args.eval_config.endswith("cpu_allocation_heldout.yaml")
+    assert batch_layout(args) == (4, 4, 4) and args.model == "embedded:qwen2.5-coder-0.5b"
+    assert args.save_steps == 1 and args.weight_handoff == "merged" and args.dtype == "float32"

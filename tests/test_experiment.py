@@ -42,6 +42,7 @@ def test_the_plan_is_the_registered_one():
     assert (LEARNING_EXPERIMENT.before_step, LEARNING_EXPERIMENT.after_step) == (0, 200)
     assert LEARNING_EXPERIMENT.primary == Measure("correct", None, "rise")
     assert len(LEARNING_EXPERIMENT.secondary) == 5 and LEARNING_EXPERIMENT.alpha == pytest.approx(0.05)
+    assert Measure("tokens_per_episode", "difficulty 1", "fall") in LEARNING_EXPERIMENT.secondary
 
 
 def test_a_rise_in_right_answers_is_reported_as_predicted_with_its_interval_and_p(tmp_path):

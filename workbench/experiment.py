@@ -72,9 +72,9 @@ LEARNING_EXPERIMENT = Plan(
     primary=Measure("correct", None, "rise"),
     secondary=(
         Measure("tokens_per_episode", "difficulty 1", "fall"),
+        Measure("tokens_per_episode", "difficulty 3", "rise"),
         Measure("correct_per_episode", "difficulty 3", "rise"),
-        Measure("ran_dry", None, "fall"),
-        Measure("unasked", None, "fall"),
+        Measure("cut_per_episode", "difficulty 3", "fall"),
         Measure("regret", None, "fall"),
     ),
 )
