@@ -49,7 +49,18 @@ def test_a_response_offering_another_value_after_its_answer_is_paid_for_neither(
     for gold in ("12", "13"):
         r = grader.grade(response, gold)
         assert not r.correct and r.reason == "mismatch", (response, gold, r)
-        assert "hedged" in r.detail
+
+
+@pytest.mark.parametrize(
+    "response", ["\\boxed{\\frac{1}{2}}, or 0.5", "The answer is $\\frac12$.\nIt could also be written 0.50."]
+)
+def test_the_same_value_offered_in_another_form_is_no_hedge(grader, response):
+    assert grader.grade(response, "\\frac12").correct, response
+
+
+def test_a_hedged_answer_says_so_and_quotes_the_hedge(grader):
+    r = grader.grade("\\boxed{12}. I'm not sure; it might be 13.", "12")
+    assert "hedged" in r.detail and "it might be 13" in r.detail
 
 
 @pytest.mark.parametrize(
@@ -63,10 +74,16 @@ def test_a_response_offering_another_value_after_its_answer_is_paid_for_neither(
         "\\boxed{12}. Perhaps one more check: 24 / 2 = 12.",
         "\\boxed{12}\n\nThis could be verified in 2 ways, both giving 12.",
         "\\boxed{12}. It could also be written as 12.0.",
+        "\\boxed{12} (or \\boxed{12.0})",
+        "\\boxed{12}, or perhaps 1.2 \\times 10^1 in scientific notation.",
         "\\boxed{12}, not 13.",
         "\\boxed{12}. 13 is not possible, since 13 is odd.",
         "The answer is 12.\nMaybe I should double check: 4 + 8 = 12.",
         "<answer>12</answer> We could also count 6 pairs.",
+        # MATH-500 solutions: a list joined by "or", a coefficient in an expression after "or"
+        "So $\\boxed{12}$ has a remainder of 1 when divided by 2, 3, 4, or 5.",
+        "So $n = \\boxed{12}$ works, since $2n^2 = 288$, or $108n(n-1) < 6^n$ fails.",
+        "\\boxed{12}\n\n```python\nx = 3 * 4\nprint(x)  # 12\n```",
     ],
 )
 def test_words_after_an_answer_that_propose_no_other_value_keep_it_paid(grader, response):
@@ -110,7 +127,24 @@ def test_a_rejected_box_before_a_correction_leaves_the_correction():
     assert (ext.answer, ext.hedge) == ("13", None)
 
 
-@pytest.mark.parametrize("response", ["\\boxed{12} / \\boxed{13}", "\\boxed{12}/\\boxed{13}", "$\\boxed{12}$ / $\\boxed{13}$"])
+@pytest.mark.parametrize(
+    "response", ["\\boxed{12} / \\boxed{13}", "\\boxed{12}/\\boxed{13}", "$\\boxed{12}$ / $\\boxed{13}$"]
+)
 def test_boxes_separated_by_a_slash_are_alternatives_not_one_answer(grader, response):
     for gold in ("12", "13"):
         assert not grader.grade(response, gold).correct, (response, gold)
+
+
+@pytest.mark.parametrize(
+    "response",
+    [
+        "The answer is 12.\n" + "maybe 3 or 4, " * 70_000,  # a 1 MB answer line: 1.1 s before
+        "\\boxed{12}" + " or maybe 13." * 80_000,
+        "\\boxed{1} is wrong. " * 50_000,
+        "\\boxed{12} " + "1 " * 500_000,
+    ],
+    ids=["long-answer-line", "hedges", "rejected-boxes", "numbers"],
+)
+def test_the_commitment_rule_reads_a_bounded_window_of_a_megabyte_response(grader, response):
+    r = grader.grade(response, "12")
+    assert r.time_s < 0.5, r
