@@ -83,7 +83,7 @@ def test_scientific_notation_of_a_decimal_rounds_like_the_decimal(grader, answer
 @pytest.mark.parametrize(
     "answer, gold",
     [
-        ("2.31\\times10^{-3}", "\\frac{1}{432}"),
+        ("2.3\\times10^{-3}", "\\frac{1}{432}"),
         ("2.3149\\times10^{-3}", "\\frac{1}{432}"),
         ("3.3\\times10^{-1}", "\\frac13"),
     ],

@@ -7,7 +7,8 @@ Rules, in priority order (``extract_final_answer``):
 
 1. Qwen3-style ``<think>...</think>`` spans are removed first: text before the last ``</think>``
    is reasoning, and text after an opened but never closed ``<think>`` is unfinished reasoning.
-2. The LAST ``\\boxed{...}`` / ``\\fbox{...}`` with matched braces (``\\{``/``\\}`` are escapes,
+2. The LAST ``\\boxed{...}`` / ``\\fbox{...}`` with matched braces outside fenced code (a box in
+   code counts only when no box is outside it) (``\\{``/``\\}`` are escapes,
    not braces); ``\\boxed 5`` (one token after a space) counts too. If the last box is opened but
    never closed (a trace cut off while writing its answer), there is no final answer: earlier
    boxes are intermediate values, not the answer. One exception: a last box closed by a stray
@@ -574,11 +575,17 @@ def _unrejected_end(text: str) -> int | None:
             continue
         if not box or not box[0]:
             return end
-        rejected = _REJECTED_BEFORE_RE.search(text, max(0, start - 40), start) is not None
-        if not rejected and _REJECTED_AFTER_RE.match(text, box[1], box[1] + 60) is None:
+        if not _is_rejected(text, start, box[1]):
             return end
         end = start
     return None if end < len(text) else end
+
+
+def _is_rejected(text: str, start: int, end: int) -> bool:
+    """Whether the box at ``text[start:end]`` is named as rejected (see above)."""
+    if _REJECTED_BEFORE_RE.search(text, max(0, start - 40), start) is not None:
+        return True
+    return _REJECTED_AFTER_RE.match(text, end, end + 60) is not None
 
 
 _CLOSING_BRACES_RE = re.compile(r"\s*\}[\s}]*")
@@ -837,6 +844,25 @@ def last_statement_answer(text: str) -> str | None:
     return m.group("ans").strip() or None
 
 
+def _without_code(text: str) -> str:
+    """``text`` without its fenced code blocks (an unclosed fence runs to the end) when a box stands
+    outside them: a coder model's ``print(f"\\\\boxed{{{x}}}")`` after its answer is code, not the
+    answer. ``text`` itself when every box is inside code. Linear time."""
+    out = []
+    pos, inside = 0, False
+    while True:
+        i = text.find("```", pos)
+        if i == -1:
+            if not inside:
+                out.append(text[pos:])
+            break
+        if not inside:
+            out.append(text[pos:i])
+        inside, pos = not inside, i + 3
+    stripped = "\n".join(out)
+    return stripped if _has_real_box(stripped) else text
+
+
 def extract_final_answer(text: str) -> Extraction:
     """Extract the final answer of a model response (see the module docstring for the rules).
 
@@ -851,11 +877,15 @@ def extract_final_answer(text: str) -> Extraction:
     if not isinstance(text, str):
         raise TypeError(f"response must be a str, got {type(text).__name__}")
     body = strip_think(text)
+    if "```" in body:
+        body = _without_code(body)
     if "\\boxed" in body or "\\fbox" in body:
-        cut = _unrejected_end(body)
-        if cut is None:
-            return Extraction(None, "none")  # its only boxes are named as rejected
-        items = _boxed_group_items(body[:cut])
+        items = _boxed_group_items(body)
+        if items is not None and items[0][0] >= 0 and _is_rejected(body, items[0][0], items[0][1]):
+            cut = _unrejected_end(body)
+            if cut is None:
+                return Extraction(None, "none")  # its only boxes are named as rejected
+            items = _boxed_group_items(body[:cut])
         if items is not None:
             hedges = _box_hedge(body, items)
             hedge = hedges[0][0] if hedges else None
