@@ -80,6 +80,9 @@ __all__ = ["Verdict", "compare", "describe_kind"]
 
 #: Relative tolerance for variable-free irrational values (evaluated at 256 bits).
 CONST_REL_TOL = Fraction(1, 10**50)
+# Magnitudes below which a relative equality of 50 (250) digits also separates integers.
+_RESOLVED_AT_50_DIGITS = 10**40
+_RESOLVED_AT_250_DIGITS = 10**200
 #: Relative tolerance at random points (evaluated at 128 bits).
 POINT_REL_TOL = 1e-20
 #: Points that must agree for two expressions with variables to be equal.
@@ -310,7 +313,16 @@ def _const_compare(p: Any, g: Any) -> Verdict:
     scale = max(abs(np_), abs(ng))
     tol = ctx.mpf(CONST_REL_TOL.numerator) / CONST_REL_TOL.denominator
     if diff <= tol * scale:
-        return _yes("numeric", "equal to 50 digits")
+        if scale < _RESOLVED_AT_50_DIGITS or p == g:
+            return _yes("numeric", "equal to 50 digits")
+        # 10^{40000} and 10^{40000}+1 agree to 50 digits: past 10^40, 50 digits cannot tell
+        # neighbouring integers apart. 250 digits can up to 10^200; beyond, the worker decides.
+        settled = _recheck({}, p, g)
+        if settled is False:
+            return _no("different numbers")
+        if settled and scale < _RESOLVED_AT_250_DIGITS:
+            return _yes("numeric", "equal to 250 digits")
+        return _undecided("equal to 50 digits, too large to tell neighbouring integers apart")
     if lit_p is not None and lit_g is None and _decimal_matches(lit_p, ng if eg is None else eg, ctx):
         return _yes("numeric", "decimal rounds the exact value")
     if lit_g is not None and lit_p is None and _gold_decimal_matches(lit_g, np_, ctx):

@@ -7,7 +7,8 @@ Rules, in priority order (``extract_final_answer``):
 
 1. Qwen3-style ``<think>...</think>`` spans are removed first: text before the last ``</think>``
    is reasoning, and text after an opened but never closed ``<think>`` is unfinished reasoning.
-2. The LAST ``\\boxed{...}`` / ``\\fbox{...}`` with matched braces (``\\{``/``\\}`` are escapes,
+2. The LAST ``\\boxed{...}`` / ``\\fbox{...}`` with matched braces outside fenced code (a box in
+   code counts only when no box is outside it) (``\\{``/``\\}`` are escapes,
    not braces); ``\\boxed 5`` (one token after a space) counts too. If the last box is opened but
    never closed (a trace cut off while writing its answer), there is no final answer: earlier
    boxes are intermediate values, not the answer. One exception: a last box closed by a stray
@@ -19,10 +20,11 @@ Rules, in priority order (``extract_final_answer``):
    are the gold together, or when each of them is the gold).
    Without a box: the last ``<answer>...</answer>`` pair (DeepSeek-R1's format), its content read
    as an answer line (:func:`last_tag_answer`); an unclosed or empty tag is no answer.
-   One hedge rule for every format (:func:`hedge_after`): a clause right after the answer that
-   opens with a hedge and offers another value (``\\boxed{12}. Or maybe 13.``, ``I get
-   \\boxed{12}, or maybe \\boxed{13}``) sets :attr:`Extraction.hedge`, and the grader calls the
-   answer a mismatch.
+   The commitment rule for every format (:func:`hedge_after`): text after the answer that offers
+   another value as a possible answer (``\\boxed{12}. It could also be 13.``, ``I get
+   \\boxed{12}, or maybe \\boxed{13}``, ``13 is also possible``) sets :attr:`Extraction.hedge`,
+   and the grader calls the answer a mismatch. A box named as rejected (``not \\boxed{13}``,
+   ``\\boxed{13} is wrong``) is never the answer.
 3. The LAST answer phrase: ``The answer is``, ``The final answer is``, ``Final answer:``,
    ``Answer:`` (markdown bold allowed), up to the end of its line (MetaMathQA's convention is
    ``The answer is: X``); a line that opens with a ``$...$`` span ending its sentence gives the
@@ -72,8 +74,10 @@ _BOX_COMMANDS = ("\\boxed", "\\fbox")
 
 # "The answer is: X", "The final answer is X", "Final answer: X", "**Answer:** X", "Answer: X".
 # A bare "answer" needs a colon ("I answered 5" or "check the answer again" are not answers).
+# (The lookahead skips, in one cheap test, the positions no phrase can start at: finding the
+# last phrase of a 1 MB line took 1.1 s without it, 0.2 s with it.)
 _PHRASE_RE = re.compile(
-    r"(?:\b(?:the\s+)?final\s+answer\s+is\b|\bthe\s+answer\s+is\b"
+    r"(?=[TtFfAa])(?:\b(?:the\s+)?final\s+answer\s+is\b|\bthe\s+answer\s+is\b"
     r"|\bfinal\s+answer\b(?=[ \t]*(?:\*\*[ \t]*)?[:：])"
     r"|\banswer\b(?=[ \t]*(?:\*\*[ \t]*)?[:：]))"
     r"[ \t]*(?:\*\*[ \t]*)?(?:[:：][ \t]*)?(?:\*\*[ \t]*)?",
@@ -132,13 +136,16 @@ class Extraction:
             otherwise empty.
         hedge: The clause that offers another answer beside this one (``Or maybe 13``,
             ``although it could also be 13``, ``or maybe \\boxed{13}`` between two boxes), or
-            ``None``. A hedged answer is not one answer: the grader calls it a ``mismatch``.
+            ``None``. A hedged answer is not one answer: the grader calls it a ``mismatch``,
+            unless every value offered is the answer's own value written another way.
+        offered: The values the hedges offer (``("13",)``), for that check.
     """
 
     answer: str | None
     method: str
     parts: tuple = ()
     hedge: str | None = None
+    offered: tuple = ()
 
 
 def strip_think(text: str) -> str:
@@ -202,10 +209,10 @@ def _box_starts(text: str):
         pos[cmd] = text.rfind(cmd, 0, start)
 
 
-def _box_at(text: str, start: int, cmd_len: int) -> tuple | None:
+def _box_at(text: str, start: int, cmd_len: int, limit: int | None = None) -> tuple | None:
     """The box whose command starts at ``start``: ``(content, end)`` with ``end`` just past it;
     ``("", end)`` for an empty or unusable box; ``None`` for an unclosed one; ``False`` when the
-    command is a longer macro name (``\\boxedfoo``)."""
+    command is a longer macro name (``\\boxedfoo``). A box not closed before ``limit`` is unclosed."""
     n = len(text)
     j = start + cmd_len
     if j < n and text[j].isalpha():
@@ -214,7 +221,7 @@ def _box_at(text: str, start: int, cmd_len: int) -> tuple | None:
     while k < n and text[k] in " \t":
         k += 1
     if k < n and text[k] == "{":
-        close = match_brace(text, k)
+        close = match_brace(text, k, limit)
         if close == -1:
             return None
         return text[k + 1 : close].strip(), close + 1
@@ -277,7 +284,7 @@ MAX_BOX_PARTS = 16
 MAX_BOX_NESTING = 8
 # Text allowed between the boxes of one multi-part answer.
 _BOX_SEP_RE = re.compile(
-    r"(?:\s|\$|\\[()\[\]]|[,;.&~]|\\q?quad(?![A-Za-z])|\\[,;: !]|\\\\|(?<![A-Za-z])(?:and|or)(?![A-Za-z])"
+    r"(?:\s|\$|\\[()\[\]]|[,;.&~/]|\\q?quad(?![A-Za-z])|\\[,;: !]|\\\\|(?<![A-Za-z])(?:and|or)(?![A-Za-z])"
     r"|\\(?:text|mbox|textrm|mathrm)\{\s*(?:and|or|,)?\s*\})*"
 )
 # A name written just before a box: "x = \boxed{3}", "$a_1 = \boxed{2}", "|PQ| = \boxed{5}".
@@ -352,58 +359,177 @@ def _boxed_group_items(text: str) -> list | None:
     return items
 
 
-# A clause that offers another answer right after one (one rule for every answer format): it opens
-# with a hedge ("Or maybe 13", "although it could also be 13", "perhaps 13", ", or maybe
-# \boxed{13}") and offers a value (a digit, a number word or a box) in the same sentence; opened
-# by "alternatively" it must offer a box ("Alternatively, \boxed{13}"; "Alternatively, we can
-# check 3 x 4" is a check, not a second answer). "Wait, no. \boxed{13}" is a correction, not a hedge.
-_HEDGE_OPEN_RE = re.compile(
-    r"(?:\s|[$}).,;:!*\]]|\\[)\]]|</answer>)*(?P<word>alternatively|or|maybe|perhaps|possibly|probably|although|though"
-    r"|unless|otherwise|either)(?![A-Za-z])",
+# The commitment rule (one rule for every answer format): a response is paid only for exactly one
+# final value. Text after the answer that offers another value as a possible answer is a hedge:
+# a value right after a hedge or modal word, with nothing but filler words between them ("or maybe
+# 13", "it could also be 13", "(though 13 might work)", "Alternatively, the answer could be 13"),
+# or a value followed by a possibility predicate ("13 is also possible", "13 would be plausible
+# too"). A value in a computation ("3 \times 4 = 12"), one the answer already holds, or one after
+# a verb that is not a filler ("we could also check it with 3 groups") is not offered.
+_HEDGE_MARKER_RE = re.compile(
+    r"(?<![A-Za-z'])(?:or|maybe|perhaps|possibly|probably|alternatively|either|might|could|may|likely|otherwise"
+    r"|although|though|unless|whether|unsure|uncertain|sure|certain|doubt|again)(?![A-Za-z'])",
     re.IGNORECASE,
 )
+_HEDGE_FILLERS = frozenset(
+    "be is it its it's that's thats there's the answer answer's final result value values could might may also "
+    "even just instead actually really equal equals to was a an that this as well rather then so in fact maybe "
+    "perhaps possibly probably would should been being get got we i i'm im you one correct right number total "
+    "there are if whether true real be also even".split()
+)
+_HEDGE_POSSIBLE = frozenset("possible plausible likely possibility option alternative candidate acceptable".split())
+_HEDGE_ALSO_RIGHT = frozenset("correct right valid works work fine answer answers".split())
+_HEDGE_MODAL = frozenset("also too might could may maybe perhaps possibly probably".split())
+_HEDGE_AFTER_WORDS = _HEDGE_FILLERS | _HEDGE_POSSIBLE | _HEDGE_ALSO_RIGHT | _HEDGE_MODAL | {"well", "as", "valid"}
 _HEDGE_SENTENCE_END_RE = re.compile(r"[.!?](?=\s|$)|\n")
 _NUMBER_WORDS = (
     r"(?<![A-Za-z])(?:zero|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|thirteen|fourteen"
     r"|fifteen|sixteen|seventeen|eighteen|nineteen|twenty|thirty|forty|fifty|sixty|seventy|eighty|ninety"
     r"|hundred|thousand|million)(?![A-Za-z])"
 )
-_HEDGE_VALUE_RE = re.compile(r"\d|\\boxed|\\fbox|" + _NUMBER_WORDS, re.IGNORECASE)
-_NUMBER_WORD_RE = re.compile(_NUMBER_WORDS, re.IGNORECASE)
+# A value: a box, a number (not one inside a word or right after a letter: "x2"), a number word.
+_HEDGE_VALUE_RE = re.compile(r"\\boxed|\\fbox|(?<![A-Za-z\d.])\d+(?:\.\d+)?|" + _NUMBER_WORDS, re.IGNORECASE)
 _NUMBER_RE = re.compile(r"\d+(?:\.\d+)?")
+# Between a hedge word and its value: words, spaces, math delimiters, punctuation, text commands.
+_HEDGE_GAP_JUNK_RE = re.compile(r"\\(?:text|textbf|mathrm|emph|textit)\s*\{|\\[()\[\],;: !]|[\s$,:;()\[\]{}*\"`~—–-]")
+_HEDGE_WORD_RE = re.compile(r"[A-Za-z][A-Za-z']*")
+# An operator next to a number makes it part of a computation, not an answer offered.
+_OPERATOR_AFTER_RE = re.compile(r"\s*\$?\s*(?:[=+*/^×÷<>≈]|\\(?:times|cdot|div|approx|le|ge|neq?|pm)(?![A-Za-z]))")
+_OPERATOR_BEFORE_RE = re.compile(r"(?:[=+*/^×÷<>≈]|\\(?:times|cdot|div|approx|le|ge|neq?|pm))\s*\$?\s*$")
+# A letter, bracket or command glued to a number: a term of an expression ("108n(n-1)", "2\\pi").
+_TERM_AFTER_RE = re.compile(r"(?:[A-Za-z](?![A-Za-z])|[(\\_{])")
+_VALUE_BEFORE_OR_RE = re.compile(r"(?<![A-Za-z\d.])(\d+(?:\.\d+)?)[\s,$]*$")
 #: Characters after an answer searched for a hedge (bounded work on any response).
 HEDGE_WINDOW = 300
 
 
+def _number_key(s: str) -> str:
+    return s.rstrip("0").rstrip(".") if "." in s else s
+
+
+def _gap_is_filler(gap: str) -> bool:
+    """Whether ``gap`` holds only filler words and punctuation (``also be``, ``, the answer could be``)."""
+    rest = _HEDGE_GAP_JUNK_RE.sub(" ", gap)
+    words = _HEDGE_WORD_RE.findall(rest)
+    if _HEDGE_WORD_RE.sub("", rest).strip():
+        return False  # a digit, an operator or a symbol between them
+    return all(w.lower() in _HEDGE_FILLERS for w in words)
+
+
+def _possibility_after(tail: str) -> bool:
+    """Whether ``tail`` (after a value, to its sentence end) calls that value possible: filler words,
+    then ``possible``/``plausible``... or a ``correct``/``works`` with ``also``/``too``/a modal."""
+    rest = _HEDGE_GAP_JUNK_RE.sub(" ", tail)
+    seen = []
+    for m in re.finditer(r"[A-Za-z][A-Za-z']*|[^\sA-Za-z]", rest):
+        w = m.group(0).lower()
+        if w not in _HEDGE_AFTER_WORDS:
+            break
+        seen.append(w)
+        if len(seen) > 8:
+            break
+    words = set(seen)
+    return bool(words & _HEDGE_POSSIBLE) or bool(words & _HEDGE_ALSO_RIGHT and words & _HEDGE_MODAL)
+
+
+def _is_list_or(text: str, lo: int, or_start: int, answer_numbers: set) -> bool:
+    """Whether the ``or`` at ``or_start`` ends a list of values that are not the answer's (``2, 3, 4,
+    or 6``); ``12 or 13`` after the answer 12 offers 13 beside it."""
+    m = _VALUE_BEFORE_OR_RE.search(text, max(lo, or_start - 40), or_start)
+    return m is not None and _number_key(m.group(1)) not in answer_numbers
+
+
+def _offered(
+    text: str, sent_start: int, v_start: int, v_end: int, sent_end: int, word_value: bool, answer_numbers: set
+) -> bool:
+    """Whether the value at ``text[v_start:v_end]`` is offered as a possible answer (see above)."""
+    if _OPERATOR_AFTER_RE.match(text, v_end, sent_end) or _OPERATOR_BEFORE_RE.search(text, sent_start, v_start):
+        return False
+    if _TERM_AFTER_RE.match(text, v_end, sent_end):
+        return False  # "108n(n-1)": a coefficient in an expression
+    tail = text[v_end:sent_end]
+    if word_value and tail.strip(" \t$)*.,;!?"):
+        # "one more check", "two ways": a number word is a value only where it ends its clause
+        if not _possibility_after(tail) and not re.match(r"\s*[,;:)]", tail):
+            return False
+    marker = None
+    for m in _HEDGE_MARKER_RE.finditer(text, sent_start, v_start):
+        if m.group(0).lower() == "or" and _is_list_or(text, sent_start, m.start(), answer_numbers):
+            continue  # "divided by 2, 3, 4, or 6": a list, not another answer
+        marker = m
+    if marker is not None and _gap_is_filler(text[marker.end() : v_start]):
+        return True
+    return _possibility_after(tail)
+
+
+def _another_value(text: str, m: re.Match, answer: str | None, answer_numbers: set) -> tuple | None:
+    """``(start, end, word_value)`` of the value that ``m`` found when it differs from ``answer``;
+    ``None`` when it is (a number of) the answer itself."""
+    token = m.group(0)
+    if token.startswith("\\"):
+        box = _box_at(text, m.start(), len(token), m.start() + HEDGE_WINDOW)
+        if not box:
+            return None
+        content = box[0]
+        numbers = {_number_key(n) for n in _NUMBER_RE.findall(content)}
+        if content == answer or (numbers and numbers <= answer_numbers) or not content:
+            return None
+        return m.start(), box[1], False
+    if token[0].isdigit():
+        return None if _number_key(token) in answer_numbers else (m.start(), m.end(), False)
+    return m.start(), m.end(), True
+
+
+#: Most offered values recorded after one answer (the rest of the window is not searched).
+MAX_OFFERED = 8
+
+
+def _hedges_in(text: str, lo: int, hi: int, answer: str | None, only_at: int | None = None) -> list:
+    """``(sentence, value)`` for each value of ``text[lo:hi]`` other than ``answer`` that a sentence
+    offers as a possible answer (at most :data:`MAX_OFFERED`); with ``only_at``, only a value
+    starting there counts."""
+    answer_numbers = {_number_key(n) for n in _NUMBER_RE.findall(answer or "")}
+    found: list = []
+    sent_start = lo
+    while sent_start < hi and len(found) < MAX_OFFERED:
+        end = _HEDGE_SENTENCE_END_RE.search(text, sent_start, hi)
+        sent_end = end.start() if end is not None else hi
+        pos = sent_start
+        while len(found) < MAX_OFFERED:
+            m = _HEDGE_VALUE_RE.search(text, pos, sent_end)
+            if m is None:
+                break
+            value = _another_value(text, m, answer, answer_numbers)
+            pos = m.end() if value is None else max(m.end(), min(value[1], sent_end))
+            if value is None or (only_at is not None and value[0] != only_at):
+                continue
+            stop = max(sent_end, value[1])
+            if _offered(text, sent_start, value[0], value[1], stop, value[2], answer_numbers):
+                offered = text[value[0] : value[1]]
+                if offered.startswith("\\"):
+                    offered = _box_at(text, value[0], len(m.group(0)), value[1])[0]
+                found.append((text[sent_start:stop].strip(), offered))
+        sent_start = end.end() if end is not None else hi
+    return found
+
+
 def hedge_after(text: str, pos: int, answer: str | None = None) -> str | None:
-    """The hedge clause that opens at ``text[pos:]`` (right after ``answer``), or ``None``: a hedge
-    word first (``or``, ``maybe``, ``perhaps``, ``although``, ``alternatively``...), then another
-    value in the same sentence (see :data:`_HEDGE_OPEN_RE`); a sentence whose numbers are all
-    numbers of ``answer`` offers nothing else (``Either way, it's 12``). Looks at
-    :data:`HEDGE_WINDOW` characters."""
-    window = text[pos : pos + HEDGE_WINDOW]
-    m = _HEDGE_OPEN_RE.match(window)
-    if m is None:
-        return None
-    end = _HEDGE_SENTENCE_END_RE.search(window, m.end())
-    sentence = window[m.start("word") : end.start() if end is not None else len(window)]
-    offered = _HEDGE_VALUE_RE.search(sentence)
-    if offered is None or (m.group("word").lower() == "alternatively" and not offered.group(0).startswith("\\")):
-        return None
-    if answer is not None and not _NUMBER_WORD_RE.search(sentence):
-        numbers = set(_NUMBER_RE.findall(sentence))
-        if numbers and numbers <= set(_NUMBER_RE.findall(answer)):
-            return None  # the same value again, not another one
-    return sentence.strip()
+    """The sentence after an answer ending at ``pos`` that offers another value as a possible
+    answer, or ``None`` (the commitment rule above; a value of ``answer`` itself is not another,
+    ``Either way, it's 12``). Looks at :data:`HEDGE_WINDOW` characters."""
+    found = _hedges_in(text, pos, min(len(text), pos + HEDGE_WINDOW), answer)
+    return found[0][0] if found else None
 
 
-def _box_hedge(text: str, items: list) -> str | None:
-    """A hedge after the last box group, or between the box before it and the group (``I get
-    \\boxed{12}, or maybe \\boxed{13}``) when that box holds another answer."""
+def _box_hedge(text: str, items: list) -> list:
+    """The hedges (``(sentence, value)``, see :func:`_hedges_in`) after the last box group, or
+    between the box before it and the group (``I get \\boxed{12}, or maybe \\boxed{13}``,
+    ``\\boxed{12}. \\boxed{13} is also possible``) when that box holds another answer."""
     if items[0][0] < 0:
-        return None
-    after = hedge_after(text, items[0][1], items[0][2])
-    if after is not None:
+        return []
+    pos = items[0][1]
+    after = _hedges_in(text, pos, min(len(text), pos + HEDGE_WINDOW), ", ".join(item[2] for item in reversed(items)))
+    if after:
         return after
     first = items[-1][0]
     for start, cmd_len in _box_starts(text[:first]):
@@ -411,13 +537,55 @@ def _box_hedge(text: str, items: list) -> str | None:
         if box is False:
             continue
         if not box or not box[0] or first - box[1] > HEDGE_WINDOW or box[0] == items[0][2]:
-            return None
-        between = hedge_after(text[: first + HEDGE_WINDOW], box[1], box[0])
-        # the hedge must reach the group's box (the same sentence)
-        if between is not None and text.find(between, box[1]) + len(between) > first:
-            return between
-        return None
-    return None
+            return []
+        # the group's own box must be the value offered beside the box before it, which is then
+        # the other value
+        found = _hedges_in(text, box[1], min(len(text), first + HEDGE_WINDOW), box[0], only_at=first)
+        return [(sentence, box[0]) for sentence, _ in found]
+    return []
+
+
+# A box the response names as rejected: "not \boxed{13}", "rather than \boxed{13}", "\boxed{13} is
+# wrong", "\boxed{13} isn't the answer". It is never the answer (an earlier box may be).
+_REJECTED_BEFORE_RE = re.compile(
+    r"(?:(?<![A-Za-z])(?:not|never|rather\s+than|instead\s+of|except|but\s+not)|n't|\\neq?|≠)"
+    r"(?:\s+(?:just|simply|equal\s+to|the\s+answer(?:\s+is)?|the\s+final\s+answer(?:\s+is)?|be))*[\s$:(]*$",
+    re.IGNORECASE,
+)
+_REJECTED_AFTER_RE = re.compile(
+    r"[\s$)\]]*(?:\\[)\]])?[\s$]*(?:(?:is|was|would\s+be|are|seems)\s+)?(?:(?:definitely|clearly|also|actually)\s+)?"
+    r"(?:wrong|incorrect|false|invalid|rejected|extraneous|impossible|a\s+mistake|an\s+error|ruled\s+out"
+    r"|(?:is\s+)?not\s+(?:the\s+(?:final\s+)?answer|correct|right|valid|possible|a\s+solution)"
+    r"|isn't\s+(?:the\s+(?:final\s+)?answer|correct|right|valid|possible))(?![A-Za-z])",
+    re.IGNORECASE,
+)
+
+
+def _unrejected_end(text: str) -> int | None:
+    """Where the text holding the answer ends: before the last boxes when the response names them as
+    rejected (``\\boxed{12}, not \\boxed{13}`` ends before ``\\boxed{13}``); ``len(text)`` when the last
+    box is not rejected; ``None`` when every box is (no answer). At most :data:`MAX_BOX_PARTS`
+    boxes are looked at."""
+    end = len(text)
+    for count, (start, cmd_len) in enumerate(_box_starts(text)):
+        if count >= MAX_BOX_PARTS:
+            return end
+        box = _box_at(text, start, cmd_len)
+        if box is False:
+            continue
+        if not box or not box[0]:
+            return end
+        if not _is_rejected(text, start, box[1]):
+            return end
+        end = start
+    return None if end < len(text) else end
+
+
+def _is_rejected(text: str, start: int, end: int) -> bool:
+    """Whether the box at ``text[start:end]`` is named as rejected (see above)."""
+    if _REJECTED_BEFORE_RE.search(text, max(0, start - 40), start) is not None:
+        return True
+    return _REJECTED_AFTER_RE.match(text, end, end + 60) is not None
 
 
 _CLOSING_BRACES_RE = re.compile(r"\s*\}[\s}]*")
@@ -489,12 +657,22 @@ def last_phrase_answer(text: str) -> str | None:
     nothing after it on its line (``**Final Answer**`` followed by a box on the next line is
     handled by the box rule) gives ``None``.
     """
+    return _phrase_answer(text)[0]
+
+
+def _phrase_answer(text: str) -> tuple:
+    """:func:`last_phrase_answer` and where its line ends (``(None, -1)`` without a phrase)."""
     last = None
     for m in _PHRASE_RE.finditer(text):
         last = m
     if last is None:
-        return None
+        return None, -1
     line = _line_after(text, last.end())
+    return _phrase_line_answer(line), last.end() + len(line)
+
+
+def _phrase_line_answer(line: str) -> str | None:
+    """The answer on the line after an answer phrase."""
     inner = last_boxed(line)
     if inner is not None:
         return inner
@@ -625,17 +803,31 @@ def last_tag_answer(text: str) -> Extraction | None:
             answer = last_gsm8k_answer(content) or last_statement_answer(content)
     if answer is None:
         return Extraction(None, "none")
-    return Extraction(answer, "answer_tag", hedge=hedge_after(text, closed.end(), answer))
+    return _with_hedges(Extraction(answer, "answer_tag"), text, closed.end())
+
+
+def _with_hedges(ext: Extraction, text: str, pos: int) -> Extraction:
+    """``ext`` with the hedges that follow its answer, which ends at ``pos`` in ``text``."""
+    found = _hedges_in(text, pos, min(len(text), pos + HEDGE_WINDOW), ext.answer)
+    if not found:
+        return ext
+    return Extraction(ext.answer, ext.method, ext.parts, found[0][0], tuple(v for _, v in found))
 
 
 def last_gsm8k_answer(text: str) -> str | None:
     """Answer after the last GSM8K ``#### `` marker, to the end of its line."""
+    return _gsm8k_answer(text)[0]
+
+
+def _gsm8k_answer(text: str) -> tuple:
+    """:func:`last_gsm8k_answer` and where its line ends (``(None, -1)`` without a marker)."""
     last = None
     for m in _GSM_RE.finditer(text):
         last = m
     if last is None:
-        return None
-    return _clean_line_answer(_line_after(text, last.end()))
+        return None, -1
+    line = _line_after(text, last.end())
+    return _clean_line_answer(line), last.end() + len(line)
 
 
 def last_statement_answer(text: str) -> str | None:
@@ -652,6 +844,25 @@ def last_statement_answer(text: str) -> str | None:
     return m.group("ans").strip() or None
 
 
+def _without_code(text: str) -> str:
+    """``text`` without its fenced code blocks (an unclosed fence runs to the end) when a box stands
+    outside them: a coder model's ``print(f"\\\\boxed{{{x}}}")`` after its answer is code, not the
+    answer. ``text`` itself when every box is inside code. Linear time."""
+    out = []
+    pos, inside = 0, False
+    while True:
+        i = text.find("```", pos)
+        if i == -1:
+            if not inside:
+                out.append(text[pos:])
+            break
+        if not inside:
+            out.append(text[pos:i])
+        inside, pos = not inside, i + 3
+    stripped = "\n".join(out)
+    return stripped if _has_real_box(stripped) else text
+
+
 def extract_final_answer(text: str) -> Extraction:
     """Extract the final answer of a model response (see the module docstring for the rules).
 
@@ -666,15 +877,24 @@ def extract_final_answer(text: str) -> Extraction:
     if not isinstance(text, str):
         raise TypeError(f"response must be a str, got {type(text).__name__}")
     body = strip_think(text)
+    if "```" in body:
+        body = _without_code(body)
     if "\\boxed" in body or "\\fbox" in body:
         items = _boxed_group_items(body)
+        if items is not None and items[0][0] >= 0 and _is_rejected(body, items[0][0], items[0][1]):
+            cut = _unrejected_end(body)
+            if cut is None:
+                return Extraction(None, "none")  # its only boxes are named as rejected
+            items = _boxed_group_items(body[:cut])
         if items is not None:
-            hedge = _box_hedge(body, items)
+            hedges = _box_hedge(body, items)
+            hedge = hedges[0][0] if hedges else None
+            offered = tuple(v for _, v in hedges)
             group = tuple((name, content) for _, _, content, name in reversed(items))
-            if len({content for _, content in group}) == 1:
-                return Extraction(group[-1][1], "boxed", hedge=hedge)  # one box, or the same box repeated
+            if len({content for _, content in group}) == 1:  # one box, or the same box repeated
+                return Extraction(group[-1][1], "boxed", hedge=hedge, offered=offered)
             parts = tuple(dict.fromkeys(c if n is None else f"{n} = {c}" for n, c in group))
-            return Extraction(", ".join(parts), "boxed", parts, hedge=hedge)
+            return Extraction(", ".join(parts), "boxed", parts, hedge=hedge, offered=offered)
         # A box exists but the last one is unclosed, empty or unusable: no final answer.
         # Falling through to phrases would grade an earlier, intermediate value.
         if _has_real_box(body):
@@ -682,12 +902,12 @@ def extract_final_answer(text: str) -> Extraction:
     tagged = last_tag_answer(body)
     if tagged is not None:
         return tagged
-    phrase = last_phrase_answer(body)
+    phrase, line_end = _phrase_answer(body)
     if phrase is not None:
-        return Extraction(phrase, "phrase")
-    gsm = last_gsm8k_answer(body)
+        return _with_hedges(Extraction(phrase, "phrase"), body, line_end)
+    gsm, line_end = _gsm8k_answer(body)
     if gsm is not None:
-        return Extraction(gsm, "gsm8k")
+        return _with_hedges(Extraction(gsm, "gsm8k"), body, line_end)
     statement = last_statement_answer(body)
     if statement is not None:
         return Extraction(statement, "statement")

@@ -222,7 +222,8 @@ class Grader:
         ext = extract_final_answer(response)
         if ext.answer is None:
             return GradeResult(False, None, "no_answer", time.perf_counter() - t0, ext.method)
-        if ext.hedge is not None:  # "\\boxed{12}. Or maybe 13.": two answers offered, not one
+        if ext.hedge is not None and not self._restates_answer(ext, t0 + 0.1 * timeout_s):
+            # "\\boxed{12}. Or maybe 13.": two answers offered, not one
             return GradeResult(
                 False,
                 ext.answer,
@@ -244,6 +245,20 @@ class Grader:
                         f"{part!r} restates an expression of the question (copying it is not answering it)",
                     )
         return result
+
+    @staticmethod
+    def _restates_answer(ext, deadline: float) -> bool:
+        """Whether every value a hedge offers is the answer's own value written another way
+        (``\\boxed{\\frac12}, or 0.5``): decided by the fast path alone, else not."""
+        try:
+            answer = parse_answer(normalize_with_unit(ext.answer)[0], is_wrapped_text(ext.answer))
+            for offered in ext.offered:
+                value = parse_answer(normalize_with_unit(offered)[0], is_wrapped_text(offered))
+                if compare(value, answer, deadline).equal is not True:
+                    return False
+        except (ParseError, RecursionError):
+            return False
+        return bool(ext.offered)
 
     @staticmethod
     def _is_gold_expression(normalised: str, raw: str, info: GoldInfo) -> bool:

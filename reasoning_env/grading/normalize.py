@@ -10,6 +10,7 @@ units are only removed as whole words at the end of an answer here).
 * ``\\left`` / ``\\right`` / ``\\big``-family sizing; ``\\dfrac``/``\\tfrac``/``\\cfrac`` ->
   ``\\frac``; ``\\dbinom`` -> ``\\binom``;
 * LaTeX spacing (``\\!``, ``\\,``, ``\\;``, ``~``) and thousands idioms (``10,\\!080``,
+  ``1\\,000\\,000``, ``1~000``,
   ``1{,}000``); ``\\quad`` and ``\\text{ and }`` / ``\\text{ or }`` become list commas;
 * ``\\mathbb{R}`` -> ``(-\\infty,\\infty)`` (the real line is that interval);
 * degrees (``^\\circ``, ``°``, ``\\degree``), ordinal suffixes (``12^{\\text{th}}``), currency
@@ -84,6 +85,18 @@ _SIMPLE_REPLACEMENTS = (
 )
 
 _SIZING_RE = re.compile(r"\\(?:left|right|big|Big|bigg|Bigg)(?:[lrm])?(?![A-Za-z])\.?")
+# Thousands separated by a LaTeX space or a tie: "1\\,000\\,000", "1~000~000", "1\\ 000" (groups of
+# exactly three digits after the first; "1\\,00\\,000" and "12~34" are not thousands).
+_SPACED_THOUSANDS_RE = re.compile(
+    r"(?<![\d.,;:~ \\])\d{1,3}(?:(?:\\[,;: ]|\\thinspace(?![A-Za-z])|~)[ ]?\d{3})+(?![\d])"
+)
+_THOUSANDS_SEP_RE = re.compile(r"\\[,;: ]|\\thinspace|~| ")
+
+
+def _join_thousands(m: re.Match) -> str:
+    return _THOUSANDS_SEP_RE.sub("", m.group(0))
+
+
 _THIN_THOUSANDS_RE = re.compile(r"(\d),\\!\s*(?=\d)")
 # "\\\\" (a matrix row break) is matched first and kept, so "\\\\ " is not read as "\\ ".
 _SPACING_RE = re.compile(r"\\\\|\\[!,;:> ]|~|\\(?:thinspace|medspace|thickspace|hfill|enspace)(?![A-Za-z])")
@@ -94,6 +107,11 @@ _AND_OR_RE = re.compile(
     r"\\(?:text|mbox|textrm|mathrm|textnormal|textbf|mathbf|textsf|mathsf|textit|mathit|emph)\{\s*(?:and|or|,)\s*\}"
 )
 _DEGREE_RE = re.compile(r"\^\s*\{?\s*\\circ\s*\}?|\\circ(?![A-Za-z])|\\degree(?![A-Za-z])|°")
+_TRIG_RE = re.compile(r"\\(?:a?(?:sin|cos|tan|cot|sec|csc)h?)(?![A-Za-z])")
+# A number with a degree mark: "30^\circ", "60^{\circ}", "45°", "{20}^\circ".
+_TRIG_DEGREES_RE = re.compile(
+    r"\{?(\d+(?:\.\d+)?)\}?\s*(?:\^\s*\{?\s*\\circ\s*\}?|\\circ(?![A-Za-z])|\\degree(?![A-Za-z])|°)"
+)
 _ORDINAL_RE = re.compile(
     r"(\d)\s*(?:\^\s*)?(?:\{\s*)?(?:\\(?:text|mathrm|textrm|mbox)\{\s*)?(?:st|nd|rd|th)(?![A-Za-z])\s*\}?\s*\}?"
 )
@@ -388,6 +406,8 @@ def normalize_with_unit(s: str) -> tuple:
         if old in s:
             s = s.replace(old, new)
     units: list = []
+    if "\\" in s or "~" in s:
+        s = _SPACED_THOUSANDS_RE.sub(_join_thousands, s)
     if "\\" in s:
         s = _SIZING_RE.sub("", s)
         s = _THIN_THOUSANDS_RE.sub(r"\1,", s)
@@ -396,6 +416,9 @@ def normalize_with_unit(s: str) -> tuple:
         s = _AND_OR_RE.sub(",", s)
         if "\\n" in s:
             s = _NEQ_RE.sub("\\\\neq ", s)
+    if "\\" in s and _TRIG_RE.search(s) is not None:
+        # degrees inside a trigonometric function are an angle: \sin 30^\circ is sin(pi/6), 1/2
+        s = _TRIG_DEGREES_RE.sub(r"{\\frac{\1\\pi}{180}}", s)
     s, n_deg = _DEGREE_RE.subn("", s)
     if n_deg:
         units.append("deg")

@@ -397,6 +397,13 @@ def decimal_literal(node: Any) -> tuple | None:
     while isinstance(node, tuple) and node and node[0] == "-":
         sign = -sign
         node = node[1]
+    scientific = _scientific(node)
+    if scientific is not None:  # 2.3148 \times 10^{-3} is the decimal 0.0023148
+        mantissa, exponent = scientific
+        lit = decimal_literal(mantissa)
+        if lit is None:
+            return None
+        return (sign * lit[0] * Fraction(10) ** exponent, lit[1] - exponent, lit[2])
     if not (isinstance(node, tuple) and node and node[0] == "n" and node[2] is not None):
         return None
     value, places = node[1], node[2]
@@ -406,6 +413,26 @@ def decimal_literal(node: Any) -> tuple | None:
         # significant digits of the literal = digits of round(|value| * 10^places)
         sig = decimal_digits(abs(value.numerator * 10**places // value.denominator))
     return (sign * value, places, sig)
+
+
+#: Largest power of ten read as the exponent of scientific notation (as literals: 10^±30,000).
+MAX_SCIENTIFIC_EXPONENT = 30_000
+
+
+def _scientific(node: Any) -> tuple | None:
+    """``(mantissa, exponent)`` when ``node`` is ``mantissa \\times 10^{exponent}`` with an integer
+    literal exponent (at most :data:`MAX_SCIENTIFIC_EXPONENT` in size); else ``None``."""
+    if not (isinstance(node, tuple) and node and node[0] == "*" and len(node[1]) == 2):
+        return None
+    mantissa, power = node[1]
+    if not (power[0] == "^" and power[1] == ("n", Fraction(10), None)):
+        return None
+    exp, sign = power[2], 1
+    if exp[0] == "-":
+        exp, sign = exp[1], -1
+    if not (exp[0] == "n" and exp[2] is None and exp[1].denominator == 1 and exp[1] <= MAX_SCIENTIFIC_EXPONENT):
+        return None
+    return mantissa, sign * int(exp[1])
 
 
 def decimal_digits(n: int) -> int:
