@@ -134,5 +134,7 @@ def test_the_learning_experiments_command_is_the_registered_plan(tmp_path):
     assert args.max_steps == LEARNING_EXPERIMENT.after_step == 200 and args.eval_every == 50
     assert args.eval_seeds == 192 and args.eval_temperature == 0 and args.temperature == 0.7
     assert args.config.endswith("cpu_allocation.yaml") and args.eval_config.endswith("cpu_allocation_heldout.yaml")
-    assert batch_layout(args) == (4, 4, 4) and args.model == "embedded:qwen2.5-coder-0.5b"
+    # one episode a micro-batch, without gradient checkpointing (from step 3: the same loss, faster on this CPU)
+    assert batch_layout(args) == (1, 16, 4) and not args.gradient_checkpointing
+    assert args.model == "embedded:qwen2.5-coder-0.5b"
     assert args.save_steps == 1 and args.weight_handoff == "merged" and args.dtype == "float32"

@@ -6,6 +6,8 @@
   answers in flight (:mod:`.generation`).
 - ``lora_decode``: decode tokens/s of the base model vs the training's LoRA adapter vs the adapter merged into the
   weights and reloaded in place, on one vLLM CPU server (:mod:`.lora_decode`).
+- ``loss_backward``: the training loss's forward and backward per episode, by micro-batch size and gradient
+  checkpointing (:mod:`.loss_backward`).
 - ``grpo_step``: GRPO steps per hour with the real model through vLLM's CPU server, and each step's
   breakdown (generation, weight hand-off, log-probs, backward) (:mod:`.grpo_step`).
 
@@ -34,6 +36,10 @@ SUBCOMMANDS = {
     "lora_decode": (
         "training.bench.lora_decode",
         "decode tokens/s of the base model, the training's LoRA adapter and merged weights on vLLM's CPU server",
+    ),
+    "loss_backward": (
+        "training.bench.loss_backward",
+        "the loss's forward and backward per episode by micro-batch size and gradient checkpointing",
     ),
     "grpo_step": (
         "training.bench.grpo_step",
