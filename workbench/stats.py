@@ -50,6 +50,7 @@ __all__ = [
     "questions_for_precision",
     "precision_of",
     "nested_calibration_check",
+    "share_of_gap",
 ]
 
 #: Default confidence level of every interval shown to users.
@@ -435,6 +436,39 @@ def episodes_to_detect(difference: float, sd: float, *, alpha: float = 1 - CONFI
     if difference == 0:
         return math.inf
     return float(math.ceil(((_z(1 - alpha / 2) + _z(power)) * sd / abs(difference)) ** 2))
+
+
+def _share(gain: np.ndarray, gap: np.ndarray, axis: int = -1) -> np.ndarray:
+    g = np.mean(gap, axis=axis)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(g > 0, np.mean(gain, axis=axis) / np.where(g > 0, g, 1), np.nan)
+
+
+def share_of_gap(
+    gain: Sequence[float],
+    gap: Sequence[float],
+    *,
+    confidence: float = CONFIDENCE,
+    n_resamples: int = N_RESAMPLES,
+    seed: int = 0,
+) -> Interval:
+    """``mean(gain) / mean(gap)`` over the same episodes with its paired bootstrap interval: e.g. the share of the
+    gap between an even split and the oracle that a policy closes (gain: policy - even split per episode; gap:
+    oracle - even split). Per-episode values may be negative (unlike :func:`ratio_interval`'s denominators);
+    resamples whose mean gap is not positive are undefined, so the interval is the percentile one when BCa fails.
+
+    Raises:
+        ValueError: lengths differ, empty input, NaN, or a mean gap that is not positive.
+    """
+    check_bootstrap_arguments(confidence, n_resamples)
+    a, b = _as_array(gain, "gain"), _as_array(gap, "gap")
+    if a.shape != b.shape or a.size == 0:
+        raise ValueError(f"share_of_gap needs the same, non-empty episodes ({a.size} vs {b.size} values)")
+    if b.mean() <= 0:
+        raise ValueError("the mean gap is not positive: its share is undefined")
+    return _bootstrap(
+        (a, b), _share, float(a.mean() / b.mean()), confidence=confidence, n_resamples=n_resamples, seed=seed
+    )
 
 
 # ----------------------------------------------------------------------------- binomial precision
