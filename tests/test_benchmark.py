@@ -32,34 +32,52 @@ def test_the_benchmark_config_is_three_ordered_questions_under_a_hard_cap():
     assert [s.name for s in cfg.sources] == ["gsm8k", "math500"]
 
 
-def _episodes(rows: dict[str, list[int]]) -> pd.DataFrame:
+def _episodes(rows: dict[str, list[tuple[int, float]]], oracle: list[float]) -> pd.DataFrame:
+    """Exams: per policy ``(right answers, expected right answers)``; ``oracle``: the oracle's expectation."""
     return pd.DataFrame(
         [
-            {"policy": pol, "episode": i, "num_correct": c, "num_questions": 3}
+            {
+                "policy": pol,
+                "episode": i,
+                "num_correct": c,
+                "num_questions": 3,
+                "expected_correct": e,
+                "oracle_expected_correct": oracle[i],
+            }
             for pol, scores in rows.items()
-            for i, c in enumerate(scores)
+            for i, (c, e) in enumerate(scores)
         ]
     )
 
 
-def test_measures_of_known_exams():
-    ep = _episodes({"oracle_allocation": [3, 2, 2, 1], "uniform": [1, 1, 2, 0], "sim_greedy": [2, 2, 2, 0]})
-    m = bench.measures(ep, modelled=["oracle_allocation", "uniform", "sim_greedy"], against=None, n_resamples=200)
-    assert m["sim_greedy"]["exam_score"]["value"] == 1.5 and m["sim_greedy"]["accuracy"]["value"] == 0.5
-    assert m["sim_greedy"]["regret"]["value"] == 0.5  # oracle 2.0 - 1.5
-    assert m["sim_greedy"]["gap_closed"]["value"] == pytest.approx(2 / 4)  # (6 - 4) / (8 - 4)
+ORACLE_EXPECTED = [2.0, 1.8, 2.2, 1.0]
+EXAMS = {
+    "oracle_allocation": [(3, 2.0), (2, 1.8), (2, 2.2), (1, 1.0)],
+    "uniform": [(1, 1.5), (1, 1.6), (2, 1.7), (0, 1.0)],
+    "sim_greedy": [(2, 1.9), (2, 1.6), (2, 2.0), (0, 1.0)],
+}
+
+
+def test_scores_count_right_answers_and_regret_and_gap_compare_expectations():
+    m = bench.measures(_episodes(EXAMS, ORACLE_EXPECTED), modelled=list(EXAMS), against=None, n_resamples=200)
+    g = m["sim_greedy"]
+    assert g["exam_score"]["value"] == 1.5 and g["accuracy"]["value"] == 0.5
+    assert g["regret"]["value"] == pytest.approx((7.0 - 6.5) / 4)  # oracle 7.0 expected, sim_greedy 6.5
+    assert g["gap_closed"]["value"] == pytest.approx((6.5 - 5.8) / (7.0 - 5.8))
     assert (m["oracle_allocation"]["gap_closed"]["value"], m["uniform"]["gap_closed"]["value"]) == (1.0, 0.0)
-    lo, hi = m["sim_greedy"]["exam_score"]["ci95"]
+    lo, hi = g["exam_score"]["ci95"]
     assert lo <= 1.5 <= hi
 
 
 def test_a_real_models_regret_is_not_taken_from_curves_that_do_not_model_it():
-    ep = _episodes({"oracle_allocation": [3, 2], "uniform": [1, 1], "llm_local": [0, 1]})
-    m = bench.measures(ep, modelled=["oracle_allocation", "uniform"], against=None, n_resamples=200)
+    exams = {**EXAMS, "llm_local": [(0, 9.9), (1, 9.9), (0, 9.9), (1, 9.9)]}  # its curve expectation is ignored
+    refs = ["oracle_allocation", "uniform"]
+    m = bench.measures(_episodes(exams, ORACLE_EXPECTED), modelled=refs, against=None, n_resamples=200)
     assert m["llm_local"]["regret"]["value"] is None and "--curves calibrated" in m["llm_local"]["regret"]["why"]
     assert m["llm_local"]["exam_score"]["value"] == 0.5  # model-free measures stay
-    m = bench.measures(ep, modelled=["oracle_allocation", "uniform"], against="curves X", n_resamples=200)
-    assert m["llm_local"]["regret"]["value"] == 2.0 and m["llm_local"]["regret"]["against"] == "curves X"
+    m = bench.measures(_episodes(exams, ORACLE_EXPECTED), modelled=refs, against="curves X", n_resamples=200)
+    assert m["llm_local"]["regret"]["value"] == pytest.approx(7.0 / 4 - 0.5)  # against its right answers
+    assert m["llm_local"]["regret"]["against"] == "curves X"
 
 
 def test_the_table_says_why_a_number_is_missing():

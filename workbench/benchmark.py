@@ -3,6 +3,7 @@
     python -m workbench.evaluate --benchmark --data-dir ../shared/data
     python -m workbench.evaluate --benchmark --data-dir ../shared/data --policies llm_local --serve-model \\
         --curves qwen2.5-coder-0.5b
+    python -m workbench.benchmark runs/bench-...   # tabulate a benchmark folder's run folders again
 
 Protocol (:data:`PROTOCOL`; docs/evaluation.md, "The benchmark"): every exam is an episode of
 :data:`EXAM_QUESTIONS` questions of GSM8K test and MATH-500 (``examples/benchmark/exam3.yaml``), asked in order,
@@ -18,14 +19,17 @@ Measures, per split, budget and policy, each with its 95% bootstrap interval ove
 
 - ``exam_score``: right answers per exam (0-3);
 - ``accuracy``: right answers / questions (a question the budget never reached counts as wrong);
-- ``regret``: the oracle's exam score minus the policy's, on the same exams (paired);
+- ``regret``: the oracle's expected right answers per exam minus the policy's (the project's regret: expected
+  under the run's solver curves, at the tokens each policy spent);
 - ``gap_closed``: the share of the gap between the even split and the oracle that the policy closes,
-  ``mean(policy - even) / mean(oracle - even)`` (paired; undefined, and said, where the oracle does not beat the
-  even split on these exams).
+  ``mean(policy - even) / mean(oracle - even)`` in expected right answers, exam by exam (undefined, and said,
+  where the oracle does not beat the even split on these exams).
 
-The references answer with the simulated solver, so a real model's regret and gap closed compare it with the
-oracle *under the curves*: they are given only when the curves are not the hand-chosen defaults (``--curves``
-a set calibrated to that model), and say so (``against``); otherwise they are null with the reason. Every
+Realised right answers would make the last two mostly noise (the oracle's edge over an even split is a few tenths
+of an answer an exam). The references answer with the simulated solver, so a real model's regret and gap closed
+compare its right answers (an unbiased estimate of its expectation) with the oracle's expectation *under the
+curves*: they are given only when the curves are not the hand-chosen defaults (``--curves`` a set calibrated to
+that model), and say so (``against``); otherwise they are null with the reason. Every
 (split, budget) is a run folder of its own under the benchmark's folder, beside ``benchmark.json`` and
 ``benchmark.md``.
 """
@@ -54,6 +58,7 @@ __all__ = [
     "benchmark_config_path",
     "measures",
     "split_seeds",
+    "tabulate",
     "to_markdown",
 ]
 
@@ -108,49 +113,69 @@ def measures(
 ) -> dict[str, dict[str, Any]]:
     """Every measure of every policy of one (split, budget) run, each as ``{"value", "ci95", "method"}``.
 
+    Exam score and accuracy count the right answers. Regret and the gap closed compare expected right answers
+    under the run's curves, as the project's regret does (``basis``): the oracle's and the even split's, and a
+    modelled policy's at the tokens it spent; a real model's expectation is estimated by its right answers (its
+    interval carries that noise too), and only against curves that may stand for it (``against``).
+
     Args:
-        episodes: The run's ``episodes`` frame (one row per policy and exam).
+        episodes: The run's ``episodes`` frame (one row per policy and exam, with ``expected_correct`` and
+            ``oracle_expected_correct``).
         modelled: Policies whose answers the solver curves model (simulated, oracle, budget baselines).
         against: The curves the references follow, when they may stand for a real model's oracle (``None``: the
             hand-chosen defaults, so a real model's regret and gap closed are left out, with the reason).
     """
     ep = episodes.sort_values(["policy", "episode"])
-    score = {pol: g.set_index("episode")["num_correct"].astype(float) for pol, g in ep.groupby("policy")}
-    questions = {pol: g.set_index("episode")["num_questions"].astype(float) for pol, g in ep.groupby("policy")}
+    by = {str(pol): g.set_index("episode") for pol, g in ep.groupby("policy")}
     out: dict[str, dict[str, Any]] = {}
-    for pol in score:
-        s, q = score[pol], questions[pol]
+    even = by.get(EVEN)
+    for pol, g in by.items():
+        s, q = g["num_correct"].astype(float), g["num_questions"].astype(float)
         row: dict[str, Any] = {
             "exams": len(s),
             "exam_score": _interval(stats.mean_interval(s.values, seed=seed, n_resamples=n_resamples)),
             "accuracy": _interval(stats.ratio_interval(s.values, q.values, seed=seed, n_resamples=n_resamples)),
         }
-        if pol not in modelled and against is None:
+        real = pol not in modelled
+        if real and against is None:
             why = (
                 "not given: the references answer with the hand-chosen default curves, which do not model this "
                 "model; run with --curves calibrated to it"
             )
             row["regret"] = row["gap_closed"] = {"value": None, "ci95": [None, None], "why": why}
-        elif ORACLE in score and EVEN in score:
-            common = s.index.intersection(score[ORACLE].index).intersection(score[EVEN].index)
-            o, e, p = score[ORACLE][common].values, score[EVEN][common].values, s[common].values
-            row["regret"] = _interval(stats.paired_difference(o, p, seed=seed, n_resamples=n_resamples).difference) | (
-                {"against": against} if pol not in modelled else {}
-            )
-            if pol in REFERENCES:  # by definition: the even split closes none of its own gap, the oracle all of it
-                row["gap_closed"] = {"value": float(pol == ORACLE), "ci95": [None, None], "why": "by definition"}
-            else:
-                try:
-                    row["gap_closed"] = _interval(stats.share_of_gap(p - e, o - e, seed=seed, n_resamples=n_resamples))
-                except ValueError:
-                    why = "the oracle does not beat the even split on these exams: the share of the gap is undefined"
-                    row["gap_closed"] = {"value": None, "ci95": [None, None], "why": why}
-                if row["gap_closed"].get("value") is not None and row["gap_closed"]["ci95"][0] is None:
-                    row["gap_closed"]["why"] = (
-                        "no interval: too many resamples of these exams have the oracle no better than the even split"
+            out[pol] = row
+            continue
+        mine = s if real else g["expected_correct"].astype(float)
+        oracle = g["oracle_expected_correct"].astype(float)
+        basis = (
+            "the oracle's expected right answers under the curves minus this model's right answers"
+            if real
+            else "expected right answers under the curves (the oracle's minus the policy's)"
+        )
+        row["regret"] = _interval(stats.mean_interval((oracle - mine).values, seed=seed, n_resamples=n_resamples))
+        row["regret"]["basis"] = basis
+        if pol in REFERENCES:  # by definition: the even split closes none of its own gap, the oracle all of it
+            row["gap_closed"] = {"value": float(pol == ORACLE), "ci95": [None, None], "why": "by definition"}
+        elif even is not None:
+            common = mine.index.intersection(even.index)
+            base = even.loc[common, "expected_correct"].astype(float)
+            try:
+                row["gap_closed"] = _interval(
+                    stats.share_of_gap(
+                        (mine[common] - base).values,
+                        (oracle[common] - base).values,
+                        seed=seed,
+                        n_resamples=n_resamples,
                     )
-            if pol not in modelled:
-                row["gap_closed"]["against"] = against
+                )
+            except ValueError:
+                why = "the oracle does not beat the even split on these exams: the share of the gap is undefined"
+                row["gap_closed"] = {"value": None, "ci95": [None, None], "why": why}
+            if row["gap_closed"].get("value") is not None and row["gap_closed"]["ci95"][0] is None:
+                row["gap_closed"]["why"] = "no interval: resamples of these exams leave the gap empty"
+        if real:
+            row["regret"]["against"] = against
+            row["gap_closed"]["against"] = against
         out[pol] = row
     return out
 
@@ -185,3 +210,42 @@ def write(out: Path, result: dict[str, Any]) -> None:
     out.mkdir(parents=True, exist_ok=True)
     (out / "benchmark.json").write_text(json.dumps(result, indent=2), encoding="utf-8")
     (out / "benchmark.md").write_text(to_markdown(result), encoding="utf-8")
+
+
+def tabulate(folder: Path, *, n_resamples: int = 2000) -> dict[str, Any]:
+    """Compute ``benchmark.json`` / ``benchmark.md`` again from a benchmark folder's run folders (their
+    ``episodes.parquet`` and ``run.json``): the measures are functions of the recorded exams alone."""
+    result = json.loads((folder / "benchmark.json").read_text(encoding="utf-8"))
+    against = result.get("against")
+    for name, by_budget in result["results"].items():
+        for budget in by_budget:
+            run = folder / f"{name}-{budget}"
+            meta = json.loads((run / "run.json").read_text(encoding="utf-8"))
+            kinds = {p["name"]: p.get("kind") for p in meta.get("policies") or []}
+            modelled = [p for p, k in kinds.items() if k in MODELLED_KINDS]
+            episodes = pd.read_parquet(run / "episodes.parquet")
+            by_budget[budget] = measures(episodes, modelled=modelled, against=against, n_resamples=n_resamples)
+    write(folder, result)
+    return result
+
+
+#: Policy kinds whose answers the solver curves model.
+MODELLED_KINDS = ("simulated", "oracle", "budget_baseline")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m workbench.benchmark FOLDER``: tabulate a benchmark folder again and print its table."""
+    import argparse
+
+    p = argparse.ArgumentParser(prog="python -m workbench.benchmark", description=main.__doc__)
+    p.add_argument("folder", help="a folder written by python -m workbench.evaluate --benchmark")
+    p.add_argument("--resamples", type=int, default=2000)
+    args = p.parse_args(argv)
+    print(to_markdown(tabulate(Path(args.folder), n_resamples=args.resamples)))
+    return 0
+
+
+if __name__ == "__main__":
+    import sys
+
+    sys.exit(main())

@@ -436,10 +436,12 @@ def _curve_sets(text: str | None) -> list[tuple[str, SolverCurves]]:
     return [(label, _load_curves(item)) for label, item in zip(labels, items)]
 
 
-def _ranking(summary: Any, policies: list[str]) -> list[str]:
-    """Policies by mean episode reward, best first (the table's own rows)."""
-    rows = summary[summary["policy"].isin(policies)]
-    return list(rows.sort_values("reward", ascending=False)["policy"])
+def _curve_set_folder(label: str) -> str:
+    """The sub-run folder of a ``--curves`` item: ``curves-<set name>`` (a file's name without ``.json``; a shipped
+    set's whole name, dots kept: ``qwen2.5-coder-0.5b`` is not a file with a suffix)."""
+    name = Path(label).name
+    name = name[: -len(".json")] if name.endswith(".json") else name
+    return "curves-" + name.replace(" #", "-")
 
 
 def _curve_sensitivity(args: argparse.Namespace, config: EnvConfig, result: EvalResult, sets: list) -> None:
@@ -453,7 +455,7 @@ def _curve_sensitivity(args: argparse.Namespace, config: EnvConfig, result: Eval
     if not names:
         print("curve sensitivity: no policy of this run follows the solver curves")
         return
-    rankings = {first_label: _ranking(result.summary, names)}
+    runs = {first_label: (result.summary, result.comparisons)}
     for label, curves in sets[1:]:
         pols = [make_policy(n, curves=curves, baseline_answer=_baseline_answer(args)) for n in names]
         other = evaluate(
@@ -465,18 +467,33 @@ def _curve_sensitivity(args: argparse.Namespace, config: EnvConfig, result: Eval
             budget_mode=args.budget,
             curves=curves,
             progress=False,
-            report=False,
-            out=str(result.run_dir / f"curves-{Path(label).stem.replace(' #', '-')}"),
+            report=args.report,
+            n_resamples=args.resamples,
+            out=str(result.run_dir / _curve_set_folder(label)),
             overwrite=True,
         )
-        rankings[label] = _ranking(other.summary, names)
-    first = rankings[first_label]
-    out = {"rankings": rankings, "survives": {k: v == first for k, v in rankings.items()}, "by": "mean episode reward"}
+        runs[label] = (other.summary, other.comparisons)
+    from workbench import analysis
+    from workbench.report import write_report
+
+    out = analysis.curve_sensitivity(runs, names)
     (result.run_dir / "curve_sensitivity.json").write_text(json.dumps(out, indent=2), encoding="utf-8")
-    print("curve sensitivity (ranking by mean episode reward, same episodes):")
-    for label, order in rankings.items():
-        same = "" if label == first_label else ("  (same ranking)" if order == first else "  (ranking changes)")
-        print(f"  {label}: {' > '.join(order)}{same}")
+    print(analysis.format_curve_sensitivity(out))
+    result.meta["curve_sensitivity"] = out  # the report shows what the console says
+    run_json = result.run_dir / "run.json"
+    run_json.write_text(
+        json.dumps(json.loads(run_json.read_text(encoding="utf-8")) | {"curve_sensitivity": out}, indent=2),
+        encoding="utf-8",
+    )
+    if args.report:
+        write_report(
+            result.run_dir,
+            result.steps,
+            result.episodes,
+            result.summary,
+            {"run_id": result.meta.get("run_id", result.run_dir.name), **result.meta},
+            comparisons=result.comparisons,
+        )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -670,6 +687,7 @@ def _benchmark(args: argparse.Namespace, argv: list[str] | None, policies: list[
         "protocol": bench.PROTOCOL,
         "command": command,
         "curves": curves.provenance,
+        "against": against,
         "config": str(args.config or "examples/benchmark/exam3.yaml"),
         "budgets": list(bench.BUDGETS),
         "splits": {},
@@ -707,7 +725,7 @@ def _benchmark(args: argparse.Namespace, argv: list[str] | None, policies: list[
                 return 2
             failed = failed or bool(run.failed)
             kinds = {p["name"]: p.get("kind") for p in run.meta.get("policies") or []}
-            modelled = [p for p, k in kinds.items() if k in ("simulated", "oracle", "budget_baseline")]
+            modelled = [p for p, k in kinds.items() if k in bench.MODELLED_KINDS]
             result["results"][name][str(budget)] = bench.measures(
                 run.episodes, modelled=modelled, against=against, n_resamples=args.resamples
             )
