@@ -122,3 +122,21 @@ def test_the_held_out_table_says_why_a_tier_has_no_interval():
     assert "(no interval)" not in text
     assert "| questions unasked (ran dry) per episode | 0.438" in text  # not the context forfeits' 0
     assert "| context forfeits per episode (context full) | 0 [0, 0]" in text
+
+
+def test_the_training_docs_quote_the_runs_budgets_and_the_calibrated_accuracy_from_the_records():
+    """docs said '225-1,488 tokens an episode' (records: 216-2,499 training, 177-1,212 held-out) and '~19% at 512
+    tokens on GSM8K' (record: 7 of 40)."""
+    import json
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    run = root / "examples/runs/grpo-cpu-qwen0.5b"
+    train = pd.read_parquet(run / "episodes.parquet")["total_budget"]
+    held = [json.loads(line)["total_budget"] for line in (run / "eval_episodes.jsonl").read_text().splitlines()]
+    docs = " ".join((root / "docs/training.md").read_text().split())
+    assert f"{train.min():,}-{train.max():,} tokens an episode in training" in docs
+    assert f"{min(held):,}-{max(held):,} in the held-out evaluations" in docs
+    table = (root / "examples/calibration/qwen2.5-coder-0.5b/table.md").read_text()
+    assert "| gsm8k | greedy | 512 | 40 (40 x 1) | 0.17 [0.09-0.32] |" in table  # 7 / 40 = 0.175
+    assert "0.175 [0.088, 0.32] at 512 tokens on GSM8K" in docs and "~19%" not in docs
