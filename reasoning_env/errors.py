@@ -33,6 +33,7 @@ The hierarchy (the class is importable from here and from the module in brackets
     │                                                            rewards, policies)
     ├── PolicyError (RuntimeError)                [policies]     a policy cannot produce a response
     ├── CurveFitError (ValueError)                [policies]     rows that cannot identify a curve
+    ├── UnmeasuredProblemTypeError (ValueError)   [policies]     a fitted curve set never measured this type
     ├── ChatFormatError (ValueError)              [conversation] a chat template cannot render an episode
     ├── TokenizerLoadError (RuntimeError)         [tokenization] a tokenizer cannot be loaded
     ├── ModelNotAvailableError (RuntimeError)     [offline_model] a model name resolves to nothing here
@@ -59,6 +60,7 @@ __all__ = [
     "ChatFormatError",
     "ConfigError",
     "CurveFitError",
+    "UnmeasuredProblemTypeError",
     "EpisodeError",
     "EpisodeLostError",
     "EpisodeStateError",
@@ -200,6 +202,11 @@ class PolicyError(ReasoningEconomicsError, RuntimeError):
 
 class CurveFitError(ReasoningEconomicsError, ValueError):
     """The rows cannot identify a curve (too few, one class only, accuracy not rising with tokens)."""
+
+
+class UnmeasuredProblemTypeError(ReasoningEconomicsError, ValueError):
+    """A fitted curve set is asked for a problem type of a family it was never measured on (instead of silently
+    answering with the hand-chosen default curve); the message names what it covers."""
 
 
 class ChatFormatError(ReasoningEconomicsError, ValueError):

@@ -185,3 +185,8 @@ def test_a_type_whose_ceiling_estimate_sits_at_one_is_refitted_with_the_ceiling_
     measured = rows[(rows["mode"] == "greedy") & (rows["problem_type"] == eq) & (rows["token_cap"] == 256)]
     lo, hi = wilson(int(measured["correct"].sum()), len(measured))
     assert lo <= float(curves.p(256, eq, 3)) <= hi
+
+
+def test_the_sweep_says_what_its_question_count_buys(sweep):
+    meta = json.loads((sweep["out"] / "sweep.json").read_text())
+    assert meta["precision"].startswith("6 questions a cell: an accuracy near 0.5 is measured to +-0.")

@@ -36,7 +36,7 @@ tokens per question.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -45,6 +45,13 @@ from reasoning_env.records import REWARD_COMPONENT_COLUMNS
 from workbench import stats
 
 __all__ = [
+    "model_free_note",
+    "MODEL_BASED",
+    "NOT_MODELLED_KINDS",
+    "model_free",
+    "not_modelled",
+    "curve_sensitivity",
+    "format_curve_sensitivity",
     "ALPHA",
     "CI_METRICS",
     "COMPARISON_COLUMNS",
@@ -728,6 +735,44 @@ def reward_components(episodes: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
+#: Policy kinds whose answers the solver curves do not model (a person in Play, a real model).
+NOT_MODELLED_KINDS = ("human", "llm")
+#: Summary figures computed from the solver curves at the tokens spent, not from the answers.
+MODEL_BASED = ("expected_accuracy", "regret")
+
+
+def not_modelled(summary: pd.DataFrame) -> pd.Series:
+    """Rows whose policy is a person or a real model (:data:`NOT_MODELLED_KINDS`, or the Play tab's ``human``
+    policy name)."""
+    kind = summary["kind"].astype(str) if "kind" in summary else pd.Series("", index=summary.index)
+    name = summary["policy"].astype(str).str.rsplit(":", n=1).str[-1] if "policy" in summary else kind
+    return kind.isin(NOT_MODELLED_KINDS) | (name == "human")
+
+
+def model_free(summary: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
+    """The summary as shown: the curve-based figures (:data:`MODEL_BASED`, with their intervals) blank (NaN) in
+    the rows of a person or a real model, whose answers the curves do not describe; and the policies blanked.
+    ``summary.csv`` keeps the values."""
+    blank = not_modelled(summary)
+    if not blank.any():
+        return summary, []
+    shown = summary.copy()
+    for metric in MODEL_BASED:
+        for col in (metric, *stats.ci_columns(metric)):
+            if col in shown:
+                shown[col] = shown[col].astype(float).where(~blank)
+    return shown, sorted(set(map(str, summary.loc[blank, "policy"])))
+
+
+def model_free_note(policies: Sequence[str]) -> str:
+    """The sentence beside a table whose :func:`model_free` rows are blank."""
+    return (
+        f"exp_acc and regret are blank for {', '.join(policies)}: a real model's (or a person's) answers are not "
+        "the solver curves', so their expectation at its tokens describes neither; read its accuracy (summary.csv "
+        "keeps the curve-based values; the benchmark gives a real model's regret against curves calibrated to it)."
+    )
+
+
 _TABLE_COLS = (
     ("policy", "policy", "{}"),
     ("budget_ratio", "ratio", "{:g}"),
@@ -804,6 +849,7 @@ def format_table(summary: pd.DataFrame) -> str:
     """
     if summary is None or summary.empty:
         return "(no episodes)"
+    summary, blanked = model_free(summary)
     drop = set()
     if "budget_ratio" in summary.columns and summary["budget_ratio"].nunique(dropna=True) < 2:
         drop.add("budget_ratio")
@@ -842,6 +888,8 @@ def format_table(summary: pd.DataFrame) -> str:
             "probability, which an LLM never sees; the *_blind variants allocate from problem type and text "
             "length only.",
         ]
+    if blanked:
+        out += ["", model_free_note(blanked)]
     return "\n".join(out)
 
 
@@ -910,4 +958,107 @@ def format_comparisons(
             for extra in (format_floor(item), format_power(item)):
                 if extra:
                     lines.append("  " + extra)
+    return "\n".join(lines)
+
+
+def _told_apart_order(comparisons: pd.DataFrame, policies: Sequence[str], metric: str) -> dict[tuple[str, str], int]:
+    """``(a, b) -> +1`` when ``a`` beats ``b`` and the pair is told apart (Holm), ``-1`` the other way, over the
+    pairs of ``policies`` (a < b in ``policies``' order)."""
+    out: dict[tuple[str, str], int] = {}
+    if comparisons is None or comparisons.empty:
+        return out
+    rows = comparisons[(comparisons["metric"] == metric) & comparisons["distinguishable"].astype(bool)]
+    index = {p: i for i, p in enumerate(policies)}
+    for _, r in rows.iterrows():
+        a, b, diff = str(r["policy_a"]), str(r["policy_b"]), float(r["difference"])
+        if a not in index or b not in index or diff == 0:
+            continue
+        if index[a] > index[b]:
+            a, b, diff = b, a, -diff
+        out[(a, b)] = 1 if diff > 0 else -1
+    return out
+
+
+def curve_sensitivity(
+    runs: Mapping[str, tuple[pd.DataFrame, pd.DataFrame]], policies: Sequence[str], *, metric: str = "reward"
+) -> dict:
+    """Does a ranking of policies survive another set of solver curves, on the same episodes?
+
+    Args:
+        runs: curve-set label -> ``(summary, comparisons)`` of the same episodes played under those curves (the
+            first is the reference).
+        policies: The policies ranked.
+
+    Returns:
+        ``{"by", "rankings": {label: [{"policy", "value", "ci_low", "ci_high"}, ...] best first}, "verdicts":
+        {label: {"survives", "undetermined", "reversed", "ties_reordered", "told_apart_pairs"}}}``: a ranking
+        **changes** only when a pair told apart (Holm p < 0.05) under both sets is ordered the other way
+        (``reversed``); a different order among pairs not told apart under one of them is a reordering of ties
+        (``ties_reordered``), not a change; when no pair is told apart under the other set it ranks nothing
+        (``undetermined``): there is no ranking there to survive or change.
+    """
+    labels = list(runs)
+    rankings: dict[str, list[dict]] = {}
+    orders: dict[str, dict[tuple[str, str], int]] = {}
+    for label, (summary, comparisons) in runs.items():
+        rows = summary[summary["policy"].isin(policies)].sort_values(metric, ascending=False)
+        lo, hi = stats.ci_columns(metric)
+        rankings[label] = [
+            {
+                "policy": str(r["policy"]),
+                "value": float(r[metric]),
+                "ci_low": None if pd.isna(r.get(lo)) else float(r[lo]),
+                "ci_high": None if pd.isna(r.get(hi)) else float(r[hi]),
+            }
+            for _, r in rows.iterrows()
+        ]
+        orders[label] = _told_apart_order(comparisons, policies, metric)
+    first = labels[0]
+    verdicts = {}
+    for label in labels[1:]:
+        reversed_ = [list(pair) for pair, sign in orders[first].items() if orders[label].get(pair, sign) == -sign]
+        same_order = [r["policy"] for r in rankings[label]] == [r["policy"] for r in rankings[first]]
+        verdicts[label] = {
+            "survives": not reversed_ and bool(orders[label]),
+            "undetermined": not reversed_ and not orders[label],
+            "reversed": reversed_,
+            "ties_reordered": not same_order and not reversed_,
+            "told_apart_pairs": {first: len(orders[first]), label: len(orders[label])},
+        }
+    return {
+        "by": f"mean episode {metric}, 95% bootstrap intervals; told apart: Holm p < {ALPHA:g}",
+        "rankings": rankings,
+        "verdicts": verdicts,
+    }
+
+
+def format_curve_sensitivity(result: dict) -> str:
+    """:func:`curve_sensitivity` as text: each set's ranking with intervals, then each verdict in words."""
+    lines = [f"curve sensitivity (same episodes; by {result['by']}):"]
+    for label, ranking in result["rankings"].items():
+        cells = [
+            f"{r['policy']} {r['value']:+.3f}"
+            + ("" if r["ci_low"] is None else f" [{r['ci_low']:+.2f}, {r['ci_high']:+.2f}]")
+            for r in ranking
+        ]
+        lines.append(f"  {label}: " + " > ".join(cells))
+    first = next(iter(result["rankings"]))
+    for label, v in result["verdicts"].items():
+        pairs = v["told_apart_pairs"]
+        if v["reversed"]:
+            flips = ", ".join(f"{a} vs {b}" for a, b in v["reversed"])
+            word = f"the ranking changes: told apart under both, ordered the other way: {flips}"
+        elif v.get("undetermined"):
+            word = (
+                f"undetermined: no pair is told apart under {label}, so it ranks nothing (its order by the mean is "
+                "within the noise)"
+            )
+        elif v["ties_reordered"]:
+            word = "the ranking survives: the order differs only among pairs not told apart under one of the sets"
+        else:
+            word = "the same ranking"
+        lines.append(
+            f"  {label} vs {first}: {word} ({pairs[first]} pairs told apart under {first}, {pairs[label]} "
+            f"under {label})"
+        )
     return "\n".join(lines)

@@ -7,6 +7,7 @@
     python -m workbench.evaluate --policies llm_local --caps 64,128,256,512,1024 --fit-out  # calibration
     python -m workbench.evaluate --policies llm_local,sim_greedy,oracle_allocation --n_episodes 2
     python -m workbench.evaluate --serve-model --adapter runs/grpo/final --policies llm_local  # base vs trained
+    python -m workbench.evaluate --benchmark --data-dir ../shared/data               # the standard benchmark
 
 The work is done by :mod:`workbench.evaluation`: :mod:`~workbench.evaluation.episodes` plays one
 episode, :mod:`~workbench.evaluation.runner` runs every policy over the seeded episodes (and the
@@ -194,6 +195,26 @@ def _parser() -> argparse.ArgumentParser:
         dest="fit_policies",
         help="comma list of policies whose rows --fit-curves (or --caps) fits (default: "
         "all; with --caps the LLM policies when any)",
+    )
+    p.add_argument(
+        "--benchmark",
+        action="store_true",
+        help="the standard benchmark (workbench.benchmark): ordered exams of 3 GSM8K/MATH-500 questions under hard "
+        "budgets of 512, 1024 and 2048 tokens on the fixed dev and held-out exam seeds, beside the oracle and the "
+        "even split; writes benchmark.json and benchmark.md (every measure with its 95%% interval)",
+    )
+    p.add_argument(
+        "--benchmark-splits",
+        dest="benchmark_splits",
+        default="dev,held-out",
+        help="with --benchmark: the splits to play",
+    )
+    p.add_argument(
+        "--benchmark-exams",
+        dest="benchmark_exams",
+        type=int,
+        default=None,
+        help="with --benchmark: only the first N exams of each split (a partial benchmark, recorded as such)",
     )
     p.add_argument("--resamples", type=int, default=2000, help="bootstrap resamples of the 95%% intervals")
     p.add_argument(
@@ -415,10 +436,12 @@ def _curve_sets(text: str | None) -> list[tuple[str, SolverCurves]]:
     return [(label, _load_curves(item)) for label, item in zip(labels, items)]
 
 
-def _ranking(summary: Any, policies: list[str]) -> list[str]:
-    """Policies by mean episode reward, best first (the table's own rows)."""
-    rows = summary[summary["policy"].isin(policies)]
-    return list(rows.sort_values("reward", ascending=False)["policy"])
+def _curve_set_folder(label: str) -> str:
+    """The sub-run folder of a ``--curves`` item: ``curves-<set name>`` (a file's name without ``.json``; a shipped
+    set's whole name, dots kept: ``qwen2.5-coder-0.5b`` is not a file with a suffix)."""
+    name = Path(label).name
+    name = name[: -len(".json")] if name.endswith(".json") else name
+    return "curves-" + name.replace(" #", "-")
 
 
 def _curve_sensitivity(args: argparse.Namespace, config: EnvConfig, result: EvalResult, sets: list) -> None:
@@ -432,7 +455,7 @@ def _curve_sensitivity(args: argparse.Namespace, config: EnvConfig, result: Eval
     if not names:
         print("curve sensitivity: no policy of this run follows the solver curves")
         return
-    rankings = {first_label: _ranking(result.summary, names)}
+    runs = {first_label: (result.summary, result.comparisons)}
     for label, curves in sets[1:]:
         pols = [make_policy(n, curves=curves, baseline_answer=_baseline_answer(args)) for n in names]
         other = evaluate(
@@ -444,18 +467,33 @@ def _curve_sensitivity(args: argparse.Namespace, config: EnvConfig, result: Eval
             budget_mode=args.budget,
             curves=curves,
             progress=False,
-            report=False,
-            out=str(result.run_dir / f"curves-{Path(label).stem.replace(' #', '-')}"),
+            report=args.report,
+            n_resamples=args.resamples,
+            out=str(result.run_dir / _curve_set_folder(label)),
             overwrite=True,
         )
-        rankings[label] = _ranking(other.summary, names)
-    first = rankings[first_label]
-    out = {"rankings": rankings, "survives": {k: v == first for k, v in rankings.items()}, "by": "mean episode reward"}
+        runs[label] = (other.summary, other.comparisons)
+    from workbench import analysis
+    from workbench.report import write_report
+
+    out = analysis.curve_sensitivity(runs, names)
     (result.run_dir / "curve_sensitivity.json").write_text(json.dumps(out, indent=2), encoding="utf-8")
-    print("curve sensitivity (ranking by mean episode reward, same episodes):")
-    for label, order in rankings.items():
-        same = "" if label == first_label else ("  (same ranking)" if order == first else "  (ranking changes)")
-        print(f"  {label}: {' > '.join(order)}{same}")
+    print(analysis.format_curve_sensitivity(out))
+    result.meta["curve_sensitivity"] = out  # the report shows what the console says
+    run_json = result.run_dir / "run.json"
+    run_json.write_text(
+        json.dumps(json.loads(run_json.read_text(encoding="utf-8")) | {"curve_sensitivity": out}, indent=2),
+        encoding="utf-8",
+    )
+    if args.report:
+        write_report(
+            result.run_dir,
+            result.steps,
+            result.episodes,
+            result.summary,
+            {"run_id": result.meta.get("run_id", result.run_dir.name), **result.meta},
+            comparisons=result.comparisons,
+        )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -557,6 +595,8 @@ def _run(
     except (ReasoningEconomicsError, ValueError, FileNotFoundError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    if args.benchmark:
+        return _benchmark(args, argv, policies, curves)
     try:
         result = evaluate(
             policies,
@@ -611,6 +651,101 @@ def _run(
         print(f"note: {note}")
     print(f"run folder: {result.run_dir}  ({len(result.steps)} steps, {time.perf_counter() - t0:.1f} s)")
     return 1 if result.failed else 0
+
+
+def _benchmark(args: argparse.Namespace, argv: list[str] | None, policies: list[BasePolicy], curves: Any) -> int:
+    """``--benchmark``: every split and budget of :mod:`workbench.benchmark`, a run folder each, then
+    ``benchmark.json`` and ``benchmark.md`` beside them."""
+    import datetime as _dt
+
+    from workbench import benchmark as bench
+
+    clash = [f for f in ("seeds", "budget_ratios", "caps", "total_budget", "server_url") if getattr(args, f)]
+    splits = [s.strip() for s in str(args.benchmark_splits).split(",") if s.strip()]
+    unknown = [s for s in splits if s not in bench.SPLITS]
+    if clash or unknown or not splits or (args.benchmark_exams is not None and args.benchmark_exams < 1):
+        print(
+            "error: --benchmark fixes the exams, budgets and seeds"
+            + (f" (drop --{', --'.join(c.replace('_', '-') for c in clash)})" if clash else "")
+            + (f"; --benchmark-splits: choose from {', '.join(bench.SPLITS)}" if unknown or not splits else "")
+            + ("; --benchmark-exams must be at least 1" if args.benchmark_exams is not None else ""),
+            file=sys.stderr,
+        )
+        return 2
+    config = EnvConfig.from_yaml(args.config or bench.benchmark_config_path())
+    if args.data_dir:
+        config = config.replace(data_dir=args.data_dir)
+    names = [p.name for p in policies]
+    for ref in bench.REFERENCES:
+        if ref not in names:
+            policies.append(make_policy(ref, curves=curves, baseline_answer="solver"))
+    stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
+    out = Path(args.out or f"runs/bench-{stamp}")
+    command = "python -m workbench.evaluate " + shlex.join(sys.argv[1:] if argv is None else list(argv))
+    against = None if curves.source == "defaults" else curves.provenance
+    result: dict[str, Any] = {
+        "protocol": bench.PROTOCOL,
+        "command": command,
+        "curves": curves.provenance,
+        "against": against,
+        "config": str(args.config or "examples/benchmark/exam3.yaml"),
+        "budgets": list(bench.BUDGETS),
+        "splits": {},
+        "results": {},
+        "partial": args.benchmark_exams is not None,
+        "runs": {},
+    }
+    failed = False
+    for name in splits:
+        split = bench.SPLITS[name]
+        n = min(split.n, args.benchmark_exams or split.n)
+        result["splits"][name] = {"base_seed": split.base_seed, "exams": n, "of": split.n}
+        result["results"][name] = {}
+        for budget in bench.BUDGETS:
+            print(f"benchmark: {name} split, {n} exams, budget {budget} ...", flush=True)
+            try:
+                run = evaluate(
+                    policies,
+                    config=config,
+                    n_episodes=n,
+                    seed=split.base_seed,
+                    out=out / f"{name}-{budget}",
+                    total_budget=budget,
+                    workers=args.workers,
+                    curves=curves,
+                    progress=args.progress,
+                    report=args.report,
+                    max_response_chars=args.max_response_chars,
+                    n_resamples=args.resamples,
+                    overwrite=args.overwrite,
+                    run_meta={"command": command, "benchmark": {"split": name, "budget": budget}},
+                )
+            except (ValueError, RuntimeError) as exc:
+                print(f"error: {exc}", file=sys.stderr)
+                return 2
+            failed = failed or bool(run.failed)
+            kinds = {p["name"]: p.get("kind") for p in run.meta.get("policies") or []}
+            modelled = [p for p, k in kinds.items() if k in bench.MODELLED_KINDS]
+            result["results"][name][str(budget)] = bench.measures(
+                run.episodes, modelled=modelled, against=against, n_resamples=args.resamples
+            )
+            result["runs"][f"{name}-{budget}"] = str(run.run_dir)
+            result["provenance"] = run.meta["provenance"]["warnings"]
+    bench.write(out, result)
+    print()
+    for line in result.get("provenance") or []:
+        print(f"PROVENANCE: {line}")
+    print()
+    print(bench.to_markdown(result))
+    print(
+        "exam score: right answers per exam of 3; accuracy: right / questions (unreached = wrong); regret: the "
+        "oracle's exam score minus the policy's on the same exams; gap closed: (policy - even split) / (oracle - "
+        "even split). [95% bootstrap intervals over exams.] oracle_allocation and uniform answer with the simulated "
+        f"solver under the curves ({curves.provenance})."
+        + (" Partial: only the first exams of each split." if result["partial"] else "")
+    )
+    print(f"benchmark: {out / 'benchmark.json'}, {out / 'benchmark.md'}")
+    return 1 if failed else 0
 
 
 def _calibrate(result: EvalResult, args: argparse.Namespace) -> None:

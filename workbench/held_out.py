@@ -276,6 +276,11 @@ def change_table(before: Sequence[dict], after: Sequence[dict], *, seed: int = 0
                 paired_ratio_difference(nb, db, na, da, seed=seed),
                 None,
             )
+            | {  # how many episodes hold such questions: what an interval that cannot be formed rests on
+                "before_with": sum(x > 0 for x in da),
+                "after_with": sum(x > 0 for x in db),
+                "both_with": sum(x > 0 and y > 0 for x, y in zip(da, db)),
+            }
         )
     tiers = sorted({t for r in a + b for s in _answered(r) if (t := _tier(s))}, key=_tier_order)
     per_episode = [(m, None, lab, v) for m, lab, v in MEAN_METRICS] + _tier_measures(a + b, tiers)
@@ -490,11 +495,22 @@ def _missing(x: float | None) -> bool:
     return x is None or (isinstance(x, float) and math.isnan(x))
 
 
-def _fmt(x: float | None, lo: float | None, hi: float | None, digits: int = 3) -> str:
+def _fmt(
+    x: float | None,
+    lo: float | None,
+    hi: float | None,
+    digits: int = 3,
+    *,
+    episodes: float | None = None,
+    where: str = "",
+) -> str:
     if _missing(x):
         return "-"
     if _missing(lo) or _missing(hi):
-        return f"{x:.{digits}g} (no interval)"
+        if episodes is None or _missing(episodes):
+            return f"{x:.{digits}g} (no interval)"
+        few = int(episodes)
+        return f"{x:.{digits}g} (no interval: only {few} episode{'' if few == 1 else 's'} with such questions{where})"
     return f"{x:.{digits}g} [{lo:.{digits}g}, {hi:.{digits}g}]"
 
 
@@ -508,9 +524,12 @@ def markdown(table: pd.DataFrame, *, before_step: int, after_step: int) -> str:
     for r in table.to_dict("records"):
         p = "-" if _missing(r["p_value"]) else f"{r['p_value']:.3g}"
         lines.append(
-            f"| {r['label']} | {_fmt(r['before'], r['before_ci_low'], r['before_ci_high'])} | "
-            f"{_fmt(r['after'], r['after_ci_low'], r['after_ci_high'])} | "
-            f"{_fmt(r['change'], r['change_ci_low'], r['change_ci_high'])} | {p} | {'yes' if r['changed'] else 'no'} |"
+            f"| {r['label']} | "
+            f"{_fmt(r['before'], r['before_ci_low'], r['before_ci_high'], episodes=r.get('before_with'))} | "
+            f"{_fmt(r['after'], r['after_ci_low'], r['after_ci_high'], episodes=r.get('after_with'))} | "
+            + _fmt(r["change"], r["change_ci_low"], r["change_ci_high"], episodes=r.get("both_with"), where=" in both")
+            + f" | {p} | "
+            f"{'yes' if r['changed'] else 'no'} |"
         )
     return head + "\n".join(lines) + "\n"
 

@@ -31,8 +31,20 @@ accuracy with its Wilson 95% interval and n, boxed and finished shares, median t
 ``curve_set.json`` (those curves with the table and the sweep's provenance: a file for
 ``reasoning_env/policies/curve_sets/``) and
 ``sweep.json`` (provenance: model, engine, cells and their options, counts, date, load, command; and the
-held-out check: measured accuracy per cell and cap with its Wilson 95% interval beside the fitted curve's
-prediction).
+held-out check, below).
+
+**How many questions.** ``--n`` is per cell; ``--precision H`` chooses it instead: the fewest questions whose
+Wilson 95% interval of an accuracy ``--expected-accuracy`` (default 0.5, the widest) is at most ``H`` either side
+(:func:`workbench.stats.questions_for_precision`: +-0.05 at 0.15 takes 196). The sweep prints, and ``sweep.json``
+records, what its ``n`` buys.
+
+**The held-out check** (``holdout_check``): the curve fitted on the ``fit`` split predicts every held-out question
+at every cap; the test compares the right answers over all of them with the predicted sum, its null being the
+simulated solver's model of nested verdicts (one uniform per question;
+:func:`workbench.stats.nested_calibration_check`), and prints its power beside it: the smallest factor by which the
+true accuracy could differ from the curve's and be caught 80% of the time (a check that cannot fail says so). The
+per-cell accuracies with their Wilson intervals stay in ``holdout_cells`` as a description, not a test: at n = 10 a
+cell any prediction from 0.06 to 0.28 lies inside every interval.
 """
 
 from __future__ import annotations
@@ -50,6 +62,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from workbench.stats import nested_calibration_check, precision_of, questions_for_precision
 from workbench.sweep_cells import build_cells, load_specs, select_questions
 from workbench.sweep_table import grade_rows, mode_name, summarise, to_markdown, wilson
 
@@ -86,6 +99,20 @@ def _parser() -> argparse.ArgumentParser:
         "--cell-by", choices=["type", "entry"], default="type", help="cells per (type, difficulty) or entry"
     )
     p.add_argument("--n", type=int, default=48, help="questions per cell, greedy")
+    p.add_argument(
+        "--precision",
+        type=float,
+        default=None,
+        help="choose --n instead: the fewest questions per cell whose Wilson 95%% interval of an accuracy "
+        "--expected-accuracy is at most this either side (e.g. 0.05)",
+    )
+    p.add_argument(
+        "--expected-accuracy",
+        dest="expected_accuracy",
+        type=float,
+        default=0.5,
+        help="the accuracy --precision is stated at (0.5: the widest interval)",
+    )
     p.add_argument(
         "--no-greedy", action="store_true", help="only the sampled answers (the greedy ones of a sweep ran)"
     )
@@ -152,6 +179,12 @@ def _engine_of(client: Any, base: str) -> dict:
 def main(argv: list[str] | None = None) -> int:
     """Command line; returns the exit status."""
     args = _parser().parse_args(argv)
+    if args.precision is not None:
+        try:
+            args.n = questions_for_precision(args.precision, args.expected_accuracy)
+        except ValueError as exc:
+            print(f"error: --precision: {exc}", file=sys.stderr)
+            return 2
     if args.refit:
         return _fit_and_report(Path(args.out), args, argv, None)
     if args.merge:
@@ -187,6 +220,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     jobs = _jobs(cells, args, temps)
+    print(_what_n_buys(args.n, args.expected_accuracy), flush=True)
     tok = AutoTokenizer.from_pretrained(resolved.ref)
     chat = ChatFormat(tok)
     eos = {tok.convert_tokens_to_ids("<|im_end|>"), tok.convert_tokens_to_ids("<|endoftext|>")}
@@ -207,6 +241,7 @@ def main(argv: list[str] | None = None) -> int:
     started = time.perf_counter()
     generation = _provenance(resolved.describe(), engine, cells, args, temps)
     generation["load_1min"] = [round(load_start, 2)]
+    generation["precision"] = _what_n_buys(args.n, args.expected_accuracy)
     generation["command"] = "python -m workbench.real_sweep " + shlex.join(sys.argv[1:] if argv is None else argv)
     (out / "sweep.json").write_text(json.dumps(generation, indent=2, default=str), encoding="utf-8")
     lock = threading.Lock()
@@ -275,6 +310,71 @@ def main(argv: list[str] | None = None) -> int:
         "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
     }
     return _fit_and_report(out, args, argv, generation)
+
+
+def _what_n_buys(n: int, p: float) -> str:
+    """One line: the Wilson 95% half-width of an accuracy measured on ``n`` questions of a cell."""
+    return (
+        f"{n} questions a cell: an accuracy near {p:g} is measured to +-{precision_of(n, p):.3f} (Wilson 95%), "
+        f"near 0.15 to +-{precision_of(n, 0.15):.3f}"
+    )
+
+
+def _holdout_check(curves: Any, held: Any) -> tuple[list[dict], dict | None]:
+    """Per-cell description (accuracy, Wilson interval, prediction) and the pooled test with its power
+    (:func:`workbench.stats.nested_calibration_check`) of the curves on the held-out rows."""
+    import numpy as np
+    import pandas as pd
+
+    def pred(cap: int, pt: str, d: Any) -> float:
+        return float(curves.p(int(cap), pt, d if pd.notna(d) else None))
+
+    cells = []
+    for (cell, cap), grp in held.groupby(["cell", "token_cap"]):
+        k, n = int(grp["correct"].sum()), len(grp)
+        lo, hi = wilson(k, n)
+        mean = sum(pred(cap, pt, d) for pt, d in zip(grp["problem_type"], grp["difficulty"])) / n
+        cells.append(
+            {
+                "cell": cell,
+                "token_cap": int(cap),
+                "n": n,
+                "accuracy": k / n,
+                "ci95": [round(lo, 4), round(hi, 4)],
+                "predicted": round(mean, 4),
+            }
+        )
+    if held.empty:
+        return cells, None
+    caps = sorted(int(c) for c in held["token_cap"].unique())
+    keys = ["question_id", "sample"] if "sample" in held else ["question_id"]
+    obs, prd = [], []
+    for _, grp in held.groupby(keys):
+        by_cap = dict(zip(grp["token_cap"].astype(int), grp["correct"].astype(float)))
+        if set(by_cap) != set(caps):
+            continue
+        first = grp.iloc[0]
+        obs.append([by_cap[c] for c in caps])
+        prd.append([pred(c, first["problem_type"], first["difficulty"]) for c in caps])
+    if not obs:
+        return cells, None
+    return cells, nested_calibration_check(np.array(prd), np.array(obs))
+
+
+def _format_check(check: dict) -> str:
+    """The held-out test and its power, in words."""
+    low, high = check["catches_low"], check["catches_high"]
+    catches = []
+    catches.append(
+        f"a true accuracy below {low:.2g}x the curve's" if low == low else "no over-prediction, however large"
+    )
+    catches.append(f"above {high:.2g}x the curve's" if high == high else "no under-prediction up to 16x")
+    return (
+        f"held-out check: {check['observed']} right answers over {check['questions']} questions x every cap, the "
+        f"curve predicted {check['expected']:.1f} (p = {check['p_value']:.3g}: "
+        f"{'passes' if check['passes'] else 'FAILS'}); it catches, with {check['power']:.0%} power, "
+        + " and ".join(catches)
+    )
 
 
 def _provenance(model: dict, engine: dict, cells: list, args: argparse.Namespace, temps: list[float]) -> dict:
@@ -415,7 +515,8 @@ def _fit_and_report(out: Path, args: argparse.Namespace, argv: list[str] | None,
     except CurveFitError as exc:
         curves = None
         meta["fit_error"] = f"{args.fit_mode} rows: {exc}"
-    check = []
+    cells: list[dict] = []
+    check = None
     if curves is not None:
         curves.source = (
             f"fitted to the real model {model} (vLLM {eng.get('engine_version', '?')} on {eng.get('device', 'cpu')}, "
@@ -424,27 +525,7 @@ def _fit_and_report(out: Path, args: argparse.Namespace, argv: list[str] | None,
             f"{meta.get('date', '')[:10]}; python -m workbench.real_sweep"
         )
         curves.save(out / "fitted_curves.json")
-        for (cell, cap), grp in rows[rows["split"] == "holdout"].groupby(["cell", "token_cap"]):
-            k, n = int(grp["correct"].sum()), len(grp)
-            lo, hi = wilson(k, n)
-            pred = (
-                sum(
-                    float(curves.p(int(cap), pt, d if pd.notna(d) else None))
-                    for pt, d in zip(grp["problem_type"], grp["difficulty"])
-                )
-                / n
-            )
-            check.append(
-                {
-                    "cell": cell,
-                    "token_cap": int(cap),
-                    "n": n,
-                    "accuracy": k / n,
-                    "ci95": [round(lo, 4), round(hi, 4)],
-                    "predicted": round(pred, 4),
-                    "within": bool(lo <= pred <= hi),
-                }
-            )
+        cells, check = _holdout_check(curves, rows[rows["split"] == "holdout"])
     greedy = df[(df["mode"] == "greedy") & (df.token_cap == caps[0])]
     meta.update(
         {
@@ -456,9 +537,13 @@ def _fit_and_report(out: Path, args: argparse.Namespace, argv: list[str] | None,
             "fit_mode": args.fit_mode,
             "curves_source": curves.source if curves is not None else None,
             "holdout_check": check,
-            "holdout_within": f"{sum(c['within'] for c in check)} of {len(check)} cells",
+            "holdout_cells": cells,
+            "precision": _what_n_buys(
+                int(greedy.groupby("cell").size().min()) if not greedy.empty else 0, args.expected_accuracy
+            ),
         }
     )
+    meta.pop("holdout_within", None)  # an older sweep's per-cell count: a check that could not fail
     cmd = "python -m workbench.real_sweep " + shlex.join(sys.argv[1:] if argv is None else list(argv))
     if meta.setdefault("command", cmd) != cmd:
         meta["tabulated_by"] = cmd
@@ -477,6 +562,8 @@ def _fit_and_report(out: Path, args: argparse.Namespace, argv: list[str] | None,
                     "load_1min",
                     "answers",
                     "command",
+                    "holdout_check",
+                    "precision",
                 )
                 if k in meta
             },
@@ -485,7 +572,9 @@ def _fit_and_report(out: Path, args: argparse.Namespace, argv: list[str] | None,
     print(to_markdown(table))
     if curves is not None:
         print(f"curves: {curves.source}")
-        print(f"held-out check: {meta['holdout_within']} within their 95% interval; {out}")
+        print(_format_check(check) if check else "held-out check: no held-out question answered at every cap")
+        print(meta["precision"])
+        print(f"records: {out}")
     else:
         print(f"no curves fitted ({meta['fit_error']}); table in {out}")
     return 0

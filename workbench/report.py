@@ -260,7 +260,10 @@ def build_report(
         prov = analysis.provenance_line(meta.get("provenance"))
         if prov:
             parts.append(f"<p class='meta'>{html.escape(prov)}</p>")
-        parts.append(_table(summary, _MAIN))
+        shown, blanked = analysis.model_free(summary)
+        parts.append(_table(shown, _MAIN))
+        if blanked:
+            parts.append(f"<p class='note'>{html.escape(analysis.model_free_note(blanked))}</p>")
         parts.append(
             "<p class='meta'>Under each value: its 95% bootstrap interval over episodes "
             "(ratios such as accuracy resample each "
@@ -281,6 +284,13 @@ def build_report(
         parts.append("<h3>Reward components (mean per episode)</h3>" + _table(summary, _COMPONENTS, intervals=False))
         parts.append("<h2>Can the policies be told apart?</h2>")
         parts.append(_comparisons(comparisons, summary))
+        if meta.get("curve_sensitivity"):
+            parts.append("<h2>Does the ranking survive other solver curves?</h2>")
+            parts.append(
+                "<pre class='meta'>"
+                + html.escape(analysis.format_curve_sensitivity(meta["curve_sensitivity"]))
+                + "</pre>"
+            )
         parts.append("<h2>Budget and frontier</h2>")
         sweep = "budget_ratio" in summary and summary["budget_ratio"].nunique(dropna=True) > 1
         if sweep:

@@ -47,6 +47,11 @@ __all__ = [
     "paired_difference",
     "ratio_interval",
     "sign_flip_p_value",
+    "wilson",
+    "questions_for_precision",
+    "precision_of",
+    "nested_calibration_check",
+    "share_of_gap",
 ]
 
 #: Default confidence level of every interval shown to users.
@@ -448,3 +453,154 @@ def holm_adjust(p_values: Sequence[float]) -> np.ndarray:
         running = max(running, min(1.0, (m - rank) * p[i]))
         out[i] = running
     return out
+
+
+def _share(gain: np.ndarray, gap: np.ndarray, axis: int = -1) -> np.ndarray:
+    g = np.mean(gap, axis=axis)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(g > 0, np.mean(gain, axis=axis) / np.where(g > 0, g, 1), np.nan)
+
+
+def share_of_gap(
+    gain: Sequence[float],
+    gap: Sequence[float],
+    *,
+    confidence: float = CONFIDENCE,
+    n_resamples: int = N_RESAMPLES,
+    seed: int = 0,
+) -> Interval:
+    """``mean(gain) / mean(gap)`` over the same episodes with its paired bootstrap interval: e.g. the share of the
+    gap between an even split and the oracle that a policy closes (gain: policy - even split per episode; gap:
+    oracle - even split). Per-episode values may be negative (unlike :func:`ratio_interval`'s denominators);
+    resamples whose mean gap is not positive are undefined, so the interval is the percentile one when BCa fails.
+
+    Raises:
+        ValueError: lengths differ, empty input, NaN, or a mean gap that is not positive.
+    """
+    check_bootstrap_arguments(confidence, n_resamples)
+    a, b = _as_array(gain, "gain"), _as_array(gap, "gap")
+    if a.shape != b.shape or a.size == 0:
+        raise ValueError(f"share_of_gap needs the same, non-empty episodes ({a.size} vs {b.size} values)")
+    if b.mean() <= 0:
+        raise ValueError("the mean gap is not positive: its share is undefined")
+    return _bootstrap(
+        (a, b), _share, float(a.mean() / b.mean()), confidence=confidence, n_resamples=n_resamples, seed=seed
+    )
+
+
+# ----------------------------------------------------------------------------- binomial precision
+def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
+    """Wilson score interval of ``k`` successes in ``n`` trials (``(0, 1)`` when ``n`` is 0)."""
+    if n == 0:
+        return (0.0, 1.0)
+    p = k / n
+    den = 1 + z * z / n
+    mid = (p + z * z / (2 * n)) / den
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / den
+    return (max(0.0, mid - half), min(1.0, mid + half))
+
+
+def precision_of(n: int, p: float = 0.5, *, confidence: float = CONFIDENCE) -> float:
+    """Half-width of the Wilson ``confidence`` interval of an accuracy ``p`` measured on ``n`` questions (what
+    ``n`` buys; at ``p`` 0.5 the widest). NaN when ``n`` is 0."""
+    if n <= 0:
+        return math.nan
+    z = _z(1 - (1 - confidence) / 2)
+    return z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+
+
+def questions_for_precision(half_width: float, p: float = 0.5, *, confidence: float = CONFIDENCE) -> int:
+    """Smallest number of questions whose Wilson ``confidence`` interval of an accuracy ``p`` is at most
+    ``half_width`` either side (e.g. 196 for +-0.05 at p 0.15).
+
+    Raises:
+        ValueError: ``half_width`` not in (0, 0.5] or ``p`` not in [0, 1].
+    """
+    if not 0 < half_width <= 0.5 or not 0 <= p <= 1:
+        raise ValueError(f"need 0 < half_width <= 0.5 and 0 <= p <= 1, got {half_width!r}, {p!r}")
+    n = 1
+    while precision_of(n, p, confidence=confidence) > half_width:
+        n = n * 2
+    lo = n // 2 + 1 if n > 1 else 1
+    while lo < n:  # the half-width shrinks with n: bisect for the first n that reaches it
+        mid = (lo + n) // 2
+        if precision_of(mid, p, confidence=confidence) <= half_width:
+            n = mid
+        else:
+            lo = mid + 1
+    return n
+
+
+# ----------------------------------------------------------------------------- calibration check
+def _nested_counts(pred: np.ndarray, u: np.ndarray) -> np.ndarray:
+    """Per draw: the right answers over every question and length when one uniform per question answers every
+    length (``u < p``), for ``u`` of shape ``(draws, questions)``."""
+    total = np.zeros(u.shape[0])
+    for i, row in enumerate(pred):
+        ordered = np.sort(row)
+        total += len(ordered) - np.searchsorted(ordered, u[:, i], side="right")
+    return total
+
+
+def nested_calibration_check(
+    predicted: np.ndarray,
+    observed: np.ndarray,
+    *,
+    n_sims: int = 20_000,
+    seed: int = 0,
+    alpha: float = 1 - CONFIDENCE,
+    power: float = 0.8,
+) -> dict:
+    """Does a curve predict held-out accuracy? A test of the total right answers, with its power.
+
+    One question is answered once and graded at every length (cap), so its verdicts are nested: the model of the
+    simulated solver (one uniform ``u`` per question, right at length ``c`` iff ``u < p_c``) is the test's null,
+    which is also the most correlated case and so gives the widest spread. The statistic is the observed right
+    answers over every question and length minus the predicted ones; its two-sided p-value comes from ``n_sims``
+    draws of ``u``. The power: the factors ``r`` by which the true accuracy could differ from the prediction
+    (every ``p`` times ``r``, at most 1) and still be caught with probability ``power``, the smallest misfit the
+    check would catch each way (NaN where even ``r`` 1/16 or 16 is not caught).
+
+    Args:
+        predicted: ``(questions, lengths)`` predicted probabilities.
+        observed: ``(questions, lengths)`` verdicts (0/1).
+
+    Returns:
+        ``{"questions", "observed", "expected", "p_value", "passes", "catches_low", "catches_high", "sims",
+        "method"}``: ``catches_low`` is the largest factor below 1 (true accuracy that share of the prediction)
+        and ``catches_high`` the smallest factor above 1 that the check detects with ``power``.
+    """
+    pred = np.clip(np.asarray(predicted, dtype=float), 0.0, 1.0)
+    obs = np.asarray(observed, dtype=float)
+    if pred.shape != obs.shape or pred.ndim != 2 or pred.shape[0] == 0:
+        raise ValueError(
+            f"predicted and observed must be the same (questions, lengths) shape, got {pred.shape}, {obs.shape}"
+        )
+    rng = np.random.default_rng(seed)
+    u = rng.random((n_sims, pred.shape[0]))
+    expected = float(pred.sum())
+    null = _nested_counts(pred, u).astype(float) - expected
+    stat = float(obs.sum()) - expected
+    p_value = float((np.sum(np.abs(null) >= abs(stat) - 1e-9) + 1) / (n_sims + 1))
+    critical = float(np.quantile(np.abs(null), 1 - alpha))
+
+    def caught(r: float) -> float:
+        sims = _nested_counts(np.minimum(1.0, pred * r), u).astype(float) - expected
+        return float(np.mean(np.abs(sims) > critical))
+
+    grid = np.exp(np.linspace(0, math.log(16), 25))[1:]
+    high = next((float(r) for r in grid if caught(r) >= power), math.nan)
+    low = next((float(1 / r) for r in grid if caught(1 / r) >= power), math.nan)
+    return {
+        "questions": int(pred.shape[0]),
+        "observed": int(round(obs.sum())),
+        "expected": round(expected, 3),
+        "p_value": p_value,
+        "passes": bool(p_value >= alpha),
+        "catches_low": low,
+        "catches_high": high,
+        "power": power,
+        "sims": n_sims,
+        "method": "right answers over every held-out question and length vs the curve's sum; null: one uniform per "
+        "question answers every length (nested verdicts), simulated",
+    }

@@ -7,25 +7,15 @@ Each answer (token ids, as the model wrote them) is graded on its first ``k`` to
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
+
+from workbench.stats import wilson
 
 __all__ = ["BOX", "grade_rows", "mode_name", "summarise", "to_markdown", "wilson"]
 
 #: What counts as a boxed answer: the text holds LaTeX's ``\boxed``.
 BOX = "\\boxed"
-
-
-def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
-    """Wilson score interval of ``k`` successes in ``n`` trials (``(0, 1)`` when ``n`` is 0)."""
-    if n == 0:
-        return (0.0, 1.0)
-    p = k / n
-    den = 1 + z * z / n
-    mid = (p + z * z / (2 * n)) / den
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / den
-    return (max(0.0, mid - half), min(1.0, mid + half))
 
 
 def mode_name(temperature: float) -> str:
@@ -77,7 +67,8 @@ def summarise(rows: Iterable[dict]) -> list[dict]:
     Each record: ``cell``, ``problem_type``, ``difficulty``, ``mode``, ``token_cap``, ``n`` (answers),
     ``questions``, ``samples_per_question``, ``correct``, ``accuracy``, ``ci95`` (Wilson, over the ``n``
     answers: with several samples per question they are not independent, so it is narrower than a
-    question-clustered interval), ``boxed``, ``finished`` (shares), ``median_tokens`` (within the cap).
+    question-clustered interval), ``boxed``, ``finished`` (shares; ``boxed`` None for rows of a sweep that did not
+    record it), ``median_tokens`` (within the cap).
     """
     groups: dict[tuple, list[dict]] = {}
     order: list[str] = []
@@ -112,7 +103,7 @@ def summarise(rows: Iterable[dict]) -> list[dict]:
                 "correct": k,
                 "accuracy": round(k / n, 4),
                 "ci95": [round(lo, 4), round(hi, 4)],
-                "boxed": round(sum(bool(r["boxed"]) for r in grp) / n, 4),
+                "boxed": round(sum(bool(r["boxed"]) for r in grp) / n, 4) if "boxed" in grp[0] else None,
                 "finished": round(sum(bool(r["finished"]) for r in grp) / n, 4),
                 "median_tokens": median,
             }
@@ -130,7 +121,8 @@ def to_markdown(table: Sequence[dict]) -> str:
     lines = [
         f"| {r['cell']} | {r['mode']} | {r['token_cap']} "
         f"| {r['n']} ({r['questions']} x {r['samples_per_question']:g}) "
-        f"| {r['accuracy']:.2f} [{r['ci95'][0]:.2f}-{r['ci95'][1]:.2f}] | {r['boxed']:.2f} | {r['finished']:.2f} "
+        f"| {r['accuracy']:.2f} [{r['ci95'][0]:.2f}-{r['ci95'][1]:.2f}] "
+        f"| {'-' if r['boxed'] is None else format(r['boxed'], '.2f')} | {r['finished']:.2f} "
         f"| {r['median_tokens']:g} |"
         for r in table
     ]

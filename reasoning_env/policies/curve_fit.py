@@ -12,13 +12,21 @@ Model (per group of rows: a problem-type family, or one exact problem type)::
 (``ceiling="fit"``, the default) or held at a given value. The Bernoulli log-likelihood is
 maximised by Fisher scoring (with floor 0 and a fixed ceiling 1 this is logistic regression).
 
-Uncertainty: the covariance of ``(a, b, c, ceiling)`` is the inverse Fisher information at the
+Intervals: every parameter's 95% interval is its **profile likelihood**'s (SciPy's bounded truncated Newton, TNC,
+maximises the others at each value; the bounds are where twice the log-likelihood drop reaches 3.84, chi^2_1's 95%
+point), searched over :data:`PROFILE_LIMITS`: a parameter whose profile stays flat to an end of that range is
+reported unbounded there and **not identified** (e.g. ``k`` when caps a factor 2 apart cannot say how steep the
+curve is between them). The profile treats rows as independent; verdicts of one question at several caps are
+correlated, so these intervals are if anything too narrow. The fitted curve holds its value past the largest length
+measured (``measured_up_to``): nothing is predicted there.
+
+Standard errors: the covariance of ``(a, b, c, ceiling)`` is the inverse Fisher information at the
 optimum, or, when rows come in clusters (``clusters``: e.g. one question answered at several caps
 of a calibration sweep, whose verdicts are correlated), the cluster-robust sandwich
 ``I^-1 (sum_g s_g s_g^T) I^-1 * G / (G - 1)`` with ``s_g`` the score summed over cluster ``g``
 (Liang & Zeger 1986; the ordinary standard errors would be too small). Standard errors of ``k``,
-``t50`` and ``growth`` follow by the delta method, and 95% Wald intervals are taken on the log
-scale for ``t50`` and ``growth`` (they are positive).
+``t50`` and ``growth`` follow by the delta method (``se``; the Wald intervals they would give are not reported:
+on the shipped real-model sweep they were far narrower than the likelihood allows).
 Goodness of fit: deviance, McFadden's pseudo-R^2 (1 - ll / ll_null) and the Hosmer-Lemeshow
 test over deciles of the fitted probability (chi^2 with g - 2 degrees of freedom; Hosmer &
 Lemeshow, *Applied Logistic Regression*, 2000, sec. 5.2.2), with the calibration table of those
@@ -60,11 +68,14 @@ class Estimate:
     low: float = math.nan
     high: float = math.nan
     identified: bool = True
+    interval: str = "wald"
 
     def __str__(self) -> str:
-        if not self.identified or math.isnan(self.se):
-            return f"{self.value:.4g} (not estimated)"
-        return f"{self.value:.4g} ± {self.se:.2g} [{self.low:.4g}, {self.high:.4g}]"
+        if math.isnan(self.low) and math.isnan(self.high):
+            return f"{self.value:.4g} (held, not estimated)"
+        se = "" if math.isnan(self.se) else f" ± {self.se:.2g}"
+        flag = "" if self.identified else "  NOT IDENTIFIED"
+        return f"{self.value:.4g}{se} [{self.low:.4g}, {self.high:.4g}] ({self.interval}){flag}"
 
 
 @dataclass
@@ -97,6 +108,8 @@ class CurveFit:
     calibration: list[dict[str, float]]
     unidentified: list[str] = field(default_factory=list)
     clusters: int | None = None
+    loglik_max: float | None = None
+    measured_up_to: float | None = None
 
     @property
     def deviance(self) -> float:
@@ -135,6 +148,13 @@ def format_fit(fit: dict[str, Any]) -> str:
         f"Hosmer-Lemeshow chi2 {hl['statistic']:.2f} "
         f"(df {hl['df']:.0f}, p = {hl['p_value']:.3g})"
     )
+    if fit.get("loglik_max") is not None and fit["loglik_max"] > fit["loglik"] + 1e-3:
+        lines.append(
+            f"  log-likelihood {fit['loglik']:.3f}; the profile search met {fit['loglik_max']:.3f} elsewhere "
+            "(a flat ridge: the intervals above are measured from that maximum)"
+        )
+    if fit.get("measured_up_to"):
+        lines.append(f"  measured up to {fit['measured_up_to']:g} tokens: no prediction past it (held at its value)")
     lines.extend(f"  not identified: {u}" for u in fit.get("unidentified") or [])
     return "\n".join(lines)
 
@@ -255,6 +275,132 @@ def _hosmer_lemeshow(
             stat += (obs - exp) ** 2 / denom
     df = max(1, len(bins) - 2)
     return {"statistic": float(stat), "df": float(df), "p_value": float(_st.chi2.sf(stat, df))}, table
+
+
+#: Search range of each parameter's profile (natural units): an interval that reaches an end is unbounded there.
+PROFILE_LIMITS = {"k": (0.05, 1000.0), "t50": (1e-2, 1e7), "growth": (0.02, 50.0)}
+_CHI2_95 = float(_st.chi2.ppf(0.95, 1))
+
+
+def _profile(
+    lx: np.ndarray,
+    d: np.ndarray,
+    y: np.ndarray,
+    *,
+    start: dict[str, float],
+    vary_d: bool,
+    free_c: bool,
+    floor: float,
+) -> tuple[dict[str, tuple[float, float, bool, bool]], float]:
+    """Profile-likelihood 95% intervals of ``k``, ``ln t50``, ``ln growth`` and the ceiling (SciPy's bounded
+    truncated Newton, TNC, maximises the other parameters at each value; the bounds are where
+    ``2 (ll_max - ll_profile)`` reaches chi^2_1's 95% point, 3.84, found by Brent's method). The rows count as
+    independent here.
+
+    Returns ``({name: (low, high, bounded_low, bounded_high)}, ll_max)`` on the natural scale (``t50`` at the
+    level of ``d[0]`` when ``vary_d`` is False), where ``ll_max`` is the largest log-likelihood met, which can
+    exceed the scoring fit's on a flat ridge.
+    """
+    from scipy.optimize import brentq, minimize
+
+    names = ["k", "t50"] + (["growth"] if vary_d else []) + (["ceiling"] if free_c else [])
+    lim = {n: tuple(math.log(v) for v in PROFILE_LIMITS[n]) for n in ("k", "t50", "growth")}
+    lim["ceiling"] = (floor + 1e-4, 1.0)
+    bounds = [lim[n] for n in names]
+    x0 = np.array(
+        [
+            math.log(start["k"]),
+            math.log(start["t50"]),
+            *([math.log(start["growth"])] if vary_d else []),
+            *([start["ceiling"]] if free_c else []),
+        ]
+    )
+    x0 = np.clip(x0, [b[0] for b in bounds], [b[1] for b in bounds])
+    dm1 = d - 1.0
+    fixed_c = start["ceiling"]
+
+    def nll(v: np.ndarray) -> tuple[float, np.ndarray]:
+        k = math.exp(v[0])
+        w = lx - v[1] - (v[2] * dm1 if vary_d else 0.0)
+        z = np.clip(k * w, -60, 60)
+        c = v[-1] if free_c else fixed_c
+        sig = 1.0 / (1.0 + np.exp(-z))
+        p = np.clip(floor + (c - floor) * sig, 1e-12, 1 - 1e-12)
+        value = -float(np.sum(y * np.log(p) + (1 - y) * np.log(1 - p)))
+        dl = -(y / p - (1 - y) / (1 - p))  # d nll / dp per row
+        dz = dl * (c - floor) * sig * (1 - sig)
+        grad = [float(np.sum(dz * k * w)), float(np.sum(dz * -k))]
+        if vary_d:
+            grad.append(float(np.sum(dz * -k * dm1)))
+        if free_c:
+            grad.append(float(np.sum(dl * sig)))
+        return value, np.array(grad)
+
+    def fit(v0: np.ndarray, fixed: int | None = None, value: float = 0.0) -> tuple[float, np.ndarray]:
+        """Maximise over every parameter but ``fixed`` (held at ``value``), from ``v0`` and from the scoring
+        fit (a start far up a flat ridge has no gradient back), keeping the better."""
+        free = [i for i in range(len(v0)) if i != fixed]
+        best_fun, best_v = math.inf, v0
+        for start in (v0, x0):
+            full = start.copy()
+            if fixed is not None:
+                full[fixed] = value
+
+            def f(w: np.ndarray, full: np.ndarray = full) -> tuple[float, np.ndarray]:
+                full[free] = w
+                val, g = nll(full)
+                return val, g[free]
+
+            res = minimize(f, full[free], jac=True, method="TNC", bounds=[bounds[i] for i in free])
+            if float(res.fun) < best_fun:
+                full[free] = res.x
+                best_fun, best_v = float(res.fun), full.copy()
+            if start is x0 or np.allclose(v0, x0):
+                break
+        return best_fun, best_v
+
+    best, v_hat = nll(x0)[0], x0
+    for factor in (1.0, 4.0, 20.0):  # a flat ridge towards a steeper curve is common: start up it too
+        trial = x0.copy()
+        trial[0] = min(bounds[0][1], trial[0] + math.log(factor))
+        got, v = fit(trial)
+        if got < best:
+            best, v_hat = got, v
+    steps = {"k": 0.1, "t50": 0.05, "growth": 0.05, "ceiling": 0.01}
+    out: dict[str, tuple[float, float, bool, bool]] = {}
+    for j, name in enumerate(names):
+        ends = []
+        for sign in (-1.0, 1.0):
+            edge = bounds[j][0] if sign < 0 else bounds[j][1]
+            inside, v_in, step, found = float(v_hat[j]), v_hat, steps[name], None
+            while True:
+                val = float(np.clip(v_hat[j] + sign * step, *bounds[j]))
+                val_nll, v_at = fit(v_in, j, val)
+                best = min(best, val_nll)
+                if 2 * (val_nll - best) > _CHI2_95:
+                    start_v = v_in
+
+                    def excess(x: float, start_v: np.ndarray = start_v, j: int = j, ref: float = best) -> float:
+                        return 2 * (fit(start_v, j, x)[0] - ref) - _CHI2_95
+
+                    lo, hi = sorted((inside, val))
+                    found = float(brentq(excess, lo, hi, xtol=2e-3)) if excess(inside) < 0 else inside
+                    break
+                if val == edge:
+                    break
+                inside, v_in, step = val, v_at, step * 2
+            ends.append((found if found is not None else edge, found is not None))
+        (lo_v, lo_ok), (hi_v, hi_ok) = ends
+        if name == "ceiling":
+            out[name] = (lo_v, hi_v, lo_ok, hi_ok or hi_v >= 1.0)
+        else:
+            out[name] = (
+                0.0 if not lo_ok else math.exp(lo_v),
+                math.inf if not hi_ok else math.exp(hi_v),
+                lo_ok,
+                hi_ok,
+            )
+    return out, -best
 
 
 def fit_group(
@@ -383,7 +529,30 @@ def fit_group(
             f"fit diverged (k={a:.3g}, t50={t50:.3g}, growth={growth:.3g}): the rows are probably perfectly separable"
         )
     k_est = Estimate(a, se_a, a - _Z95 * se_a, a + _Z95 * se_a)
-    curve = Curve(k=a, t50=t50, growth=growth, ceiling=float(C), floor=floor)
+    free_c = ceiling_est.identified
+    scale = 1.0 if vary_d else float(growth) ** (float(d[0]) - 1.0)
+    prof, ll_max = _profile(
+        lx,
+        d,
+        y,
+        start={"k": a, "t50": t50 * scale, "growth": growth, "ceiling": float(C)},
+        vary_d=vary_d,
+        free_c=free_c,
+        floor=floor,
+    )
+    estimates = {"k": k_est, "t50": t50_est, "growth": growth_est, "ceiling": ceiling_est}
+    for name, (lo, hi, lo_ok, hi_ok) in prof.items():
+        e = estimates[name]
+        if name == "t50":
+            lo, hi = lo / scale, hi / scale
+        estimates[name] = Estimate(e.value, e.se, lo, hi, identified=lo_ok and hi_ok, interval="profile")
+        if not (lo_ok and hi_ok):
+            side = " and ".join(w for w, ok in (("below", lo_ok), ("above", hi_ok)) if not ok)
+            unidentified.append(
+                f"{name}: the profile likelihood does not bound it from {side} (95% interval [{lo:.4g}, {hi:.4g}]): "
+                f"the rows cannot say what it is there; {e.value:.4g} is one point of that range"
+            )
+    curve = Curve(k=a, t50=t50, growth=growth, ceiling=float(C), floor=floor, measured_up_to=float(np.max(x)))
     p_hat = _model(X, beta, C, floor)[0]
     ybar = float(y.mean())
     hl, table = _hosmer_lemeshow(y, p_hat)
@@ -393,12 +562,14 @@ def fit_group(
         n_correct=int(y.sum()),
         x=x_name,
         clusters=None if clusters is None else int(len(np.unique(clusters))),
-        estimates={"k": k_est, "t50": t50_est, "growth": growth_est, "ceiling": ceiling_est},
+        estimates=estimates,
         floor=float(floor),
         loglik=_loglik(y, p_hat),
         null_loglik=_loglik(y, np.full(n, ybar)),
         hosmer_lemeshow=hl,
         calibration=table,
         unidentified=unidentified,
+        loglik_max=ll_max,
+        measured_up_to=float(np.max(x)),
     )
     return curve, report

@@ -56,6 +56,7 @@ from typing import Any
 
 import numpy as np
 
+from reasoning_env.errors import UnmeasuredProblemTypeError
 from reasoning_env.policies.curve_fit import CurveFitError
 
 __all__ = [
@@ -110,6 +111,9 @@ class Curve:
         growth: Factor by which ``t50`` grows per difficulty level (> 0).
         ceiling: Accuracy approached with unlimited tokens (0 < ceiling <= 1).
         floor: Accuracy with no tokens (guessing), 0 <= floor < ceiling.
+        measured_up_to: The largest length the curve was measured at (a fitted curve's largest cap), or
+            ``None`` (hand-chosen). Past it :meth:`p` holds the value there: nothing is predicted where nothing
+            was measured.
 
     Raises:
         ValueError: a parameter is out of range.
@@ -120,6 +124,7 @@ class Curve:
     growth: float = 2.0
     ceiling: float = 0.95
     floor: float = 0.0
+    measured_up_to: float | None = None
 
     def __post_init__(self) -> None:
         for name in ("k", "t50", "growth"):
@@ -128,6 +133,8 @@ class Curve:
                 raise ValueError(f"curve {name} must be a finite number > 0, got {v!r}")
         if not (0.0 <= self.floor < self.ceiling <= 1.0):
             raise ValueError(f"curve needs 0 <= floor < ceiling <= 1, got floor={self.floor}, ceiling={self.ceiling}")
+        if self.measured_up_to is not None and not (math.isfinite(self.measured_up_to) and self.measured_up_to > 0):
+            raise ValueError(f"curve measured_up_to must be a length > 0 or None, got {self.measured_up_to!r}")
 
     def t50_at(self, difficulty: float) -> float:
         """Mid-point length (tokens) at ``difficulty``: ``t50 * growth ** (difficulty - 1)``."""
@@ -136,6 +143,8 @@ class Curve:
     def p(self, tokens: float | np.ndarray, difficulty: float) -> float | np.ndarray:
         """Probability of a correct answer with ``tokens`` tokens (scalar or array) at ``difficulty``."""
         t = np.asarray(tokens, dtype=float)
+        if self.measured_up_to is not None:
+            t = np.minimum(t, self.measured_up_to)
         with np.errstate(divide="ignore"):
             z = self.k * (np.log(np.maximum(t, 1e-300)) - math.log(self.t50_at(difficulty)))
         out = self.floor + (self.ceiling - self.floor) / (1.0 + np.exp(-np.clip(z, -60, 60)))
@@ -143,13 +152,15 @@ class Curve:
         return float(out) if np.ndim(out) == 0 else out
 
     def tokens_for(self, p: float, difficulty: float) -> float:
-        """Tokens needed to reach accuracy ``p`` (inverse of :meth:`p`; ``inf`` at or above the ceiling)."""
+        """Tokens needed to reach accuracy ``p`` (inverse of :meth:`p`; ``inf`` at or above the ceiling, or past
+        the largest length measured)."""
         if p <= self.floor:
             return 0.0
         if p >= self.ceiling:
             return math.inf
         q = (p - self.floor) / (self.ceiling - self.floor)
-        return self.t50_at(difficulty) * math.exp(math.log(q / (1 - q)) / self.k)
+        t = self.t50_at(difficulty) * math.exp(math.log(q / (1 - q)) / self.k)
+        return math.inf if self.measured_up_to is not None and t > self.measured_up_to else t
 
 
 FAMILIES = ("GSM", "MATH", "NuminaMath-TIR", "reasoning_gym", "other")
@@ -187,6 +198,14 @@ def problem_family(problem_type: str | None) -> str:
     return "other"
 
 
+def _curve_dict(curve: Curve) -> dict[str, Any]:
+    """A curve's parameters for JSON (``measured_up_to`` only when set)."""
+    d = asdict(curve)
+    if d.get("measured_up_to") is None:
+        d.pop("measured_up_to", None)
+    return d
+
+
 def _get(row: Any, key: str, default: Any = None) -> Any:
     if isinstance(row, Mapping):
         return row.get(key, default)
@@ -202,6 +221,9 @@ class SolverCurves:
         types: exact problem type -> :class:`Curve` (overrides the family; e.g. from a per-type fit).
         default_difficulty: family -> level used when a question has no difficulty label.
         source: Where the curves came from (``"defaults"`` or a fit description).
+        covers: The families a fit measured (``None``: every family has a curve it may use, as the defaults and
+            a pooled fit do). A problem type of another family, not named in :attr:`types`, is refused
+            (:class:`~reasoning_env.errors.UnmeasuredProblemTypeError`) rather than given a hand-chosen default.
     """
 
     families: dict[str, Curve] = field(default_factory=lambda: dict(DEFAULT_CURVES))
@@ -209,6 +231,7 @@ class SolverCurves:
     default_difficulty: dict[str, int] = field(default_factory=lambda: dict(DEFAULT_DIFFICULTY))
     source: str = "defaults"
     fits: dict[str, dict] = field(default_factory=dict)
+    covers: list[str] | None = None
 
     @classmethod
     def single(cls, curve: Curve, *, default_difficulty: int = 3, source: str = "one curve") -> SolverCurves:
@@ -240,6 +263,13 @@ class SolverCurves:
         if problem_type and problem_type in self.types:
             return self.types[problem_type]
         fam = problem_family(problem_type)
+        if self.covers is not None and fam not in self.covers:
+            raise UnmeasuredProblemTypeError(
+                f"the curve set ({self.source}) was measured on the families {', '.join(self.covers)}"
+                + (f" and the types {', '.join(sorted(self.types))}" if self.types else "")
+                + f", not on {problem_type!r} (family {fam}): measure it (workbench.real_sweep) or use a curve set "
+                "that covers it"
+            )
         return self.families.get(fam) or self.families.get("other") or DEFAULT_CURVES["other"]
 
     def difficulty_for(self, problem_type: str | None, difficulty: float | None) -> float:
@@ -270,9 +300,10 @@ class SolverCurves:
         return {
             "formula": "p = floor + (ceiling - floor) * sigmoid(k * (ln t - ln(t50 * growth**(d-1))))",
             "source": self.source,
-            "families": {k: asdict(v) for k, v in self.families.items()},
-            "types": {k: asdict(v) for k, v in self.types.items()},
+            "families": {k: _curve_dict(v) for k, v in self.families.items()},
+            "types": {k: _curve_dict(v) for k, v in self.types.items()},
             "default_difficulty": dict(self.default_difficulty),
+            **({"covers": list(self.covers)} if self.covers is not None else {}),
             **({"fits": self.fits} if self.fits else {}),
         }
 
@@ -294,6 +325,7 @@ class SolverCurves:
             default_difficulty=dd,
             source=str(data.get("source", "file")),
             fits=dict(data.get("fits") or {}),
+            covers=None if data.get("covers") is None else [str(c) for c in data["covers"]],
         )
 
     def save(self, path: str | Path) -> None:
@@ -468,13 +500,24 @@ class SolverCurves:
                     continue
                 types[t] = cur
                 fits[rep.group] = rep.to_dict()
+        covers: list[str] | None = sorted(set(groups) | set(base.covers or []))
+        if len(groups) > 1 and not per_family:  # one pooled curve: the calibrated family for every type
+            fams = {f: pooled() for f in sorted(set(FAMILIES) | set(fams))}
+            covers = None
         src = (
             f"fit: {n} rows, families {groups}"
             + (", per type" if per == "type" else "")
             + f", length {x}"
             + (f"; {'; '.join(notes)}" if notes else "")
         )
-        return cls(families=fams, types=types, default_difficulty=dict(base.default_difficulty), source=src, fits=fits)
+        return cls(
+            families=fams,
+            types=types,
+            default_difficulty=dict(base.default_difficulty),
+            source=src,
+            fits=fits,
+            covers=covers,
+        )
 
 
 def _rows_to_arrays(

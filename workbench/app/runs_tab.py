@@ -33,6 +33,7 @@ import gradio as gr
 import pandas as pd
 
 from workbench import compare, plots
+from workbench.analysis import MODEL_BASED, model_free, not_modelled
 from workbench.app.common import AppContext, marks_on, status_line, user_errors
 from workbench.held_out import runs_allocation
 
@@ -142,40 +143,26 @@ def _shown(runs: compare.RunSet, policies: Sequence[str] | None) -> list[str]:
     return chosen or available
 
 
-#: Policy kinds whose answers the solver curves do not model (a person in Play, a real model).
-NOT_MODELLED_KINDS = ("human", "llm")
-#: The note beside a table where such rows leave the expected accuracy blank.
+#: The note beside a table where such rows leave the curve-based figures blank.
 NOT_MODELLED_NOTE = (
-    "*exp. accuracy* is blank for a person's (Play) or a real model's answers: it is the simulated "
-    "solver's expectation at the tokens spent, which describes neither; read their accuracy column."
+    "*exp. accuracy* and *regret* are blank for a person's (Play) or a real model's answers: they are the "
+    "simulated solver's expectation at the tokens spent, which describes neither; read their accuracy column."
 )
-
-
-def not_modelled(summary: pd.DataFrame) -> pd.Series:
-    """Rows whose policy is a person or a real model (:data:`NOT_MODELLED_KINDS`, or the Play
-    tab's ``human`` policy name)."""
-    kind = summary["kind"].astype(str) if "kind" in summary else pd.Series("", index=summary.index)
-    name = summary["policy"].astype(str).str.rsplit(":", n=1).str[-1] if "policy" in summary else kind
-    return kind.isin(NOT_MODELLED_KINDS) | (name == "human")
 
 
 def _display_table(summary: pd.DataFrame) -> pd.DataFrame:
     """The summary for the Dataframe component: each metric of :data:`_WITH_CI` as
-    ``"value [low, high]"``, other floats rounded, interval columns folded in; the expected
-    accuracy blank for a person's or a real model's rows (:func:`not_modelled`)."""
-    table = summary.copy()
+    ``"value [low, high]"``, other floats rounded, interval columns folded in; the curve-based
+    figures (expected accuracy, regret) blank for a person's or a real model's rows (:func:`not_modelled`)."""
+    table, _ = model_free(summary)
     blank = not_modelled(table)
-    if blank.any():
-        for col in ("expected_accuracy", "expected_accuracy_ci_low", "expected_accuracy_ci_high"):
-            if col in table:
-                table[col] = table[col].astype(float).where(~blank)
     for metric, fmt in _WITH_CI.items():
         lo, hi = f"{metric}_ci_low", f"{metric}_ci_high"
         if metric not in table:
             continue
         if lo in table:
             table[metric] = [
-                ("" if metric == "expected_accuracy" and off else "-" if pd.isna(v) else fmt.format(v))
+                ("" if metric in MODEL_BASED and off else "-" if pd.isna(v) else fmt.format(v))
                 + ("" if pd.isna(a) else f" [{fmt.format(a)}, {fmt.format(b)}]")
                 for v, a, b, off in zip(table[metric], table[lo], table[hi], blank)
             ]
