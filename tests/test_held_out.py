@@ -154,6 +154,7 @@ def test_a_run_still_training_refreshes_its_own_export_and_no_other(tmp_path, ca
     dst = tmp_path / "example"
     assert export([str(src), str(dst)]) == 0
     (dst / "README.md").write_text("in progress")
+    (src / "README.md").write_text("the trainer's model card")
     (src / "metrics.jsonl").write_text('{"step": 1}\n{"step": 2}\n')
     assert export([str(src), str(dst), "--update"]) == 0
     assert (dst / "metrics.jsonl").read_text().count("step") == 2 and (dst / "README.md").read_text() == "in progress"

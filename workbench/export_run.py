@@ -39,8 +39,8 @@ def export_records(src: str | Path, dst: str | Path, *, update: bool = False) ->
     """Copy the records of run folder ``src`` into a new folder ``dst``; returns the copied files.
 
     ``update``: ``dst`` may already hold an export of the same run (its ``run.json`` names the same ``run_id``),
-    whose records are replaced by the current ones (a long run's records shipped as it goes; files only ``dst``
-    holds, such as its README.md, stay).
+    whose records are replaced by the current ones (a long run's records shipped as it goes; its README.md and
+    files only ``dst`` holds stay).
 
     Raises:
         RunFolderError: ``src`` holds no ``run.json``, or ``dst`` exists and is not empty (with ``update``: and
@@ -59,6 +59,8 @@ def export_records(src: str | Path, dst: str | Path, *, update: bool = False) ->
             )
     files = sorted({p for pattern in RECORD_FILES for p in src.glob(pattern) if p.is_file()})
     files = [p for p in files if p.suffix not in _WEIGHTS]
+    if update and (dst / "README.md").is_file():  # the shipped folder's own description stays
+        files = [p for p in files if p.name != "README.md"]
     dst.mkdir(parents=True, exist_ok=True)
     for path in files:
         shutil.copy2(path, dst / path.name)
