@@ -34,6 +34,7 @@ What rows cannot tell (reported in :attr:`CurveFit.unidentified`, never silently
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -273,7 +274,7 @@ def fit_group(
 
     Args:
         prior: The :class:`~.curves.Curve` whose ``growth`` / ``ceiling`` are kept when the rows
-            cannot identify them.
+            cannot identify them; the fitted curve is a copy of it with every parameter fitted.
         ceiling: ``"fit"`` (estimate it), a number (hold it), or ``None`` (hold the prior's).
         clusters: One label per row; rows sharing a label are correlated (cluster-robust
             standard errors). ``None``: independent rows.
@@ -285,8 +286,6 @@ def fit_group(
         CurveFitError: no rows, one class only, lengths all equal, accuracy not rising with
             length, or a diverging fit (perfectly separable rows).
     """
-    from reasoning_env.policies.curves import Curve
-
     n = len(x)
     if n == 0:
         raise CurveFitError("no rows")
@@ -383,7 +382,8 @@ def fit_group(
             f"fit diverged (k={a:.3g}, t50={t50:.3g}, growth={growth:.3g}): the rows are probably perfectly separable"
         )
     k_est = Estimate(a, se_a, a - _Z95 * se_a, a + _Z95 * se_a)
-    curve = Curve(k=a, t50=t50, growth=growth, ceiling=float(C), floor=floor)
+    # the prior's type (a curves.Curve) with every parameter fitted: this module never imports curves.py
+    curve = dataclasses.replace(prior, k=a, t50=t50, growth=growth, ceiling=float(C), floor=floor)
     p_hat = _model(X, beta, C, floor)[0]
     ybar = float(y.mean())
     hl, table = _hosmer_lemeshow(y, p_hat)
