@@ -24,11 +24,9 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-
-import pandas as pd
 
 from reasoning_env.config import EnvConfig
 from reasoning_env.policies import (
@@ -42,6 +40,7 @@ from reasoning_env.policies import (
 from reasoning_env.remote import RemoteEnv, Replicas, parse_urls
 from workbench.evaluation.episodes import EpisodeResult, episode_seed, run_episode
 from workbench.evaluation.extras import BUDGET_MODES, budget_reset_kwargs
+from workbench.evaluation.writer import EvalResult, write_run
 
 __all__ = ["Condition", "EvalResult", "evaluate"]
 
@@ -59,26 +58,6 @@ class Condition:
     config: EnvConfig
     columns: dict
     total_budget: int | None = None
-
-
-@dataclass
-class EvalResult:
-    """What :func:`evaluate` produced.
-
-    Attributes:
-        run_dir: The run folder (``None`` when nothing was written).
-        steps, episodes, summary: The frames written to it (summary includes timing columns).
-        meta: ``run.json`` contents. failed: policy name -> error message.
-        comparisons: The paired comparisons (``comparisons.csv``).
-    """
-
-    run_dir: Path | None
-    steps: pd.DataFrame
-    episodes: pd.DataFrame
-    summary: pd.DataFrame
-    meta: dict
-    failed: dict[str, str] = field(default_factory=dict)
-    comparisons: pd.DataFrame | None = None
 
 
 def _resolve_tokenizer(policy: BasePolicy, config: EnvConfig, notes: list[str]) -> str:
@@ -401,7 +380,6 @@ def evaluate(
 
     from reasoning_env.env import ReasoningEconomicsEnv
     from reasoning_env.grading import Grader
-    from workbench.evaluation.writer import write_run
     from workbench.runs import claim_run_dir, clear_run_files, fresh_run_dir
 
     config = config or EnvConfig()
