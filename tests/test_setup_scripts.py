@@ -62,3 +62,23 @@ def test_the_ci_venvs_live_under_ree_cache_dir(tmp_path, monkeypatch):
     assert ci_venvs_root() == tmp_path / "ci-venvs"  # the tests look where the script builds
     monkeypatch.setenv("REE_CI_VENVS", str(tmp_path / "elsewhere"))
     assert ci_venvs_root() == tmp_path / "elsewhere"
+
+
+def test_setup_says_each_step_and_ends_with_what_it_installed_and_the_next_command(tmp_path):
+    """setup.sh with a stand-in ``python`` (it records its calls) and a temporary cache: the output, not pip."""
+    shim = tmp_path / "bin"
+    shim.mkdir()
+    (shim / "python").write_text('#!/bin/sh\necho "$@" >> "$SHIM_LOG"\n[ "$1" = "-c" ] && echo /some/venv\nexit 0\n')
+    (shim / "python").chmod(0o755)
+    env = _env(tmp_path / "cache", SHIM_LOG=str(tmp_path / "calls.log"))
+    env["PATH"] = f"{shim}:{env['PATH']}"
+    out = subprocess.run(["bash", "scripts/setup.sh"], cwd=ROOT, env=env, capture_output=True, text=True, check=True)
+    lines = out.stdout.splitlines()
+    steps = [x for x in lines if x.startswith("setup [")]
+    assert "installing requirements.txt requirements-train.txt into /some/venv" in steps[0]
+    assert "embedded tokenizers" in steps[1]
+    assert any(x.startswith("setup: done in ") for x in lines)
+    assert f"  - embedded tokenizers in {tmp_path / 'cache'}/tokenizers" in lines
+    assert lines[lines.index("Next:") + 1].strip().startswith("python -m workbench.evaluate --n_episodes 20 --seed 42")
+    calls = (tmp_path / "calls.log").read_text()
+    assert "-m pip install" in calls and "-m reasoning_env prepare" in calls
