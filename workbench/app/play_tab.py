@@ -409,9 +409,13 @@ def render_engine(status: dict[str, Any]) -> str:
     """Markdown of the local engine's state (:meth:`workbench.play.LocalEngine.status`)."""
     state = status.get("state")
     if state == "starting":
+        expected = status.get("expected") or "about a minute on 2 quiet cores"
+        progress = status.get("progress")
         return (
-            f"Starting vLLM's CPU engine for `{status.get('model')}`: about a minute "
-            f"({status.get('elapsed_s', 0):.0f} s so far)…"
+            f"Starting vLLM's CPU engine for `{status.get('model')}`: {status.get('elapsed_s', 0):.0f} s so far; "
+            f"{expected}…"
+            + (f"  \nvLLM: `{progress}`" if progress else "")
+            + (f"  \nLog: `{status['log']}`" if status.get("log") else "")
         )
     if state == "running":
         eng = status.get("engine") or {}
@@ -428,7 +432,7 @@ def render_engine(status: dict[str, Any]) -> str:
             "stops with the app."
         )
     if state == "failed":
-        return f"The engine did not start: {status.get('error')}"
+        return f"**The engine did not start** after {status.get('elapsed_s', 0):.0f} s: {status.get('error')}"
     if state == "stopped":
         return "The engine stopped; start it again."
     return ""
@@ -793,7 +797,11 @@ class PlayTab:
                 yield st["base_url"], (st.get("adapter") or {}).get("name") or st["model"], render_engine(st)
                 return
             if st["state"] in ("failed", "stopped", "idle"):
-                raise PlayError(render_engine(st) or "the engine did not start")
+                # written into the status line, which keeps it (a toast goes away; it once froze at "Starting…")
+                msg = render_engine(st) or "The engine did not start."
+                gr.Warning(msg.replace("**", ""))
+                yield gr.skip(), gr.skip(), msg
+                return
             yield gr.skip(), gr.skip(), render_engine(st)
             time.sleep(1.0)
 
