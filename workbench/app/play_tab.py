@@ -438,6 +438,21 @@ def render_engine(status: dict[str, Any]) -> str:
     return ""
 
 
+def shorter_episode_note(session: PlaySession | None) -> str | None:
+    """Why the episode has fewer questions than the form asked for (the sources hold fewer in all), or ``None``."""
+    if session is None or session.reset_observation is None:
+        return None
+    asked, got = int(session.config.num_questions), int(session.reset_observation.num_questions)
+    if got >= asked:
+        return None
+    used = session.reset_observation.metadata.get("sources_used") or []
+    held = ", ".join(f"{u.get('source')}: {u.get('questions')}" for u in used)
+    return (
+        f"This episode has {got} questions, not the {asked} asked: the chosen sources hold only {got} in all "
+        f"({held}); the budget is for these."
+    )
+
+
 def render_info(session: PlaySession | None) -> str:
     """Markdown of the episode's settings: budget and its source, seed, tokenizer, sources."""
     if session is None or session.reset_observation is None:
@@ -455,10 +470,12 @@ def render_info(session: PlaySession | None) -> str:
         for u in (md.get("sources_used") or [])
     )
     mode = "hard cap" if cfg.hard_cap_mode else "soft budget"
+    short = shorter_episode_note(session)
     return (
         f"**Budget** {md.get('total_budget'):,} tokens (`{md.get('budget_source')}`, "
         f"{mode}) · **seed** `{md.get('seed')}` · "
         f"**tokenizer** `{md.get('tokenizer_name')}` ({md.get('tokenizer_origin')})  \n**questions from** {esc(used)}"
+        + (f"  \n**{esc(short)}**" if short else "")
     )
 
 
@@ -638,6 +655,9 @@ class PlayTab:
                 + ", ".join(u["source"] for u in fallbacks)
                 + " (see the episode info)."
             )
+        short = shorter_episode_note(session)
+        if short:
+            warn(short)
         if obs.done:
             warn(f"the budget ({obs.total_budget} tokens) is below min_tokens: the episode ended at once")
         return (session, *self.view(session))
