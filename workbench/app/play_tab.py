@@ -199,9 +199,10 @@ def _card(title: str, value: str, sub: str, bar: str = "", elem: str = "") -> st
     )
 
 
-def render_gauges(session: PlaySession | None) -> str:
+def render_gauges(session: PlaySession | None, streaming: StreamProgress | None = None) -> str:
     """HTML of the live gauges: budget left, questions left, budget per remaining question (vs
-    the fair share), accuracy so far and reward so far; an end-of-episode banner when done."""
+    the fair share), accuracy so far and reward so far; an end-of-episode banner when done. While an
+    answer streams (``streaming``), the budget cards count its tokens so far, as the live line does."""
     obs = session.observation if session is not None else None
     if obs is None:
         cards = [
@@ -222,11 +223,20 @@ def render_gauges(session: PlaySession | None) -> str:
     per_color = "#16a34a" if per_q >= 0.9 * fair else ("#f59e0b" if per_q >= 0.5 * fair else "#dc2626")
     answered, correct = s["answered"], s["correct"]
     never = n - answered if obs.done and answered < n else 0  # the budget ran dry before these were asked
+    left, spent, writing = obs.remaining_budget, s["spent"], ""
+    if streaming is not None and not obs.done:
+        left, spent = streaming.budget_left, s["spent"] + (obs.remaining_budget - streaming.budget_left)
+        left_frac = left / total
+        color = "#16a34a" if left_frac > 0.4 else ("#f59e0b" if left_frac > 0.15 else "#dc2626")
+        writing = f" · {fmt_int(streaming.tokens)} in the answer being written"
+        if obs.questions_remaining:
+            per_q = left / obs.questions_remaining
+            per_color = "#16a34a" if per_q >= 0.9 * fair else ("#f59e0b" if per_q >= 0.5 * fair else "#dc2626")
     cards = [
         _card(
             "Budget left",
-            fmt_int(obs.remaining_budget),
-            f"of {fmt_int(total)} tokens · spent {fmt_int(s['spent'])}",
+            fmt_int(left),
+            f"of {fmt_int(total)} tokens · spent {fmt_int(spent)}{writing}",
             _bar(left_frac, color),
             "budget",
         ),
@@ -768,9 +778,12 @@ class PlayTab:
             raise PlayError("no episode yet: press Reset to start one")
         name = self._check_policy(policy)
         skip = tuple(gr.skip() for _ in VIEW_FIRST)
+        at = VIEW_FIRST.index("gauges")
         for progress, result in self._stream_step(session, name, self._llm(name, base_url, model)):
-            if result is None:
-                yield (gr.skip(), *skip, render_live(progress))
+            if result is None:  # the live text and the gauges counting it
+                live = list(skip)
+                live[at] = render_gauges(session, progress)
+                yield (gr.skip(), *live, render_live(progress))
             else:
                 yield (session, *self.view_first(session), render_live(progress, result))
 
@@ -785,13 +798,16 @@ class PlayTab:
         llm = self._llm(name, base_url, model)
         skip = tuple(gr.skip() for _ in VIEW)
         skip_rest = tuple(gr.skip() for _ in VIEW_REST)
+        at = VIEW.index("gauges")
         first = True
         drawn_at = time.monotonic()
         while first or not session.done:  # a first step even when over: the session says why it cannot
             first = False
             for progress, result in self._stream_step(session, name, llm):
-                if result is None:
-                    yield (gr.skip(), *skip, render_live(progress))
+                if result is None:  # the live text and the gauges counting it
+                    live = list(skip)
+                    live[at] = render_gauges(session, progress)
+                    yield (gr.skip(), *live, render_live(progress))
                 elif time.monotonic() - drawn_at >= RUN_REDRAW_S and not session.done:
                     drawn_at = time.monotonic()
                     yield (session, *self.view(session), render_live(progress, result))
