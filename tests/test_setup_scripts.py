@@ -82,3 +82,15 @@ def test_setup_says_each_step_and_ends_with_what_it_installed_and_the_next_comma
     assert lines[lines.index("Next:") + 1].strip().startswith("python -m workbench.evaluate --n_episodes 20 --seed 42")
     calls = (tmp_path / "calls.log").read_text()
     assert "-m pip install" in calls and "-m reasoning_env prepare" in calls
+
+
+def test_the_readme_opens_with_the_two_commands_their_times_and_what_to_open_next():
+    readme = (ROOT / "README.md").read_text()
+    first = readme[: readme.index("## Reference")]
+    assert first.index("## The two commands") < first.index("## What to open next")
+    main_job = "python -m workbench.evaluate --n_episodes 20 --seed 42"
+    for command in ("bash scripts/setup.sh", main_job, "python -m pytest"):
+        assert f"| `{command}` |" in first, command
+    assert "SMOKE=1" in first and "python app.py" in first and "scripts/real_model.sh" in first
+    assert "(docs/timings.md)" in first and (ROOT / "docs" / "timings.md").is_file()
+    assert len(first.splitlines()) < 90  # the long timing paragraph moved to docs/timings.md
