@@ -24,7 +24,7 @@ import logging
 import random
 import secrets
 import uuid
-from typing import Any
+from typing import Any, NamedTuple
 
 from openenv.core.env_server.interfaces import Environment
 from openenv.core.env_server.types import EnvironmentMetadata
@@ -60,6 +60,25 @@ def _is_utf8(text: str) -> bool:
     return True
 
 
+class _StepOptions(NamedTuple):
+    """The step options an action's metadata carries, checked."""
+
+    grading_response: str | None
+    tokenizer_name: str | None
+    num_generated_tokens: int | None
+
+
+class _Charge(NamedTuple):
+    """What a step charged and how it was graded (step part 2), before it is paid and recorded."""
+
+    question: Question
+    raw: int  # tokens of the response (or generated), before any clipping
+    charged: int
+    graded_text: str  # "response", "grading_response" or "paid_prefix"
+    text: str  # the text graded (and read by text rewards)
+    result: Any  # the grader's GradeResult
+
+
 RESET_OPTIONS = ("seed", "episode_id", "tokenizer_name", "total_budget")
 #: Characters of a question kept in a history entry's ``question_summary`` (the reference's field).
 SUMMARY_CHARS = 60
@@ -92,7 +111,8 @@ class ReasoningEconomicsEnv(
         config = EnvConfig.coerce(config)
         self.config: EnvConfig = config
         self.reward_fn = build_reward(config)
-        # The reward as an OpenEnv rubric tree (a view over reward_fn: same numbers, named children).
+        # The reward as an OpenEnv rubric tree: step() has it pay every step (the one place a step's
+        # reward is computed), and its named children show each component.
         self.rubric = RewardRubric(self.reward_fn, hard_cap_mode=config.hard_cap_mode)
         self._pools = pools
         self._golds_prepared = False
@@ -333,7 +353,9 @@ class ReasoningEconomicsEnv(
         timeout_s: float | None = None,
         **kwargs: Any,
     ) -> ReasoningEconomicsObservation:
-        """Answer the current question.
+        """Answer the current question, in three parts: check the action (:meth:`_checked_action`),
+        charge its tokens and grade it (:meth:`_charge_and_grade`), then have the rubric tree pay the
+        step and record it (:meth:`_pay_and_record`).
 
         Args:
             action: A :class:`ReasoningEconomicsAction` (a dict of its fields or a bare response string
@@ -350,6 +372,14 @@ class ReasoningEconomicsEnv(
                 is charged.
             TokenizerLoadError: ``metadata["tokenizer_name"]`` cannot be loaded; nothing is charged.
         """
+        action, options = self._checked_action(action)
+        if self._done:
+            return self._step_after_end(action)
+        charge = self._charge_and_grade(action, options, timeout_s)
+        return self._pay_and_record(action, charge)
+
+    def _checked_action(self, action: Any) -> tuple[ReasoningEconomicsAction, _StepOptions]:
+        """Step part 1: the action and its metadata, checked; raises ``EpisodeError`` before anything changes."""
         action = self._coerce_action(action)
         md = action.metadata or {}
         grading_response = md.get("grading_response")
@@ -369,33 +399,43 @@ class ReasoningEconomicsEnv(
                 "metadata.num_generated_tokens must be a non-negative integer (token ids the "
                 f"policy generated), got {generated!r}"
             )
+        return action, _StepOptions(grading_response, step_tok, generated)
 
-        if self._done:
-            reason = self._done_reason or "episode_already_done"
-            obs = self._observation(reward=0.0)
-            obs.done_reason = "no_episode" if reason == "no_episode" else "episode_already_done"
-            obs.metadata["error"] = (
-                "no episode: call reset() first"
-                if reason == "no_episode"
-                else f"the episode is over ({reason}); call reset() to start a new one"
-            )
-            obs.metadata["episode_id"] = self._episode_id
-            self._apply_rubric(action, obs)  # pays nothing: every node's last_score is 0
-            return obs
+    def _step_after_end(self, action: ReasoningEconomicsAction) -> ReasoningEconomicsObservation:
+        """A step with no episode, or after it ended: a done observation paying 0; nothing changes."""
+        reason = self._done_reason or "episode_already_done"
+        obs = self._observation(reward=0.0)
+        obs.done_reason = "no_episode" if reason == "no_episode" else "episode_already_done"
+        obs.metadata["error"] = (
+            "no episode: call reset() first"
+            if reason == "no_episode"
+            else f"the episode is over ({reason}); call reset() to start a new one"
+        )
+        obs.metadata["episode_id"] = self._episode_id
+        self._apply_rubric(action, obs)  # pays nothing: every node's last_score is 0
+        return obs
 
+    def _charge_and_grade(
+        self, action: ReasoningEconomicsAction, options: _StepOptions, timeout_s: float | None
+    ) -> _Charge:
+        """Step part 2: the tokens counted and charged (clipped to the remaining budget in hard-cap mode)
+        and the text graded (the paid prefix of an over-long response). Changes no episode state but the
+        session tokenizer (``metadata.tokenizer_name``), which it switches before anything is charged."""
+        step_tok = options.tokenizer_name
         if step_tok and step_tok.strip() and step_tok.strip() != self._tokenizer.name:
             self._tokenizer = self._tokenizer_for(step_tok.strip())  # raises before anything is charged
 
         q = self._questions[self._index]
         raw = self._tokenizer.count(action.response)
-        if generated is not None:
+        if options.num_generated_tokens is not None:
             # Decoding and re-encoding can merge tokens (e.g. runs of whitespace): the policy is
             # charged for what it generated when that is more than the text re-encodes to.
-            raw = max(raw, generated)
+            raw = max(raw, options.num_generated_tokens)
         if self.config.hard_cap_mode:
             charged = min(raw, max(0, self._remaining))
         else:
             charged = raw
+        grading_response = options.grading_response
         graded_text = "grading_response" if (grading_response and grading_response.strip()) else "response"
         text = grading_response if graded_text == "grading_response" else action.response
         if charged < raw and not self.config.grade_beyond_budget:
@@ -406,13 +446,18 @@ class ReasoningEconomicsEnv(
         # (docs/grading.md, "Restating the question"); custom graders get the old signature.
         extra = {"question": q.text} if isinstance(self._grader, Grader) else {}
         result = self._grader.grade(text, q.gold_answer, timeout_s=timeout_s or self.config.grading_timeout_s, **extra)
+        return _Charge(q, raw, charged, graded_text, text, result)
 
+    def _pay_and_record(self, action: ReasoningEconomicsAction, charge: _Charge) -> ReasoningEconomicsObservation:
+        """Step part 3: the rubric tree pays the step (``self.rubric.pay``, the one place a step's reward is
+        computed), then the budget, counts and history move on and the observation records it."""
+        q, result, charged = charge.question, charge.result, charge.charged
         spent_before = self._spent
         ctx = StepContext(
             correct=result.correct,
             has_answer=result.extracted is not None,
             tokens=charged,
-            raw_tokens=raw,
+            raw_tokens=charge.raw,
             total_budget=self._total_budget,
             num_questions=len(self._questions),
             spent_before=spent_before,
@@ -420,33 +465,34 @@ class ReasoningEconomicsEnv(
             hard_cap_mode=self.config.hard_cap_mode,
             problem_type=q.problem_type,
             difficulty=q.difficulty,
-            response=text,
+            response=charge.text,
         )
-        components = {k: float(v) for k, v in self.reward_fn.step_components(ctx).items()}
 
-        self._remaining -= charged
-        self._spent += charged
+        # The episode after this step, paid before anything is committed: a reward that raises changes nothing.
+        remaining, spent = self._remaining - charged, spent_before + charged
         if not self.config.hard_cap_mode and not self.config.soft_allow_negative_budget:
-            self._remaining = max(0, self._remaining)
-        self._correct += int(result.correct)
-        self._index += 1
-
-        if self._index >= len(self._questions):
-            self._done, self._done_reason = True, "all_answered"
-        elif self.config.hard_cap_mode and self._remaining < self.config.min_tokens:
-            self._done, self._done_reason = True, "budget_exhausted"
-
-        if self._done:
-            ep = EpisodeContext(
-                num_correct=self._correct,
-                num_answered=self._index,
+            remaining = max(0, remaining)
+        answered, num_correct = self._index + 1, self._correct + int(result.correct)
+        done_reason = None
+        if answered >= len(self._questions):
+            done_reason = "all_answered"
+        elif self.config.hard_cap_mode and remaining < self.config.min_tokens:
+            done_reason = "budget_exhausted"
+        episode = None
+        if done_reason is not None:
+            episode = EpisodeContext(
+                num_correct=num_correct,
+                num_answered=answered,
                 num_questions=len(self._questions),
-                total_spent=self._spent,
+                total_spent=spent,
                 total_budget=self._total_budget,
-                ran_dry=self._done_reason == "budget_exhausted",
+                ran_dry=done_reason == "budget_exhausted",
             )
-            components.update({k: float(v) for k, v in self.reward_fn.episode_components(ep).items()})
-        reward = float(sum(components.values()))
+        components, reward = self.rubric.pay(ctx, episode)
+
+        self._remaining, self._spent, self._index, self._correct = remaining, spent, answered, num_correct
+        if done_reason is not None:
+            self._done, self._done_reason = True, done_reason
         self._episode_reward += reward
 
         entry = dict(
@@ -454,7 +500,7 @@ class ReasoningEconomicsEnv(
             question_id=q.id,
             problem_type=q.problem_type,
             difficulty=q.difficulty,
-            raw_tokens=raw,
+            raw_tokens=charge.raw,
             tokens=charged,
             extracted_answer=result.extracted,
             correct=result.correct,
@@ -470,9 +516,9 @@ class ReasoningEconomicsEnv(
             **entry,
             gold_answer=q.gold_answer,
             question=q.text,
-            graded_text=graded_text,
+            graded_text=charge.graded_text,
             grade_time_s=result.time_s,
-            paid_chars=len(text) if graded_text == "paid_prefix" else None,
+            paid_chars=len(charge.text) if charge.graded_text == "paid_prefix" else None,
             spent_before=spent_before,
             remaining_budget_after=self._remaining,
         )
@@ -492,7 +538,7 @@ class ReasoningEconomicsEnv(
                 "budget_ratio": self.config.budget_ratio,
             }
         )
-        self._apply_rubric(action, obs)  # the rubric tree's last_score and hooks (the same numbers)
+        self.rubric.settle(action, obs)  # the tree's last_score and hooks show what it just paid
         return obs
 
     def close(self) -> None:

@@ -26,6 +26,7 @@ import argparse
 import atexit
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -97,6 +98,82 @@ def _die_with_parent() -> None:  # pragma: no cover - runs in the child between 
         libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
     except (OSError, AttributeError):
         pass
+
+
+#: The watchdog (run by this interpreter, isolated): it blocks reading a pipe whose only write end the server's
+#: parent holds; when the parent is gone (exited, SIGTERM, SIGINT, SIGKILL, crashed) the read ends and it stops the
+#: server's process group (SIGTERM, then SIGKILL). In its own session, so a terminal's Ctrl-C reaches the parent only.
+_WATCHDOG = """
+import os, signal, sys, time
+fd, pgid = int(sys.argv[1]), int(sys.argv[2])
+while os.read(fd, 64):
+    pass
+def gone():
+    try:
+        os.killpg(pgid, 0)
+    except (ProcessLookupError, PermissionError):
+        return True
+    return False
+for sig, wait in ((signal.SIGTERM, 20.0), (signal.SIGKILL, 10.0)):
+    if gone():
+        break
+    os.killpg(pgid, sig)
+    end = time.monotonic() + wait
+    while time.monotonic() < end and not gone():
+        time.sleep(0.2)
+"""
+
+
+def _start_watchdog(pgid: int) -> int:
+    """Start the watchdog of the process group ``pgid`` (see ``_WATCHDOG``); returns the pipe's write end, which
+    this process keeps open while the server should live (whichever thread started it: a thread's exit does not
+    close it, the process's end does)."""
+    read_end, write_end = os.pipe()  # not inherited by other children (close_fds)
+    try:
+        subprocess.Popen(
+            [sys.executable, "-I", "-S", "-c", _WATCHDOG, str(read_end), str(pgid)],
+            pass_fds=(read_end,),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+    finally:
+        os.close(read_end)
+    return write_end
+
+
+def log_cause(path: Path | None, lines: int = 400) -> str | None:
+    """The last error line of a server's log (``ValueError: Available memory ...``), for a one-line message."""
+    if path is None:
+        return None
+    try:
+        tail = Path(path).read_text(encoding="utf-8", errors="replace").splitlines()[-lines:]
+    except OSError:
+        return None
+    for line in reversed(tail):
+        m = re.search(r"\b([A-Z][A-Za-z]*(?:Error|Exception)|Killed|OOM)\b:?\s.*", line)
+        if m:
+            return m.group(0).strip()[:300]
+    return None
+
+
+def log_progress(path: Path | None, width: int = 110) -> str | None:
+    """The last non-empty line of a server's log, shortened (what the engine is doing while it starts)."""
+    if path is None:
+        return None
+    try:
+        with open(path, "rb") as f:
+            f.seek(0, os.SEEK_END)
+            f.seek(max(0, f.tell() - 8192))
+            tail = f.read().decode("utf-8", errors="replace").splitlines()
+    except OSError:
+        return None
+    for line in reversed(tail):
+        line = re.sub(r"\x1b\[[0-9;]*m", "", line).strip()
+        if line:
+            return line if len(line) <= width else line[: width - 1] + "…"
+    return None
 
 
 def _cpu_dtype() -> str:
@@ -181,6 +258,7 @@ class ModelServer:
         self.startup_s: float | None = None
         self.engine_dist: tuple[str, str | None] = ("vllm", None)
         self._proc: subprocess.Popen | None = None
+        self._watchdog_fd: int | None = None
 
     # ------------------------------------------------------------------ addresses
     @property
@@ -260,6 +338,8 @@ class ModelServer:
                 preexec_fn=_die_with_parent if threading.current_thread() is threading.main_thread() else None,
             )
         atexit.register(self.stop)  # a normal exit stops it too, whichever thread started it
+        # ... and any other end of this process (SIGTERM, SIGINT, SIGKILL, a crash): the watchdog stops the group
+        self._watchdog_fd = _start_watchdog(self._proc.pid)
         try:
             self._wait_ready()
         except BaseException:
@@ -311,6 +391,15 @@ class ModelServer:
         proc, self._proc = self._proc, None
         if proc is None:
             return
+        try:
+            self._stop_group(proc, timeout_s)
+        finally:
+            fd, self._watchdog_fd = self._watchdog_fd, None
+            if fd is not None:
+                os.close(fd)  # the watchdog finds the group gone and exits
+
+    @staticmethod
+    def _stop_group(proc: subprocess.Popen, timeout_s: float) -> None:
         for sig, wait in ((signal.SIGTERM, timeout_s), (signal.SIGKILL, 10.0)):
             if proc.poll() is not None:
                 break

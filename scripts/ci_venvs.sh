@@ -9,11 +9,19 @@
 #                           Atropos adapter installs; tests/test_atropos_env.py runs run-api and the environment in it.
 #   $REE_CI_VENVS/verifiers requirements-verifiers.txt (verifiers 0.4.0) beside the core's pins, openenv without its
 #                           conflicting MCP pin (see that file); tests/test_verifiers_adapter.py runs vf-eval in it.
-# Needs only the package index. Prints nothing on reuse but the paths. `setup.sh --test` runs it; the tests find
+# Needs only the package index. Prints the paths (and, on stderr, each venv it builds or waits for); safe to run twice
+# at once (scripts/locked_build.sh). `--where` prints the paths only. `setup.sh --test` runs it; the tests find
 # the venvs in the same folder (tests/ci_venvs.py).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-ROOT="${REE_CI_VENVS:-${XDG_CACHE_HOME:-$HOME/.cache}/reasoning_env/ci-venvs}"
+source scripts/locked_build.sh
+# REE_CI_VENVS, else ci-venvs under the project's cache (REE_CACHE_DIR, default ~/.cache/reasoning_env)
+ROOT="${REE_CI_VENVS:-${REE_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/reasoning_env}/ci-venvs}"
+if [ "${1:-}" = "--where" ]; then  # print where the venvs are, build nothing
+  shift
+  for name in ${*:-app gpu_pins atropos verifiers}; do echo "REE_$(echo "$name" | tr '[:lower:]' '[:upper:]')_VENV=$ROOT/$name"; done
+  exit 0
+fi
 mkdir -p "$ROOT"
 PIP=(-m pip install -q --disable-pip-version-check --no-compile)
 quiet_pip() {  # pip, without this machine's warnings about index folders that do not exist
@@ -23,11 +31,12 @@ quiet_pip() {  # pip, without this machine's warnings about index folders that d
 build() {  # build NAME STAMP-INPUTS... ; then the install commands come from install_NAME
   local name="$1"; shift
   local stamp; stamp="$(cat "$@" | sha256sum | cut -c1-16)"
-  if [ -f "$ROOT/$name/.stamp" ] && [ "$(cat "$ROOT/$name/.stamp")" = "$stamp" ]; then return; fi
-  rm -rf "$ROOT/$name"
-  python3 -m venv "$ROOT/$name"
-  "install_$name" "$ROOT/$name/bin/python"
-  echo "$stamp" > "$ROOT/$name/.stamp"
+  locked_build "ci venv $name" "$ROOT/$name" "$stamp" new_venv "$name" >/dev/null
+}
+
+new_venv() {  # the venv NAME, made and installed (locked_build runs it holding the lock)
+  python3 -m venv "$ROOT/$1"
+  "install_$1" "$ROOT/$1/bin/python"
 }
 
 install_app() {

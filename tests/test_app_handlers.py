@@ -282,6 +282,22 @@ def test_lab_lists_the_synthetic_run_and_the_runs_folder(lab, ctx):
     assert values[0] == SYNTHETIC and any(v.endswith("eval-tiny") for v in values)
 
 
+def test_lab_opens_on_the_newest_real_run_not_the_demo(lab, ctx):
+    from workbench.compare import discover_runs
+
+    newest = str(discover_runs(ctx.runs_root)[0].path)
+    assert lab.default_choice() == newest
+    data, text, picker = lab.ensure_loaded(None, SYNTHETIC, ctx.runs_root)
+    assert picker.value == newest and Path(newest).name in text and isinstance(data, rt.LabRun)
+
+
+def test_lab_opens_on_the_demo_when_there_is_no_run(lab, tmp_path):
+    empty = tmp_path / "no-runs"
+    empty.mkdir()
+    _, text, picker = lab.ensure_loaded(None, SYNTHETIC, str(empty))
+    assert picker.value == SYNTHETIC and "synthetic" in text
+
+
 def test_lab_loads_a_run_folder(lab, ctx):
     data, text = lab.load(str(Path(ctx.runs_root) / "eval-tiny"))
     assert isinstance(data, rt.LabRun) and "eval-tiny" in text

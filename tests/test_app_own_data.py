@@ -88,6 +88,27 @@ def test_a_question_file_with_a_field_mapping_is_played_alone(tmp_path):
     assert session.results[-1].observation.last_step.correct
 
 
+def test_a_file_holding_fewer_questions_than_asked_says_so_and_why(tmp_path):
+    path = tmp_path / "five.jsonl"
+    path.write_text("".join(json.dumps({"q": q, "a": a}) + "\n" for q, a in OWN[:5]))
+    play = PlayTab(AppContext(runs_root=str(tmp_path), download_dir=tmp_path / "dl", environ={}))
+    with pytest.warns(UserWarning, match="This episode has 5 questions, not the 10 asked"):
+        session, view = reset(
+            play, **form([], num_questions=10), own_file=str(path), prompt_field="q", answer_field="a"
+        )
+    assert session.observation.num_questions == 5
+    info = text(view["info"])  # said where it stays, not only in a toast
+    assert "This episode has 5 questions, not the 10 asked: the chosen sources hold only 5 in all (jsonl: 5)" in info
+
+
+def test_as_many_questions_as_asked_gives_no_notice(tmp_path):
+    path = tmp_path / "own.jsonl"
+    path.write_text("".join(json.dumps({"q": q, "a": a}) + "\n" for q, a in OWN))
+    play = PlayTab(AppContext(runs_root=str(tmp_path), download_dir=tmp_path / "dl", environ={}))
+    _, view = reset(play, **form([]), own_file=str(path), prompt_field="q", answer_field="a")
+    assert "not the" not in text(view["info"])
+
+
 def test_worked_solutions_in_a_question_file_name_the_setting_to_choose(tmp_path):
     path = tmp_path / "gsm.jsonl"
     path.write_text("".join(json.dumps({"question": q, "answer": f"{a} so\n#### {a}"}) + "\n" for q, a in OWN))

@@ -142,6 +142,22 @@ def test_the_policy_button_streams_the_answer_then_draws_the_step(tab, server):
     assert "answered by" in last[-1] and "llm_local" in last[1 + VIEW_FIRST.index("verdict")]
 
 
+def test_the_gauges_count_the_answer_while_it_streams(tab, server):
+    """The budget card says what the live line says while the model writes (it kept the pre-answer value)."""
+    import re
+
+    session = reset_tab(tab)
+    before = session.observation.remaining_budget
+    outs = list(tab.policy_stream(session, "llm_local", server, "fake"))
+    at = 1 + VIEW_FIRST.index("gauges")
+    partial = [o for o in outs[:-1] if "budget " in o[-1]]
+    assert partial
+    for o in partial:
+        left = re.search(r"budget ([\d,]+) of [\d,]+ left", o[-1]).group(1)  # the live line's count
+        assert isinstance(o[at], str) and f">{left}<" in o[at] and "in the answer being written" in o[at]
+    assert f">{before:,}<" not in partial[-1][at]  # not the value before the answer
+
+
 def test_run_to_the_end_streams_every_answer(tab, server):
     session = reset_tab(tab)
     outs = list(tab.run_stream(session, "llm_local", server, "fake"))
@@ -187,12 +203,13 @@ def test_without_vllm_the_start_button_is_hidden_and_refuses(tab, tmp_path):
 
 def test_an_engine_that_cannot_start_says_why_in_one_line(tab, tmp_path):
     tab.engine = LocalEngine(python="/bin/false", log_path=str(tmp_path / "vllm.log"))
-    with pytest.raises(gr.Error) as exc:
-        deadline = time.monotonic() + 60
-        for _ in tab.start_engine("", ""):
-            assert time.monotonic() < deadline
-    msg = exc.value.message
-    assert msg.startswith("The engine did not start:") and "\n" not in msg and "Traceback" not in msg
+    deadline = time.monotonic() + 60
+    outputs = []
+    for out in tab.start_engine("", ""):
+        outputs.append(out)
+        assert time.monotonic() < deadline
+    msg = outputs[-1][2]  # written into the status line, which keeps it
+    assert msg.startswith("**The engine did not start**") and "\n" not in msg and "Traceback" not in msg
 
 
 def test_run_to_the_end_redraws_the_charts_at_most_every_redraw_interval_and_at_the_end(tab, monkeypatch):

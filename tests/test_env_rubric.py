@@ -173,3 +173,56 @@ def test_rubric_called_on_a_recorded_step_gives_the_same_numbers():
     for action, step_obs in recorded:
         assert env.rubric(action, step_obs) == step_obs.reward
         assert env.rubric.components(action, step_obs) == step_obs.last_step.reward_components
+
+
+class _CountingReward:
+    """A reward paying 0.25 a step and 1.0 on the final step, counting how often it is asked."""
+
+    component_names = ("flat", "finish")
+
+    def __init__(self, fail_at: int | None = None) -> None:
+        self.step_calls = 0
+        self.episode_calls = 0
+        self.fail_at = fail_at
+
+    def step_components(self, ctx):
+        self.step_calls += 1
+        if ctx.question_index == self.fail_at:
+            raise ValueError("this reward cannot pay question 1")
+        return {"flat": 0.25}
+
+    def episode_components(self, ep):
+        self.episode_calls += 1
+        return {"finish": 1.0}
+
+
+def _env_paying(reward) -> ReasoningEconomicsEnv:
+    from reasoning_env.rewards.rubric import RewardRubric
+
+    env = ReasoningEconomicsEnv(EnvConfig.build(sources=["builtin"], num_questions=3), pools=make_pools())
+    env.rubric = RewardRubric(reward)
+    return env
+
+
+def test_the_env_pays_what_its_rubric_returns_computed_once_a_step():
+    reward = _CountingReward()
+    env = _env_paying(reward)
+    reward.step_calls = reward.episode_calls = 0  # building the tree probed the reward's component names
+    obs = env.reset(seed=1, total_budget=3000)
+    rewards = []
+    while not obs.done:
+        obs = env.step("\\boxed{1}")
+        rewards.append(obs.reward)
+    assert rewards == [0.25, 0.25, 1.25]
+    assert reward.step_calls == 3 and reward.episode_calls == 1  # the tree's children read what was paid
+    assert env.rubric.finish.last_score == 1.0 and env.rubric.last_score == 1.25
+
+
+def test_a_reward_that_raises_leaves_the_episode_as_it_was():
+    env = _env_paying(_CountingReward(fail_at=1))
+    env.reset(seed=2, total_budget=3000)
+    env.step("\\boxed{1}")
+    before = env.state
+    with pytest.raises(ValueError, match="cannot pay"):
+        env.step("\\boxed{1} " + "padding " * 20)
+    assert env.state == before

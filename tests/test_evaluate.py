@@ -559,3 +559,32 @@ def test_cli_unreachable_server_is_one_error_line(tmp_path, capsys):
     assert (
         err.startswith("error: cannot connect to the environment server") and "python -m reasoning_env.server" in err
     )
+
+
+def test_an_llm_policys_progress_counts_answered_questions_and_the_others_count_episodes(tmp_path, capsys):
+    """A real model takes minutes an episode: its bar moves per answered question (0/2 for 8 minutes was all
+    a user saw), and an episode that runs dry adds its unasked questions when it ends."""
+    from reasoning_env.policies.base import BasePolicy, PolicyOutput
+
+    class SlowModel(BasePolicy):  # stands in for an LLM: kind "llm", a long answer that runs the budget dry
+        name, kind, tokenizer_name = "fake_llm", "llm", "Qwen/Qwen2.5-0.5B-Instruct"
+
+        def act(self, obs):
+            return PolicyOutput(response="thinking " * 300 + "\\boxed{1}")
+
+    cfg = fx.config()
+    evaluate(
+        [SlowModel(), make_policy("uniform")],
+        config=cfg,
+        pools=fx.pools(),
+        n_episodes=2,
+        seed=3,
+        out=tmp_path / "run",
+        report=False,
+    )
+    err = capsys.readouterr().err
+    n_q = 2 * cfg.num_questions
+    # counted in questions, each one as it is answered; the first answer runs the budget dry, so the full count
+    # is reached only with the unasked questions added at each episode's end
+    assert f"{n_q}/{n_q} [" in err and "q/s]" in err
+    assert "2/2 [" in err and "ep/s]" in err  # the simulated baseline still counts episodes

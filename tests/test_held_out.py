@@ -259,3 +259,24 @@ def test_records_without_their_question_list_have_no_unasked_per_difficulty():
     table = change_table(recs, recs).set_index(["metric", "key"])
     assert ("unasked_per_episode", "difficulty 1") not in table.index
     assert ("tokens_per_episode", "difficulty 1") in table.index
+
+
+def test_the_before_after_table_explains_its_columns_and_why_a_p_is_missing(tmp_path):
+    from workbench.held_out import TABLE_NOTES, run_change_markdown
+
+    text = run_change_markdown(_run(tmp_path))
+    assert TABLE_NOTES in text
+    for column in ("*step N*", "*change*", "*changed*", "*p*", 'A *p* of "-" is no test'):
+        assert column in TABLE_NOTES
+    rows = [line for line in text.splitlines() if line.startswith("| accuracy (correct / questions)")]
+    assert rows and rows[0].split("|")[-3].strip() == "-"  # a pooled ratio: the note says why
+
+
+def test_the_runs_summary_explains_every_column_it_shows():
+    from workbench.app.runs_tab import COLUMN_NOTES, HEADERS
+
+    shown = {"accuracy", "expected_accuracy", "unasked_per_episode", "tokens_per_question", "utilisation"}
+    shown |= {"run_dry_rate", "reward", "acc_per_1k_tokens", "regret", "on_frontier", "mean_total_budget"}
+    for key in shown:
+        name = HEADERS[key].split(" [")[0].split(" (")[0]
+        assert f"*{name}*" in COLUMN_NOTES, name

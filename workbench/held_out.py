@@ -534,6 +534,16 @@ def markdown(table: pd.DataFrame, *, before_step: int, after_step: int) -> str:
     return head + "\n".join(lines) + "\n"
 
 
+#: What the before/after table's columns mean, shown under it.
+TABLE_NOTES = (
+    "*step N*: the mean over the held-out episodes [95% bootstrap interval]; *change*: after minus before, paired by "
+    "episode seed, with its paired 95% interval; *changed*: yes when that interval excludes 0; *p*: the two-sided "
+    'sign-flip p-value of the paired change of a per-episode mean. A *p* of "-" is no test: the row is a ratio '
+    "pooled over the episodes (accuracy, tokens per answered question, cap-hit rate, the per-tier rows: their "
+    "interval is a paired bootstrap of the ratio), or fewer than two episodes pair."
+)
+
+
 def run_change_markdown(run_dir: str | Path, label: str | None = None) -> str | None:
     """A training run's first vs last held-out evaluation and its step time, as Markdown (the Runs tab and
     notebook 03 show it), or ``None`` when the run holds held-out episodes of fewer than two steps."""
@@ -561,6 +571,7 @@ def run_change_markdown(run_dir: str | Path, label: str | None = None) -> str | 
         f"**Held-out, before vs after training ({name})**: the same {int(table['n'].max())} held-out episode seeds "
         f"at step {steps[0]} and step {steps[-1]}, paired by episode" + (f" ({where})" if where else "") + ":",
         markdown(table, before_step=steps[0], after_step=steps[-1]),
+        TABLE_NOTES,
     ]
     timing = step_timing(run_dir)
     if timing:

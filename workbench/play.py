@@ -35,6 +35,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -1217,13 +1218,21 @@ class LocalEngine:
             _register_stop(self)
 
     def _run(self, server: Any) -> None:
+        from reasoning_env.model_server import log_cause
+
         try:
             server.start()
         except (ReasoningEconomicsError, OSError) as exc:
             first = str(exc).split("\n", 1)[0]
-            self.error = first
+            # "vLLM exited with status 1 while starting (<the command line>); log PATH:" -> its cause, then the log
+            first = re.sub(r" \(.*\); log \S+:?$", "", first)
+            cause = log_cause(server.log_path)
+            log = f" (log: {server.log_path})" if server.log_path else ""
+            self.error = f"{first}: {cause}{log}" if cause else f"{first}{log}"
         except Exception as exc:  # noqa: BLE001 - shown in the page, never as a traceback
             self.error = f"{type(exc).__name__}: {exc}".split("\n", 1)[0]
+        else:
+            _remember_start(server.startup_s)
 
     def status(self) -> dict[str, Any]:
         """``state`` (``"idle"``, ``"starting"``, ``"running"``, ``"failed"`` or ``"stopped"``),
@@ -1235,9 +1244,24 @@ class LocalEngine:
         if srv is None:
             return {"state": "idle", "elapsed_s": 0.0}
         if thread is not None and thread.is_alive():
-            return {"state": "starting", "elapsed_s": elapsed, "model": srv.served_name}
+            from reasoning_env.model_server import log_progress
+
+            return {
+                "state": "starting",
+                "elapsed_s": elapsed,
+                "model": srv.served_name,
+                "expected": start_estimate(),
+                "progress": log_progress(srv.log_path),
+                "log": str(srv.log_path) if srv.log_path else None,
+            }
         if self.error:
-            return {"state": "failed", "elapsed_s": elapsed, "error": self.error, "model": srv.served_name}
+            return {
+                "state": "failed",
+                "elapsed_s": elapsed,
+                "error": self.error,
+                "model": srv.served_name,
+                "log": str(srv.log_path) if srv.log_path else None,
+            }
         if not srv.alive():
             return {"state": "stopped", "elapsed_s": elapsed, "model": srv.served_name}
         d = srv.describe()
@@ -1269,6 +1293,55 @@ class LocalEngine:
 _ENGINE: LocalEngine | None = None
 _ENGINE_LOCK = threading.Lock()
 _STOP_REGISTERED: set[int] = set()
+
+
+#: Where the app remembers how long this machine's last engine starts took (under the project's cache).
+START_TIMES_FILE = "engine-starts.json"
+
+
+def _start_times_path() -> Path:
+    from reasoning_env.tokenization import cache_root
+
+    return cache_root() / START_TIMES_FILE
+
+
+def _remember_start(startup_s: float | None) -> None:
+    """Keep the last few start times here, with the load average then (for :func:`start_estimate`)."""
+    if not startup_s:
+        return
+    path = _start_times_path()
+    try:
+        past = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else []
+        past = (past if isinstance(past, list) else [])[-4:]
+        past.append({"startup_s": round(float(startup_s), 1), "load": round(os.getloadavg()[0], 2)})
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(past), encoding="utf-8")
+        tmp.replace(path)
+    except (OSError, ValueError):
+        pass
+
+
+def start_estimate() -> str:
+    """How long the engine's start should take here, from this machine: its last starts (with the load then)
+    and the load now, else the quiet-machine figure (61 s on 2 cores) and the load now."""
+    try:
+        load = os.getloadavg()[0]
+    except OSError:
+        load = None
+    cores = os.cpu_count() or 1
+    now = f"load {load:.1f} on {cores} cores now" if load is not None else f"{cores} cores"
+    try:
+        past = json.loads(_start_times_path().read_text(encoding="utf-8"))
+        times = [float(x["startup_s"]) for x in past if x.get("startup_s")]
+    except (OSError, ValueError, TypeError, AttributeError, KeyError):
+        times = []
+    if times:
+        last = past[-1]
+        then = f" at load {last['load']:.1f}" if last.get("load") is not None else ""
+        spread = f"{min(times):.0f}-{max(times):.0f} s" if len(times) > 1 else f"{times[0]:.0f} s"
+        return f"its last {len(times)} start(s) here took {spread} (the last{then}; {now})"
+    return f"about a minute on 2 quiet cores, longer under load ({now})"
 
 
 def _register_stop(engine: LocalEngine) -> None:

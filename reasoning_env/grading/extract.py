@@ -51,7 +51,7 @@ import bisect
 import re
 from dataclasses import dataclass
 
-from reasoning_env.grading.normalize import MEANING_WORDS
+from reasoning_env.grading.text import _BRACE_RE, MEANING_WORDS, match_brace
 
 __all__ = [
     "Extraction",
@@ -111,8 +111,6 @@ _DOLLAR_RE = re.compile(r"(?<!\\)\$")
 _COMMAND_RE = re.compile(r"\\[A-Za-z]+")
 _LETTER_RE = re.compile(r"[A-Za-z]")
 _APPROX_WORD_RE = re.compile(r"^(?:approximately|approx\.?|about|roughly|around)[ \t]+", re.IGNORECASE)
-# Braces and backslashes: the only characters the brace matcher needs to look at.
-_BRACE_RE = re.compile(r"[\\{}]")
 # Closing statement: "... is $29.00." / "... equals 42 dollars." at the very end of the text.
 # Applied to the last 300 characters only (bounded work); the number may carry currency, a
 # percent sign, thousands separators and markdown bold.
@@ -162,35 +160,6 @@ def strip_think(text: str) -> str:
     if open_ != -1:
         text = text[:open_]
     return text
-
-
-def match_brace(text: str, open_idx: int, limit: int | None = None) -> int:
-    """Index of the ``}`` matching the ``{`` at ``open_idx``, or -1 if it does not close before
-    ``limit`` (default: the end of ``text``). ``\\{``, ``\\}`` and ``\\\\`` are escapes.
-
-    Jumps between brace/backslash characters with a compiled regex, so the cost is linear in
-    ``limit - open_idx`` with a small constant.
-    """
-    end = len(text) if limit is None else min(limit, len(text))
-    depth = 0
-    pos = open_idx
-    search = _BRACE_RE.search
-    while True:
-        m = search(text, pos, end)
-        if m is None:
-            return -1
-        i = m.start()
-        c = text[i]
-        if c == "\\":
-            pos = i + 2
-            continue
-        if c == "{":
-            depth += 1
-        else:
-            depth -= 1
-            if depth == 0:
-                return i
-        pos = i + 1
 
 
 def _box_starts(text: str):
@@ -705,7 +674,7 @@ def _drop_closing_words(line: str) -> str:
 
 # Words of a closing sentence that take the answer back or change it ("12. Plus one.", "12.
 # Thousand.", "12. Just kidding.", "12. Also possible: thirteen."): the meaning words of a unit
-# tail (normalize.MEANING_WORDS) but the few a closing courtesy uses, and a few verbs.
+# tail (text.MEANING_WORDS) but the few a closing courtesy uses, and a few verbs.
 _CLOSING_HARMLESS = frozenset(
     "is are was were be being been am and true correct right yes if then positive single once".split()
 )

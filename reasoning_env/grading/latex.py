@@ -30,6 +30,7 @@ from fractions import Fraction
 from functools import lru_cache
 from typing import Any
 
+from reasoning_env.grading.text import MEANING_WORDS
 from reasoning_env.grading.values import (
     APPROX_SUBJECT,
     MAX_SUM_WORK,
@@ -237,8 +238,6 @@ def words_after_number(s: str) -> bool:
     """Whether a normalised answer has, after a number, a word that changes its meaning
     (``3 thousand``, ``3 is wrong``, ``3 not``) or any other word that is not mathematics
     (``and``/``or`` aside, as in :func:`words_between_numbers`). Linear time."""
-    from reasoning_env.grading.normalize import MEANING_WORDS
-
     seen_number = False
     for m in _NUMBER_OR_WORD_RE.finditer(s):
         t = m.group(0)

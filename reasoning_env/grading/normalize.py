@@ -30,6 +30,8 @@ from __future__ import annotations
 
 import re
 
+from reasoning_env.grading.text import MEANING_WORDS, match_brace
+
 __all__ = [
     "normalize_answer",
     "normalize_with_unit",
@@ -190,33 +192,6 @@ _UNIT_CANON = {w: canon for canon, words in _UNIT_SPELLINGS.items() for w in wor
 #: Unit and count words stripped after a number (whole words only; case-insensitive).
 UNIT_WORDS = frozenset(_UNIT_CANON) | frozenset("unit units sq square cubic per".split())
 
-#: Words that change what a number means: never dropped as a "unit" (``3 \text{ thousand}``,
-#: ``3 \text{ squared}``, ``3 \text{ is wrong}``, ``3 \text{ or four}``). An answer that keeps
-#: one only counts as an exact match (:func:`has_meaning_words`).
-MEANING_WORDS = frozenset(
-    """
-    zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen
-    fifteen sixteen seventeen eighteen nineteen twenty thirty forty fifty sixty seventy eighty
-    ninety hundred thousand million billion trillion quadrillion dozen dozens score gross
-    half halves third thirds quarter quarters fourth fourths fifth fifths sixth sevenths
-    eighth eighths ninth ninths tenth tenths hundredth hundredths thousandth thousandths
-    millionth millionths percent percentage pct permille ppm single double triple quadruple
-    twice thrice once k grand bn mn thou lakh lac crore myriad mille
-    squared cubed power powers root roots sqrt exponent factorial reciprocal inverse
-    plus minus multiplied divided over greater smaller larger bigger
-    higher lower than above below under exceeding exceeds increased decreased added subtracted
-    another negative positive
-    not no none nothing never neither nor is isnt are was were be being been am or and but
-    except maybe perhaps possibly probably wrong incorrect false true correct right either if
-    iff then unless otherwise else implies without instead nope yes approx
-    approximately roughly about around circa nearly almost ish rounded
-    least most max maximum minimum minimal maximal
-    loss losses deficit debt owed owing short shortfall
-    """.split()
-)
-# (Bounds and qualifiers: ``5 \text{ at most}``, ``5 \text{ maximum}``, ``48 in most cases`` state a
-# bound or a hedge, not the value; ``5 \text{ loss}``, ``5 \text{ deficit}`` flip its sign; ``5
-# \text{ lakh}`` scales it. ``min`` stays a unit: minutes.)
 #: Unit modifiers that need a unit after them (``3 \text{ square}`` may mean 3 squared).
 _UNIT_MODIFIERS = {"square": 2, "sq": 2, "cubic": 3}
 
@@ -298,8 +273,6 @@ def _strip_delimiters(s: str) -> str:
 
 def _unwrap_boxes(s: str) -> str:
     """Replace nested ``\\boxed{X}`` / ``\\fbox{X}`` by ``X`` (bounded number of passes)."""
-    from reasoning_env.grading.extract import match_brace
-
     for _ in range(8):
         idx = -1
         for cmd in ("\\boxed", "\\fbox"):

@@ -43,11 +43,15 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+
+from reasoning_env.policies.objective import reward_tables
+from reasoning_env.policies.tables import CurveFn, Tables
+from reasoning_env.policies.tables import curve_values as _curve_values
 
 __all__ = [
     "Allocation",
@@ -58,8 +62,6 @@ __all__ = [
     "upper_concave_envelope",
 ]
 
-#: A question's curve: token counts (1-D float array) -> probabilities of a correct answer.
-CurveFn = Callable[[np.ndarray], np.ndarray]
 #: Default optimality tolerance of the parametric passes (objective units).
 EXACT_TOL = 1e-9
 _MAX_PASSES = 48
@@ -135,10 +137,6 @@ def _lows(n: int, lo: int | Sequence[int]) -> list[int]:
     return lows
 
 
-def _curve_values(f: CurveFn, t: np.ndarray) -> np.ndarray:
-    return np.clip(np.asarray(f(t.astype(float)), dtype=float), 0.0, 1.0)
-
-
 def _fallback(curves: Sequence[CurveFn], budget: int, lows: list[int]) -> Allocation:
     tokens, left = [], budget
     for lo in lows:
@@ -201,38 +199,6 @@ class _Pass:
     value: np.ndarray  # (n_ends,)
     slope: np.ndarray  # (n_ends,) (zeros when not tracked)
     inputs: list  # per question: (S+1,) best value of each spend before it
-
-
-@dataclass
-class Tables:
-    """What the DP maximises (built by :mod:`.objective` or :func:`accuracy_tables`).
-
-    Attributes:
-        lengths: Per question, the allowed lengths (int array, increasing).
-        p: Per question, ``p_i`` at those lengths.
-        value: Per question, ``E_i`` at those lengths: shape ``(len,)`` when it does not depend
-            on the spent budget, else ``(len, n_cells)`` read through ``cell_of`` (the certified
-            upper envelope of the cells).
-        cell_of: Spend state -> cell index, shape ``(S+1,)`` (for 2-D values), else ``None``.
-        ends: End states: ``("done", S)`` for every final spend after the last question and
-            ``(i, S)`` for an early end after question ``i``; with their episode-term
-            coefficients ``a`` (per correct answer) and ``b`` (constant).
-        exact_value: ``plan -> exact objective`` (for plans read off a cell envelope).
-    """
-
-    lengths: list
-    p: list
-    value: list
-    cell_of: np.ndarray | None
-    n_states: int
-    terminal_from: int | None
-    end_a_done: np.ndarray
-    end_b_done: np.ndarray
-    end_a_dry: np.ndarray | None = None  # (n-1, n_states) for early ends
-    end_b_dry: np.ndarray | None = None
-    exact_value: Callable[[list[int], list[bool]], float] | None = None
-    notes: list = field(default_factory=list)
-    value_low: list | None = None  # the lower cell envelope (cells only): a second, safe plan
 
 
 def _gain(tab: Tables, i: int, j: int, hi: int, cvec: np.ndarray) -> np.ndarray:
@@ -540,8 +506,6 @@ def optimal_allocation(
             max_spend=None if hard_cap_mode else int(math.floor(soft_headroom * budget)),
         )
     else:
-        from reasoning_env.policies.objective import reward_tables
-
         tab = reward_tables(
             reward,
             curves,

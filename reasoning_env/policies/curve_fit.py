@@ -42,6 +42,7 @@ What rows cannot tell (reported in :attr:`CurveFit.unidentified`, never silently
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -419,7 +420,7 @@ def fit_group(
 
     Args:
         prior: The :class:`~.curves.Curve` whose ``growth`` / ``ceiling`` are kept when the rows
-            cannot identify them.
+            cannot identify them; the fitted curve is a copy of it with every parameter fitted.
         ceiling: ``"fit"`` (estimate it), a number (hold it), or ``None`` (hold the prior's).
         clusters: One label per row; rows sharing a label are correlated (cluster-robust
             standard errors). ``None``: independent rows.
@@ -431,8 +432,6 @@ def fit_group(
         CurveFitError: no rows, one class only, lengths all equal, accuracy not rising with
             length, or a diverging fit (perfectly separable rows).
     """
-    from reasoning_env.policies.curves import Curve
-
     n = len(x)
     if n == 0:
         raise CurveFitError("no rows")
@@ -552,7 +551,10 @@ def fit_group(
                 f"{name}: the profile likelihood does not bound it from {side} (95% interval [{lo:.4g}, {hi:.4g}]): "
                 f"the rows cannot say what it is there; {e.value:.4g} is one point of that range"
             )
-    curve = Curve(k=a, t50=t50, growth=growth, ceiling=float(C), floor=floor, measured_up_to=float(np.max(x)))
+    # the prior's type (a curves.Curve) with every parameter fitted: this module never imports curves.py
+    curve = dataclasses.replace(
+        prior, k=a, t50=t50, growth=growth, ceiling=float(C), floor=floor, measured_up_to=float(np.max(x))
+    )
     p_hat = _model(X, beta, C, floor)[0]
     ybar = float(y.mean())
     hl, table = _hosmer_lemeshow(y, p_hat)

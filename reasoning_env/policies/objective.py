@@ -33,7 +33,8 @@ from typing import Any
 
 import numpy as np
 
-from reasoning_env.policies.allocation import CurveFn, Tables, _curve_values
+from reasoning_env.policies.tables import CurveFn, Tables
+from reasoning_env.policies.tables import curve_values as _curve_values
 
 __all__ = ["FULL_TABLE_ROWS", "correctness_signal", "reward_tables"]
 

@@ -18,8 +18,6 @@ composition.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
 from reasoning_env.errors import RewardSpecError
@@ -30,7 +28,7 @@ from reasoning_env.rewards.batch import (
     RewardShape,
     StepBatch,
     components_total,
-    group_error_message,
+    group_error_message,  # noqa: F401  (re-exported)
 )
 
 # The reward modules register themselves when imported, and this order is the registry's order
@@ -41,12 +39,13 @@ from reasoning_env.rewards import shapes as _shapes  # noqa: F401  (registers th
 from reasoning_env.rewards import group as _group  # noqa: F401  (registers the group shapes)
 # isort: on
 
+from reasoning_env.rewards.build import FLAT_WEIGHTS, build, build_reward, validate_reward_spec  # noqa: F401
 from reasoning_env.rewards.compose import (
     COMBINED_INFO,
-    CONTEXTS,
+    CONTEXTS,  # noqa: F401  (re-exported)
     CombinedReward,
     Entry,
-    from_spec,
+    from_spec,  # noqa: F401  (re-exported)
     load_spec,
     normalise_spec,
     normalize_spec,
@@ -98,19 +97,6 @@ DEFAULT_REWARD = "economics"
 #: The registry name of the reference environment's (ReasoningEconomicsEnv v2) seed reward, exactly.
 REFERENCE_REWARD = "reference"
 
-#: EnvConfig fields that are the default reward's parameters (flat weights). They fill the unset
-#: parameters of ``economics`` and ``budget_aware`` entries; ``reference`` (the seed, exactly) keeps
-#: its own defaults.
-FLAT_WEIGHTS = (
-    "correct_reward",
-    "wrong_reward",
-    "beta",
-    "gamma",
-    "soft_overspend_penalty",
-    "lambda_ep",
-    "target_utilisation",
-)
-
 #: The composition is a registered type too, after every shape (the last name of :func:`available`).
 REWARDS.add("combined", CombinedReward, summary=COMBINED_INFO.summary, meta=COMBINED_INFO.to_dict)
 
@@ -140,78 +126,3 @@ def describe(name: str | None = None) -> dict[str, Any]:
         UnknownRewardError: ``name`` is not registered.
     """
     return REWARDS.describe(name)
-
-
-def _is_config(obj: Any) -> bool:
-    from reasoning_env.config import EnvConfig
-
-    return isinstance(obj, EnvConfig)
-
-
-def _flat_defaults(config: Any) -> dict[str, dict[str, Any]]:
-    flat = {k: getattr(config, k) for k in FLAT_WEIGHTS}
-    return {"economics": flat, "budget_aware": dict(flat)}
-
-
-def build_reward(source: Any = None, *, context: str = "env") -> Any:
-    """The reward a config, spec or reward object describes.
-
-    Args:
-        source: ``None`` (the default reward, ``economics``), an EnvConfig, a spec (dict,
-            registry name, YAML text or a ``.yaml`` path), or an already built reward (returned).
-        context: ``"env"`` (group rewards are rejected), ``"training"`` or ``"rescore"``.
-
-    Raises:
-        RewardSpecError: invalid spec (a ``ValueError``); :class:`GroupRewardError` (a subclass) for a
-            group reward in the ``"env"`` context (the message says where to use it instead).
-        ValueError: unknown ``context``.
-    """
-    if context not in CONTEXTS:
-        raise ValueError(f"context must be one of {CONTEXTS}, got {context!r}")
-    if source is None:
-        reward: Any = EconomicsReward()
-    elif _is_config(source):
-        flat = _flat_defaults(source)
-        if not source.reward:
-            return EconomicsReward(**flat["economics"])
-        reward = from_spec(source.reward, defaults=flat)
-    elif isinstance(source, (RewardShape, CombinedReward)):
-        reward = source
-    elif isinstance(source, (Mapping, str, Path)):
-        reward = from_spec(source)
-    elif hasattr(source, "step_components") and hasattr(source, "episode_components"):
-        return source  # a custom EnvReward: trusted as is
-    else:
-        raise RewardSpecError(
-            f"cannot build a reward from {type(source).__name__}; pass an EnvConfig, a spec or a reward"
-        )
-    if context == "env" and getattr(reward, "is_group", False):
-        names = (
-            [e.reward.info.name for e in reward.entries if e.reward.is_group]
-            if isinstance(reward, CombinedReward)
-            else [reward.info.name]
-        )
-        raise GroupRewardError(group_error_message(names[0]))
-    return reward
-
-
-def build(config: Any = None) -> Any:
-    """The environment's reward for an ``EnvConfig`` (its ``reward`` spec, else the default ``economics``
-    reward with its flat weights), or for a spec / registry name / YAML. Flat weights also fill the
-    unspecified parameters of ``economics`` and ``budget_aware`` entries of the spec.
-
-    Raises:
-        RewardSpecError: invalid spec or a group reward (see :func:`build_reward`).
-    """
-    return build_reward(config, context="env")
-
-
-def validate_reward_spec(spec: Any, *, context: str = "env") -> None:
-    """Check a reward spec (``None`` is fine). Raises :class:`RewardSpecError` (a ``ValueError``)
-    saying what is wrong; in the ``"env"`` context group rewards are errors that say to use them in
-    training or re-scoring."""
-    if spec is None:
-        return
-    if not isinstance(spec, (Mapping, str)):
-        raise RewardSpecError(f"reward must be a mapping (a reward spec), got {type(spec).__name__}")
-    build_reward(load_spec(spec), context=context)

@@ -1,10 +1,14 @@
-"""The configured reward as an OpenEnv rubric tree (:mod:`openenv.core.rubrics`), a view over the rewards.
+"""The configured reward as an OpenEnv rubric tree (:mod:`openenv.core.rubrics`): where a step's reward is computed.
 
-``ReasoningEconomicsEnv.rubric`` is a :class:`RewardRubric`: called with the ``(action, observation)``
-of a step, it rebuilds that step's :class:`~reasoning_env.rewards.base.StepContext` (and, on the final
-step, the :class:`~reasoning_env.rewards.base.EpisodeContext`) from the observation's ``last_step``
-record and calls the environment's reward object, the one place where the formulas live. So it
-returns exactly what the environment paid, and each named child returns one component:
+``ReasoningEconomicsEnv.rubric`` is a :class:`RewardRubric`, and the environment pays what it returns:
+``step()`` hands it the step's :class:`~reasoning_env.rewards.base.StepContext` (and, on the final step,
+the :class:`~reasoning_env.rewards.base.EpisodeContext`) through :meth:`RewardRubric.pay`, which calls the
+reward object's formulas (:func:`components_of`, the one call site) and returns the named components and
+their sum; ``step()`` then records them and calls :meth:`RewardRubric.settle` with the step's
+``(action, observation)``, so that every node's ``last_score`` and forward hooks show what was paid,
+without computing it again. Called on its own with a recorded step's ``(action, observation)``, the tree
+rebuilds the contexts from the observation's ``last_step`` record and gives the same numbers.
+Each named child returns one component:
 
 - a single reward (the default ``economics``): one child per component, ``correctness``,
   ``efficiency_bonus``, ``cost_penalty``, ``overspend_penalty``, ``episode_bonus`` (``forfeit`` too when
@@ -23,7 +27,7 @@ weights must add up to 1) is needed. The root's score is the sum of the componen
 environment's order (step components, then episode ones), so it equals the paid reward bit for bit.
 
 A step that paid nothing (no episode, or the episode already over: ``last_step`` is ``None``) scores
-0 everywhere. The environment calls its rubric in every ``step()`` (``last_score`` of every node then
+0 everywhere. The environment has its rubric pay and settle every ``step()`` (``last_score`` of every node then
 shows the last step's numbers, and forward hooks fire) and resets it in ``reset()``.
 """
 
@@ -41,6 +45,7 @@ __all__ = [
     "EpisodeComponentRubric",
     "RewardRubric",
     "SumRubric",
+    "components_of",
     "episode_context",
     "paid_components",
     "step_context",
@@ -117,18 +122,22 @@ def episode_context(observation: Any) -> EpisodeContext | None:
     )
 
 
+def components_of(reward: Any, step: StepContext, episode: EpisodeContext | None = None) -> dict[str, float]:
+    """The named components ``reward`` pays for a step: its step components, then (on the final step,
+    ``episode`` given) its episode components. The one place the reward's formulas are called for a step."""
+    out = {k: float(v) for k, v in reward.step_components(step).items()}
+    if episode is not None:
+        out.update({k: float(v) for k, v in reward.episode_components(episode).items()})
+    return out
+
+
 def paid_components(reward: Any, action: Any, observation: Any, *, hard_cap_mode: bool) -> dict[str, float]:
-    """The named components ``reward`` pays for the step that produced ``observation``: its step
-    components, then (final step) its episode components, as the environment merges them; ``{}``
-    for a step that paid nothing."""
+    """The named components ``reward`` pays for the step that produced ``observation`` (its contexts
+    rebuilt from the observation); ``{}`` for a step that paid nothing."""
     ctx = step_context(action, observation, hard_cap_mode=hard_cap_mode)
     if ctx is None:
         return {}
-    out = {k: float(v) for k, v in reward.step_components(ctx).items()}
-    ep = episode_context(observation)
-    if ep is not None:
-        out.update({k: float(v) for k, v in reward.episode_components(ep).items()})
-    return out
+    return components_of(reward, ctx, episode_context(observation))
 
 
 class _Scorer:
@@ -140,6 +149,10 @@ class _Scorer:
         self.hard_cap_mode = hard_cap_mode
         self._key: tuple[Any, Any] | None = None  # the objects themselves: their ids stay theirs while held
         self._value: dict[str, float] = {}
+
+    def hold(self, action: Any, observation: Any, value: dict[str, float]) -> None:
+        """Remember ``value`` as what ``(action, observation)`` was paid (computed by the caller)."""
+        self._key, self._value = (action, observation), value
 
     def __call__(self, action: Any, observation: Any) -> dict[str, float]:
         key = self._key
@@ -249,6 +262,7 @@ class RewardRubric(Rubric):
         self.reward = reward
         self.hard_cap_mode = bool(hard_cap_mode)
         self._scorer = _Scorer(reward, self.hard_cap_mode)
+        self._paid: dict[str, float] | None = None
         step_keys, episode_keys = _component_keys(reward, self.hard_cap_mode)
         self.component_names = tuple(step_keys + episode_keys)
         nodes: dict[str, Rubric] = {}
@@ -263,6 +277,23 @@ class RewardRubric(Rubric):
                 _add_child(nodes[label], comp, leaf)
             else:
                 _add_child(self, key, leaf)
+
+    def pay(self, step: StepContext, episode: EpisodeContext | None = None) -> tuple[dict[str, float], float]:
+        """What a step pays: ``(components, reward)``, the named components (step ones, then, when
+        ``episode`` is given, the final step's episode ones) and their sum, which the environment pays.
+        Call :meth:`settle` with the step's ``(action, observation)`` next."""
+        components = components_of(self.reward, step, episode)
+        self._paid = components
+        return dict(components), float(sum(components.values()))
+
+    def settle(self, action: Any, observation: Any) -> float:
+        """Run the tree on the step :meth:`pay` just paid (every node's ``last_score``, forward hooks, the
+        episode leaves' trajectories) with the paid components, not computed again; returns the reward."""
+        paid, self._paid = self._paid, None
+        if paid is None:
+            raise RuntimeError("settle() follows pay(): no step was paid")
+        self._scorer.hold(action, observation, paid)
+        return self(action, observation)
 
     def components(self, action: Any, observation: Any) -> dict[str, float]:
         """The named components paid for the step that produced ``observation`` (``{}`` if none)."""

@@ -258,7 +258,7 @@ def trl_reward_function(
     Returns:
         ``f(completions, prompts=None, completion_ids=None, **kwargs) -> list[float]``.
     """
-    from reasoning_env.rewards import build_reward
+    from reasoning_env.rewards.build import build_reward
 
     reward = build_reward(spec, context="training")
 
@@ -287,7 +287,7 @@ def trl_reward_function(
 def trl_reward_functions(spec: Any, **kwargs: Any) -> list[Callable[..., list[float]]]:
     """One TRL callable per member of a combined spec (weights applied inside), so TRL logs each
     under its label; a single spec gives a one-element list. ``kwargs`` as :func:`trl_reward_function`."""
-    from reasoning_env.rewards import build_reward
+    from reasoning_env.rewards.build import build_reward
     from reasoning_env.rewards.compose import CombinedReward
 
     reward = build_reward(spec, context="training")

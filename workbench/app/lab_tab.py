@@ -86,6 +86,11 @@ class LabTab:
         entries += [(e.choice, str(e.path)) for e in discover_runs(root or self.ctx.runs_root)]
         return entries
 
+    def default_choice(self, root: str | None = None) -> str:
+        """What the picker opens on: the newest run folder under ``root`` (a real run), else the synthetic demo."""
+        runs = discover_runs(root or self.ctx.runs_root)
+        return str(runs[0].path) if runs else SYNTHETIC
+
     def _spec(self, selected: Sequence[str], values: Sequence[Any]) -> dict:
         return rt.values_to_spec(list(selected or []), list(values))
 
@@ -305,7 +310,7 @@ class LabTab:
                 with gr.Row(equal_height=True):
                     c["run"] = gr.Dropdown(
                         self.run_choices(),
-                        value=SYNTHETIC,
+                        value=self.default_choice(),
                         allow_custom_value=True,
                         label="Run to re-score",
                         info="a run folder, or type its path",
@@ -435,16 +440,28 @@ class LabTab:
         return c
 
     @user_errors
-    def ensure_loaded(self, lab: rt.LabRun | None, choice: str) -> tuple:
-        """Load the picked run the first time the tab is opened (later: nothing changes)."""
+    def ensure_loaded(self, lab: rt.LabRun | None, choice: str, root: str | None = None) -> tuple:
+        """Load the picked run the first time the tab is opened (later: nothing changes): the newest real run
+        when the picker still shows the synthetic demo (a run made since the page was built counts).
+        Outputs: ``(LabRun, description, run picker)``."""
         if lab is not None:
-            return gr.skip(), gr.skip()
-        return self.load(choice)
+            return gr.skip(), gr.skip(), gr.skip()
+        defaulted = (choice or "").strip() in ("", SYNTHETIC)
+        if defaulted:
+            choice = self.default_choice(root)
+        try:
+            data, info = self.load(choice)
+        except gr.Error:
+            if not defaulted or choice == SYNTHETIC:
+                raise
+            choice = SYNTHETIC  # the newest folder cannot be re-scored: the demo, as before
+            data, info = self.load(choice)
+        return data, info, gr.Dropdown(choices=self.run_choices(root), value=choice)
 
     def wire_tab(self, tab: Any, c: dict[str, Any]) -> None:
         """When ``tab`` is selected: load the run on first use, then draw everything."""
         lab, run, info, update_outputs, induced_outputs, on = c["_initial"]
         private = {"api_visibility": "private", **on}
-        tab.select(self.ensure_loaded, [lab, run], [lab, info], **private).success(
+        tab.select(self.ensure_loaded, [lab, run, c["runs_root"]], [lab, info, run], **private).success(
             self.update, [lab, c["selected"], *c["controls"]], update_outputs, **private
         ).success(self.induced, [lab, c["selected"], c["budgets"], *c["controls"]], induced_outputs, **private)

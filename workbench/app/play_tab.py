@@ -199,9 +199,10 @@ def _card(title: str, value: str, sub: str, bar: str = "", elem: str = "") -> st
     )
 
 
-def render_gauges(session: PlaySession | None) -> str:
+def render_gauges(session: PlaySession | None, streaming: StreamProgress | None = None) -> str:
     """HTML of the live gauges: budget left, questions left, budget per remaining question (vs
-    the fair share), accuracy so far and reward so far; an end-of-episode banner when done."""
+    the fair share), accuracy so far and reward so far; an end-of-episode banner when done. While an
+    answer streams (``streaming``), the budget cards count its tokens so far, as the live line does."""
     obs = session.observation if session is not None else None
     if obs is None:
         cards = [
@@ -222,11 +223,20 @@ def render_gauges(session: PlaySession | None) -> str:
     per_color = "#16a34a" if per_q >= 0.9 * fair else ("#f59e0b" if per_q >= 0.5 * fair else "#dc2626")
     answered, correct = s["answered"], s["correct"]
     never = n - answered if obs.done and answered < n else 0  # the budget ran dry before these were asked
+    left, spent, writing = obs.remaining_budget, s["spent"], ""
+    if streaming is not None and not obs.done:
+        left, spent = streaming.budget_left, s["spent"] + (obs.remaining_budget - streaming.budget_left)
+        left_frac = left / total
+        color = "#16a34a" if left_frac > 0.4 else ("#f59e0b" if left_frac > 0.15 else "#dc2626")
+        writing = f" · {fmt_int(streaming.tokens)} in the answer being written"
+        if obs.questions_remaining:
+            per_q = left / obs.questions_remaining
+            per_color = "#16a34a" if per_q >= 0.9 * fair else ("#f59e0b" if per_q >= 0.5 * fair else "#dc2626")
     cards = [
         _card(
             "Budget left",
-            fmt_int(obs.remaining_budget),
-            f"of {fmt_int(total)} tokens · spent {fmt_int(s['spent'])}",
+            fmt_int(left),
+            f"of {fmt_int(total)} tokens · spent {fmt_int(spent)}{writing}",
             _bar(left_frac, color),
             "budget",
         ),
@@ -409,9 +419,13 @@ def render_engine(status: dict[str, Any]) -> str:
     """Markdown of the local engine's state (:meth:`workbench.play.LocalEngine.status`)."""
     state = status.get("state")
     if state == "starting":
+        expected = status.get("expected") or "about a minute on 2 quiet cores"
+        progress = status.get("progress")
         return (
-            f"Starting vLLM's CPU engine for `{status.get('model')}`: about a minute "
-            f"({status.get('elapsed_s', 0):.0f} s so far)…"
+            f"Starting vLLM's CPU engine for `{status.get('model')}`: {status.get('elapsed_s', 0):.0f} s so far; "
+            f"{expected}…"
+            + (f"  \nvLLM: `{progress}`" if progress else "")
+            + (f"  \nLog: `{status['log']}`" if status.get("log") else "")
         )
     if state == "running":
         eng = status.get("engine") or {}
@@ -428,10 +442,25 @@ def render_engine(status: dict[str, Any]) -> str:
             "stops with the app."
         )
     if state == "failed":
-        return f"The engine did not start: {status.get('error')}"
+        return f"**The engine did not start** after {status.get('elapsed_s', 0):.0f} s: {status.get('error')}"
     if state == "stopped":
         return "The engine stopped; start it again."
     return ""
+
+
+def shorter_episode_note(session: PlaySession | None) -> str | None:
+    """Why the episode has fewer questions than the form asked for (the sources hold fewer in all), or ``None``."""
+    if session is None or session.reset_observation is None:
+        return None
+    asked, got = int(session.config.num_questions), int(session.reset_observation.num_questions)
+    if got >= asked:
+        return None
+    used = session.reset_observation.metadata.get("sources_used") or []
+    held = ", ".join(f"{u.get('source')}: {u.get('questions')}" for u in used)
+    return (
+        f"This episode has {got} questions, not the {asked} asked: the chosen sources hold only {got} in all "
+        f"({held}); the budget is for these."
+    )
 
 
 def render_info(session: PlaySession | None) -> str:
@@ -451,10 +480,12 @@ def render_info(session: PlaySession | None) -> str:
         for u in (md.get("sources_used") or [])
     )
     mode = "hard cap" if cfg.hard_cap_mode else "soft budget"
+    short = shorter_episode_note(session)
     return (
         f"**Budget** {md.get('total_budget'):,} tokens (`{md.get('budget_source')}`, "
         f"{mode}) · **seed** `{md.get('seed')}` · "
         f"**tokenizer** `{md.get('tokenizer_name')}` ({md.get('tokenizer_origin')})  \n**questions from** {esc(used)}"
+        + (f"  \n**{esc(short)}**" if short else "")
     )
 
 
@@ -634,6 +665,9 @@ class PlayTab:
                 + ", ".join(u["source"] for u in fallbacks)
                 + " (see the episode info)."
             )
+        short = shorter_episode_note(session)
+        if short:
+            warn(short)
         if obs.done:
             warn(f"the budget ({obs.total_budget} tokens) is below min_tokens: the episode ended at once")
         return (session, *self.view(session))
@@ -744,9 +778,12 @@ class PlayTab:
             raise PlayError("no episode yet: press Reset to start one")
         name = self._check_policy(policy)
         skip = tuple(gr.skip() for _ in VIEW_FIRST)
+        at = VIEW_FIRST.index("gauges")
         for progress, result in self._stream_step(session, name, self._llm(name, base_url, model)):
-            if result is None:
-                yield (gr.skip(), *skip, render_live(progress))
+            if result is None:  # the live text and the gauges counting it
+                live = list(skip)
+                live[at] = render_gauges(session, progress)
+                yield (gr.skip(), *live, render_live(progress))
             else:
                 yield (session, *self.view_first(session), render_live(progress, result))
 
@@ -761,13 +798,16 @@ class PlayTab:
         llm = self._llm(name, base_url, model)
         skip = tuple(gr.skip() for _ in VIEW)
         skip_rest = tuple(gr.skip() for _ in VIEW_REST)
+        at = VIEW.index("gauges")
         first = True
         drawn_at = time.monotonic()
         while first or not session.done:  # a first step even when over: the session says why it cannot
             first = False
             for progress, result in self._stream_step(session, name, llm):
-                if result is None:
-                    yield (gr.skip(), *skip, render_live(progress))
+                if result is None:  # the live text and the gauges counting it
+                    live = list(skip)
+                    live[at] = render_gauges(session, progress)
+                    yield (gr.skip(), *live, render_live(progress))
                 elif time.monotonic() - drawn_at >= RUN_REDRAW_S and not session.done:
                     drawn_at = time.monotonic()
                     yield (session, *self.view(session), render_live(progress, result))
@@ -793,7 +833,11 @@ class PlayTab:
                 yield st["base_url"], (st.get("adapter") or {}).get("name") or st["model"], render_engine(st)
                 return
             if st["state"] in ("failed", "stopped", "idle"):
-                raise PlayError(render_engine(st) or "the engine did not start")
+                # written into the status line, which keeps it (a toast goes away; it once froze at "Starting…")
+                msg = render_engine(st) or "The engine did not start."
+                gr.Warning(msg.replace("**", ""))
+                yield gr.skip(), gr.skip(), msg
+                return
             yield gr.skip(), gr.skip(), render_engine(st)
             time.sleep(1.0)
 

@@ -150,6 +150,18 @@ NOT_MODELLED_NOTE = (
 )
 
 
+#: What each column of the summary table means, shown with the table.
+COLUMN_NOTES = (
+    "**Columns** (one row per run and policy; [95% CI]: bootstrap interval over episodes): *accuracy*: right "
+    "answers over all the episode's questions (never-asked ones count as wrong); *exp. accuracy*: the solver "
+    "curves' expected accuracy at the tokens spent; *unasked/episode*: questions never asked because the budget ran "
+    "dry; *tokens/answered question*: tokens charged per answer; *utilisation*: tokens spent / budget; *ran dry*: "
+    "share of episodes that ended with questions unasked; *reward*: episode reward; *acc/1k tokens*: accuracy per "
+    "1,000 tokens spent; *regret*: the accuracy-maximising oracle's expected right answers minus this policy's, "
+    "on the same curves; *frontier*: on the accuracy-vs-tokens Pareto frontier; *mean budget*: tokens per episode."
+)
+
+
 def _display_table(summary: pd.DataFrame) -> pd.DataFrame:
     """The summary for the Dataframe component: each metric of :data:`_WITH_CI` as
     ``"value [low, high]"``, other floats rounded, interval columns folded in; the curve-based
@@ -312,6 +324,8 @@ class RunsTab:
         ]
         if not summary.empty and not_modelled(summary).any():
             provenance.append(f"- {NOT_MODELLED_NOTE}")
+        if not summary.empty:
+            provenance.append(f"- {COLUMN_NOTES}")
         return (
             "\n".join([runs.describe(), *provenance]),
             table,

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -106,6 +106,7 @@ def run_episode(
     step_tokenizer: str | None = None,
     max_response_chars: int | None = None,
     extra_columns: dict[str, Any] | None = None,
+    on_step: Callable[[], Any] | None = None,
 ) -> EpisodeResult:
     """Play one episode of ``policy`` on ``env`` (an in-process env or a remote adapter).
 
@@ -118,6 +119,7 @@ def run_episode(
         max_response_chars: Keep at most this many characters of each response in the rows.
         extra_columns: Constant columns added to every step and to the episode row (e.g. the
             ``base_seed`` and ``budget_ratio`` of a sweep).
+        on_step: Called after every answered question (the CLI's per-question progress for LLM policies).
 
     Raises:
         PolicyError: the policy failed (e.g. an endpoint down after its retries).
@@ -140,6 +142,8 @@ def run_episode(
         action = make_action(out.response, out.grading_response, step_tokenizer, out.num_generated_tokens)
         action_md = action.metadata
         obs = as_observation(env.step(action))
+        if on_step is not None:
+            on_step()
         ls = obs.last_step
         subject = None
         if questions is not None and ls is not None and ls.index < len(questions):

@@ -24,11 +24,9 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-
-import pandas as pd
 
 from reasoning_env.config import EnvConfig
 from reasoning_env.policies import (
@@ -42,6 +40,7 @@ from reasoning_env.policies import (
 from reasoning_env.remote import RemoteEnv, Replicas, parse_urls
 from workbench.evaluation.episodes import EpisodeResult, episode_seed, run_episode
 from workbench.evaluation.extras import BUDGET_MODES, budget_reset_kwargs
+from workbench.evaluation.writer import EvalResult, write_run
 
 __all__ = ["Condition", "EvalResult", "evaluate"]
 
@@ -59,26 +58,6 @@ class Condition:
     config: EnvConfig
     columns: dict
     total_budget: int | None = None
-
-
-@dataclass
-class EvalResult:
-    """What :func:`evaluate` produced.
-
-    Attributes:
-        run_dir: The run folder (``None`` when nothing was written).
-        steps, episodes, summary: The frames written to it (summary includes timing columns).
-        meta: ``run.json`` contents. failed: policy name -> error message.
-        comparisons: The paired comparisons (``comparisons.csv``).
-    """
-
-    run_dir: Path | None
-    steps: pd.DataFrame
-    episodes: pd.DataFrame
-    summary: pd.DataFrame
-    meta: dict
-    failed: dict[str, str] = field(default_factory=dict)
-    comparisons: pd.DataFrame | None = None
 
 
 def _resolve_tokenizer(policy: BasePolicy, config: EnvConfig, notes: list[str]) -> str:
@@ -251,16 +230,18 @@ def _play_condition(
     plan: Sequence[tuple[int, int]],
     make_env: Callable[[], Any],
     workers: int,
-    on_episode: Callable[[int], Any],
+    on_episode: Callable[[EpisodeResult], Any],
     run_id: str,
     tokenizer_name: str,
     budget_mode: str,
     curves: SolverCurves,
     oracle: OracleCache,
     max_response_chars: int | None,
+    on_step: Callable[[], Any] | None = None,
 ) -> list[EpisodeResult]:
     """Every episode of ``plan`` (``(base seed, episode seed)``) for one policy under one condition,
-    in order (``workers`` threads, each with its own environment and policy clone).
+    in order (``workers`` threads, each with its own environment and policy clone). ``on_episode`` is called
+    with each episode's result as it ends (in order), ``on_step`` after every answered question.
 
     Raises:
         PolicyError: the policy failed.
@@ -280,6 +261,7 @@ def _play_condition(
         oracle=oracle,
         step_tokenizer=step_tok,
         max_response_chars=max_response_chars,
+        on_step=on_step,
     )
     jobs = [(first_index + j, base, ep_seed) for j, (base, ep_seed) in enumerate(plan)]
 
@@ -295,7 +277,7 @@ def _play_condition(
         try:
             for job in jobs:
                 out.append(play(env, policy, job))
-                on_episode(1)
+                on_episode(out[-1])
         finally:
             if hasattr(env, "close"):
                 env.close()
@@ -314,8 +296,19 @@ def _play_condition(
         out = []
         for fut in futures:
             out.append(fut.result())
-            on_episode(1)
+            on_episode(out[-1])
     return out
+
+
+def _progress_callbacks(bar: Any, per_question: bool) -> tuple[Callable[[], Any] | None, Callable[[Any], Any]]:
+    """``(on_step, on_episode)`` moving ``bar`` by answered questions (an episode that ran dry adds its unasked
+    questions when it ends), or by episodes."""
+    if not per_question:
+        return None, lambda result: bar.update(1)
+    return (
+        lambda: bar.update(1),
+        lambda result: bar.update(max(0, result.episode.num_questions - len(result.steps))),
+    )
 
 
 def _progress_bar_class() -> Any:
@@ -401,7 +394,6 @@ def evaluate(
 
     from reasoning_env.env import ReasoningEconomicsEnv
     from reasoning_env.grading import Grader
-    from workbench.evaluation.writer import write_run
     from workbench.runs import claim_run_dir, clear_run_files, fresh_run_dir
 
     config = config or EnvConfig()
@@ -470,15 +462,19 @@ def evaluate(
             if tok_name not in tokenizers_used:
                 tokenizers_used.append(tok_name)
             mine: list[EpisodeResult] = []
+            # A real model takes minutes an episode: its bar counts answered questions (an episode that ran dry
+            # adds its unasked ones when it ends); the others count episodes.
+            per_question = policy.kind == "llm"
             bar = tqdm(
-                total=len(plan) * len(conds),
+                total=len(plan) * (sum(c.config.num_questions for c in conds) if per_question else len(conds)),
                 desc=f"{policy.name:>18}",
-                unit="ep",
+                unit="q" if per_question else "ep",
                 disable=not progress,
                 file=sys.stderr,
                 leave=True,
                 dynamic_ncols=True,
             )
+            on_step, on_episode = _progress_callbacks(bar, per_question)
             t0 = time.perf_counter()
             solved0 = sum(o.solve_s for o in oracles)
             try:
@@ -493,7 +489,8 @@ def evaluate(
                             plan=plan,
                             make_env=env_maker(cond),
                             workers=workers,
-                            on_episode=bar.update,
+                            on_episode=on_episode,
+                            on_step=on_step,
                             run_id=run_dir.name,
                             tokenizer_name=tok_name,
                             budget_mode=budget_mode,

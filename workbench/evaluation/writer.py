@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +24,26 @@ from reasoning_env.policies.llm import model_line
 from workbench.evaluation.episodes import EpisodeResult
 
 __all__ = ["budget_note", "provenance", "unlabelled_questions", "write_run"]
+
+
+@dataclass
+class EvalResult:
+    """What :func:`evaluate` produced.
+
+    Attributes:
+        run_dir: The run folder (``None`` when nothing was written).
+        steps, episodes, summary: The frames written to it (summary includes timing columns).
+        meta: ``run.json`` contents. failed: policy name -> error message.
+        comparisons: The paired comparisons (``comparisons.csv``).
+    """
+
+    run_dir: Path | None
+    steps: pd.DataFrame
+    episodes: pd.DataFrame
+    summary: pd.DataFrame
+    meta: dict
+    failed: dict[str, str] = field(default_factory=dict)
+    comparisons: pd.DataFrame | None = None
 
 
 def budget_note(
@@ -202,7 +223,7 @@ def write_run(
     n_resamples: int = 2000,
 ):
     """Write every file of an evaluation run folder and return the
-    :class:`~workbench.evaluation.runner.EvalResult`.
+    :class:`EvalResult`.
 
     The written ``config.yaml`` records the run's (first) evaluation seed as ``seed``, so
     ``python -m workbench.evaluate --config <run>/config.yaml`` replays the same episodes.
@@ -211,7 +232,6 @@ def write_run(
         workbench.runs.RunFolderError: the folder cannot be written.
     """
     from workbench import analysis
-    from workbench.evaluation.runner import EvalResult
     from workbench.runs import RunWriter
 
     seed = meta.get("seed")
