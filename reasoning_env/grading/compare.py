@@ -523,6 +523,23 @@ def _renamed_constants_compare(p: Any, g: Any, vp: frozenset, vg: frozenset, dea
 
 
 # ----------------------------------------------------------------------------- relations
+# A function's head: one letter applied to variables (``f(x)``, ``g(t)``, ``h(x,y)``).
+_FUNCTION_HEAD_RE = re.compile(r"[A-Za-z]\((?:[A-Za-z],)*[A-Za-z]\)")
+
+
+def _function_label(a: Assign) -> bool:
+    """Whether ``a``'s left side only names the function its right side defines: a function head
+    (``f(x) = 2x+3``) or ``y`` in front of an expression of other variables (``y = 2x+3``). Such
+    labels are not part of the value: each already equals the bare ``2x+3``, so they equal each
+    other. ``y = 5`` (a variable's value) and ``f(3) = 9`` (a value at a number) are not labels."""
+    if not isinstance(a.value, tuple):
+        return False
+    if a.lhs == "y":
+        names = free_vars(a.value)
+        return bool(names) and "y" not in names
+    return _FUNCTION_HEAD_RE.fullmatch(a.lhs) is not None
+
+
 def _equation_function(r: Any) -> Any | None:
     """``lhs - rhs`` of a single equation (``Relation`` or variable ``Assign``), else None."""
     if isinstance(r, Relation) and r.ops == ("=",) and all(isinstance(s, tuple) for s in r.sides):
@@ -995,6 +1012,8 @@ def compare(p: Any, g: Any, deadline: float) -> Verdict:
         if isinstance(g, Assign) and isinstance(p, Assign):
             if p.lhs == g.lhs:
                 return compare(p.value, g.value, deadline)
+            if _function_label(p) and _function_label(g):
+                return compare(p.value, g.value, deadline)  # y = 2x+3 vs f(x) = 2x+3: one function
             fp, fg = _equation_function(p), _equation_function(g)
             if fp is not None and fg is not None:
                 return _proportional(fp, fg, deadline)

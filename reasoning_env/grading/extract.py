@@ -83,7 +83,19 @@ _PHRASE_RE = re.compile(
     r"[ \t]*(?:\*\*[ \t]*)?(?:[:：][ \t]*)?(?:\*\*[ \t]*)?",
     re.IGNORECASE,
 )
-_GSM_RE = re.compile(r"####[ \t]*")
+# "#### 55", and the separator some models put after the marker: "####: 55", "#### = 55"
+# (a minus sign is the answer's own: "#### -55").
+_GSM_RE = re.compile(r"####[ \t]*(?:[:：=][ \t]*)?")
+# Sentence adverbs between an answer phrase and its value: "The answer is therefore \\(11\\).".
+_ADVERB_RE = re.compile(r"(?:therefore|thus|hence|then|clearly|indeed|simply)\b,?[ \t]+", re.IGNORECASE)
+# A closing statement's number written in inline math: "the total is \\(11\\)." / "$11$.".
+_INLINE_NUMBER_RE = re.compile(
+    r"(?:\\\(|\\\[|\$\$?)[ \t]*([-+]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?)[ \t]*(?:\\\)|\\\]|\$\$?)"
+)
+# Math closed before an exclamation mark: the mark is the sentence's ("$11$!"), not a factorial.
+_MATH_CLOSE_BANG_RE = re.compile(r"(?:\$|\\\)|\\\])[ \t]*!$")
+# How far past a phrase that ends its line a display (\\[...\\], $$...$$) holding its answer may run.
+MAX_DISPLAY_CHARS = 2000
 # An answer line that opens with one $...$ span and ends that sentence, followed by more text
 # (Minerva / MATH few-shot: "The final answer is $5$. I hope it is correct."): the span.
 _MATH_THEN_SENTENCE_RE = re.compile(r"[ \t]*(\$[^$\n]+\$)[ \t]*[.!。][ \t]+\S")
@@ -604,6 +616,8 @@ def _clean_line_answer(s: str) -> str | None:
         if s.startswith("\\[") and s.endswith("\\]"):
             s = s[2:-2].strip()
         s = s.rstrip(" .。")
+        if s.endswith("!") and _MATH_CLOSE_BANG_RE.search(s) is not None:
+            s = s[:-1].rstrip()
         if s.endswith("**"):
             s = s[:-2].rstrip()
         if s.startswith("**"):
@@ -637,11 +651,52 @@ def _phrase_answer(text: str) -> tuple:
     if last is None:
         return None, -1
     line = _line_after(text, last.end())
-    return _phrase_line_answer(line), last.end() + len(line)
+    end = last.end() + len(line)
+    if line.strip(" \t*:：") or end >= len(text):
+        return _phrase_line_answer(line), end
+    return _answer_below(text, end)
+
+
+def _answer_below(text: str, pos: int) -> tuple:
+    """The answer of a phrase that ends its line at ``pos`` (``So the answer is:``), and where it
+    ends: the next non-empty line when it is a math display (``\\[ 11 \\]``, over several lines
+    too, or ``$$11$$``), one math span (``$11$``, ``\\(11\\)``, ``**11**``) or the text's last line
+    of at most three words (``11 apples``; not a sentence cut off by a token limit); anything else
+    is work, not the answer (``(None, pos)``). Bounded: one line, or one display of at
+    most :data:`MAX_DISPLAY_CHARS` characters."""
+    start = pos
+    n = len(text)
+    while start < n and text[start] in " \t\r\n":
+        start += 1
+    if start >= n:
+        return None, pos
+    for opener, closer in (("\\[", "\\]"), ("$$", "$$")):
+        if text.startswith(opener, start):
+            close = text.find(closer, start + len(opener), start + MAX_DISPLAY_CHARS)
+            if close == -1:
+                return None, pos
+            end = close + len(closer)
+            rest = _line_after(text, end)
+            if rest.strip(" \t.。"):
+                return None, pos  # the display goes on in prose: not a lone answer
+            block = " ".join(text[start:end].split())
+            return _clean_line_answer(block), end + len(rest)
+    line = _line_after(text, start)
+    end = start + len(line)
+    value = line.strip().rstrip(" .。")
+    lone_span = (value.startswith("$") and value.endswith("$") and value.count("$") == 2) or (
+        (value.startswith("\\(") and value.endswith("\\)")) or (value.startswith("**") and value.endswith("**"))
+    )
+    if lone_span or (len(value.split()) <= 3 and not text[end:].strip()):
+        return _phrase_line_answer(line), end
+    return None, pos
 
 
 def _phrase_line_answer(line: str) -> str | None:
     """The answer on the line after an answer phrase."""
+    m = _ADVERB_RE.match(line.lstrip(" \t"))
+    if m is not None:
+        line = line.lstrip(" \t")[m.end() :]
     inner = last_boxed(line)
     if inner is not None:
         return inner
@@ -807,6 +862,8 @@ def last_statement_answer(text: str) -> str | None:
     optional currency, percent, thousands separators, bold and up to three unit words) counts.
     """
     tail = text[-300:]
+    if "$" in tail or "\\(" in tail or "\\[" in tail:
+        tail = _INLINE_NUMBER_RE.sub(r"\1", tail)
     m = _STATEMENT_RE.search(tail)
     if m is None:
         return None

@@ -6,7 +6,10 @@ public bug reports"; the MATH-500 / GSM8K answer formats; Qwen2.5-Math ``strip_s
 ``normalize_final_answer``, whose substring unit stripping corrupted ``\\infty`` -> ``\\iny``:
 units are only removed as whole words at the end of an answer here).
 
-* math delimiters ``$..$``, ``\\(..\\)``, ``\\[..\\]``, ``\\displaystyle``; nested ``\\boxed{}``;
+* math delimiters ``$..$``, ``\\(..\\)``, ``\\[..\\]`` (around the answer or inside it: ``\\(11\\)
+  apples`` is ``11 apples`` as ``$11$ apples`` is), ``\\displaystyle``; nested ``\\boxed{}``;
+* a time of day with a meridiem becomes its 24-hour time (``3:45 \\text{ p.m.}`` -> ``15:45``,
+  ``9 AM`` -> ``9:00``), before units are dropped (``pm`` is also a picometre);
 * ``\\left`` / ``\\right`` / ``\\big``-family sizing; ``\\dfrac``/``\\tfrac``/``\\cfrac`` ->
   ``\\frac``; ``\\dbinom`` -> ``\\binom``;
 * LaTeX spacing (``\\!``, ``\\,``, ``\\;``, ``~``) and thousands idioms (``10,\\!080``,
@@ -15,7 +18,8 @@ units are only removed as whole words at the end of an answer here).
 * ``\\mathbb{R}`` -> ``(-\\infty,\\infty)`` (the real line is that interval);
 * degrees (``^\\circ``, ``°``, ``\\degree``), ordinal suffixes (``12^{\\text{th}}``), currency
   (``\\$``, ``€``, ``£``), ``\\%`` -> ``%`` (the parser reads percent);
-* trailing unit words after a number or expression (``864 \\mbox{ inches}^2``, ``5 apples``);
+* trailing unit words after a number or expression (``864 \\mbox{ inches}^2``, ``5 apples``, and
+  glued to the number, ``10weeks``, ``12km``: a word of two or more letters);
 * text wrappers (``\\text{}``, ``\\mbox{}``, ``\\mathrm{}``, ``\\textbf{}``...) are unwrapped;
 * percent spelt out (``25 percent``, ``25 per cent``, ``25 pct``, ``25 \\textbf{ percent}``) -> ``%``;
   ``≈`` -> ``\\approx``;
@@ -145,9 +149,38 @@ _PERCENT_TAILS = (["percent"], ["per", "cent"], ["per-cent"], ["pct"], ["pct."],
 _TRAILING_PUNCT = " .,;:。"
 _WS_RE = re.compile(r"\s+")
 _THOUSANDS_RE = re.compile(r"^([-+]?)(\d{1,3}(?:,\d{3})+)(\.\d+)?(%?)$")
+# A number then unit words, spaced ("5 apples") or glued to it ("10weeks", "12km": a glued word
+# has two letters or more, so "5m" and "2x" stay products).
 _NUMBER_THEN_WORDS_RE = re.compile(
-    r"^([-+]?\s?\d[\d,]*(?:\.\d+)?%?)\s+([A-Za-z][A-Za-z .\-/]*?)(?:\s*\^\s*\{?\s*([23])\s*\}?)?\s*$"
+    r"^([-+]?\s?\d[\d,]*(?:\.\d+)?%?)(?:\s+|(?=[A-Za-z]{2}))([A-Za-z][A-Za-z .\-/]*?)"
+    r"(?:\s*\^\s*\{?\s*([23])\s*\}?)?\s*$"
 )
+_GLUED_WORD_RE = re.compile(r"\d[A-Za-z]{2}")
+# Math delimiters inside an answer ("\\(11\\) apples"), not the row break "\\\\[2pt]".
+_INNER_MATH_DELIMS_RE = re.compile(r"(?<!\\)\\[()\[\]]")
+# A time of day with a meridiem: "3:45 p.m.", "9\\!:\\!40 PM" (spaced by then), "9 AM", "3:45:30pm".
+_MERIDIEM_RE = re.compile(r"(?<![A-Za-z\\])[AaPp]\.?\s*[Mm](?![A-Za-z])")
+_TIME_OF_DAY_RE = re.compile(r"(\d{1,2})(?:\s*:\s*(\d{2})(?:\s*:\s*(\d{2}))?)?\s*([AaPp])\.?\s*[Mm]\.?")
+_TIME_WRAPPER_RE = re.compile(
+    r"\\(?:text|textrm|textnormal|textbf|textit|textsf|textup|mathrm|mathbf|mathit|mathsf|mbox|hbox|emph)\s*"
+    r"\{([^{}]*)\}"
+)
+
+
+def _time_of_day(s: str) -> str | None:
+    """A whole answer that is a time of day with a meridiem, as its 24-hour time (``3:45
+    \\text{ p.m.}`` -> ``15:45``, ``12:15 am`` -> ``0:15``, ``9 AM`` -> ``9:00``), else ``None``. A
+    time without a meridiem is already on the 24-hour clock (``15:45``; ``3:45`` is a.m.)."""
+    flat = _TIME_WRAPPER_RE.sub(r"\1", _TIME_WRAPPER_RE.sub(r"\1", s)).strip()
+    m = _TIME_OF_DAY_RE.fullmatch(flat)
+    if m is None:
+        return None
+    hour, minute, second = int(m.group(1)), int(m.group(2) or 0), m.group(3)
+    if not 1 <= hour <= 12 or minute > 59 or (second is not None and int(second) > 59):
+        return None
+    hour = hour % 12 + (12 if m.group(4) in "Pp" else 0)
+    return f"{hour}:{minute:02d}" + (f":{second}" if second is not None else "")
+
 
 #: Known units: canonical name -> spellings (case-insensitive; plurals and abbreviations).
 _UNIT_SPELLINGS = {
@@ -399,12 +432,18 @@ def normalize_with_unit(s: str) -> tuple:
         s = _ORDINAL_RE.sub(r"\1", s)
     if "$" in s:
         s = s.replace("$", "")
+    if "\\(" in s or "\\[" in s:
+        s = _INNER_MATH_DELIMS_RE.sub("", s)
+    if _MERIDIEM_RE.search(s) is not None:
+        clock = _time_of_day(s)
+        if clock is not None:
+            return clock, None
     if "US" in s:
         s = _DOLLAR_WORDS_RE.sub("", s)
     if "cent" in s or "pct" in s:
         s = _PERCENT_WORD_RE.sub("%", s)
     s = s.strip()
-    if "\\" in s or " " in s:
+    if "\\" in s or " " in s or (s[-1:].isalpha() and _GLUED_WORD_RE.search(s) is not None):
         s = _strip_unit_tail(s, units)
     if "\\" in s:
         for _ in range(6):
