@@ -125,8 +125,12 @@ _WRAPPER_RE = re.compile(
     r"\\(?:text|textbf|textit|textrm|textnormal|textup|textsf|texttt|mathrm|mathbf|mathit|mathsf|"
     r"mathtt|mathnormal|mbox|hbox|operatorname|emph|boldsymbol|bm|mathbb|underline)\s*\{([^{}]*)\}"
 )
+# Text-style commands whose braces hold words (a unit, a meridiem): "\\text{ apples}", "\\mathrm{PM}".
+_TEXT_COMMANDS = (
+    "text|mbox|mathrm|textrm|textnormal|textit|hbox|textbf|mathbf|textsf|mathsf|textup|mathit|emph|texttt|mathtt"
+)
 _TEXT_UNIT_TAIL_RE = re.compile(
-    r"\s*\\(?:text|mbox|mathrm|textrm|textnormal|textit|hbox|textbf|mathbf|textsf|mathsf|textup|mathit|emph|texttt|mathtt)"
+    r"\s*\\(?:" + _TEXT_COMMANDS + r")"
     r"\s*\{\s*([A-Za-z][A-Za-z .\-/]*?)\s*\}"
     r"\s*(?:\^\s*\{?\s*([23])\s*\}?)?\s*$"
 )
@@ -161,10 +165,7 @@ _INNER_MATH_DELIMS_RE = re.compile(r"(?<!\\)\\[()\[\]]")
 # A time of day with a meridiem: "3:45 p.m.", "9\\!:\\!40 PM" (spaced by then), "9 AM", "3:45:30pm".
 _MERIDIEM_RE = re.compile(r"(?<![A-Za-z\\])[AaPp]\.?\s*[Mm](?![A-Za-z])")
 _TIME_OF_DAY_RE = re.compile(r"(\d{1,2})(?:\s*:\s*(\d{2})(?:\s*:\s*(\d{2}))?)?\s*([AaPp])\.?\s*[Mm]\.?")
-_TIME_WRAPPER_RE = re.compile(
-    r"\\(?:text|textrm|textnormal|textbf|textit|textsf|textup|mathrm|mathbf|mathit|mathsf|mbox|hbox|emph)\s*"
-    r"\{([^{}]*)\}"
-)
+_TIME_WRAPPER_RE = re.compile(r"\\(?:" + _TEXT_COMMANDS + r")\s*\{([^{}]*)\}")
 
 
 def _time_of_day(s: str) -> str | None:
