@@ -162,7 +162,8 @@ def report(run_dir: str | Path, plan: Plan = LEARNING_EXPERIMENT, *, seed: int =
         row = _pick(table, m)
         if row is None:
             return {**asdict(m), "role": role, "missing": True}
-        sd_diff = _paired_sd(before_recs, after_recs, m)
+        sd_diff = row["sd_of_differences"]
+        sd_diff = math.nan if sd_diff is None or (isinstance(sd_diff, float) and math.isnan(sd_diff)) else sd_diff
         return {
             **asdict(m),
             "role": role,
@@ -210,23 +211,6 @@ def report(run_dir: str | Path, plan: Plan = LEARNING_EXPERIMENT, *, seed: int =
         "rows": rows,
         "training_curves": [{k: _clean(v) for k, v in r.items()} for r in curves.to_dict("records")],
     }
-
-
-def _paired_sd(before: Sequence[dict], after: Sequence[dict], m: Measure) -> float:
-    """SD of the per-episode paired differences of a per-episode measure (NaN for a pooled ratio)."""
-    from workbench.held_out import MEAN_METRICS, _tier_measures
-
-    values = {(k, None): v for k, _, v in MEAN_METRICS}
-    values.update({(k, t): v for k, t, _, v in _tier_measures(list(before) + list(after), [m.key] if m.key else [])})
-    fn = values.get((m.metric, m.key))
-    if fn is None:
-        return math.nan
-    diffs = [
-        float(fb) - float(fa) for a, b in zip(before, after) if (fa := fn(a)) is not None and (fb := fn(b)) is not None
-    ]
-    if len(diffs) < 2:
-        return math.nan
-    return float(pd.Series(diffs).std(ddof=1))
 
 
 def _fmt(x, digits: int = 3) -> str:

@@ -209,7 +209,14 @@ def _ratio_specs(before: list[dict], after: list[dict]) -> list[tuple[str, str |
 
 
 def _row(
-    metric: str, key: str | None, label: str, a: Interval, b: Interval, change: Interval, p: float | None
+    metric: str,
+    key: str | None,
+    label: str,
+    a: Interval,
+    b: Interval,
+    change: Interval,
+    p: float | None,
+    sd: float | None = None,
 ) -> dict:
     def clean(x: float) -> float | None:
         return None if x is None or (isinstance(x, float) and math.isnan(x)) else float(x)
@@ -228,6 +235,7 @@ def _row(
         "change_ci_low": clean(change.low),
         "change_ci_high": clean(change.high),
         "p_value": clean(p) if p is not None else None,
+        "sd_of_differences": clean(sd) if sd is not None else None,
         "changed": bool(not math.isnan(change.low) and (change.low > 0 or change.high < 0)),
         "n": int(change.n),
     }
@@ -255,7 +263,8 @@ def change_table(before: Sequence[dict], after: Sequence[dict], *, seed: int = 0
             ``episode``; an episode missing from either side is left out).
     Returns:
         One row per metric and key: ``before``/``after`` with their own 95% intervals, ``change`` (after -
-        before) with its paired interval, ``p_value`` (per-episode means only), ``changed``, ``n``.
+        before) with its paired interval, ``p_value`` and ``sd_of_differences`` (the SD of the per-episode paired
+        differences; per-episode means only), ``changed``, ``n``.
     Raises:
         ValueError: the two evaluations share no episode.
     """
@@ -301,6 +310,7 @@ def change_table(before: Sequence[dict], after: Sequence[dict], *, seed: int = 0
                 mean_interval(xb, seed=seed),
                 cmp.difference,
                 cmp.p_value,
+                cmp.sd,
             )
         )
     return pd.DataFrame(rows)
