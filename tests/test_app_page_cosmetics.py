@@ -48,8 +48,9 @@ def test_the_lab_shows_formulas_as_typed_and_its_table_scrolls_sideways(live):
     with headless_chromium() as browser:
         page = open_app(browser, live.url)
         page.get_by_role("tab", name="Reward lab").click()
+        # the lab opens on the newest run folder (here the only one, eval-wide), not the synthetic demo
         page.wait_for_function(
-            "document.querySelector('#ree-lab-table')?.innerText.includes('synthetic')", timeout=120_000
+            "document.querySelector('#ree-lab-table')?.innerText.includes('greedy_max')", timeout=120_000
         )
         page.locator("#ree-lab-shapes label", has_text="cosine").first.click()
         page.wait_for_function(

@@ -22,7 +22,7 @@ COMMANDS = [(group, name) for group, pkg in GROUPS.items() for name in pkg.SUBCO
 def test_the_documented_commands_are_registered():
     assert set(env_bench.SUBCOMMANDS) == {"steps", "cases", "server"}
     assert set(workbench_bench.SUBCOMMANDS) == {"play", "app"}
-    assert set(training_bench.SUBCOMMANDS) == {"rollout", "generation", "grpo_step", "lora_decode"}
+    assert set(training_bench.SUBCOMMANDS) == {"rollout", "generation", "grpo_step", "lora_decode", "loss_backward"}
     readme = (REPO / "README.md").read_text()
     for group, name in COMMANDS:
         assert f"python -m {group} {name}" in readme, (group, name)

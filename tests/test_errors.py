@@ -25,6 +25,7 @@ CORE = [
     ("RewardSpecError", "reasoning_env.rewards", ValueError),
     ("PolicyError", "reasoning_env.policies", RuntimeError),
     ("CurveFitError", "reasoning_env.policies", ValueError),
+    ("UnmeasuredProblemTypeError", "reasoning_env.policies.curves", ValueError),
     ("ChatFormatError", "reasoning_env.conversation", ValueError),
     ("TokenizerLoadError", "reasoning_env.tokenization", RuntimeError),
     ("ServerError", "reasoning_env.client", RuntimeError),

@@ -133,6 +133,7 @@ class _InstantServer:
 
     def __init__(self, model, **kwargs):
         self.model, self.kwargs, self.served_name = model, kwargs, model
+        self.log_path, self.startup_s = kwargs.get("log_path"), 1.0
         self.base_url, self.running = "http://127.0.0.1:9/v1", False
 
     def start(self):
