@@ -28,7 +28,7 @@ def test_the_shipped_configuration_is_one_group_a_step_on_trls_path(tmp_path):
 
 
 def test_the_new_configuration_plays_every_group_of_a_step_in_one_rollout_and_folds_the_ratio(tmp_path):
-    config, cfg, parsed = _config("new", tmp_path, groups=8)
+    config, cfg, parsed = _config("new", tmp_path, 8, "--new-micro-batch", "4", "--new-gradient-checkpointing", "on")
     assert cfg["groups"] == 8 and cfg["fold"] and cfg["skip_zero_advantage"]
     # one rollout of 32 episodes per optimizer step, trained a group (4 episodes) a micro-batch
     assert config.generation_batch_size == 32 and config.per_device_train_batch_size == 4
@@ -37,6 +37,21 @@ def test_the_new_configuration_plays_every_group_of_a_step_in_one_rollout_and_fo
     # where the trainer folds the ratio: one iteration, the generation batch used within one optimizer step
     assert config.num_iterations == 1 and config.gradient_accumulation_steps % config.steps_per_generation == 0
     assert parsed.num_episodes >= 8 * parsed.max_steps
+
+
+def test_the_new_configuration_defaults_to_the_learning_experiments_training_settings(tmp_path):
+    """As scripts/learning_experiment.sh after its amendment: 4 groups of 4, one episode a micro-batch."""
+    p = argparse.ArgumentParser()
+    grpo_step.add_arguments(p)
+    argv, cfg = grpo_step.configuration_argv("new", p.parse_args([]), "u", "float32", tmp_path)
+    parsed = parse_args(argv)
+    assert (cfg["groups"], cfg["micro_batch"], cfg["checkpointing"]) == (4, 1, False)
+    assert parsed.per_device_train_batch_size == 1 and parsed.gradient_accumulation_steps == 16
+    assert parsed.gradient_checkpointing is False
+    script = (Path(__file__).resolve().parents[1] / "scripts" / "learning_experiment.sh").read_text()
+    assert "--per_device_train_batch_size 1 --no_gradient_checkpointing" in script and "--groups_per_step 4" in script
+    shipped, _ = grpo_step.configuration_argv("shipped", p.parse_args([]), "u", "float32", tmp_path)
+    assert parse_args(shipped).gradient_checkpointing is True  # as the shipped run did
 
 
 def test_the_bench_trains_in_bf16_only_where_the_cpu_has_it(tmp_path):
@@ -71,6 +86,8 @@ def test_the_new_configuration_takes_one_episode_micro_batches_on_request(tmp_pa
     config, cfg, _ = _config("new", tmp_path, 8, "--new-micro-batch", "1")
     assert cfg["micro_batch"] == 1 and config.per_device_train_batch_size == 1
     assert config.gradient_accumulation_steps == 32
+    config, cfg, _ = _config("new", tmp_path, 8, "--new-micro-batch", "0")  # 0: a group a micro-batch
+    assert cfg["micro_batch"] == 4 and config.per_device_train_batch_size == 4
 
 
 def test_both_configurations_play_the_learning_experiments_episodes_by_default(tmp_path):

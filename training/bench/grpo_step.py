@@ -4,6 +4,7 @@ The shipped run's configuration against the faster one on the same machine in on
 
     python -m training.bench grpo_step                          # shipped vs new, 2 steps each, one server
     python -m training.bench grpo_step --steps 3 --groups 8     # new = 8 groups of 4 per optimizer step
+    python -m training.bench grpo_step --new-micro-batch 4 --new-gradient-checkpointing on   # a group a micro-batch
     python -m training.bench grpo_step --configs new            # only one of them
     python -m training.bench grpo_step --from-run runs/grpo-cpu-qwen0.5b   # a run already made: its metrics
 
@@ -18,15 +19,17 @@ its own run folder, and reads the ``timing/*`` rows the trainer logs (:mod:`trai
 - ``shipped``: the CPU learning run's settings (docs/training.md, ``examples/runs/grpo-cpu-qwen0.5b``): one group
   of ``--num-generations`` episodes per optimizer step, TRL's separate no-grad forward for the importance-sampling
   ratio (``fold_importance_sampling`` off);
-- ``new``: ``--groups`` groups per optimizer step, all played in one rollout (in flight together) and trained
-  ``--new-micro-batch`` episodes per micro-batch (default: the group size, as the shipped run; 1 avoids padding to
-  the longest episode of a micro-batch and skips a tied group's episodes whole, but measured 1.9x dearer per
-  episode on this CPU), the ratio folded into the loss forward, micro-batches without advantage skipped.
+- ``new``: the learning experiment's settings (``scripts/learning_experiment.sh`` after its amendment):
+  ``--groups`` groups per optimizer step (default 4), all played in one rollout (in flight together) and trained
+  ``--new-micro-batch`` episodes per micro-batch (default 1: no padding to the longest episode of a micro-batch, a
+  tied group's episodes skipped whole) without gradient checkpointing (``--new-gradient-checkpointing off``; one
+  episode's activations fit in memory, and recomputing them cost more than the batching saved:
+  ``python -m training.bench loss_backward``), the ratio folded into the loss forward, micro-batches without
+  advantage skipped.
 
 Both run with dynamic sampling off (``--dynamic_sampling off``), so each step trains the same episodes of work: a
-replayed tied group would add generation to one configuration only. Gradient checkpointing stays on in
-  both (an episode of ~1.5k tokens would need ~5-9 GB of activations without it in float32; ``peak_rss_gib``
-  reports this process's peak).
+replayed tied group would add generation to one configuration only. The shipped side keeps gradient
+checkpointing on, as its run did (``peak_rss_gib`` reports this process's peak).
 
 Both train in ``--dtype`` (default: bfloat16 where this CPU computes it natively, AVX512-BF16 or AMX, else float32:
 ``reasoning_env.model_server._cpu_dtype``; the server picks the same). Printed JSON: per configuration the
@@ -62,12 +65,18 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--model", default="embedded:qwen2.5-coder-0.5b", help="model name or folder")
     p.add_argument("--steps", type=int, default=2, help="optimizer steps to train per configuration")
     p.add_argument("--num-generations", type=int, default=4, help="group size")
-    p.add_argument("--groups", type=int, default=8, help="groups per optimizer step in the new configuration")
+    p.add_argument("--groups", type=int, default=4, help="groups per optimizer step in the new configuration")
     p.add_argument(
         "--new-micro-batch",
         type=int,
-        default=0,
-        help="episodes per micro-batch in the new configuration (default 0: the group size)",
+        default=1,
+        help="episodes per micro-batch in the new configuration (0: the group size)",
+    )
+    p.add_argument(
+        "--new-gradient-checkpointing",
+        choices=("on", "off"),
+        default="off",
+        help="gradient checkpointing in the new configuration (the shipped one keeps it on, as its run did)",
     )
     p.add_argument("--configs", default="shipped,new", help="which configurations to measure, in this order")
     p.add_argument(
@@ -148,8 +157,8 @@ def run(args: argparse.Namespace) -> int:
 #: and the trainer's two savings (:mod:`training.trainer`): the folded importance-sampling ratio and skipping
 #: micro-batches without advantage.
 CONFIGS = {
-    "shipped": {"groups": 1, "micro_batch": None, "fold": False, "skip_zero_advantage": False},
-    "new": {"groups": None, "micro_batch": None, "fold": True, "skip_zero_advantage": True},
+    "shipped": {"groups": 1, "micro_batch": None, "fold": False, "skip_zero_advantage": False, "checkpointing": True},
+    "new": {"groups": None, "micro_batch": None, "fold": True, "skip_zero_advantage": True, "checkpointing": None},
 }
 
 
@@ -199,6 +208,8 @@ def configuration_argv(name: str, args: argparse.Namespace, url: str, dtype: str
     cfg = dict(CONFIGS[name])
     cfg["groups"] = cfg["groups"] or args.groups
     cfg["micro_batch"] = cfg["micro_batch"] or (getattr(args, "new_micro_batch", 0) if name == "new" else 0) or g
+    if cfg["checkpointing"] is None:
+        cfg["checkpointing"] = getattr(args, "new_gradient_checkpointing", "off") == "on"
     if (cfg["groups"] * g) % cfg["micro_batch"]:
         raise ValueError(f"--new-micro-batch {cfg['micro_batch']} must divide the step's {cfg['groups'] * g} episodes")
     accumulation = cfg["groups"] * g // cfg["micro_batch"]
@@ -213,6 +224,7 @@ def configuration_argv(name: str, args: argparse.Namespace, url: str, dtype: str
         "--temperature", str(getattr(args, "temperature", 1.0)),
         "--report_to", "none", "--output_dir", str(out), "--fresh", "--dynamic_sampling", "off",
         "--weight_handoff", new_handoff(args.new_handoff, dtype) if name == "new" else "lora",
+        "--gradient_checkpointing" if cfg["checkpointing"] else "--no_gradient_checkpointing",
     ]  # fmt: skip
     return argv, cfg
 
@@ -244,6 +256,7 @@ def _train_one(name: str, args: argparse.Namespace, url: str, dtype: str, parent
         "groups_per_step": cfg["groups"],
         "episodes_per_step": episodes,
         "episodes_per_micro_batch": cfg["micro_batch"],
+        "gradient_checkpointing": cfg["checkpointing"],
         "fold_importance_sampling": cfg["fold"],
         "skip_zero_advantage": cfg["skip_zero_advantage"],
         "weight_handoff": args.new_handoff if name == "new" else "lora",
