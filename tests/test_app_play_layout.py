@@ -28,8 +28,8 @@ _BOXES_JS = """sels => {
 
 @pytest.fixture(scope="module")
 def live(tmp_path_factory):
-    # a word every 0.4 s: an answer streams for about 5 s
-    url, model = serve_in_thread(fake_openai_app({q.text: q.gold_answer for q in fx.questions()}, chunk_delay_s=0.4))
+    # a word every 1.5 s: an answer streams for about 18 s, time to measure it on a loaded machine
+    url, model = serve_in_thread(fake_openai_app({q.text: q.gold_answer for q in fx.questions()}, chunk_delay_s=1.5))
     app = start_app(
         tmp_path_factory.mktemp("layout-runs"),
         environ={"BASELINE_LOCAL_BASE_URL": url + "v1", "BASELINE_LOCAL_MODEL": "scripted"},
@@ -82,7 +82,9 @@ def test_while_a_model_answers_its_answer_the_live_line_and_the_spend_chart_are_
         assert page.viewport_size == VIEWPORT
         _start_episode_with_the_model(page)
         page.click("#ree-policy-step")
-        page.wait_for_selector("#ree-live .ree-live-line", timeout=60_000)
+        page.wait_for_function(
+            "document.querySelector('#ree-live')?.innerText.includes('is answering')", timeout=60_000
+        )
         sels = ("#ree-live .ree-live-text", "#ree-live .ree-live-line", "#ree-spend-plot")
         measured = page.evaluate(_BOXES_JS, list(sels))
         _shot(page, "play-1440x1000-streaming.png")
