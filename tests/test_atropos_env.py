@@ -37,7 +37,7 @@ ENV_SETTINGS = {"sources": [{"name": "builtin"}], "num_questions": 3, "max_token
 #: gradio) took 33 s at load ~8 and over 3 minutes at load ~10 on this 2-core machine, before any work.
 PROCESS_TIMEOUT_S = 600
 
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("atropos")]
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("atropos"), pytest.mark.timeout(1500)]
 
 
 @pytest.fixture(scope="module")

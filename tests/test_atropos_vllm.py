@@ -34,7 +34,7 @@ ENV_SETTINGS = {"sources": [{"name": "builtin"}], "num_questions": 2, "max_token
 #: differently between decoding and prefill; a token from another context would be off by far more).
 LOGPROB_TOLERANCE = 0.08
 
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("vllm_cpu")]
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("vllm_cpu"), pytest.mark.timeout(1500)]
 
 
 def _prompt_logprobs(server, ids: list[int]) -> list[float | None]:

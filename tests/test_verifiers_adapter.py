@@ -173,7 +173,11 @@ def test_load_environment_builds_the_env_from_keyword_arguments():
         "    print('refused:', ' '.join(str(exc).split()))\n"
     )
     proc = subprocess.run(
-        [str(py), "-c", code], env=dict(os.environ, PYTHONPATH=str(ROOT)), capture_output=True, text=True, timeout=300
+        [str(py), "-c", code],
+        env=dict(os.environ, PYTHONPATH=str(ROOT)),
+        capture_output=True,
+        text=True,
+        timeout=VF_TIMEOUT_S,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     first, refused = proc.stdout.strip().splitlines()[-2:]
