@@ -59,7 +59,9 @@ __all__ = [
     "gold_check",
 ]
 
-logger = logging.getLogger(__name__)
+#: Under verifiers' library logger ("verifiers.v1"), which vf-eval / vf-validate route to the console and the run's
+#: log file; a logger of this package's own name would reach neither.
+logger = logging.getLogger("verifiers.v1.tasksets.reasoning_env_verifiers")
 
 #: The name of the trace's reward (the episode's total, weight 1).
 REWARD_NAME = "reasoning_economics"
