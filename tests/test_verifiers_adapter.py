@@ -98,7 +98,7 @@ def _eval(tmp: Path, seeds=SEEDS, sampling: dict | None = None):
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     (traces,) = list((tmp / "out").glob("*/traces.jsonl"))
     episodes = [json.loads(line) for line in traces.read_text().splitlines() if line.strip()]
-    logs = "\n".join(p.read_text(errors="replace") for p in (tmp / "out").glob("*/logs/*"))
+    logs = "\n".join(p.read_text(errors="replace") for p in (tmp / "out").glob("*/logs/*/*.log") if p.is_file())
     return {e["task"]["data"]["info"]["seed"]: e for e in episodes}, stub, proc.stdout + proc.stderr + logs
 
 
