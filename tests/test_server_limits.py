@@ -182,11 +182,22 @@ def test_sessions_opened_and_never_used_expire_quickly():
                 ws.close()
 
 
-def test_mcp_is_not_served_and_takes_no_slot(live_server):
-    r = httpx.post(
-        live_server.url + "/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "openenv/session/create", "params": {}}
-    )
-    assert r.status_code == 404 and "no MCP tools" in r.json()["detail"]
+def test_mcp_is_read_only_and_takes_no_slot(live_server):
+    """/mcp answers JSON-RPC as OpenEnv's validator expects (200, "jsonrpc": "2.0"), lists no tools and refuses
+    every other method, session creation included; a large body is refused before it is parsed."""
+    url = live_server.url + "/mcp"
+    created = httpx.post(url, json={"jsonrpc": "2.0", "id": 1, "method": "openenv/session/create", "params": {}})
+    assert created.status_code == 200 and created.json()["id"] == 1
+    assert created.json()["error"]["code"] == -32601 and "no MCP tools" in created.json()["error"]["message"]
+    call = httpx.post(url, json={"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "step"}})
+    assert call.json()["error"]["code"] == -32601
+    listed = httpx.post(url, json={"jsonrpc": "2.0", "id": "a", "method": "tools/list"})
+    assert listed.json() == {"jsonrpc": "2.0", "id": "a", "result": {"tools": []}}
+    empty = httpx.post(url, json={})  # what `openenv validate --url` sends
+    assert empty.status_code == 200 and empty.json()["jsonrpc"] == "2.0" and empty.json()["error"]["code"] == -32600
+    assert httpx.post(url, content=b"{not json").json()["error"]["code"] == -32700
+    assert httpx.post(url, json=[1, 2]).json()["error"]["code"] == -32600
+    assert httpx.post(url, content=b"x" * 20_000).status_code == 413
     assert live_server.capacity()["active_sessions"] == 0
 
 

@@ -5,8 +5,9 @@ route, :mod:`reasoning_env.server.ws`), and OpenEnv's HTTP routes ``GET /health`
 ``/metadata``, ``/state``, ``POST /reset`` and ``/step`` (stateless: a fresh environment per
 request, so HTTP ``/step`` always answers 409), plus ``GET /capacity`` (sessions in use and the
 limits, per worker and in total) and ``/docs`` (Swagger UI served from this process).
-OpenEnv's ``/mcp`` routes are not served: this environment has no MCP tools, and their session
-creation was an unauthenticated way to fill every slot.
+OpenEnv's ``/mcp`` is served read-only (:func:`read_only_mcp`: ``tools/list`` is empty, every other method is
+refused): this environment has no MCP tools, and OpenEnv's session creation over ``/mcp`` was an
+unauthenticated way to fill every slot.
 
 Run it::
 
@@ -19,7 +20,7 @@ workbench build their own app with :func:`create_server_app`.
 
 Why OpenEnv's :class:`HTTPEnvServer` for the HTTP routes and not ``create_app``: ``create_app``
 builds the same routes but does not return the server object; we register its routes, drop its
-``/ws`` and ``/mcp``, and put ours in their place.
+``/ws`` and ``/mcp``, and put ours (the WebSocket sessions; the read-only ``/mcp``) in their place.
 """
 
 from __future__ import annotations
@@ -131,6 +132,53 @@ class ServerRuntime:
             "in_flight": sum(self.fallback.in_flight().values()),
         }
         return out
+
+
+#: Bytes of a ``POST /mcp`` body read at most (a JSON-RPC request of this read-only endpoint is a few dozen).
+MCP_MAX_BODY_BYTES = 16 * 1024
+#: Why every MCP method but the read-only ones is refused.
+MCP_REFUSAL = (
+    "this environment exposes no MCP tools and its /mcp is read-only (tools/list, ping): it creates no sessions "
+    "and runs nothing; play episodes over the WebSocket /ws (reasoning_env.client.ReasoningEconomicsClient)"
+)
+
+
+async def read_only_mcp(request: Request) -> JSONResponse:
+    """``POST /mcp``: OpenEnv's MCP JSON-RPC endpoint, read-only. ``tools/list`` answers an empty tool list and
+    ``ping`` an empty result; every other method (``tools/call``, ``openenv/session/create``, ...) is a
+    JSON-RPC "method not found" saying why, so no session or slot is ever taken over plain HTTP. Errors are
+    JSON-RPC error objects with HTTP 200 (parse error, invalid request), as OpenEnv's own endpoint answers; a
+    body over :data:`MCP_MAX_BODY_BYTES` is refused with 413 before it is parsed."""
+    from openenv.core.env_server.mcp_types import JsonRpcErrorCode, JsonRpcRequest, JsonRpcResponse
+    from pydantic import ValidationError
+
+    body = b""
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > MCP_MAX_BODY_BYTES:
+            return JSONResponse(
+                status_code=413, content={"detail": f"an /mcp request may be at most {MCP_MAX_BODY_BYTES:,} bytes"}
+            )
+    try:
+        raw = json.loads(body)
+    except ValueError:
+        return JSONResponse(JsonRpcResponse.error_response(JsonRpcErrorCode.PARSE_ERROR).model_dump())
+    try:
+        if not isinstance(raw, dict):
+            raise TypeError("a JSON-RPC request is an object")
+        call = JsonRpcRequest(**raw)
+    except (ValidationError, TypeError) as exc:
+        why = exc.errors()[0]["msg"] if isinstance(exc, ValidationError) else str(exc)
+        invalid = JsonRpcResponse.error_response(JsonRpcErrorCode.INVALID_REQUEST, f"Invalid request: {why}")
+        return JSONResponse(invalid.model_dump())
+    if call.method == "tools/list":
+        return JSONResponse(JsonRpcResponse.success({"tools": []}, request_id=call.id).model_dump())
+    if call.method == "ping":
+        return JSONResponse(JsonRpcResponse.success({}, request_id=call.id).model_dump())
+    refused = JsonRpcResponse.error_response(
+        JsonRpcErrorCode.METHOD_NOT_FOUND, f"{call.method}: {MCP_REFUSAL}", request_id=call.id
+    )
+    return JSONResponse(refused.model_dump())
 
 
 def create_server_app(
@@ -254,18 +302,9 @@ def create_server_app(
     async def capacity() -> dict[str, Any]:
         return runtime.capacity()
 
-    @app.api_route("/mcp", methods=["GET", "POST"], include_in_schema=False)
-    async def mcp_off() -> JSONResponse:
-        return JSONResponse(
-            status_code=404,
-            content={
-                "detail": (
-                    "this environment exposes no MCP tools, so OpenEnv's /mcp routes are not "
-                    "served; play episodes over "
-                    "the WebSocket /ws (reasoning_env.client.ReasoningEconomicsClient)"
-                )
-            },
-        )
+    @app.post("/mcp", include_in_schema=False)
+    async def mcp_read_only(request: Request) -> JSONResponse:
+        return await read_only_mcp(request)
 
     # OpenEnv's task-set routes (/{env_name}/splits, /tasks, /num_tasks, /task, /task_range) answer
     # 501 here (this environment has no task splits) and 405 to GET: keep them (OpenEnv clients
