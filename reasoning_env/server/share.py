@@ -196,6 +196,7 @@ class ComputeShare:
         self._tick: tuple | None = None  # taken on the loop's thread at the first measurement
         self.held_back = 0  # calls that waited for their group's turn (for /capacity and tests)
         self._cohorts = 0
+        self._swept = -math.inf
         self._last_new = (-math.inf, 0)  # (when, cohort) of the newest group
         self.charged_s = 0.0  # seconds of CPU charged outside calls (frames, pings, HTTP)
 
@@ -365,6 +366,7 @@ class ComputeShare:
             per = min(hi, max(lo, ((cpu - c0) - charged) / count))
             self.loop_cost_s = 0.5 * self.loop_cost_s + 0.5 * per
         self._tick = (now, cpu, self._charged_cpu, self._calls)
+        self._sweep(now)
 
     def charge(self, group: Any, cpu_s: float, *, loop: bool = True) -> float:
         """Charge ``group`` for work outside its calls (reading its frames and pings, refusing
@@ -381,6 +383,8 @@ class ComputeShare:
         g.use(now, cpu_s)
         if cpu_s > 0:
             g.seen = now
+        if now - self._swept > COST_TICK_S:
+            self._sweep(now)
         contenders = self._contenders(g, now)
         if len(contenders) > 1 and cpu_s > 0:
             g.next_at = min(max(g.next_at, now - BURST_S) + cpu_s * self._parts(g, contenders, now), now + MAX_DEBT_S)
@@ -432,9 +436,28 @@ class ComputeShare:
         self._pump(group)
         self._forget_if_unused(group)
 
+    def _unused(self, g: _Group, now: float) -> bool:
+        """No session, nothing computing or waiting, nothing owed and quiet for ``active_s``: an
+        HTTP client or a client that reconnects keeps what it owes (and its tenure) while active."""
+        return (
+            g.users <= 0
+            and not g.computing
+            and not g.waiters
+            and g.next_at <= now
+            and now - max(g.seen, g.rate_at, g.used_at) > self.active_s
+        )
+
     def _forget_if_unused(self, group: Any) -> None:
         g = self._groups.get(group)
-        if g is not None and g.users <= 0 and not g.computing and not g.waiters:
+        if g is not None and self._unused(g, self._clock()):
             if g.timer is not None:
                 g.timer.cancel()
             del self._groups[group]
+
+    def _sweep(self, now: float) -> None:
+        """Forget the groups that became unused while nobody looked (every COST_TICK_S)."""
+        self._swept = now
+        for key in [k for k, g in self._groups.items() if self._unused(g, now)]:
+            g = self._groups.pop(key)
+            if g.timer is not None:
+                g.timer.cancel()
