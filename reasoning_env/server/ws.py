@@ -58,8 +58,9 @@ TRY_AGAIN_LATER = 1013
 #: the socket): a disconnect behind them is seen at once.
 READ_AHEAD = 32
 #: ... and at most this many characters of them (a session pipelining frames at the message limit
-#: kept 32 of them: ~450 MiB of 15 MiB frames; now one large message ahead at most).
-READ_AHEAD_CHARS = 1024 * 1024
+#: kept 32 of them: ~450 MiB of 15 MiB frames; now about one message at the limit ahead, and a
+#: client killed with three 1 MB steps queued is still seen to go at once).
+READ_AHEAD_CHARS = 4 * 1024 * 1024
 #: Messages larger than this (bytes of text) make the process hand freed memory back afterwards.
 _BIG_MESSAGE_CHARS = 256 * 1024
 
