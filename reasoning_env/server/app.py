@@ -34,6 +34,7 @@ import os
 import signal
 import sys
 import tempfile
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -43,6 +44,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 from openenv.core.env_server.http_server import HTTPEnvServer
 from openenv.core.env_server.types import ConcurrencyConfig, ServerMode
+from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import WebSocketRoute as StarletteWebSocketRoute
 
 from reasoning_env import __version__
@@ -54,6 +56,7 @@ from reasoning_env.models import ReasoningEconomicsAction, ReasoningEconomicsObs
 from reasoning_env.server.executor import ElasticExecutor
 from reasoning_env.server.fallback import FairFallback
 from reasoning_env.server.guard import MessageGuard, token_problem
+from reasoning_env.server.protocol import bounded_errors, clip
 from reasoning_env.server.served_env import EpisodeStateError, ServedReasoningEconomicsEnv, TokenizerNotAllowedError
 from reasoning_env.server.sessions import SessionRegistry
 from reasoning_env.server.settings import (
@@ -227,7 +230,9 @@ def create_server_app(
     pools = load_pools(config.sources, data_dir=config.data_dir, offline_fallback=config.offline_fallback)
     get_tokenizer(config.tokenizer_name)
     fallback = FairFallback(WorkerPool(settings.grading_workers, nice=FALLBACK_NICE), settings.fallback_cap_per_client)
-    grader = Grader(timeout_s=config.grading_timeout_s, pool=fallback)
+    # The grading limit counts the grade's own CPU time (the thread's, then the worker's), so
+    # no verdict depends on what other clients make the machine do (FairFallback).
+    grader = Grader(timeout_s=config.grading_timeout_s, pool=fallback, clock=time.thread_time)
     factory = functools.partial(ServedReasoningEconomicsEnv, config, pools=pools, grader=grader, settings=settings)
     if prepare:
         _ = factory().pools  # prepares the golds and starts the fallback's workers in the background
@@ -269,7 +274,7 @@ def create_server_app(
         settings, registry, executor, factory, auth=lambda scope: token_problem(scope, settings.api_token), share=share
     )
     app.router.routes.insert(0, StarletteWebSocketRoute("/ws", ws_route, name="ws"))
-    app.add_middleware(MessageGuard, settings=settings, http_routes=openenv_routes)
+    app.add_middleware(MessageGuard, settings=settings, http_routes=openenv_routes, share=share)
     _add_error_handlers(app)
 
     runtime = ServerRuntime(
@@ -405,25 +410,40 @@ def _add_docs(app: FastAPI) -> None:
         )
 
 
+def _json_answer(status: int, content: dict, headers: dict | None = None) -> Response:
+    """A JSON answer in ASCII-safe JSON (a lone surrogate is written ``\\ud800``, never a 500)."""
+    return Response(json.dumps(content), status_code=status, media_type="application/json", headers=headers)
+
+
 def _add_error_handlers(app: FastAPI) -> None:
-    """HTTP answers for the environment's errors (OpenEnv's routes would answer 500)."""
+    """HTTP answers for the environment's errors (OpenEnv's routes would answer 500), every one
+    bounded (:func:`~reasoning_env.server.protocol.bounded_errors`, :func:`~reasoning_env.server.protocol.clip`)."""
 
     def answer(status: int):
-        async def handler(request: Request, exc: Exception) -> JSONResponse:
-            return JSONResponse(status_code=status, content={"detail": str(exc), "error": type(exc).__name__})
+        async def handler(request: Request, exc: Exception) -> Response:
+            return _json_answer(status, {"detail": clip(str(exc)), "error": type(exc).__name__})
 
         return handler
 
     async def invalid_request(request: Request, exc: Exception) -> Response:
         # FastAPI's own answer echoes the input back and fails (500) when it holds a lone
-        # surrogate; this one names each problem, without the input, in ASCII-safe JSON.
-        detail = [
-            {"loc": list(e.get("loc", ())), "msg": str(e.get("msg", "")), "type": str(e.get("type", ""))}
-            for e in exc.errors()
-        ]
-        return Response(json.dumps({"detail": detail}), status_code=422, media_type="application/json")
+        # surrogate; this one names each problem (the first few), without the input.
+        return _json_answer(422, {"detail": bounded_errors(exc.errors())})
+
+    async def http_error(request: Request, exc: Exception) -> Response:
+        # OpenEnv's HTTP /step raises HTTPException(422, detail=pydantic's errors()), which
+        # echo the input (30 MB for 200,000 unknown fields; a 500 on a lone surrogate).
+        detail = getattr(exc, "detail", None)
+        if isinstance(detail, list):
+            detail = bounded_errors(detail)
+        elif not isinstance(detail, (dict, type(None))):
+            detail = clip(str(detail))
+        elif isinstance(detail, dict):
+            detail = clip(json.dumps(detail))
+        return _json_answer(getattr(exc, "status_code", 500), {"detail": detail}, getattr(exc, "headers", None))
 
     app.add_exception_handler(RequestValidationError, invalid_request)
+    app.add_exception_handler(StarletteHTTPException, http_error)
     app.add_exception_handler(EpisodeStateError, answer(409))
     app.add_exception_handler(TokenizerNotAllowedError, answer(403))
     # Any other refusal (a bad argument, a tokenizer that cannot load, a sampling problem): 400.
@@ -563,16 +583,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
     from reasoning_env.server.net import uvicorn_options
 
-    net = uvicorn_options(settings)
+    try:
+        net = uvicorn_options(settings)
+    except ReasoningEconomicsError as exc:  # FORWARDED_ALLOW_IPS=* or a malformed entry
+        print(f"reasoning_env.server: cannot start: {exc}", file=sys.stderr)
+        return 2
     guard = net.pop("ree_guard")
     options = dict(
         **net,
         host=args.host,
         port=args.port,
         log_level=args.log_level,
-        # Frames up to the message limit must reach the route (which answers with a clear error);
-        # far larger ones are cut by uvicorn (close code 1009).
-        ws_max_size=max(16 * 1024 * 1024, 2 * settings.max_message_bytes),
         # Off by default: on 2 cores deflate cost ~0.25 ms of server CPU per step (observations
         # are a few KB of JSON); turn it on for slow links.
         ws_per_message_deflate=args.ws_compression,
