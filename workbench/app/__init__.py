@@ -27,6 +27,12 @@ CSS = """
 #ree-verdict th, #ree-components th {white-space: nowrap; word-break: keep-all; overflow-wrap: normal;}
 .ree-info {font-size: 13px;}
 .ree-status {min-height: 30px;}
+/* Play: the answering column beside the spend column (spend chart, a model's answer as it is written, two more
+   charts). Where they do not fit side by side (a viewport under about 1,140 px) the spend column wraps below the
+   answering one, and the answer being written leads it. */
+@media (max-width: 1150px) {
+  #ree-play-spend > #ree-live {order: -1;}
+}
 """
 
 #: The theme name (a built-in Gradio theme).

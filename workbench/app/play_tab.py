@@ -381,7 +381,8 @@ def render_components(result: StepResult | None) -> str:
 def render_live(progress: StreamProgress | None, result: StepResult | None = None) -> str:
     """HTML of a model's answer: while it streams (``progress``), the text so far with tokens
     against the turn cap and the budget ("answer 123 / cap 344 tokens · budget 1,597 of 1,720
-    left"), speed and the model; once answered (``result`` too), how long it took and why it ended."""
+    left"), speed and the model; once answered (``result`` too), how long it took and why it ended. The text
+    box holds about ten lines and shows the newest (the rest scrolls)."""
     if progress is None:
         return ""
     p = progress
@@ -410,8 +411,11 @@ def render_live(progress: StreamProgress | None, result: StepResult | None = Non
         f"<div class='ree-live-line' style='font-variant-numeric:tabular-nums;margin-top:4px'><b>{esc(line)}</b>"
         f" <span style='color:var(--body-text-color-subdued);font-size:12.5px'>· {esc(stats)}</span></div>"
         f"{_bar(frac, '#4c78a8')}"
-        "<pre class='ree-live-text' style='white-space:pre-wrap;max-height:320px;overflow:auto;margin-top:8px;"
-        f"font-size:13px'>{esc(p.text)}</pre></div>"
+        # the text box keeps to a few lines beside the spend chart and shows the newest ones (a reversed column
+        # scrolls from its end); scroll up in it for the rest
+        "<div class='ree-live-text' style='display:flex;flex-direction:column-reverse;max-height:170px;"
+        "overflow:auto;margin-top:8px'>"
+        f"<pre style='white-space:pre-wrap;margin:0;font-size:13px'>{esc(p.text)}</pre></div></div>"
     )
 
 
@@ -938,94 +942,15 @@ class PlayTab:
                 )
                 c["reset_btn"] = gr.Button("Reset: new episode", variant="primary", elem_id="ree-reset")
                 c["info"] = gr.Markdown("", elem_classes=["ree-info"])
-            with gr.Column(scale=3, min_width=520):
+            with gr.Column(scale=4, min_width=520):
                 c["gauges"] = gr.HTML(render_gauges(None), elem_id="ree-gauges")
-                c["question"] = gr.Markdown(render_question(None), elem_id="ree-question", latex_delimiters=LATEX_BASE)
-                with gr.Tabs():
-                    with gr.Tab("Let a policy answer"):
-                        with gr.Row(equal_height=True):
-                            c["policy"] = gr.Dropdown(
-                                [(POLICY_LABELS.get(p, p), p) for p in self.policies],
-                                value="sim_greedy",
-                                label="Policy",
-                                scale=3,
-                                elem_id="ree-policy",
-                                info=f"sim_* and oracle follow the {self.ctx.curves.provenance}; llm_local is a real "
-                                "model (its server below)",
-                            )
-                            c["policy_btn"] = gr.Button("Answer this one", scale=1, elem_id="ree-policy-step")
-                            c["run_btn"] = gr.Button("Run to the end", variant="primary", scale=1, elem_id="ree-run")
-                            c["stop_btn"] = gr.Button("Stop", variant="stop", scale=0, min_width=70)
-                        url_default, model_default = local_model_defaults(self.ctx.environ)
-                        with gr.Group(visible=False, elem_id="ree-real-model") as c["real_model"]:
-                            with gr.Row(equal_height=True):
-                                c["llm_url"] = gr.Textbox(
-                                    url_default,
-                                    label="Model server (OpenAI-compatible /v1 URL)",
-                                    scale=3,
-                                    elem_id="ree-llm-url",
-                                )
-                                c["llm_model"] = gr.Textbox(
-                                    model_default, label="Model", scale=2, elem_id="ree-llm-model"
-                                )
-                                c["llm_adapter"] = gr.Textbox(
-                                    "",
-                                    label="LoRA adapter folder (optional)",
-                                    placeholder="e.g. runs/grpo-cpu/final",
-                                    info="A trained adapter of this model, served beside it by the local engine "
-                                    "as Model 'trained'",
-                                    scale=2,
-                                    visible=self.engine.available(),
-                                    elem_id="ree-llm-adapter",
-                                )
-                                c["engine_btn"] = gr.Button(
-                                    "Start local vLLM engine",
-                                    scale=1,
-                                    visible=self.engine.available(),
-                                    elem_id="ree-engine-start",
-                                )
-                            c["engine_status"] = gr.Markdown(
-                                "A real model answers through this server, streamed as it writes. "
-                                + (
-                                    "No server yet? **Start local vLLM engine** serves the model named here "
-                                    "on this machine's CPU (about a minute)."
-                                    if self.engine.available()
-                                    else "Start one with `python -m reasoning_env.model_server --port 8001` "
-                                    "(after `bash scripts/real_model.sh`), or give any OpenAI-compatible URL."
-                                ),
-                                elem_id="ree-engine-status",
-                            )
-                    with gr.Tab("Answer it yourself"):
-                        c["response"] = gr.Textbox(
-                            label="Your response (reasoning, then \\boxed{answer})",
-                            lines=4,
-                            placeholder="Let me think... so the answer is \\boxed{42}",
-                            elem_id="ree-response",
-                        )
-                        c["answer_btn"] = gr.Button("Submit answer", variant="primary", elem_id="ree-answer")
-                # the one place a Play action shows it is busy or was refused (the message itself is a toast),
-                # so a refused action leaves every panel as it was
-                c["status"] = status_line("ree-status")
-                # a real model's answer as it is written (text, tokens against the turn cap and the budget)
-                c["live"] = gr.HTML("", elem_id="ree-live")
-                with gr.Row(equal_height=False):
-                    with gr.Column(scale=3, min_width=360):
-                        c["verdict"] = gr.Markdown(render_verdict(None), elem_id="ree-verdict")
-                    with gr.Column(scale=2, min_width=240):
-                        c["components"] = gr.Markdown("", elem_id="ree-components")
-                c["tokens"] = gr.HighlightedText(
-                    value=[],
-                    label="Response tokens",
-                    color_map=TOKEN_COLORS,
-                    show_legend=False,
-                    show_inline_category=False,
-                    combine_adjacent=False,
-                    elem_id="ree-tokens",
-                )
-        with gr.Row():
-            c["spend_plot"] = gr.Plot(label="Cumulative spend", elem_id="ree-spend-plot", show_label=False)
-            c["type_plot"] = gr.Plot(label="Tokens per question", elem_id="ree-type-plot", show_label=False)
-            c["reward_plot"] = gr.Plot(label="Reward per step", elem_id="ree-reward-plot", show_label=False)
+                # the answer (typed, or a model's as it is written) beside the spend: at 1440x1000 the answer box,
+                # the live line and the spend chart are on screen together; narrower, the charts wrap below
+                with gr.Row(equal_height=False, elem_id="ree-play-body"):
+                    with gr.Column(scale=3, min_width=420, elem_id="ree-play-answer"):
+                        self._build_answering(c)
+                    with gr.Column(scale=2, min_width=340, elem_id="ree-play-spend"):
+                        self._build_spend(c)
         with gr.Accordion("Steps so far", open=True):
             c["history"] = gr.Dataframe(
                 history_frame(None), interactive=False, wrap=True, elem_id="ree-history", max_height=360
@@ -1102,3 +1027,101 @@ class PlayTab:
             self.save_run, [state, c["runs_root"]], [c["save_status"]], api_name="save_run"
         )
         return c
+
+    def _build_answering(self, c: dict[str, Any]) -> None:
+        """The answering column: the question, the two ways to answer it (a policy, or typed), the status line, the
+        verdict with its reward components, and the response's tokens. Components into ``c``."""
+        c["question"] = gr.Markdown(render_question(None), elem_id="ree-question", latex_delimiters=LATEX_BASE)
+        with gr.Tabs():
+            with gr.Tab("Let a policy answer"):
+                c["policy"] = gr.Dropdown(
+                    [(POLICY_LABELS.get(p, p), p) for p in self.policies],
+                    value="sim_greedy",
+                    label="Policy",
+                    elem_id="ree-policy",
+                    info=f"sim_* and oracle follow the {self.ctx.curves.provenance}; llm_local is a real "
+                    "model (its server below)",
+                )
+                with gr.Row(equal_height=True):
+                    c["policy_btn"] = gr.Button("Answer this one", scale=2, min_width=120, elem_id="ree-policy-step")
+                    c["run_btn"] = gr.Button(
+                        "Run to the end", variant="primary", scale=2, min_width=120, elem_id="ree-run"
+                    )
+                    c["stop_btn"] = gr.Button("Stop", variant="stop", scale=1, min_width=70)
+                url_default, model_default = local_model_defaults(self.ctx.environ)
+                with gr.Group(visible=False, elem_id="ree-real-model") as c["real_model"]:
+                    with gr.Row(equal_height=True):
+                        c["llm_url"] = gr.Textbox(
+                            url_default,
+                            label="Model server (OpenAI-compatible /v1 URL)",
+                            scale=3,
+                            min_width=200,
+                            elem_id="ree-llm-url",
+                        )
+                        c["llm_model"] = gr.Textbox(
+                            model_default, label="Model", scale=2, min_width=140, elem_id="ree-llm-model"
+                        )
+                    with gr.Row(equal_height=True, visible=self.engine.available()):
+                        c["llm_adapter"] = gr.Textbox(
+                            "",
+                            label="LoRA adapter folder (optional)",
+                            placeholder="e.g. runs/grpo-cpu/final",
+                            info="A trained adapter of this model, served beside it by the local engine "
+                            "as Model 'trained'",
+                            scale=3,
+                            min_width=200,
+                            visible=self.engine.available(),
+                            elem_id="ree-llm-adapter",
+                        )
+                        c["engine_btn"] = gr.Button(
+                            "Start local vLLM engine",
+                            scale=2,
+                            min_width=140,
+                            visible=self.engine.available(),
+                            elem_id="ree-engine-start",
+                        )
+                    c["engine_status"] = gr.Markdown(
+                        "A real model answers through this server, streamed as it writes. "
+                        + (
+                            "No server yet? **Start local vLLM engine** serves the model named here "
+                            "on this machine's CPU (about a minute)."
+                            if self.engine.available()
+                            else "Start one with `python -m reasoning_env.model_server --port 8001` "
+                            "(after `bash scripts/real_model.sh`), or give any OpenAI-compatible URL."
+                        ),
+                        elem_id="ree-engine-status",
+                    )
+            with gr.Tab("Answer it yourself"):
+                c["response"] = gr.Textbox(
+                    label="Your response (reasoning, then \\boxed{answer})",
+                    lines=4,
+                    placeholder="Let me think... so the answer is \\boxed{42}",
+                    elem_id="ree-response",
+                )
+                c["answer_btn"] = gr.Button("Submit answer", variant="primary", elem_id="ree-answer")
+        # the one place a Play action shows it is busy or was refused (the message itself is a toast),
+        # so a refused action leaves every panel as it was
+        c["status"] = status_line("ree-status")
+        with gr.Row(equal_height=False):
+            with gr.Column(scale=3, min_width=300):
+                c["verdict"] = gr.Markdown(render_verdict(None), elem_id="ree-verdict")
+            with gr.Column(scale=2, min_width=200):
+                c["components"] = gr.Markdown("", elem_id="ree-components")
+        c["tokens"] = gr.HighlightedText(
+            value=[],
+            label="Response tokens",
+            color_map=TOKEN_COLORS,
+            show_legend=False,
+            show_inline_category=False,
+            combine_adjacent=False,
+            elem_id="ree-tokens",
+        )
+
+    def _build_spend(self, c: dict[str, Any]) -> None:
+        """The spend column: the cumulative spend chart, under it a model's answer as it is written (its text, and the
+        live line of tokens against the turn cap and the budget), then the tokens-per-question and reward charts.
+        Components into ``c``."""
+        c["spend_plot"] = gr.Plot(label="Cumulative spend", elem_id="ree-spend-plot", show_label=False)
+        c["live"] = gr.HTML("", elem_id="ree-live")
+        c["type_plot"] = gr.Plot(label="Tokens per question", elem_id="ree-type-plot", show_label=False)
+        c["reward_plot"] = gr.Plot(label="Reward per step", elem_id="ree-reward-plot", show_label=False)
