@@ -1,15 +1,24 @@
 """Test support for the Atropos adapter (tests/test_atropos_env.py): a stub of the token-level model
-server Atropos's ``VLLMServer`` calls, the trajectory API started as its own process, and a replay
-of episodes through the environment itself.
+servers the adapter talks to, the trajectory API started as its own process, and a replay of episodes
+through the environment itself.
 
-The stub speaks what ``atroposlib``'s ``VLLMServer.tokens_and_logprobs_completion`` sends to
-Atropos's ``example_trainer/vllm_api_server.py``: ``GET /health`` and ``POST /generate`` with
-``{"prompt": {"prompt_token_ids": [...]}, "logprobs": 0, "n", "max_tokens", "temperature", ...}``,
-answered with ``{"text", "finish_reasons", "logprobs": [[[{id: logprob}], ...]], "token_ids"}``. It
-decodes the prompt, finds the open question (the last user message) among the environment's own
-questions, and answers in a few words ending in ``\\boxed{}``: the gold answer with probability
-``p_gold``, a wrong number otherwise, so scores differ within a group. ``max_tokens`` is honoured
-(``finish_reason`` "length"); a finished answer ends with ``<|im_end|>`` as a chat model's does.
+The stub is a real HTTP server on loopback (Starlette under uvicorn) but not a model: it decodes the prompt,
+finds the open question (the last user message) among the environment's own questions, and answers in a
+few words ending in ``\\boxed{}``: the gold answer with probability ``p_gold``, a wrong number otherwise,
+so scores differ within a group. ``max_tokens`` is honoured (``finish_reason`` "length"); a finished answer
+ends with ``<|im_end|>`` as a chat model's does. It speaks two protocols:
+
+- Atropos's ``example_trainer/vllm_api_server.py`` (what ``atroposlib``'s ``VLLMServer`` calls,
+  ``server_type: vllm``): ``GET /health``; ``POST /generate`` with ``{"prompt": {"prompt_token_ids": [...]},
+  "logprobs": 0, "n", "max_tokens", ...}``, answered with ``{"text", "finish_reasons", "logprobs":
+  [[[{id: logprob}], ...]], "token_ids"}``;
+- the OpenAI completions API as vLLM's stock server speaks it (``server_type: openai``, the adapter's
+  ``CompletionsTokenServer``): ``GET /v1/models``; ``POST /v1/completions`` with ``prompt`` a list of token
+  ids, ``n``, ``max_tokens``, ``logprobs: 0``, ``return_tokens_as_token_ids``, ``stop_token_ids``, answered
+  with vLLM's shape: ``choices[i] = {"index", "text", "finish_reason", "logprobs": {"tokens":
+  ["token_id:<id>", ...], "token_logprobs": [...], ...}}`` and ``usage``. A text prompt, or a request
+  without ``return_tokens_as_token_ids``, is answered with token strings instead of ids, as a server that
+  does not know the option would (``text_tokens=True`` makes every reply so, for the refusal test).
 """
 
 from __future__ import annotations
@@ -28,9 +37,19 @@ from reasoning_env.client import make_action
 FILLER = "First I read the question carefully, then I work through it step by step and check".split()
 
 
-def stub_generate_app(tokenizer, golds: dict[str, str], *, p_gold: float = 0.5, seed: int = 0):
-    """The stub's ASGI app (Starlette). ``golds``: question text -> gold answer. Returns ``(app, calls)``,
-    ``calls`` being one ``{"body": request, "outputs": [ids of each completion]}`` per request (for the test)."""
+def stub_generate_app(
+    tokenizer,
+    golds: dict[str, str],
+    *,
+    p_gold: float = 0.5,
+    seed: int = 0,
+    text_tokens: bool = False,
+    protocols: tuple[str, ...] = ("generate", "completions"),
+):
+    """The stub's ASGI app (Starlette). ``golds``: question text -> gold answer; ``protocols``: which of the two
+    it serves (``"generate"``: ``/health`` + ``/generate``; ``"completions"``: ``/v1/models`` +
+    ``/v1/completions``). Returns ``(app, calls)``, ``calls`` being one ``{"route", "prompt_ids", "body",
+    "outputs": [ids of each completion]}`` per request."""
     from starlette.applications import Starlette
     from starlette.responses import JSONResponse, Response
     from starlette.routing import Route
@@ -50,6 +69,23 @@ def stub_generate_app(tokenizer, golds: dict[str, str], *, p_gold: float = 0.5, 
             wrong = str(rng.randint(1000, 9999))
         return " ".join(words) + ". The answer is \\boxed{" + (gold if right else wrong) + "}."
 
+    def sample(prompt_ids: list[int], max_tokens: int, stop_ids: set[int]) -> tuple[list[int], list[float], str]:
+        ids = list(tokenizer(answer(prompt_ids), add_special_tokens=False)["input_ids"]) + [im_end]
+        reason = "stop"
+        for i, t in enumerate(ids):  # a stop id ends the completion (it is kept, as vLLM keeps an EOS)
+            if t in stop_ids:
+                ids = ids[: i + 1]
+                break
+        if len(ids) > max_tokens:
+            ids, reason = ids[:max_tokens], "length"
+        with lock:
+            logprobs = [round(-rng.uniform(0.01, 2.0), 4) for _ in ids]
+        return ids, logprobs, reason
+
+    def record(route: str, prompt_ids: list[int], body: dict, outputs: list[list[int]]) -> None:
+        with lock:
+            calls.append({"route": route, "prompt_ids": list(prompt_ids), "body": body, "outputs": outputs})
+
     async def health(request):
         return Response(status_code=200)
 
@@ -59,18 +95,12 @@ def stub_generate_app(tokenizer, golds: dict[str, str], *, p_gold: float = 0.5, 
         max_tokens = int(body.get("max_tokens") or 16)
         texts, reasons, lps, ids_out = [], [], [], []
         for _ in range(int(body.get("n", 1))):
-            ids = list(tokenizer(answer(prompt_ids), add_special_tokens=False)["input_ids"]) + [im_end]
-            reason = "stop"
-            if len(ids) > max_tokens:
-                ids, reason = ids[:max_tokens], "length"
-            with lock:
-                logprobs = [round(-rng.uniform(0.01, 2.0), 4) for _ in ids]
+            ids, logprobs, reason = sample(prompt_ids, max_tokens, {im_end})
             texts.append(tokenizer.decode(ids, skip_special_tokens=True))
             reasons.append(reason)
             lps.append([[{str(t): lp}] for t, lp in zip(ids, logprobs)])
             ids_out.append(ids)
-        with lock:
-            calls.append({"body": body, "outputs": ids_out})
+        record("/generate", prompt_ids, body, ids_out)
         return JSONResponse(
             {
                 "text": texts,
@@ -81,8 +111,43 @@ def stub_generate_app(tokenizer, golds: dict[str, str], *, p_gold: float = 0.5, 
             }
         )
 
-    app = Starlette(routes=[Route("/health", health), Route("/generate", generate, methods=["POST"])])
-    return app, calls
+    async def models(request):
+        return JSONResponse({"object": "list", "data": [{"id": "stub", "object": "model", "owned_by": "test"}]})
+
+    async def completions(request):
+        body = await request.json()
+        if body.get("model") != "stub":
+            return JSONResponse({"error": {"message": f"The model `{body.get('model')}` does not exist."}}, 404)
+        prompt = body.get("prompt")
+        as_ids = isinstance(prompt, list) and all(isinstance(t, int) for t in prompt)
+        prompt_ids = list(prompt) if as_ids else list(tokenizer(str(prompt), add_special_tokens=False)["input_ids"])
+        max_tokens = int(body.get("max_tokens") or 16)
+        stop_ids = {int(t) for t in body.get("stop_token_ids") or []} | {im_end}
+        ids_names = body.get("return_tokens_as_token_ids") is True and not text_tokens
+        choices, ids_out = [], []
+        for i in range(int(body.get("n", 1))):
+            ids, logprobs, reason = sample(prompt_ids, max_tokens, stop_ids)
+            names = [f"token_id:{t}" if ids_names else tokenizer.convert_ids_to_tokens(t) for t in ids]
+            choice = {"index": i, "text": tokenizer.decode(ids, skip_special_tokens=True), "finish_reason": reason}
+            if body.get("logprobs") is not None:
+                choice["logprobs"] = {
+                    "tokens": names,
+                    "token_logprobs": logprobs,
+                    "top_logprobs": [{n: lp} for n, lp in zip(names, logprobs)],
+                    "text_offset": list(range(len(ids))),
+                }
+            choices.append(choice)
+            ids_out.append(ids)
+        record("/v1/completions", prompt_ids, body, ids_out)
+        usage = {"prompt_tokens": len(prompt_ids), "completion_tokens": sum(len(x) for x in ids_out)}
+        return JSONResponse({"id": "cmpl-stub", "object": "text_completion", "choices": choices, "usage": usage})
+
+    routes = []
+    if "generate" in protocols:
+        routes += [Route("/health", health), Route("/generate", generate, methods=["POST"])]
+    if "completions" in protocols:
+        routes += [Route("/v1/models", models), Route("/v1/completions", completions, methods=["POST"])]
+    return Starlette(routes=routes), calls
 
 
 def start_process(cmd: list[str], log: Path, env: dict | None = None, cwd: Path | None = None) -> subprocess.Popen:

@@ -4,7 +4,8 @@
 user message: when it contains one of the questions it was given, it replies with a reasoning trace
 ending in ``\\boxed{}``, right or wrong by a fixed rule of the question's text (so rewards differ),
 and reports ``usage``. Every reply is recorded (``StubServer.replies``) so a test can replay the same
-answers in the environment. ``GET /v1/models`` lists the one model.
+answers in the environment, and every chat request body (``StubServer.chat_requests``) so a test can read
+the sampling it was sent. ``GET /v1/models`` lists the one model.
 
 ``POST /v1/completions`` (vLLM's form: ``prompt`` as token ids, ``return_tokens_as_token_ids``) needs a
 ``tokenizer`` given to :func:`start`: it decodes the prompt, replies the same way, cut at ``max_tokens``
@@ -50,6 +51,7 @@ class StubServer:
     url: str = ""
     tokenizer: object = None
     requests: list[dict] = field(default_factory=list)
+    chat_requests: list[dict] = field(default_factory=list)
 
     def complete(self, body: dict) -> dict:
         """A ``/completions`` response to ``body`` (prompt as token ids)."""
@@ -117,6 +119,7 @@ def _handler(stub: StubServer) -> type[BaseHTTPRequestHandler]:
                 self._json(404, {"error": {"message": f"no route {self.path}"}})
                 return
             body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
+            stub.chat_requests.append(body)
             text, tokens = stub.answer(body.get("messages") or [])
             prompt_tokens = sum(len(str(m.get("content", "")).split()) for m in body.get("messages") or [])
             usage = {"prompt_tokens": prompt_tokens, "completion_tokens": tokens}

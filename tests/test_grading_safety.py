@@ -287,6 +287,46 @@ def test_timeout_replaces_the_worker(grader: Grader) -> None:
     assert grader.grade(*NEEDS_WORKER, timeout_s=20.0).correct is True
 
 
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads a worker's CPU time from /proc")
+def test_a_cpu_time_limit_counts_the_workers_own_cpu_not_the_wait():
+    """With ``cpu_time=True`` (the server's grades) the limit is the worker's CPU time on the
+    request: a worker that gets no CPU for 3 s (frozen here, a busy machine in a server) still
+    answers within a 1 s limit; the same wait on a wall-clock limit is a timeout."""
+    from reasoning_env.grading.pool import WorkerPool
+
+    def resume(pid: int) -> None:
+        try:
+            os.kill(pid, signal.SIGCONT)
+        except ProcessLookupError:  # killed at its wall-clock deadline
+            pass
+
+    pool = WorkerPool(1)
+    try:
+        assert pool.warm_up(wait_s=60.0)
+        results = {}
+        for cpu_time in (True, False):
+            pid = pool.pids()[0]
+            os.kill(pid, signal.SIGSTOP)
+            threading.Timer(3.0, resume, (pid,)).start()
+            t0 = time.monotonic()
+            results[cpu_time] = (pool.verify("1", "1", 1.0, cpu_time=cpu_time), time.monotonic() - t0)
+            assert pool.warm_up(wait_s=60.0)
+    finally:
+        pool.shutdown()
+    (status, verdict), took = results[True]
+    assert status == "ok" and verdict is True and 2.5 < took < 30, results
+    assert results[False][0][0] == "timeout", results
+
+
+def test_a_grader_on_the_threads_cpu_clock_grades_as_on_the_wall_clock(grader: Grader) -> None:
+    """The server's grader counts its limit on the grading thread's CPU time (``clock=time.thread_time``)
+    and gives the worker what is left as CPU time: the verdicts are the same."""
+    cpu = Grader(timeout_s=10.0, clock=time.thread_time)
+    for response, gold in (NEEDS_WORKER, (r"\boxed{\frac{1}{2}}", "0.5"), (r"\boxed{7}", "8")):
+        a, b = cpu.grade(response, gold), grader.grade(response, gold, timeout_s=10.0)
+        assert (a.correct, a.reason) == (b.correct, b.reason), (a, b)
+
+
 def test_workers_have_an_address_space_limit(grader: Grader) -> None:
     # earlier tests kill workers past their deadline; their replacements start in the background
     assert grader.pool.warm_up(wait_s=60.0), "grading workers did not restart"

@@ -268,7 +268,11 @@ WS_BAD = [
     ({"type": "step", "data": {"response": 42}}, "VALIDATION_ERROR", "response: Input should be a valid string"),
     ({"type": "step", "data": {"response": "x", "colour": "red"}}, "VALIDATION_ERROR", "unknown field 'colour'"),
     ({"type": "step", "data": {"response": "x"}, "extra": 1}, "VALIDATION_ERROR", "unknown field 'extra'"),
-    ({"type": "step", "data": {"response": "x" * 10_000_000}}, "VALIDATION_ERROR", "limit of 4,065,536 bytes"),
+    (
+        {"type": "step", "data": {"response": "x" * 3_000_000}},
+        "VALIDATION_ERROR",
+        "3,000,000 bytes of UTF-8; this server accepts at most 1,000,000",
+    ),
     (
         {"type": "step", "data": {"response": "é" * 600_000}},
         "VALIDATION_ERROR",
@@ -320,6 +324,21 @@ def test_bad_websocket_input_gets_a_clear_error_and_the_session_survives(live, g
         assert ok["type"] == "observation", ok
         assert ok["data"]["observation"]["last_step"]["question_id"] == qid
         assert ok["data"]["observation"]["last_step"]["correct"] is True
+
+
+def test_a_frame_over_the_message_limit_is_refused_by_the_protocol_and_not_kept(live):
+    """A frame over the message limit (4 x the response cap + 64 KiB) closes the connection with
+    1009 naming the limit, before the server keeps it (a session pipelining 15 MiB frames held
+    ~450 MiB)."""
+    from websockets.exceptions import ConnectionClosed
+
+    with ws_sync.connect(live.ws_url, max_size=None) as ws:
+        _rpc(ws, {"type": "reset", "data": {"seed": 21}})
+        ws.send(json.dumps({"type": "step", "data": {"response": "x" * 10_000_000}}))
+        with pytest.raises(ConnectionClosed) as info:
+            ws.recv(timeout=30)
+    assert info.value.rcvd is not None and info.value.rcvd.code == 1009, info.value
+    assert "4065536" in info.value.rcvd.reason, info.value.rcvd.reason
 
 
 def test_step_without_episode_and_missing_session(live):

@@ -122,6 +122,38 @@ def test_connections_per_address_are_capped_and_given_back():
             s.close()
 
 
+def test_forwarded_allow_ips_star_is_refused_naming_the_fix():
+    """``*`` let one client take 8 sessions as 8 made-up addresses past a cap of 2 (uvicorn then
+    reads the leftmost X-Forwarded-For entry, which the client writes)."""
+    from reasoning_env.errors import ServerConfigError
+    from reasoning_env.server.net import trusted_proxies
+
+    with pytest.raises(ServerConfigError, match="name the proxy"):
+        trusted_proxies({"FORWARDED_ALLOW_IPS": "*"})
+    with pytest.raises(ServerConfigError, match="not an IP address or network"):
+        trusted_proxies({"FORWARDED_ALLOW_IPS": "proxy.local"})
+    assert trusted_proxies({"FORWARDED_ALLOW_IPS": "10.0.0.0/8, 127.0.0.1"}) == ("10.0.0.0/8", "127.0.0.1")
+
+
+def test_behind_a_named_proxy_a_client_cannot_choose_its_address():
+    """Behind a trusted proxy (named by network) that appends the address it saw, what a client
+    writes in X-Forwarded-For itself is ignored: 4 sessions claiming 4 addresses are one client
+    with a cap of 2."""
+    app = create_server_app(CONFIG, max_sessions=16, max_sessions_per_client=2)
+    with LiveServer(app, {"FORWARDED_ALLOW_IPS": "127.0.0.0/24"}) as srv:
+        header = {"X-Forwarded-For": "10.0.0.{}, 192.0.2.7"}  # the client's own entry, then the proxy's
+        socks = [
+            _ws(srv, additional_headers={"X-Forwarded-For": header["X-Forwarded-For"].format(i)}, open_timeout=10)
+            for i in range(1, 4)
+        ]
+        try:
+            refused = json.loads(socks[2].recv(timeout=30))["data"]
+            assert refused["code"] == "CAPACITY_REACHED" and "192.0.2.7" in refused["message"], refused
+        finally:
+            for ws in socks:
+                ws.close()
+
+
 @pytest.mark.parametrize("trusted", [False, True])
 def test_x_forwarded_for_is_trusted_only_when_configured(trusted):
     app = create_server_app(CONFIG, max_sessions=16, max_sessions_per_client=2)
@@ -210,6 +242,100 @@ def test_200k_unknown_reset_fields_give_a_bounded_message(plain):
 
     r = httpx.post(plain.url + "/reset", json=fields, timeout=60)
     assert r.status_code == 400 and len(r.text) < 1_000 and "199,995 more" in r.text
+
+
+BIG = "x" * 3_900_000
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        {"episode_id": BIG},
+        {"seed": BIG},
+        {"total_budget": BIG},
+        {"tokenizer_name": [BIG]},
+    ],
+    ids=["episode_id", "seed", "total_budget", "tokenizer_name"],
+)
+def test_a_3_9_mb_reset_field_gives_a_bounded_error_on_every_route(plain, data):
+    """The review: each came back as a 3.9 MB error (WebSocket, and HTTP /reset's 400)."""
+    import httpx
+
+    with _ws(plain, max_size=None) as ws:
+        ws.send(json.dumps({"type": "reset", "data": data}))
+        frame = ws.recv(timeout=60)
+        assert len(frame) < 4_000 and json.loads(frame)["type"] == "error", len(frame)
+    r = httpx.post(plain.url + "/reset", json=data, timeout=60)
+    assert 400 <= r.status_code < 500 and len(r.content) < 8_000, (r.status_code, len(r.content))
+
+
+def test_200k_unknown_step_fields_give_a_bounded_error_on_every_route(plain):
+    """The review: a 16.7 MB WebSocket error frame after 13.5 s, and a 30.5 MB 422 on HTTP /step."""
+    import httpx
+
+    fields = {f"k{i}": 1 for i in range(200_000)}
+    with _ws(plain, max_size=None) as ws:
+        ws.send(json.dumps({"type": "reset", "data": {"seed": 1}}))
+        ws.recv(timeout=30)
+        t0 = time.monotonic()
+        ws.send(json.dumps({"type": "step", "data": {"response": "x", **fields}}))
+        frame = ws.recv(timeout=60)
+        took = time.monotonic() - t0
+        err = json.loads(frame)["data"]
+        assert err["code"] == "VALIDATION_ERROR" and len(frame) < 4_000, len(frame)
+        assert "unknown field 'k0'" in err["message"] and "199,995 more" in err["message"], err["message"]
+    r = httpx.post(plain.url + "/step", json={"action": {"response": "x", **fields}}, timeout=60)
+    assert r.status_code == 422 and len(r.content) < 8_000, (r.status_code, len(r.content))
+    r = httpx.post(plain.url + "/step", json={"action": {"response": [BIG]}}, timeout=60)
+    assert r.status_code == 422 and len(r.content) < 8_000, (r.status_code, len(r.content))
+    print(f"WebSocket answer in {took:.2f} s")
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        '{"action": {"response": 5, "x": "\\ud800"}}',
+        '{"action": {"response": ["\\ud800"]}}',
+        '{"action": {"\\ud800": 1, "response": "x"}}',
+    ],
+    ids=["value", "list", "name"],
+)
+def test_http_step_with_a_lone_surrogate_in_an_invalid_action_is_a_422_not_500(plain, body):
+    import httpx
+
+    r = httpx.post(plain.url + "/step", content=body, headers={"content-type": "application/json"}, timeout=30)
+    assert r.status_code == 422, (r.status_code, r.text[:500])
+    assert r.json()["detail"], r.text
+
+
+def test_compressed_frames_are_capped_at_the_message_limit_once_inflated():
+    """With permessage-deflate on, a 10 MB message that compresses to ~10 KB is refused (1009) by
+    the protocol at the message limit, before it is kept (the review: 1.8 MB of compressed frames
+    made the server's memory grow by 1.65 GB)."""
+    from websockets.exceptions import ConnectionClosed
+
+    from reasoning_env.server.net import make_config
+
+    app = create_server_app(CONFIG, max_sessions=4, session_timeout_s=None)
+    srv = LiveServer(app)
+    srv.server.config = make_config(
+        app,
+        app.state.reasoning_env.settings,
+        {},
+        host="127.0.0.1",
+        port=0,
+        log_level="warning",
+        ws_per_message_deflate=True,
+    )
+    with srv:
+        with _ws(srv, max_size=None, compression="deflate") as ws:
+            ws.send(json.dumps({"type": "reset", "data": {"seed": 1}}))
+            ws.recv(timeout=30)
+            assert ws.protocol.extensions, "permessage-deflate was not negotiated"
+            ws.send(json.dumps({"type": "step", "data": {"response": "x" * 10_000_000}}))
+            with pytest.raises(ConnectionClosed) as info:
+                ws.recv(timeout=30)
+    assert info.value.rcvd is not None and info.value.rcvd.code == 1009, info.value
 
 
 def test_a_surrogate_in_an_unknown_step_field_name_is_named(plain):

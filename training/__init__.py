@@ -4,6 +4,7 @@ Modules (one job each):
 
 - :mod:`training.grpo_train`: the command line and :func:`~training.grpo_train.build_trainer`.
 - :mod:`training.trl_rollout`: the episode-seed dataset, TRL's ``rollout_func`` and the reward.
+- :mod:`training.trl_env`: those three for a user's own ``trl.GRPOTrainer`` script (docs/integrations.md, "TRL").
 - :mod:`training.rollout`: playing episodes in lockstep as token ids with ``env_mask``.
 - :mod:`training.trainer`: TRL's ``GRPOTrainer`` with the importance-sampling and cap-hit diagnostics.
 - :mod:`training.distributed`: gathering the generation batch of every process (group rewards).

@@ -22,9 +22,22 @@ One episode becomes one sequence of a ``ScoredDataGroup`` (Atropos's conventions
   tokens spent, per-step records: :meth:`training.rollout.EpisodeTrace.summary`).
 
 Generation goes through ``ServerManager.tokens_and_logprobs_completion`` (token ids in, sampled ids
-and log-probs out), so the trainer gets exactly the ids that were sampled. That needs a token-level
-server: ``server_type: vllm`` (Atropos's ``example_trainer/vllm_api_server.py``, ``POST /generate``),
-``sglang`` or ``trl``; the ``openai`` type returns text only and is refused with that fix.
+and log-probs out), so the trainer gets exactly the ids that were sampled. Which server serves it:
+
+- ``server_type: openai`` (the default of Atropos's config): any OpenAI-compatible server whose
+  ``/v1/completions`` takes a prompt of token ids and returns the sampled ids with their log-probs
+  (vLLM's stock ``vllm serve``: ``logprobs: 0`` + ``return_tokens_as_token_ids``). Atropos's own
+  ``OpenAIServer`` returns text only, so this adapter replaces it with :class:`CompletionsTokenServer`,
+  which speaks that protocol; a server that answers without token ids (or has no ``/v1/completions``)
+  is refused at start-up with the reason (:meth:`ReasoningEconomicsAtroposEnv.setup` sends one 1-token
+  probe).
+- ``server_type: vllm`` (Atropos's ``example_trainer/vllm_api_server.py``, ``POST /generate``),
+  ``sglang`` (SGLang's native ``/generate``) or ``trl``: Atropos's own token-level servers. A ``vllm``
+  server without ``/generate`` (a stock ``vllm serve``) is refused at start-up with the fix
+  (``server_type: openai``).
+
+Atropos itself was archived upstream in July 2026; ``atroposlib`` 0.4.0 is its last release
+(docs/integrations.md, "Atropos").
 
 The episode loop is synchronous (the environment grades in this process), so it runs in a worker
 thread; each turn's generate calls are sent to the event loop that owns the server manager.
@@ -43,12 +56,15 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+import aiohttp
 from atroposlib.envs.base import BaseEnv, BaseEnvConfig, ScoredDataGroup
 from atroposlib.envs.server_handling.openai_server import OpenAIServer
 from atroposlib.envs.server_handling.server_baseline import APIServerConfig, ServerBaseline
+from atroposlib.envs.server_handling.vllm_server import VLLMServer
 from pydantic import Field
 
 from reasoning_env.config import DEFAULT_TOKENIZER_NAME, EnvConfig
@@ -63,8 +79,11 @@ from training.rollout import EpisodeRunner, EpisodeSpec, EpisodeTrace, RolloutLi
 
 logger = logging.getLogger(__name__)
 
-#: Server types whose ``tokens_and_logprobs_completion`` returns the sampled token ids.
-TOKEN_LEVEL_SERVER_TYPES = ("vllm", "sglang", "trl")
+#: Server types whose ``tokens_and_logprobs_completion`` returns the sampled token ids (``openai``: through
+#: :class:`CompletionsTokenServer`, ``/v1/completions`` with token ids; the others: Atropos's own servers).
+TOKEN_LEVEL_SERVER_TYPES = ("openai", "vllm", "sglang", "trl")
+#: How a completions server names a sampled token when asked for ids (vLLM's ``return_tokens_as_token_ids``).
+TOKEN_ID_PREFIX = "token_id:"
 #: Log-prob Atropos writes at positions the model did not generate (``ManagedServer``'s value).
 MASKED_LOGPROB = 1.0
 
@@ -146,6 +165,204 @@ class AtroposServerBackend(GenerationBackend):
         return cut_generation(ids[0], logprobs[0], cap, self.eos_ids)
 
 
+class CompletionsTokenServer(OpenAIServer):
+    """Atropos's ``server_type: openai`` made token-level: ``tokens_and_logprobs_completion`` over a standard
+    OpenAI-compatible ``POST {base_url}/completions``.
+
+    One request per call: ``prompt`` = the context's token ids (the OpenAI API's token-array prompt, so
+    nothing is re-tokenized), ``n``, ``max_tokens``, ``temperature``, ``top_p``, ``logprobs: 0`` (the sampled
+    token's log-prob) and vLLM's ``return_tokens_as_token_ids: true`` (each sampled token named
+    ``token_id:<id>``), ``skip_special_tokens: false``, and the end-of-turn ids as ``stop_token_ids``
+    (:attr:`stop_token_ids`, set by the environment) with ``include_stop_str_in_output``. The reply's
+    ``choices[i].logprobs.tokens`` / ``token_logprobs`` become the sampled ids and their log-probs, exactly
+    as the server sampled them; a reply without token ids raises :class:`AtroposSetupError` (the server
+    does not speak this protocol: a text-only API, or one that ignores ``return_tokens_as_token_ids``).
+
+    The log-probs are what the server reports: vLLM's default (``--logprobs-mode raw_logprobs``) is the
+    model's distribution before temperature and top-p, equal to the sampling distribution only at
+    temperature 1 and top-p 1; start vLLM with ``--logprobs-mode processed_logprobs`` otherwise.
+
+    Health (Atropos polls it every second): ``GET {base_url}/models`` answers 200.
+    """
+
+    #: Ids that end a turn, sent as ``stop_token_ids`` (the environment sets them; empty: the model's own EOS).
+    stop_token_ids: list[int]
+
+    def __init__(self, config: APIServerConfig, reasoning_config: Any = None) -> None:
+        super().__init__(config, reasoning_config=reasoning_config)
+        self.stop_token_ids = []
+
+    @property
+    def completions_url(self) -> str:
+        return f"{str(self.config.base_url).rstrip('/')}/completions"
+
+    def _headers(self) -> dict:
+        return {"Authorization": f"Bearer {self.config.api_key}"} if self.config.api_key else {}
+
+    async def check_server_status_task(self, chat_completion: bool = True) -> None:
+        while True:
+            try:
+                async with aiohttp.ClientSession() as session:
+                    async with session.get(
+                        f"{str(self.config.base_url).rstrip('/')}/models",
+                        headers=self._headers(),
+                        timeout=aiohttp.ClientTimeout(total=min(30, self.config.timeout)),
+                    ) as response:
+                        response.raise_for_status()
+                self.server_healthy = True
+            except Exception:  # noqa: BLE001 - any failure means "not healthy yet", as Atropos's servers do
+                self.server_healthy = False
+            await asyncio.sleep(1)
+
+    def request_body(self, input_ids: list[int], **kwargs: Any) -> dict:
+        """The ``/v1/completions`` body for one call (``kwargs``: Atropos's sampling arguments)."""
+        for alias in ("max_new_tokens", "max_completion_tokens"):
+            if alias in kwargs:
+                kwargs["max_tokens"] = kwargs.pop(alias)
+        kwargs.pop("prompt", None)
+        body: dict[str, Any] = {
+            "model": kwargs.pop("model", self.config.model_name),
+            "prompt": [int(t) for t in input_ids],
+            "logprobs": 0,
+            "return_tokens_as_token_ids": True,
+            "skip_special_tokens": False,
+        }
+        if self.stop_token_ids:
+            body["stop_token_ids"] = list(self.stop_token_ids)
+            body["include_stop_str_in_output"] = True
+        body.update({k: v for k, v in kwargs.items() if v is not None})
+        return body
+
+    def parse_choice(self, choice: dict) -> tuple[list[int], list[float], str | None]:
+        """The sampled ids, their log-probs and the finish reason of one ``choices[i]``.
+
+        Raises:
+            AtroposSetupError: the choice carries no ``token_id:<id>`` tokens or no log-probs for them.
+        """
+        lp = choice.get("logprobs") or {}
+        tokens = lp.get("tokens")
+        values = lp.get("token_logprobs")
+        if tokens is None or values is None:
+            raise AtroposSetupError(
+                f"{self.completions_url} answered without per-token log-probs (choices[].logprobs.tokens / "
+                "token_logprobs): this environment trains on the sampled token ids and needs a server whose "
+                "/v1/completions honours logprobs and return_tokens_as_token_ids (vLLM's `vllm serve`); for "
+                "SGLang use openai.server_type: sglang (its native /generate)"
+            )
+        ids = []
+        for t in tokens:
+            if not (isinstance(t, str) and t.startswith(TOKEN_ID_PREFIX)):
+                raise AtroposSetupError(
+                    f"{self.completions_url} returned the token {t!r}, not '{TOKEN_ID_PREFIX}<id>': the server "
+                    "ignores return_tokens_as_token_ids, so the sampled ids cannot be known exactly. Serve the "
+                    "policy with vLLM (`vllm serve`), or use openai.server_type: sglang / vllm (Atropos's "
+                    "token-level servers)"
+                )
+            ids.append(int(t[len(TOKEN_ID_PREFIX) :]))
+        if len(values) != len(ids) or any(v is None or not math.isfinite(float(v)) for v in values):
+            raise AtroposSetupError(
+                f"{self.completions_url} returned {len(ids)} tokens with log-probs {values[:8]!r}...: "
+                "every sampled token needs a finite log-prob"
+            )
+        return ids, [float(v) for v in values], choice.get("finish_reason")
+
+    async def _tokens_and_logprobs_completion_wrapper(self, **kwargs: Any) -> tuple[list, list, list, list]:
+        if "input_ids" not in kwargs:
+            raise AtroposSetupError(
+                "CompletionsTokenServer takes token ids (input_ids=...), not text: the environment sends "
+                "the exact context it trains on"
+            )
+        prompt = [int(t) for t in kwargs.pop("input_ids")]
+        n = int(kwargs.get("n", 1) or 1)
+        body = self.request_body(prompt, **kwargs)
+        async with aiohttp.ClientSession() as session:
+            async with session.post(
+                self.completions_url,
+                json=body,
+                headers=self._headers(),
+                timeout=aiohttp.ClientTimeout(total=self.config.timeout),
+            ) as response:
+                if response.status != 200:
+                    text = (await response.text())[:300]
+                    raise aiohttp.ClientResponseError(
+                        response.request_info,
+                        response.history,
+                        status=response.status,
+                        message=f"{self.completions_url}: {text}",
+                    )
+                reply = await response.json()
+        choices = sorted(reply.get("choices") or [], key=lambda c: int(c.get("index", 0)))
+        if len(choices) != n:
+            raise AtroposSetupError(f"{self.completions_url} returned {len(choices)} choices for n={n}")
+        parsed = [self.parse_choice(c) for c in choices]
+        return prompt, [p[0] for p in parsed], [p[1] for p in parsed], [p[2] for p in parsed]
+
+
+async def probe_token_server(server: Any, token_id: int, *, wait_s: float | None = None) -> None:
+    """One 1-token generation from a one-token prompt, sent straight to ``server`` (no retries), so that a
+    server that cannot serve this environment fails at start-up with the reason instead of in the first group.
+    While nothing listens at the server's address (it is still starting), the probe waits and tries again, up
+    to ``wait_s`` seconds (default: the server config's ``timeout``), as Atropos waits for a healthy server.
+
+    Raises:
+        AtroposSetupError: a :class:`CompletionsTokenServer` whose server answers without token ids or
+            refuses the request; a ``vllm`` server (Atropos's ``VLLMServer``) without ``POST /generate``;
+            no answer within ``wait_s``.
+    """
+    if not isinstance(server, (CompletionsTokenServer, VLLMServer)):
+        return
+    url = str(server.config.base_url)
+    deadline = asyncio.get_running_loop().time() + float(server.config.timeout if wait_s is None else wait_s)
+    waited = False
+    while True:
+        try:
+            await _probe_once(server, token_id)
+            return
+        except AtroposSetupError:
+            raise
+        except aiohttp.ClientResponseError as exc:
+            raise AtroposSetupError(
+                f"the policy server {url} refused a 1-token probe (HTTP {exc.status}: {exc.message}); check "
+                "openai.base_url and openai.model_name (the name the server serves), and that the server type "
+                "fits: openai = /v1/completions with token-id prompts and token ids back (vLLM's `vllm serve`), "
+                "vllm = Atropos's vllm_api_server (POST /generate), sglang = SGLang's native /generate"
+            ) from None
+        except (aiohttp.ClientError, OSError, asyncio.TimeoutError) as exc:
+            if asyncio.get_running_loop().time() >= deadline:
+                raise AtroposSetupError(
+                    f"the policy server {url} did not answer a 1-token probe ({type(exc).__name__}: {exc}); "
+                    "is it running at openai.base_url?"
+                ) from None
+            if not waited:
+                logger.info("waiting for the policy server at %s (%s)", url, type(exc).__name__)
+                waited = True
+            await asyncio.sleep(2.0)
+
+
+async def _probe_once(server: Any, token_id: int) -> None:
+    if isinstance(server, CompletionsTokenServer):
+        _, ids, _, _ = await server._tokens_and_logprobs_completion_wrapper(
+            input_ids=[int(token_id)], n=1, max_tokens=1, temperature=1.0, model=server.config.model_name
+        )
+        if len(ids) != 1 or len(ids[0]) != 1:
+            raise AtroposSetupError(f"{server.completions_url} returned {ids!r} for max_tokens=1")
+        return
+    root = str(server.config.base_url).replace("/v1", "")
+    body = {"prompt": {"prompt_token_ids": [int(token_id)]}, "logprobs": 0, "max_tokens": 1}
+    async with aiohttp.ClientSession() as session:
+        async with session.post(
+            f"{root}/generate", json=body, timeout=aiohttp.ClientTimeout(total=server.config.timeout)
+        ) as response:
+            if response.status == 404:
+                raise AtroposSetupError(
+                    f"{root}/generate: 404. openai.server_type: vllm means Atropos's own "
+                    "example_trainer/vllm_api_server.py (POST /generate); a standard vLLM server "
+                    "(`vllm serve`) has no such route. Fix: set openai.server_type: openai to generate "
+                    "through its /v1/completions with token ids"
+                )
+            response.raise_for_status()
+
+
 def scored_item(trace: EpisodeTrace) -> dict:
     """One played episode as Atropos's per-sequence fields (``tokens``, ``masks``,
     ``inference_logprobs``, ``scores``, ``overrides``); see the module docstring."""
@@ -216,17 +433,11 @@ class ReasoningEconomicsAtroposEnv(BaseEnv):
             testing=testing,
         )
         self.config.tokenizer_name = policy_tokenizer  # the name sent to reset; the folder only loads it
-        if not testing:
-            text_only = [type(s).__name__ for s in self.server.servers if isinstance(s, OpenAIServer)]
-            if text_only:
-                raise AtroposSetupError(
-                    "this environment trains on the sampled token ids and needs a token-level server "
-                    f"(server_type one of {TOKEN_LEVEL_SERVER_TYPES}); the configured server is {text_only[0]} "
-                    "(server_type: openai), which returns text only. Fix: serve the policy with Atropos's "
-                    "example_trainer/vllm_api_server.py (or SGLang) and set openai.server_type: vllm."
-                )
         self.chat = ChatFormat(self.tokenizer, reasoning_mode=config.reasoning_mode)
         self.eos_ids = eos_token_ids(self.tokenizer)
+        if not testing:
+            # server_type: openai -> the same endpoint, spoken at token level (/v1/completions with token ids)
+            self.server.servers = [self._token_level(s) if type(s) is OpenAIServer else s for s in self.server.servers]
         self.sampling = SamplingConfig(temperature=config.temperature, top_p=config.top_p)
         self.limits = RolloutLimits(
             max_episode_tokens=config.max_token_length,
@@ -245,6 +456,11 @@ class ReasoningEconomicsAtroposEnv(BaseEnv):
             max_workers=max(1, self.max_num_workers), thread_name_prefix="episode"
         )
 
+    def _token_level(self, server: OpenAIServer) -> CompletionsTokenServer:
+        token_server = CompletionsTokenServer(server.config, reasoning_config=server.reasoning_config)
+        token_server.stop_token_ids = list(self.eos_ids)
+        return token_server
+
     @classmethod
     def config_init(cls) -> tuple[ReasoningEconomicsAtroposConfig, list[APIServerConfig]]:
         """Defaults: the project's default policy tokenizer, groups of 8, one vLLM server on :9001."""
@@ -261,7 +477,7 @@ class ReasoningEconomicsAtroposEnv(BaseEnv):
             model_name=DEFAULT_TOKENIZER_NAME,
             base_url="http://localhost:9001/v1",
             api_key="x",
-            server_type="vllm",
+            server_type="openai",
         )
         return env_config, [server]
 
@@ -271,6 +487,18 @@ class ReasoningEconomicsAtroposEnv(BaseEnv):
         env_config = EnvConfig.from_yaml(path) if path else EnvConfig()
         self.env_factory = InProcessEnvFactory(env_config)
         await asyncio.to_thread(self.env_factory.new_session().close)  # loads the pools and gold answers once
+        for server in self.server.servers:
+            await probe_token_server(server, self.eos_ids[0])
+        if isinstance(self.server.servers[0], CompletionsTokenServer) and (
+            self.config.temperature != 1.0 or self.config.top_p < 1.0
+        ):
+            logger.warning(
+                "temperature %s / top_p %s: the trainer's inference_logprobs are the sampling distribution's only "
+                "if the server reports processed log-probs (vLLM: --logprobs-mode processed_logprobs; its default "
+                "raw_logprobs ignores temperature and top-p)",
+                self.config.temperature,
+                self.config.top_p,
+            )
 
     async def get_next_item(self) -> dict:
         """The next group's episode: ``{"seed": config.seed + k}`` for the k-th group."""

@@ -37,15 +37,17 @@ Rules (each motivated by a public grading failure, see the labelled cases of doc
 * Structure mismatches (a number vs a tuple, different sizes) are rejected at once.
 
 Everything is bounded: evaluation refuses astronomically large powers (:class:`TooBig`),
-loops are over at most a few dozen items, and a ``deadline`` (``time.perf_counter()`` seconds)
+loops are over at most a few dozen items, and a ``deadline`` (:func:`now` seconds: wall or CPU time)
 is checked; past it the verdict is ``None``.
 """
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import random
 import re
+import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -377,6 +379,31 @@ def _has_piecewise(node: Any) -> bool:
     return any(x[0] == "f" and x[1] in ("abs", "floor", "ceil") for x in iter_nodes(node))
 
 
+_clock = threading.local()
+
+
+def now() -> float:
+    """The clock deadlines are read on: ``time.perf_counter()``, or the clock a
+    :class:`~reasoning_env.grading.Grader` runs its grade on in this thread (:func:`using_clock`;
+    a server grades on the thread's CPU time, so that a busy machine does not turn a grade into
+    "undecided")."""
+    return getattr(_clock, "fn", time.perf_counter)()
+
+
+@contextlib.contextmanager
+def using_clock(fn):
+    """Read deadlines on ``fn`` (seconds) in this thread inside the block."""
+    before = getattr(_clock, "fn", None)
+    _clock.fn = fn
+    try:
+        yield
+    finally:
+        if before is None:
+            del _clock.fn
+        else:
+            _clock.fn = before
+
+
 class _Deadline(Exception):
     """The comparison ran past its deadline."""
 
@@ -386,7 +413,7 @@ def _evaluations(p: Any, g: Any, names: list, deadline: float, ctx: Any) -> Iter
 
     Raises:
         TooBig: a value is astronomically large at some point.
-        _Deadline: past ``deadline`` (``time.perf_counter()`` seconds).
+        _Deadline: past ``deadline`` (:func:`now` seconds).
     """
     # A side without variables has one value: evaluate it once (a constant answer's sums against
     # a gold with variables would otherwise be summed at every point).
@@ -398,7 +425,7 @@ def _evaluations(p: Any, g: Any, names: list, deadline: float, ctx: Any) -> Iter
             except (EvalError, ZeroDivisionError, OverflowError, ValueError, ArithmeticError):
                 return  # undefined everywhere
     for k in range(POINTS_TRIED):
-        if time.perf_counter() > deadline:
+        if now() > deadline:
             raise _Deadline
         row = _POINTS[k]
         env = {name: ctx.mpf(row[j]) for j, name in enumerate(names)}
@@ -450,7 +477,7 @@ def _differ_at_negative_points(p: Any, g: Any, names: list, deadline: float, ctx
     ``x > 0``)."""
     tiny = ctx.mpf(10) ** -40
     for k in range(POINTS_NEEDED):
-        if time.perf_counter() > deadline:
+        if now() > deadline:
             return False
         if k and len(names) < 2:
             break  # one variable: negating it once is enough
@@ -983,11 +1010,11 @@ def compare(p: Any, g: Any, deadline: float) -> Verdict:
     Args:
         p: Prediction value (from :func:`~reasoning_env.grading.latex.parse_answer`).
         g: Gold value.
-        deadline: ``time.perf_counter()`` value after which the answer is "undecided".
+        deadline: :func:`now` value after which the answer is "undecided".
     Returns:
         A :class:`Verdict`.
     """
-    if time.perf_counter() > deadline:
+    if now() > deadline:
         return _undecided("deadline")
     if isinstance(p, Relation) and "~" in p.ops:
         if p == g:

@@ -30,7 +30,7 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from reasoning_env.grading.compare import Verdict, compare
+from reasoning_env.grading.compare import Verdict, compare, using_clock
 from reasoning_env.grading.extract import extract_final_answer
 from reasoning_env.grading.gold import GoldInfo, GoldReport, prepare_gold
 from reasoning_env.grading.latex import (
@@ -115,14 +115,21 @@ class Grader:
         pool: A :class:`~reasoning_env.grading.pool.WorkerPool` to use (default: the
             process-wide pool from :func:`~reasoning_env.grading.pool.get_pool`, created on
             first need).
+        clock: What the time limit counts (seconds): ``time.perf_counter`` (default, wall
+            time) or ``time.thread_time`` (the grading thread's CPU time: a server does not let
+            a busy machine turn a right answer into ``timeout``; the pool's worker is then given
+            what is left as CPU time too, see ``WorkerPool.call``).
 
     Raises:
         ValueError: ``timeout_s`` is not a positive number.
     """
 
-    def __init__(self, timeout_s: float = DEFAULT_TIMEOUT_S, *, use_worker: bool = True, pool=None) -> None:
+    def __init__(
+        self, timeout_s: float = DEFAULT_TIMEOUT_S, *, use_worker: bool = True, pool=None, clock=time.perf_counter
+    ) -> None:
         _check_timeout(timeout_s)
         self.timeout_s = float(timeout_s)
+        self.clock = clock
         self.use_worker = bool(use_worker)
         self._pool = pool
         self._issues: dict = {}
@@ -209,7 +216,14 @@ class Grader:
             TypeError: ``response`` or ``gold`` is not a string.
             ValueError: ``gold`` is empty or ``timeout_s`` is not positive.
         """
+        if self.clock is not time.perf_counter:
+            with using_clock(self.clock):
+                return self._grade(response, gold, timeout_s, question)
+        return self._grade(response, gold, timeout_s, question)
+
+    def _grade(self, response: str, gold: str, timeout_s: float | None, question: str | None) -> GradeResult:
         t0 = time.perf_counter()
+        c0 = self.clock()
         if timeout_s is None:
             timeout_s = self.timeout_s
         else:
@@ -217,12 +231,12 @@ class Grader:
         if not isinstance(response, str):
             raise TypeError(f"response must be a str, got {type(response).__name__}")
         info = self.prepare_gold(gold)
-        deadline = t0 + timeout_s
+        deadline = c0 + timeout_s
 
         ext = extract_final_answer(response)
         if ext.answer is None:
             return GradeResult(False, None, "no_answer", time.perf_counter() - t0, ext.method)
-        if ext.hedge is not None and not self._restates_answer(ext, t0 + 0.1 * timeout_s):
+        if ext.hedge is not None and not self._restates_answer(ext, c0 + 0.1 * timeout_s):
             # "\\boxed{12}. Or maybe 13.": two answers offered, not one
             return GradeResult(
                 False,
@@ -232,7 +246,7 @@ class Grader:
                 ext.method,
                 f"the answer is hedged ({ext.hedge[:80]!r} follows it): one answer, not a choice",
             )
-        result = self._grade_extraction(ext, info, t0, deadline, timeout_s)
+        result = self._grade_extraction(ext, info, t0, c0, deadline, timeout_s)
         if result.correct and question is not None and result.reason != "exact":
             for part in (ext.answer,) + ext.parts:
                 if restates_question(part, question, info.key, lambda n, p=part: self._is_gold_expression(n, p, info)):
@@ -269,9 +283,11 @@ class Grader:
         except ParseError:
             return False
 
-    def _grade_extraction(self, ext, info: GoldInfo, t0: float, deadline: float, timeout_s: float) -> GradeResult:
+    def _grade_extraction(
+        self, ext, info: GoldInfo, t0: float, c0: float, deadline: float, timeout_s: float
+    ) -> GradeResult:
         """Stages 2-5 for an extraction: its answer, and else each of several boxes."""
-        result = self._grade_answer(ext.answer, ext.method, info, t0, deadline, timeout_s)
+        result = self._grade_answer(ext.answer, ext.method, info, t0, c0, deadline, timeout_s)
         if result.correct or not ext.parts:
             return result
         # Several boxes end the answer: together they are not the gold; they still count when
@@ -289,7 +305,7 @@ class Grader:
                 "and their sums are too long to grade each",
             )
         for part in ext.parts:
-            one = self._grade_answer(part, ext.method, info, t0, deadline, timeout_s)
+            one = self._grade_answer(part, ext.method, info, t0, c0, deadline, timeout_s)
             if not one.correct:
                 return GradeResult(
                     False,
@@ -304,7 +320,7 @@ class Grader:
         )
 
     def _grade_answer(
-        self, answer: str, method: str, info: GoldInfo, t0: float, deadline: float, timeout_s: float
+        self, answer: str, method: str, info: GoldInfo, t0: float, c0: float, deadline: float, timeout_s: float
     ) -> GradeResult:
         """Stages 2-5 of :meth:`grade` for one extracted answer."""
         if answer == info.gold or answer == info.normalised:  # verbatim: no normalising needed
@@ -364,7 +380,7 @@ class Grader:
                 detail = f"fast path error: {type(exc).__name__}"
             else:
                 try:
-                    verdict = compare(pred_value, info.value, t0 + min(timeout_s, 0.5 * timeout_s + 0.05))
+                    verdict = compare(pred_value, info.value, c0 + min(timeout_s, 0.5 * timeout_s + 0.05))
                 except Exception as exc:  # pragma: no cover - see above
                     logger.exception("grading comparison failed on %r vs %r", answer[:200], info.gold[:200])
                     verdict = Verdict(None, "undecided", f"fast path error: {type(exc).__name__}")
@@ -417,10 +433,15 @@ class Grader:
             return GradeResult(False, answer, "mismatch", time.perf_counter() - t0, method, f"undecided: {detail}")
         # the worker is killed at its deadline and reaped before verify() returns: keep that
         # latency (tens of ms on a loaded machine) inside timeout_s
-        remaining = deadline - time.perf_counter() - min(KILL_MARGIN_S, 0.1 * timeout_s)
+        remaining = deadline - self.clock() - min(KILL_MARGIN_S, 0.1 * timeout_s)
         if remaining <= 0:
             return GradeResult(False, answer, "timeout", time.perf_counter() - t0, method, detail)
-        status, value = self.pool.verify(_for_math_verify(answer), _for_math_verify(info.gold), remaining)
+        if self.clock is time.perf_counter:
+            status, value = self.pool.verify(_for_math_verify(answer), _for_math_verify(info.gold), remaining)
+        else:  # the worker gets what is left as its own CPU time (a pool that can count it)
+            status, value = self.pool.verify(
+                _for_math_verify(answer), _for_math_verify(info.gold), remaining, cpu_time=True
+            )
         elapsed = time.perf_counter() - t0
         if status == "ok":
             ok = bool(value)

@@ -17,7 +17,11 @@ Design:
 * Each worker serves one request at a time; idle workers wait in a queue, so the pool is safe
   to share between threads. A caller waits for a free worker only until its deadline.
 * A request past its deadline gets its worker killed (``SIGKILL``) and a replacement is started
-  at once; the caller gets ``("timeout", ...)``. A worker that dies (e.g. ``MemoryError``
+  at once; the caller gets ``("timeout", ...)``. With ``cpu_time=True`` the limit is the
+  worker's own CPU time on the request (read from ``/proc``), so that a busy machine does not
+  time out a grade that would finish in time alone; waiting for a free or starting worker is
+  not counted, and a wall-clock cap (:data:`CPU_WALL_CAP_FACTOR` times the limit, at least
+  :data:`CPU_WALL_CAP_MIN_S`) still bounds every call. A worker that dies (e.g. ``MemoryError``
   under ``RLIMIT_AS``) is replaced the same way.
 * Workers and the forkserver ignore Ctrl-C (SIGINT is blocked in the thread that starts them,
   and the mask is inherited through fork and exec): an interrupted notebook cell or script
@@ -57,6 +61,24 @@ DEFAULT_MEMORY_BUDGET_BYTES = 2 * 1024**3
 #: Longest wait for a new worker to report ready (seconds) before it is discarded.
 STARTUP_TIMEOUT_S = 120.0
 _PRELOAD = ["math_verify", "latex2sympy2_extended", "sympy"]
+#: With ``cpu_time=True`` a call still ends after this many times its CPU limit of wall time...
+CPU_WALL_CAP_FACTOR = 30.0
+#: ... and not before this many seconds (a worker that gets ~3% of a core is a machine in trouble).
+CPU_WALL_CAP_MIN_S = 60.0
+_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+
+def process_cpu_s(pid: int | None) -> float | None:
+    """CPU seconds (user + system) process ``pid`` has used, or ``None`` where ``/proc`` cannot
+    tell (then callers count wall time)."""
+    if pid is None:
+        return None
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            fields = fh.read().rsplit(b")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / _TICKS
+    except (OSError, IndexError, ValueError):
+        return None
 
 
 _preload_lock = threading.Lock()
@@ -239,7 +261,9 @@ class _Worker:
         with self._lock:
             self._discard_locked()
 
-    def call(self, request: tuple, deadline: float) -> tuple:
+    def call(self, request: tuple, deadline: float, cpu_limit_s: float | None = None) -> tuple:
+        """Run ``request`` by ``deadline`` (``time.monotonic()``); with ``cpu_limit_s``, also
+        stop once the worker has spent that much CPU time on it (whichever comes first)."""
         if not self.alive():
             self.ensure_started()
         remaining = deadline - time.monotonic()
@@ -247,10 +271,21 @@ class _Worker:
             return ("timeout", "no worker ready in time")
         conn = self.conn
         try:
+            start = process_cpu_s(self.pid) if cpu_limit_s is not None else None
             conn.send(request)
-            remaining = deadline - time.monotonic()
-            if remaining > 0 and conn.poll(remaining):
-                return conn.recv()
+            if start is None:
+                remaining = deadline - time.monotonic()
+                if remaining > 0 and conn.poll(remaining):
+                    return conn.recv()
+            else:
+                while True:
+                    used = (process_cpu_s(self.pid) or start) - start
+                    # the worker cannot use CPU faster than the clock runs: wait out what is left
+                    wait = min(cpu_limit_s - used, deadline - time.monotonic())
+                    if wait <= 0:
+                        break
+                    if conn.poll(max(wait, 0.01)):
+                        return conn.recv()
         except (EOFError, OSError, BrokenPipeError, ValueError, TypeError):
             self.kill()
             self.ensure_started()
@@ -350,28 +385,38 @@ class WorkerPool:
                 return False
         return True
 
-    def call(self, request: tuple, timeout_s: float) -> tuple:
+    def call(self, request: tuple, timeout_s: float, *, cpu_time: bool = False) -> tuple:
         """Send ``request`` to a free worker and wait at most ``timeout_s`` seconds in total
         (including waiting for a free or starting worker).
+
+        With ``cpu_time``, ``timeout_s`` is the worker's CPU time on the request instead
+        (where ``/proc`` can tell; else wall time from the moment a worker takes it): waiting
+        for a free or starting worker does not count, nor do moments the machine gives the
+        worker no CPU; the call still ends within the wall-clock cap (the larger of
+        :data:`CPU_WALL_CAP_MIN_S` and :data:`CPU_WALL_CAP_FACTOR` x ``timeout_s``).
 
         Returns:
             ``("ok", value)``, ``("error", name)`` or ``("timeout", why)``.
         """
         if self.closed:
             return ("error", "pool closed")
-        deadline = time.monotonic() + max(0.0, timeout_s)
+        limit = max(0.0, timeout_s)
+        wall = max(CPU_WALL_CAP_MIN_S, CPU_WALL_CAP_FACTOR * limit) if cpu_time else limit
+        deadline = time.monotonic() + wall
         try:
-            w = self._idle.get(timeout=max(0.0, timeout_s))
+            w = self._idle.get(timeout=wall)
         except queue.Empty:
             return ("timeout", "all workers busy")
         try:
+            if cpu_time:
+                return w.call(request, deadline, cpu_limit_s=limit)
             return w.call(request, deadline)
         finally:
             self._idle.put(w)
 
-    def verify(self, pred: str, gold: str, timeout_s: float) -> tuple:
+    def verify(self, pred: str, gold: str, timeout_s: float, *, cpu_time: bool = False) -> tuple:
         """math-verify's verdict on ``pred`` vs ``gold`` (see :meth:`call` for the result)."""
-        return self.call(("verify", pred, gold), timeout_s)
+        return self.call(("verify", pred, gold), timeout_s, cpu_time=cpu_time)
 
     def shutdown(self) -> None:
         """Stop every worker (idempotent). Safe to call at interpreter exit."""

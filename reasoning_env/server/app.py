@@ -5,8 +5,9 @@ route, :mod:`reasoning_env.server.ws`), and OpenEnv's HTTP routes ``GET /health`
 ``/metadata``, ``/state``, ``POST /reset`` and ``/step`` (stateless: a fresh environment per
 request, so HTTP ``/step`` always answers 409), plus ``GET /capacity`` (sessions in use and the
 limits, per worker and in total) and ``/docs`` (Swagger UI served from this process).
-OpenEnv's ``/mcp`` routes are not served: this environment has no MCP tools, and their session
-creation was an unauthenticated way to fill every slot.
+OpenEnv's ``/mcp`` is served read-only (:func:`read_only_mcp`: ``tools/list`` is empty, every other method is
+refused): this environment has no MCP tools, and OpenEnv's session creation over ``/mcp`` was an
+unauthenticated way to fill every slot.
 
 Run it::
 
@@ -19,7 +20,7 @@ workbench build their own app with :func:`create_server_app`.
 
 Why OpenEnv's :class:`HTTPEnvServer` for the HTTP routes and not ``create_app``: ``create_app``
 builds the same routes but does not return the server object; we register its routes, drop its
-``/ws`` and ``/mcp``, and put ours in their place.
+``/ws`` and ``/mcp``, and put ours (the WebSocket sessions; the read-only ``/mcp``) in their place.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ import os
 import signal
 import sys
 import tempfile
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -42,6 +44,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 from openenv.core.env_server.http_server import HTTPEnvServer
 from openenv.core.env_server.types import ConcurrencyConfig, ServerMode
+from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import WebSocketRoute as StarletteWebSocketRoute
 
 from reasoning_env import __version__
@@ -53,6 +56,7 @@ from reasoning_env.models import ReasoningEconomicsAction, ReasoningEconomicsObs
 from reasoning_env.server.executor import ElasticExecutor
 from reasoning_env.server.fallback import FairFallback
 from reasoning_env.server.guard import MessageGuard, token_problem
+from reasoning_env.server.protocol import bounded_errors, clip
 from reasoning_env.server.served_env import EpisodeStateError, ServedReasoningEconomicsEnv, TokenizerNotAllowedError
 from reasoning_env.server.sessions import SessionRegistry
 from reasoning_env.server.settings import (
@@ -133,6 +137,53 @@ class ServerRuntime:
         return out
 
 
+#: Bytes of a ``POST /mcp`` body read at most (a JSON-RPC request of this read-only endpoint is a few dozen).
+MCP_MAX_BODY_BYTES = 16 * 1024
+#: Why every MCP method but the read-only ones is refused.
+MCP_REFUSAL = (
+    "this environment exposes no MCP tools and its /mcp is read-only (tools/list, ping): it creates no sessions "
+    "and runs nothing; play episodes over the WebSocket /ws (reasoning_env.client.ReasoningEconomicsClient)"
+)
+
+
+async def read_only_mcp(request: Request) -> JSONResponse:
+    """``POST /mcp``: OpenEnv's MCP JSON-RPC endpoint, read-only. ``tools/list`` answers an empty tool list and
+    ``ping`` an empty result; every other method (``tools/call``, ``openenv/session/create``, ...) is a
+    JSON-RPC "method not found" saying why, so no session or slot is ever taken over plain HTTP. Errors are
+    JSON-RPC error objects with HTTP 200 (parse error, invalid request), as OpenEnv's own endpoint answers; a
+    body over :data:`MCP_MAX_BODY_BYTES` is refused with 413 before it is parsed."""
+    from openenv.core.env_server.mcp_types import JsonRpcErrorCode, JsonRpcRequest, JsonRpcResponse
+    from pydantic import ValidationError
+
+    body = b""
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > MCP_MAX_BODY_BYTES:
+            return JSONResponse(
+                status_code=413, content={"detail": f"an /mcp request may be at most {MCP_MAX_BODY_BYTES:,} bytes"}
+            )
+    try:
+        raw = json.loads(body)
+    except ValueError:
+        return JSONResponse(JsonRpcResponse.error_response(JsonRpcErrorCode.PARSE_ERROR).model_dump())
+    try:
+        if not isinstance(raw, dict):
+            raise TypeError("a JSON-RPC request is an object")
+        call = JsonRpcRequest(**raw)
+    except (ValidationError, TypeError) as exc:
+        why = exc.errors()[0]["msg"] if isinstance(exc, ValidationError) else str(exc)
+        invalid = JsonRpcResponse.error_response(JsonRpcErrorCode.INVALID_REQUEST, f"Invalid request: {why}")
+        return JSONResponse(invalid.model_dump())
+    if call.method == "tools/list":
+        return JSONResponse(JsonRpcResponse.success({"tools": []}, request_id=call.id).model_dump())
+    if call.method == "ping":
+        return JSONResponse(JsonRpcResponse.success({}, request_id=call.id).model_dump())
+    refused = JsonRpcResponse.error_response(
+        JsonRpcErrorCode.METHOD_NOT_FOUND, f"{call.method}: {MCP_REFUSAL}", request_id=call.id
+    )
+    return JSONResponse(refused.model_dump())
+
+
 def create_server_app(
     config: EnvConfig | dict | None = None,
     *,
@@ -179,7 +230,9 @@ def create_server_app(
     pools = load_pools(config.sources, data_dir=config.data_dir, offline_fallback=config.offline_fallback)
     get_tokenizer(config.tokenizer_name)
     fallback = FairFallback(WorkerPool(settings.grading_workers, nice=FALLBACK_NICE), settings.fallback_cap_per_client)
-    grader = Grader(timeout_s=config.grading_timeout_s, pool=fallback)
+    # The grading limit counts the grade's own CPU time (the thread's, then the worker's), so
+    # no verdict depends on what other clients make the machine do (FairFallback).
+    grader = Grader(timeout_s=config.grading_timeout_s, pool=fallback, clock=time.thread_time)
     factory = functools.partial(ServedReasoningEconomicsEnv, config, pools=pools, grader=grader, settings=settings)
     if prepare:
         _ = factory().pools  # prepares the golds and starts the fallback's workers in the background
@@ -221,7 +274,7 @@ def create_server_app(
         settings, registry, executor, factory, auth=lambda scope: token_problem(scope, settings.api_token), share=share
     )
     app.router.routes.insert(0, StarletteWebSocketRoute("/ws", ws_route, name="ws"))
-    app.add_middleware(MessageGuard, settings=settings, http_routes=openenv_routes)
+    app.add_middleware(MessageGuard, settings=settings, http_routes=openenv_routes, share=share)
     _add_error_handlers(app)
 
     runtime = ServerRuntime(
@@ -254,18 +307,9 @@ def create_server_app(
     async def capacity() -> dict[str, Any]:
         return runtime.capacity()
 
-    @app.api_route("/mcp", methods=["GET", "POST"], include_in_schema=False)
-    async def mcp_off() -> JSONResponse:
-        return JSONResponse(
-            status_code=404,
-            content={
-                "detail": (
-                    "this environment exposes no MCP tools, so OpenEnv's /mcp routes are not "
-                    "served; play episodes over "
-                    "the WebSocket /ws (reasoning_env.client.ReasoningEconomicsClient)"
-                )
-            },
-        )
+    @app.post("/mcp", include_in_schema=False)
+    async def mcp_read_only(request: Request) -> JSONResponse:
+        return await read_only_mcp(request)
 
     # OpenEnv's task-set routes (/{env_name}/splits, /tasks, /num_tasks, /task, /task_range) answer
     # 501 here (this environment has no task splits) and 405 to GET: keep them (OpenEnv clients
@@ -366,25 +410,40 @@ def _add_docs(app: FastAPI) -> None:
         )
 
 
+def _json_answer(status: int, content: dict, headers: dict | None = None) -> Response:
+    """A JSON answer in ASCII-safe JSON (a lone surrogate is written ``\\ud800``, never a 500)."""
+    return Response(json.dumps(content), status_code=status, media_type="application/json", headers=headers)
+
+
 def _add_error_handlers(app: FastAPI) -> None:
-    """HTTP answers for the environment's errors (OpenEnv's routes would answer 500)."""
+    """HTTP answers for the environment's errors (OpenEnv's routes would answer 500), every one
+    bounded (:func:`~reasoning_env.server.protocol.bounded_errors`, :func:`~reasoning_env.server.protocol.clip`)."""
 
     def answer(status: int):
-        async def handler(request: Request, exc: Exception) -> JSONResponse:
-            return JSONResponse(status_code=status, content={"detail": str(exc), "error": type(exc).__name__})
+        async def handler(request: Request, exc: Exception) -> Response:
+            return _json_answer(status, {"detail": clip(str(exc)), "error": type(exc).__name__})
 
         return handler
 
     async def invalid_request(request: Request, exc: Exception) -> Response:
         # FastAPI's own answer echoes the input back and fails (500) when it holds a lone
-        # surrogate; this one names each problem, without the input, in ASCII-safe JSON.
-        detail = [
-            {"loc": list(e.get("loc", ())), "msg": str(e.get("msg", "")), "type": str(e.get("type", ""))}
-            for e in exc.errors()
-        ]
-        return Response(json.dumps({"detail": detail}), status_code=422, media_type="application/json")
+        # surrogate; this one names each problem (the first few), without the input.
+        return _json_answer(422, {"detail": bounded_errors(exc.errors())})
+
+    async def http_error(request: Request, exc: Exception) -> Response:
+        # OpenEnv's HTTP /step raises HTTPException(422, detail=pydantic's errors()), which
+        # echo the input (30 MB for 200,000 unknown fields; a 500 on a lone surrogate).
+        detail = getattr(exc, "detail", None)
+        if isinstance(detail, list):
+            detail = bounded_errors(detail)
+        elif not isinstance(detail, (dict, type(None))):
+            detail = clip(str(detail))
+        elif isinstance(detail, dict):
+            detail = clip(json.dumps(detail))
+        return _json_answer(getattr(exc, "status_code", 500), {"detail": detail}, getattr(exc, "headers", None))
 
     app.add_exception_handler(RequestValidationError, invalid_request)
+    app.add_exception_handler(StarletteHTTPException, http_error)
     app.add_exception_handler(EpisodeStateError, answer(409))
     app.add_exception_handler(TokenizerNotAllowedError, answer(403))
     # Any other refusal (a bad argument, a tokenizer that cannot load, a sampling problem): 400.
@@ -524,16 +583,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
     from reasoning_env.server.net import uvicorn_options
 
-    net = uvicorn_options(settings)
+    try:
+        net = uvicorn_options(settings)
+    except ReasoningEconomicsError as exc:  # FORWARDED_ALLOW_IPS=* or a malformed entry
+        print(f"reasoning_env.server: cannot start: {exc}", file=sys.stderr)
+        return 2
     guard = net.pop("ree_guard")
     options = dict(
         **net,
         host=args.host,
         port=args.port,
         log_level=args.log_level,
-        # Frames up to the message limit must reach the route (which answers with a clear error);
-        # far larger ones are cut by uvicorn (close code 1009).
-        ws_max_size=max(16 * 1024 * 1024, 2 * settings.max_message_bytes),
         # Off by default: on 2 cores deflate cost ~0.25 ms of server CPU per step (observations
         # are a few KB of JSON); turn it on for slow links.
         ws_per_message_deflate=args.ws_compression,

@@ -1,5 +1,10 @@
 """ASGI middleware in front of OpenEnv's HTTP routes: caps request bodies and checks the
-shared token, before the routes read anything.
+shared token, before the routes read anything; and charges every HTTP request to its client's
+address group (:class:`~reasoning_env.server.share.ComputeShare`), as a WebSocket call is:
+while groups compete, a group's HTTP requests run one at a time, each charged its wall time
+(OpenEnv's routes run on the loop and on their own threads, where CPU time cannot be told
+apart), so a flood of ``POST /reset`` or of 409 answers to ``POST /step`` is held back like a
+reset storm over the WebSocket (the review: 0.04-0.27x of a canary's rate, not charged at all).
 
 OpenEnv's routes read request bodies of any size; the guard caps them (413, stating the response
 cap). FastAPI's own ``max_body_size`` would cap every route of the app, including a UI mounted on
@@ -15,11 +20,13 @@ import hmac
 import json
 import logging
 import re
+import time
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
 from starlette.routing import BaseRoute, Match
 
+from reasoning_env.server.executor import address_group
 from reasoning_env.server.protocol import MAX_INT_DIGITS, _huge_int_path
 from reasoning_env.server.settings import ServerSettings
 
@@ -72,14 +79,36 @@ class MessageGuard:
         settings: Server limits (``max_message_bytes``, ``max_response_bytes``, ``api_token``).
         http_routes: Routes whose request bodies are capped (OpenEnv's; later mounts, e.g. a
             Gradio UI, are left alone).
+        share: The app's compute share (``None``: requests are not charged).
     """
 
-    def __init__(self, app: Callable, *, settings: ServerSettings, http_routes: Iterable[BaseRoute] = ()) -> None:
+    def __init__(
+        self,
+        app: Callable,
+        *,
+        settings: ServerSettings,
+        http_routes: Iterable[BaseRoute] = (),
+        share: Any = None,
+    ) -> None:
         self.app = app
         self.settings = settings
         self.http_routes = tuple(http_routes)
+        self.share = share
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope.get("type") == "http" and self.share is not None:
+            client = scope.get("client")
+            group = address_group(str(client[0]) if client else "unknown")
+            ticket = self.share.try_enter(group) or await self.share.enter(group)
+            t0 = time.perf_counter()
+            try:
+                await self._serve(scope, receive, send)
+            finally:
+                self.share.leave(ticket, time.perf_counter() - t0)
+            return
+        await self._serve(scope, receive, send)
+
+    async def _serve(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope.get("type") == "http":
             if self.settings.api_token and scope.get("path") in TOKEN_PATHS:
                 problem = token_problem(scope, self.settings.api_token)

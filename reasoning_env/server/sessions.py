@@ -54,6 +54,7 @@ class Session:
     close: Callable[[str], Awaitable[None]]
     used: bool = False
     steps: int = 0
+    closed: bool = False
     extra: dict = field(default_factory=dict)
 
 
@@ -120,6 +121,7 @@ class SessionRegistry:
 
     def close(self, session: Session) -> None:
         """Free ``session``'s slot (idempotent)."""
+        session.closed = True
         if self._sessions.pop(session.id, None) is None:
             return
         n = self._per_client.get(session.client, 1) - 1
@@ -213,14 +215,24 @@ class SessionRegistry:
         interval = self.check_interval()
         if interval is None:
             return
+        closing: set[asyncio.Task] = set()
         while True:
             await asyncio.sleep(interval)
             for session, why in self.expired():
                 self.close(session)
-                try:
-                    await session.close(why)
-                except Exception:
-                    logger.exception("closing an expired session failed")
+                # Each close is its own task: a peer that reads nothing holds its own close (until
+                # its connection is dropped, REE_SEND_STALL_TIMEOUT_S), never the expiry of the others
+                # (the review: a 10 s unused timeout fired after 33-45 s behind one such client).
+                task = asyncio.get_running_loop().create_task(self._tell(session, why))
+                closing.add(task)
+                task.add_done_callback(closing.discard)
+
+    @staticmethod
+    async def _tell(session: Session, why: str) -> None:
+        try:
+            await session.close(why)
+        except Exception:
+            logger.exception("closing an expired session failed")
 
     def start(self) -> None:
         """Start the expiry task on the running loop (idempotent)."""

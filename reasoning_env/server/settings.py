@@ -32,6 +32,8 @@ variable                        meaning                                         
 ``REE_MAX_CONNECTIONS_PER_CLIENT`` TCP connections one peer address may hold (HTTP + WS)    session cap
                                                                                             + 32
 ``REE_HANDSHAKE_TIMEOUT_S``     seconds a connection may take to send a request's headers  10
+``REE_SEND_STALL_TIMEOUT_S``    seconds a WebSocket's send buffer may stay full (the peer   10
+                                reads nothing) before the connection is closed
 ==============================  ==========================================================  ===========
 
 Individual variables override the matching field of ``REE_CONFIG``'s file. A bad value raises
@@ -64,6 +66,8 @@ MAX_TOKENIZER_NAME_CHARS = 200
 DEFAULT_UNUSED_SESSION_TIMEOUT_S = 30.0
 #: Default seconds a connection may take to send a request's headers (slowloris bound).
 DEFAULT_HANDSHAKE_TIMEOUT_S = 10.0
+#: Default seconds a WebSocket's send buffer may stay full before the connection is closed.
+DEFAULT_SEND_STALL_TIMEOUT_S = 10.0
 #: Connections one address may hold beyond its session cap (HTTP requests, sessions opening and closing).
 CONNECTION_HEADROOM = 32
 #: Default number of math-verify worker processes (the grading fallback).
@@ -114,6 +118,9 @@ class ServerSettings:
             :mod:`reasoning_env.server.net` (``python -m reasoning_env.server``).
         handshake_timeout_s: Seconds a connection may take to send a complete request's
             headers, from opening or from its previous response (``None``: no limit).
+        send_stall_timeout_s: Seconds a WebSocket's send buffer may stay full (its peer reads
+            nothing) before the connection is dropped (close code 4001); meanwhile nothing more
+            is read from it. Applied by :mod:`reasoning_env.server.net`.
 
     Raises:
         ServerConfigError: a value is out of range.
@@ -132,6 +139,7 @@ class ServerSettings:
     fallback_per_client: int | None = None
     max_connections_per_client: int | None = None
     handshake_timeout_s: float | None = DEFAULT_HANDSHAKE_TIMEOUT_S
+    send_stall_timeout_s: float = DEFAULT_SEND_STALL_TIMEOUT_S
 
     def __post_init__(self) -> None:
         if isinstance(self.max_sessions, bool) or not isinstance(self.max_sessions, int) or self.max_sessions < 1:
@@ -177,6 +185,9 @@ class ServerSettings:
             isinstance(h, bool) or not isinstance(h, (int, float)) or not h > 0 or h == float("inf")
         ):
             raise ServerConfigError(f"handshake_timeout_s must be a positive number of seconds or None, got {h!r}")
+        t = self.send_stall_timeout_s
+        if isinstance(t, bool) or not isinstance(t, (int, float)) or not 0 < t < float("inf"):
+            raise ServerConfigError(f"send_stall_timeout_s must be a positive number of seconds, got {t!r}")
         if self.api_token is not None and (not isinstance(self.api_token, str) or len(self.api_token.strip()) < 8):
             raise ServerConfigError(
                 "api_token must be a string of at least 8 characters (or None for no authentication)"
@@ -273,6 +284,13 @@ def _int(raw: str, var: str) -> int:
         raise ServerConfigError(f"{var}={raw!r} is not an integer") from None
 
 
+def _number(raw: str, var: str) -> float:
+    try:
+        return float(raw)
+    except ValueError:
+        raise ServerConfigError(f"{var}={raw!r} is not a number of seconds") from None
+
+
 def _seconds(raw: str, var: str) -> float | None:
     if raw.lower() in ("none", "off", "never", "0"):
         return None
@@ -311,6 +329,7 @@ SETTINGS_VARS: dict[str, tuple[str, Callable[[str, str], Any]]] = {
     "REE_FALLBACK_PER_CLIENT": ("fallback_per_client", _int),
     "REE_MAX_CONNECTIONS_PER_CLIENT": ("max_connections_per_client", _int),
     "REE_HANDSHAKE_TIMEOUT_S": ("handshake_timeout_s", _seconds),
+    "REE_SEND_STALL_TIMEOUT_S": ("send_stall_timeout_s", lambda raw, var: _number(raw, var)),
 }
 #: Environment variables that configure the server (printed at start-up when set).
 ENV_VARS = ("REE_CONFIG", *CONFIG_VARS, *SETTINGS_VARS, "REE_CACHE_DIR")

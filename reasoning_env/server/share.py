@@ -12,12 +12,22 @@ is queued, while ``n >= 2`` groups are active (have sent a call within ``active_
 - a group computes at most one call at a time (a call waiting on the grading fallback, inside
   :func:`~reasoning_env.server.executor.blocking`, steps aside and does not count);
 - each call is charged its cost: its thread's CPU time plus the event loop's CPU time per
-  message (frame, JSON, reply, the scheduling here), measured every :data:`COST_TICK_S` as the
-  process's CPU time less its calls' over the messages answered; a group's calls are spaced so
+  message (JSON, reply, the scheduling here), measured every :data:`COST_TICK_S` as the loop
+  thread's CPU time, less what was charged to groups directly, over the messages answered (the
+  process's CPU time counted an in-flight call's tokenizer work as loop cost: 0.3 -> 1.2-4.3 ms);
+- everything else a group sends is charged to it too (:meth:`ComputeShare.charge`): the loop's
+  CPU time reading its bytes (frames, pings and their pongs, refusals of oversized or malformed
+  ones, HTTP parsing: :mod:`reasoning_env.server.net`) and each HTTP request's time
+  (:mod:`reasoning_env.server.guard`); while a group owes time its connections are not read;
+- a group's calls are spaced so
   that its charges add up to at most its share of one core: after a call that cost ``c``, its
   group's next call is due ``c / share`` seconds after the previous one was (a token bucket: a
   group under its share never waits; one idle before may skip :data:`BURST_S` of spacing);
-- the share is ``1/n``, except for a group whose calls queue up (one is waiting for its turn)
+- the share is ``1/n`` (each group's weight over the sum of the active groups' weights: 1 each,
+  except that groups that appeared within :data:`COHORT_S` of each other weigh 1 together until
+  they have been there :data:`EARN_S`: a flood from 40 /24s that arrives at once counts as one
+  group beside the clients that were there before, for its first five minutes), except for a
+  group whose calls queue up (one is waiting for its turn)
   while another active group's do not: that group gets ``1/(n + 1)``, and what it leaves goes
   to the groups that wait for each answer before they send the next. Those are bound by
   the latency of each answer, not by their share of the CPU: on 2 cores, a canary stepping one
@@ -26,9 +36,12 @@ is queued, while ``n >= 2`` groups are active (have sent a call within ``active_
   every active group queues (two trainers), each gets ``1/n`` and nothing is left unused.
 
 A group alone is not held back at all (a single trainer keeps the whole server), and neither is
-a light one (under :data:`LIGHT_RATE` messages a second, nothing computing or waiting: a person
-playing, a monitor), which does not count among the ``n`` groups either, while the light groups
-together stay under :data:`LIGHT_TOTAL_RATE`. The waiting
+a light one (under :data:`LIGHT_RATE` messages a second, nothing computing or waiting, and a
+call in flight under :data:`LIGHT_BUSY` of the time, and under :data:`LIGHT_LOAD` of a core used: a
+person playing, a monitor; a client whose steps wait seconds behind a flood sends few messages
+because it waits, and is not light), which
+does not count among the ``n`` groups either, while the light groups together stay under
+:data:`LIGHT_TOTAL_RATE`. The waiting
 happens in the session's coroutine, before the call is queued: a held-back group's messages cost
 the loop no more than their frames until their turn, and a ping-pong client sends no more until
 it is answered. The price: while another group that is not light is active, a group with many
@@ -69,10 +82,30 @@ LIGHT_RATE = 10.0
 LIGHT_TOTAL_RATE = 5 * LIGHT_RATE
 #: Time constant (seconds) of each group's message rate (a decaying count).
 RATE_TAU_S = 1.0
+#: A group with a call in flight more than this fraction of the time (decaying over RATE_TAU_S) is
+#: not light, whatever its rate: a client whose steps wait seconds behind a flood sends few
+#: messages because it waits, not because it asks little (the review's "stalled canary" trap).
+LIGHT_BUSY = 0.5
+#: Groups that appear within this many seconds of the previous new group form one cohort...
+COHORT_S = 5.0
+#: ... which weighs as one group until its members have been there this long (seconds): groups
+#: earn their own share. A flood from 40 /24s that arrive together weighs as one group for its
+#: first EARN_S seconds, so a client that was there before keeps at least half a core's share
+#: (the review: 0.017-0.038x of its rate while each of 41 groups got 1/41).
+EARN_S = 300.0
+#: ... and a group that used more than this fraction of a core (its calls and what was charged
+#: to it, decaying over RATE_TAU_S) is not light either: a ping flood sends no calls, and one
+#: session stepping 1 MB answers sends few (the review: it cut a canary to ~0.2x).
+LIGHT_LOAD = 0.05
+#: Most seconds of spacing a group may owe: charges beyond it are forgiven (a connection held
+#: back longer would miss its keepalive pongs).
+MAX_DEBT_S = 5.0
 
 
 @dataclass
 class _Group:
+    since: float = 0.0  # when this group appeared (its tenure counts from here)
+    cohort: int = 0  # groups that appeared together (COHORT_S) share one weight until EARN_S
     computing: int = 0
     next_at: float = 0.0
     seen: float = 0.0
@@ -81,6 +114,11 @@ class _Group:
     timer: Any = None
     rate: float = 0.0  # messages per second, decaying with RATE_TAU_S
     rate_at: float = 0.0
+    used: float = 0.0  # CPU seconds charged (calls and the rest), decaying with RATE_TAU_S
+    used_at: float = 0.0
+    busy: float = 0.0  # seconds with a call in flight, decaying with RATE_TAU_S
+    busy_at: float = 0.0
+    busy_since: float | None = None
 
     def rate_now(self, now: float) -> float:
         return self.rate * math.exp((self.rate_at - now) / RATE_TAU_S) if now > self.rate_at else self.rate
@@ -88,6 +126,33 @@ class _Group:
     def count(self, now: float) -> None:
         self.rate = self.rate_now(now) + 1.0 / RATE_TAU_S
         self.rate_at = now
+
+    def use(self, now: float, cpu_s: float) -> None:
+        self.used = self.load_now(now) * RATE_TAU_S + cpu_s
+        self.used_at = now
+
+    def load_now(self, now: float) -> float:
+        """Fraction of a core this group used recently (decaying over RATE_TAU_S)."""
+        used = self.used * math.exp((self.used_at - now) / RATE_TAU_S) if now > self.used_at else self.used
+        return used / RATE_TAU_S
+
+    def busy_now(self, now: float) -> float:
+        """Fraction of the recent time with a call in flight (decaying over RATE_TAU_S)."""
+        past = self.busy * math.exp((self.busy_at - now) / RATE_TAU_S) if now > self.busy_at else self.busy
+        if self.busy_since is not None:
+            past += now - self.busy_since
+        return past / RATE_TAU_S
+
+    def started(self, now: float) -> None:
+        if self.busy_since is None:
+            self.busy_since = now
+
+    def stopped(self, now: float) -> None:
+        if self.busy_since is not None and not self.computing:
+            decayed = self.busy * math.exp((self.busy_at - now) / RATE_TAU_S) if now > self.busy_at else self.busy
+            self.busy = decayed + (now - self.busy_since)
+            self.busy_at = now
+            self.busy_since = None
 
 
 @dataclass
@@ -114,7 +179,7 @@ class ComputeShare:
         active_s: float = ACTIVE_S,
         loop_cost_s: float = LOOP_COST_S,
         clock: Callable[[], float] = time.monotonic,
-        cpu: Callable[[], float] = time.process_time,
+        cpu: Callable[[], float] = time.thread_time,
     ) -> None:
         if active_s <= 0 or loop_cost_s < 0:
             raise ValueError(
@@ -127,8 +192,13 @@ class ComputeShare:
         self._cpu = cpu
         self._calls_cpu = 0.0
         self._calls = 0
-        self._tick = (clock(), cpu(), 0.0, 0)
+        self._charged_cpu = 0.0  # event-loop CPU charged to groups directly (charge())
+        self._tick: tuple | None = None  # taken on the loop's thread at the first measurement
         self.held_back = 0  # calls that waited for their group's turn (for /capacity and tests)
+        self._cohorts = 0
+        self._swept = -math.inf
+        self._last_new = (-math.inf, 0)  # (when, cohort) of the newest group
+        self.charged_s = 0.0  # seconds of CPU charged outside calls (frames, pings, HTTP)
 
     def stats(self) -> dict[str, Any]:
         """``active_groups``, ``held_back`` (calls that waited for their turn so far) and
@@ -137,6 +207,7 @@ class ComputeShare:
             "active_groups": self.active(),
             "held_back": self.held_back,
             "loop_cost_ms": round(self.loop_cost_s * 1000, 3),
+            "charged_outside_calls_s": round(self.charged_s, 3),
         }
 
     def active(self, now: float | None = None) -> int:
@@ -145,9 +216,28 @@ class ComputeShare:
         horizon = now - self.active_s
         return sum(1 for g in self._groups.values() if g.seen >= horizon or g.computing)
 
+    def _group(self, group: Any, now: float) -> _Group:
+        """``group``'s entry, made now if it has none (in the cohort of the previous new group
+        when that one appeared within COHORT_S)."""
+        g = self._groups.get(group)
+        if g is None:
+            last, cohort = self._last_new
+            if now - last > COHORT_S:
+                self._cohorts += 1
+                cohort = self._cohorts
+            self._last_new = (now, cohort)
+            g = self._groups[group] = _Group(since=now, cohort=cohort)
+        return g
+
+    def _weight(self, g: _Group, contenders: list[_Group], now: float) -> float:
+        """1 once ``g`` has been there EARN_S; before, its cohort's contenders share 1."""
+        if now - g.since >= EARN_S:
+            return 1.0
+        return 1.0 / sum(1 for o in contenders if o.cohort == g.cohort and now - o.since < EARN_S)
+
     def join(self, group: Any) -> None:
         """A session of ``group`` opened (its entry stays while it has sessions)."""
-        self._groups.setdefault(group, _Group()).users += 1
+        self._group(group, self._clock()).users += 1
 
     def part(self, group: Any) -> None:
         """A session of ``group`` closed."""
@@ -158,14 +248,13 @@ class ComputeShare:
 
     def try_enter(self, group: Any) -> Ticket | None:
         """The call's ticket if ``group`` may start it now, else ``None`` (then ``await enter``)."""
-        g = self._groups.get(group)
-        if g is None:
-            g = self._groups[group] = _Group()  # a caller that did not join: kept while it has calls
         now = self._clock()
+        g = self._group(group, now)  # a caller that did not join: kept while it has calls
         g.seen = now
         g.count(now)
         if not g.waiters and self._may_start(g, now):
             g.computing += 1
+            g.started(now)
             return Ticket(group)
         return None
 
@@ -194,8 +283,15 @@ class ComputeShare:
 
     @staticmethod
     def _light(g: _Group, now: float) -> bool:
-        """Under :data:`LIGHT_RATE` messages a second, and nothing computing or waiting."""
-        return not g.computing and not g.waiters and g.rate_now(now) < LIGHT_RATE
+        """Under :data:`LIGHT_RATE` messages a second, nothing computing or waiting, a call in
+        flight under :data:`LIGHT_BUSY` of the recent time, and under :data:`LIGHT_LOAD` of a core used."""
+        return (
+            not g.computing
+            and not g.waiters
+            and g.rate_now(now) < LIGHT_RATE
+            and g.busy_now(now) < LIGHT_BUSY
+            and g.load_now(now) < LIGHT_LOAD
+        )
 
     def _contenders(self, g: _Group, now: float) -> list[_Group]:
         """The groups ``g`` shares the core with: active and not light, ``g`` first (``[g]``
@@ -210,13 +306,15 @@ class ComputeShare:
             return []
         return [g] + [o for o in active if o is not g and id(o) not in light]
 
-    def _parts(self, g: _Group, contenders: list[_Group]) -> float:
-        """``1 / share`` of ``g`` among its ``n`` contenders: ``n + 1`` while its calls queue (one
-        waits for its turn) and another's do not, else ``n``."""
-        n = len(contenders)
+    def _parts(self, g: _Group, contenders: list[_Group], now: float | None = None) -> float:
+        """``1 / share`` of ``g`` among its contenders: the sum of their weights (1 each, except
+        that a cohort of groups that appeared together weighs 1 in all for EARN_S), plus 1 while
+        its calls queue (one waits for its turn) and another's do not, over ``g``'s weight."""
+        now = self._clock() if now is None else now
+        total = sum(self._weight(o, contenders, now) for o in contenders)
         if g.waiters and any(not o.waiters for o in contenders[1:]):
-            return n + 1.0
-        return float(n)
+            total += 1.0
+        return total / self._weight(g, contenders, now)
 
     def _may_start(self, g: _Group, now: float) -> bool:
         return (g.computing < 1 and now >= g.next_at) or len(self._contenders(g, now)) <= 1
@@ -242,6 +340,7 @@ class ComputeShare:
             fut = g.waiters.popleft()
             if not fut.done():
                 g.computing += 1
+                g.started(now)
                 fut.set_result(None)
 
     def step_aside(self, ticket: Ticket) -> None:
@@ -251,17 +350,56 @@ class ComputeShare:
             self._release(ticket.group)
 
     def _measure(self, now: float) -> None:
-        """Every COST_TICK_S: loop cost = (the process's CPU time - its calls') / calls (EWMA)."""
+        """Every COST_TICK_S: loop cost = (the event loop thread's CPU time - what was charged
+        to groups directly) / calls (EWMA). Runs on the loop's thread (``cpu`` is its CPU clock:
+        the calls' threads, tokenizers and grading processes are not in it)."""
+        if self._tick is None:
+            self._tick = (now, self._cpu(), self._charged_cpu, self._calls)
+            return
         t0, c0, k0, m0 = self._tick
         if now - t0 < COST_TICK_S:
             return
         cpu = self._cpu()
-        calls, count = self._calls_cpu - k0, self._calls - m0
+        charged, count = self._charged_cpu - k0, self._calls - m0
         if count >= 20:
             lo, hi = LOOP_COST_BOUNDS
-            per = min(hi, max(lo, ((cpu - c0) - calls) / count))
+            per = min(hi, max(lo, ((cpu - c0) - charged) / count))
             self.loop_cost_s = 0.5 * self.loop_cost_s + 0.5 * per
-        self._tick = (now, cpu, self._calls_cpu, self._calls)
+        self._tick = (now, cpu, self._charged_cpu, self._calls)
+        self._sweep(now)
+
+    def charge(self, group: Any, cpu_s: float, *, loop: bool = True) -> float:
+        """Charge ``group`` for work outside its calls (reading its frames and pings, refusing
+        oversized or malformed ones, an HTTP request): while other groups compete, its next
+        call, and the reading of its connections, are spaced as for a call that cost ``cpu_s``.
+        ``loop``: the CPU was the event loop thread's (left out of the loop cost per message).
+        Returns the seconds the group now owes (hold its connections' reading that long)."""
+        now = self._clock()
+        g = self._group(group, now)
+        cpu_s = max(0.0, cpu_s)
+        if loop:
+            self._charged_cpu += cpu_s
+        self.charged_s += cpu_s
+        g.use(now, cpu_s)
+        if cpu_s > 0:
+            g.seen = now
+        if now - self._swept > COST_TICK_S:
+            self._sweep(now)
+        contenders = self._contenders(g, now)
+        if len(contenders) > 1 and cpu_s > 0:
+            g.next_at = min(max(g.next_at, now - BURST_S) + cpu_s * self._parts(g, contenders, now), now + MAX_DEBT_S)
+        self._forget_if_unused(group)
+        return max(0.0, g.next_at - now)
+
+    def owed(self, group: Any) -> float:
+        """Seconds until ``group``'s next call is due (0: now), while others compete."""
+        g = self._groups.get(group)
+        if g is None:
+            return 0.0
+        now = self._clock()
+        if len(self._contenders(g, now)) <= 1:
+            return 0.0
+        return max(0.0, g.next_at - now)
 
     def leave(self, ticket: Ticket, cpu_s: float) -> None:
         """The call ended after ``cpu_s`` seconds of its thread's CPU time (its waits on other
@@ -270,13 +408,18 @@ class ComputeShare:
         if g is None:
             return
         now = self._clock()
+        g.seen = now  # active until its answer, however long that took (a stalled client competes)
         cpu_s = max(0.0, cpu_s)
+        g.use(now, cpu_s + self.loop_cost_s)
         self._calls_cpu += cpu_s
         self._calls += 1
         self._measure(now)
         contenders = self._contenders(g, now)
         if len(contenders) > 1:
-            g.next_at = max(g.next_at, now - BURST_S) + (cpu_s + self.loop_cost_s) * self._parts(g, contenders)
+            g.next_at = min(
+                max(g.next_at, now - BURST_S) + (cpu_s + self.loop_cost_s) * self._parts(g, contenders, now),
+                now + MAX_DEBT_S,
+            )
         if ticket.computing:
             ticket.computing = False
             self._release(ticket.group)
@@ -289,12 +432,32 @@ class ComputeShare:
         if g is None:
             return
         g.computing -= 1
+        g.stopped(self._clock())
         self._pump(group)
         self._forget_if_unused(group)
 
+    def _unused(self, g: _Group, now: float) -> bool:
+        """No session, nothing computing or waiting, nothing owed and quiet for ``active_s``: an
+        HTTP client or a client that reconnects keeps what it owes (and its tenure) while active."""
+        return (
+            g.users <= 0
+            and not g.computing
+            and not g.waiters
+            and g.next_at <= now
+            and now - max(g.seen, g.rate_at, g.used_at) > self.active_s
+        )
+
     def _forget_if_unused(self, group: Any) -> None:
         g = self._groups.get(group)
-        if g is not None and g.users <= 0 and not g.computing and not g.waiters:
+        if g is not None and self._unused(g, self._clock()):
             if g.timer is not None:
                 g.timer.cancel()
             del self._groups[group]
+
+    def _sweep(self, now: float) -> None:
+        """Forget the groups that became unused while nobody looked (every COST_TICK_S)."""
+        self._swept = now
+        for key in [k for k, g in self._groups.items() if self._unused(g, now)]:
+            g = self._groups.pop(key)
+            if g.timer is not None:
+                g.timer.cancel()

@@ -32,7 +32,7 @@ from urllib.parse import parse_qs
 
 from reasoning_env.errors import ReasoningEconomicsError
 from reasoning_env.server.executor import address_group, on_wait
-from reasoning_env.server.fallback import client_key
+from reasoning_env.server.fallback import client_gone, client_key
 from reasoning_env.server.protocol import (
     FrameError,
     HistoryCache,
@@ -55,9 +55,12 @@ Send = Callable[[Message], Awaitable[None]]
 POLICY_VIOLATION = 1008
 TRY_AGAIN_LATER = 1013
 #: Messages a session may send ahead of its answers that are read while a call runs (the rest wait in
-#: the socket). uvicorn already holds up to 32 received frames per connection (``ws_max_queue``), so
-#: reading them does not add memory; it lets a disconnect behind them be seen at once.
+#: the socket): a disconnect behind them is seen at once.
 READ_AHEAD = 32
+#: ... and at most this many characters of them (a session pipelining frames at the message limit
+#: kept 32 of them: ~450 MiB of 15 MiB frames; now about one message at the limit ahead, and a
+#: client killed with three 1 MB steps queued is still seen to go at once).
+READ_AHEAD_CHARS = 4 * 1024 * 1024
 #: Messages larger than this (bytes of text) make the process hand freed memory back afterwards.
 _BIG_MESSAGE_CHARS = 256 * 1024
 
@@ -228,12 +231,14 @@ class WebSocketRoute:
         history = HistoryCache()
         big = False
         inbox: deque = deque()
+        inbox_chars = 0
         pending: asyncio.Future | None = None
         self.share.join(group)
         try:
             while not conn.closed:
                 if inbox:
                     message = inbox.popleft()
+                    inbox_chars -= len(message.get("text") or message.get("bytes") or "")
                 else:
                     message = await (pending if pending is not None else receive())
                     pending = None
@@ -250,7 +255,7 @@ class WebSocketRoute:
                 ticket = self.share.try_enter(group)
                 call = self._submit(loop, ticket, *args) if ticket else asyncio.ensure_future(self._held(loop, *args))
                 while not call.done():
-                    if len(inbox) >= READ_AHEAD:
+                    if len(inbox) >= READ_AHEAD or inbox_chars >= READ_AHEAD_CHARS:
                         await asyncio.wait((call,))
                         break
                     if pending is None:
@@ -263,6 +268,7 @@ class WebSocketRoute:
                             call.cancel()  # queued work of a client that left never runs
                             return big
                         inbox.append(nxt)  # pipelined: answered in order after this one
+                        inbox_chars += len(nxt.get("text") or nxt.get("bytes") or "")
                 reply, close = call.result()[:2]
                 if reply is not None:
                     await conn.send_text(reply)
@@ -310,6 +316,7 @@ class WebSocketRoute:
 
     def _run(self, env: Any, history: HistoryCache, session: Any, text: str | None) -> tuple[str | None, bool]:
         token = client_key.set(session.client)
+        gone = client_gone.set(lambda: session.closed)
         try:
             try:
                 request = parse_message(
@@ -336,4 +343,5 @@ class WebSocketRoute:
             logger.exception("session %s: %s failed", session.id, "message")
             return error_frame(f"internal error: {type(exc).__name__}: {exc}", "EXECUTION_ERROR"), False
         finally:
+            client_gone.reset(gone)
             client_key.reset(token)
