@@ -86,6 +86,17 @@ def real_config(shared_data):
     return EnvConfig(sources=["gsm8k", "math500"], data_dir=str(shared_data))
 
 
+def pytest_sessionstart(session):
+    """Ctrl-C handling starts as Python's own, however pytest was launched. A shell that starts pytest in the
+    background without job control hands it SIGINT ignored; the first test whose code installs Python's handler
+    (a notebook kernel's client does) then failed the check below, though it restored what a foreground run has.
+    Normalising here makes the check measure the test, not the launching shell."""
+    import signal
+
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
 @pytest.fixture(autouse=True)
 def _sigint_untouched():
     """No test leaves this process's Ctrl-C handling changed: the subprocesses of every later test
