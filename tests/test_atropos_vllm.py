@@ -1,9 +1,10 @@
 """The Atropos adapter against the real model on a stock vLLM OpenAI-compatible server (vLLM's CPU engine, the
-session's ``vllm_server``): ``process`` with ``server_type: openai``, as a user who already runs ``vllm serve``
-would, generating through ``/v1/completions`` with token-id prompts. Checked against the environment and the
-server itself: each score is what a fresh environment pays for the sequence's answers, and every trained token's
-log-prob is the one vLLM gives that token in exactly the ids before it (``prompt_logprobs`` of the whole
-sequence), so the trainer gets the ids that were sampled, in the context they were sampled in.
+session's ``vllm_server``), with ``server_type: openai`` as a user who already runs ``vllm serve`` would: generating
+through ``/v1/completions`` with token-id prompts, in ``process`` mode and in ``serve`` mode (its groups sent to
+atroposlib's trajectory API, ``run-api``, from which a batch is pulled as a trainer would). Checked against the
+environment and the server itself: each score is what a fresh environment pays for the sequence's answers, and
+every trained token's log-prob is the one vLLM gives that token in exactly the ids before it (``prompt_logprobs``
+of the whole sequence), so the trainer gets the ids that were sampled, in the context they were sampled in.
 
 Runs in the ``atropos`` venv (``scripts/ci_venvs.sh``) with the real model and vLLM's CPU venv
 (``scripts/real_model.sh``); skips, saying which is missing, without them."""
@@ -13,14 +14,16 @@ from __future__ import annotations
 import json
 import math
 import os
+import time
 from pathlib import Path
 
 import httpx
 import pytest
 import yaml
-from atropos_support import model_turns, replay_reward, start_process, stop_process
+from atropos_support import model_turns, replay_reward, start_process, stop_process, wait_http
 from ci_venvs import ci_venv_python
 from real_model_support import MODEL
+from test_app_support import free_port
 
 from reasoning_env.config import EnvConfig
 from reasoning_env.tokenization import get_tokenizer
@@ -55,37 +58,33 @@ def _prompt_logprobs(server, ids: list[int]) -> list[float | None]:
     return out
 
 
-def test_process_against_a_stock_vllm_server(vllm_server, tmp_path):
-    atropos_python = ci_venv_python("atropos")
-    server = vllm_server
+def _subprocess_env() -> dict:
+    env = {k: v for k, v in os.environ.items() if k != "VIRTUAL_ENV"}
+    env.update(HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", HF_DATASETS_OFFLINE="1", WANDB_MODE="disabled")
+    return env
+
+
+def _overrides(server, tmp_path: Path, **extra: str) -> list[str]:
+    """Command-line overrides of the shipped example (``server_type: openai``) for the real server and short
+    episodes."""
     (tmp_path / "env.yaml").write_text(yaml.safe_dump(ENV_SETTINGS))
-    out = tmp_path / "rollouts.jsonl"
     overrides = {
         "--env.env_config_path": str(tmp_path / "env.yaml"),
         "--env.tokenizer_name": MODEL,
         "--env.seed": str(SEED),
-        "--env.group_size": "2",
-        "--env.total_steps": "1",
         "--env.max_token_length": "4096",
-        "--env.data_path_to_save_groups": str(out),
         "--openai.base_url": server.base_url,
         "--openai.model_name": server.served_name,
         "--openai.server_type": "openai",
+        **extra,
     }
-    cmd = [str(atropos_python), "-m", "training.atropos_env", "process", "--config", str(EXAMPLE)]
-    env = {k: v for k, v in os.environ.items() if k != "VIRTUAL_ENV"}
-    env.update(HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", HF_DATASETS_OFFLINE="1", WANDB_MODE="disabled")
-    proc = start_process(
-        cmd + [x for kv in overrides.items() for x in kv], tmp_path / "process.log", env=env, cwd=REPO
-    )
-    try:
-        rc = proc.wait(timeout=900)
-    finally:
-        stop_process(proc)
-    log = (tmp_path / "process.log").read_text()
-    assert rc == 0, log[-4000:]
-    (group,) = [json.loads(line) for line in out.read_text().splitlines()]
+    return [x for kv in overrides.items() for x in kv]
 
+
+def _check_group(server, group: dict) -> set[int]:
+    """Every sequence of a scored group: masks and log-probs in Atropos's shapes, the score what a fresh
+    environment pays for the sequence's answers, each trained token's log-prob vLLM's for it after exactly the
+    ids before it. Returns the group's seeds."""
     tokenizer = get_tokenizer(MODEL).tokenizer
     eos = {tokenizer.convert_tokens_to_ids("<|im_end|>"), tokenizer.eos_token_id}
     config = EnvConfig.from_dict(ENV_SETTINGS)
@@ -107,4 +106,75 @@ def test_process_against_a_stock_vllm_server(vllm_server, tmp_path):
         assert all(math.isfinite(lp) and lp <= 0 for lp, _ in trained)
         worst = max(abs(lp - ref) for lp, ref in trained)
         assert worst <= LOGPROB_TOLERANCE, f"a trained token's log-prob differs from vLLM's by {worst:.3f}"
-    assert seeds == {SEED}, "a group is one episode (seed) played by each member"
+    assert len(seeds) == 1, "a group is one episode (seed) played by each member"
+    return seeds
+
+
+def test_process_against_a_stock_vllm_server(vllm_server, tmp_path):
+    atropos_python = ci_venv_python("atropos")
+    out = tmp_path / "rollouts.jsonl"
+    extra = {"--env.group_size": "2", "--env.total_steps": "1", "--env.data_path_to_save_groups": str(out)}
+    cmd = [str(atropos_python), "-m", "training.atropos_env", "process", "--config", str(EXAMPLE)]
+    proc = start_process(
+        cmd + _overrides(vllm_server, tmp_path, **extra), tmp_path / "process.log", env=_subprocess_env(), cwd=REPO
+    )
+    try:
+        rc = proc.wait(timeout=900)
+    finally:
+        stop_process(proc)
+    log = (tmp_path / "process.log").read_text()
+    assert rc == 0, log[-4000:]
+    (group,) = [json.loads(line) for line in out.read_text().splitlines()]
+    assert _check_group(vllm_server, group) == {SEED}
+
+
+def test_serve_sends_real_model_groups_a_trainer_pulls_from_run_api(vllm_server, tmp_path):
+    """``serve`` as a user runs it beside a trainer: atroposlib's ``run-api`` up, a trainer registered (one group of
+    4 a batch), the environment generating on the stock vLLM server; the batch the trainer pulls is checked like
+    ``process``'s output."""
+    atropos_python = ci_venv_python("atropos")
+    api_port = free_port()
+    api_url = f"http://127.0.0.1:{api_port}"
+    api = start_process(
+        [str(atropos_python.parent / "run-api"), "--host", "127.0.0.1", "--port", str(api_port)], tmp_path / "api.log"
+    )
+    env_proc = None
+    try:
+        wait_http(f"{api_url}/status", api, tmp_path / "api.log", timeout_s=600)
+        reg = {
+            "wandb_group": "test",
+            "wandb_project": "test",
+            "batch_size": 4,
+            "max_token_len": 4096,
+            "checkpoint_dir": str(tmp_path / "ckpt"),
+            "save_checkpoint_interval": -1,
+            "starting_step": 0,
+            "num_steps": 10,
+        }
+        httpx.post(f"{api_url}/register", json=reg, timeout=10).raise_for_status()
+        assert httpx.get(f"{api_url}/batch", timeout=10).json()["batch"] is None
+        extra = {
+            "--env.group_size": "4",
+            "--env.batch_size": "4",
+            "--env.total_steps": "10",
+            "--env.rollout_server_url": api_url,
+        }
+        cmd = [str(atropos_python), "-m", "training.atropos_env", "serve", "--config", str(EXAMPLE)]
+        env_proc = start_process(
+            cmd + _overrides(vllm_server, tmp_path, **extra), tmp_path / "env.log", env=_subprocess_env(), cwd=REPO
+        )
+        started, batch = time.monotonic(), None
+        while batch is None and time.monotonic() - started < 1200:
+            if env_proc.poll() is not None:
+                pytest.fail(f"serve exited ({env_proc.returncode}):\n{(tmp_path / 'env.log').read_text()[-4000:]}")
+            time.sleep(2)
+            batch = httpx.get(f"{api_url}/batch", timeout=10).json()["batch"]
+        assert batch is not None, f"no batch in 1200 s:\n{(tmp_path / 'env.log').read_text()[-4000:]}"
+        assert sum(len(g["tokens"]) for g in batch) == 4
+        for group in batch:
+            assert all(s >= SEED for s in _check_group(vllm_server, group))
+            assert len(set(group["scores"])) > 1, "serve keeps Atropos's rule: groups with one score are dropped"
+    finally:
+        if env_proc is not None:
+            stop_process(env_proc)
+        stop_process(api)
