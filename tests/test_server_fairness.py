@@ -236,6 +236,24 @@ def test_work_outside_calls_is_charged_and_owed():
     assert share.charge("pinger", 100.0) == pytest.approx(5.0)  # at most MAX_DEBT_S owed
 
 
+def test_a_group_alone_is_not_held_but_what_it_uses_is_counted():
+    """A group alone is never held back (the share's shortcut while only one group is there),
+    but what it uses meanwhile still counts: a pinger that took a fifth of a core alone is not
+    light when a canary arrives, and owes time for its next chunk at once."""
+    now = [0.0]
+    share = ComputeShare(loop_cost_s=0.0, clock=lambda: now[0], cpu=lambda: 0.0)
+    share.join("pinger")
+    for k in range(5):
+        now[0] = 0.1 * k
+        assert share.charge("pinger", 0.04) == 0.0  # alone: nothing owed
+    now[0] = 0.5
+    share.join("canary")
+    _steps(share, "canary", 12)
+    now[0] = 0.6
+    assert not share._light(share._groups["pinger"], now[0])  # sent no call, but used ~0.18 of a core
+    assert share.charge("pinger", 0.1) > 0.0
+
+
 def test_two_queuing_groups_get_half_a_core_each():
     """When every active group's calls queue (two trainers), each gets 1/n: spaced c * n."""
     now = [0.0]

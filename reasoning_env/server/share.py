@@ -295,8 +295,12 @@ class ComputeShare:
 
     def _contenders(self, g: _Group, now: float) -> list[_Group]:
         """The groups ``g`` shares the core with: active and not light, ``g`` first (``[g]``
-        when there are none); ``[]`` when ``g`` itself is light. While the light groups together
-        send :data:`LIGHT_TOTAL_RATE` messages a second or more, none is exempt."""
+        when there are none, or when ``g`` is the only group there is); ``[]`` when ``g`` itself
+        is light and others are there. While the light groups together send
+        :data:`LIGHT_TOTAL_RATE` messages a second or more, none is exempt. Callers ask only
+        whether there is more than one."""
+        if len(self._groups) <= 1:  # alone (one trainer): nothing to share, nothing to weigh
+            return [g]
         horizon = now - self.active_s
         active = [o for o in self._groups.values() if o is g or o.seen >= horizon or o.computing]
         light = {id(o): o.rate_now(now) for o in active if self._light(o, now)}
@@ -449,7 +453,7 @@ class ComputeShare:
 
     def _forget_if_unused(self, group: Any) -> None:
         g = self._groups.get(group)
-        if g is not None and self._unused(g, self._clock()):
+        if g is not None and g.users <= 0 and self._unused(g, self._clock()):
             if g.timer is not None:
                 g.timer.cancel()
             del self._groups[group]
