@@ -173,3 +173,24 @@ def test_a_real_models_regret_names_the_curves_it_is_measured_against(bench_run)
     llm = result["results"]["dev"]["1024"]["llm_local"]
     assert "qwen2.5-coder-0.5b" in llm["regret"]["against"] and "real model" in llm["regret"]["against"]
     assert "against" not in result["results"]["dev"]["1024"]["sim_greedy"]["regret"]
+
+
+def test_every_benchmark_row_the_readme_shows_is_a_row_of_a_shipped_benchmark():
+    """The README's benchmark tables quote the shipped records (``examples/benchmark/*/benchmark.md``, held-out
+    split) cell for cell: a number re-typed or left over from an earlier run fails here."""
+    shipped = set()
+    for md in (ROOT / "examples/benchmark").glob("*/benchmark.md"):
+        for line in md.read_text().splitlines():
+            cells = [c.strip() for c in line.strip().strip("|").split("|")]
+            if len(cells) == 7 and cells[0] == "held-out":
+                shipped.add((cells[2], cells[1].replace(",", ""), *cells[3:]))
+    readme = (ROOT / "README.md").read_text()
+    section = readme.split("### The benchmark", 1)[1].split("\n## ", 1)[0]
+    rows = []
+    for line in section.splitlines():
+        cells = [c.strip().strip("`") for c in line.strip().strip("|").split("|")]
+        if len(cells) == 6 and cells[1].replace(",", "").isdigit():
+            rows.append((cells[0], cells[1].replace(",", ""), *cells[2:]))
+    assert len(rows) >= 21, "the README's benchmark table was not found"
+    missing = [r for r in rows if r not in shipped]
+    assert not missing, f"README rows not in any shipped benchmark.md (held-out): {missing}"
