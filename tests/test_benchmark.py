@@ -100,26 +100,16 @@ def test_the_table_says_why_a_number_is_missing():
     )
 
 
-@pytest.fixture(scope="module")
-def bench_run(tmp_path_factory):
-    """The benchmark's command on 6 dev exams of builtin questions, with a real-model policy on the stub."""
-    from reasoning_env.sources import load_source
-    from reasoning_env.sources.base import LoadContext
-    from workbench.evaluate import main
-
-    tmp = tmp_path_factory.mktemp("bench")
-    cfg = tmp / "exam3-builtin.yaml"
-    cfg.write_text("num_questions: 3\nmax_tokens_per_step: 2048\nhard_cap_mode: true\nsources: [builtin]\n")
-    qs = load_source("builtin", {}, LoadContext(data_dir=None, hub=False))
-    stub, server = start({q.text: q.gold_answer for q in qs})
-    argv = [
+def _bench_argv(cfg: Path, stub_url: str, out: Path) -> list[str]:
+    """The benchmark's command on 6 dev exams of ``cfg``'s questions, a real-model policy on the stub."""
+    return [
         "--benchmark",
         "--config",
         str(cfg),
         "--policies",
         "sim_greedy,llm_local",
         "--llm-base-url",
-        stub.url,
+        stub_url,
         "--llm-model",
         "stub",
         "--llm-api-key",
@@ -137,17 +127,37 @@ def bench_run(tmp_path_factory):
         "--no-progress",
         "--no-report",
         "--out",
-        str(tmp / "out"),
+        str(out),
     ]
+
+
+def _builtin_stub():
+    from reasoning_env.sources import load_source
+    from reasoning_env.sources.base import LoadContext
+
+    qs = load_source("builtin", {}, LoadContext(data_dir=None, hub=False))
+    return start({q.text: q.gold_answer for q in qs})
+
+
+@pytest.fixture(scope="module")
+def bench_run(tmp_path_factory):
+    """The benchmark's command on 6 dev exams of builtin questions, with a real-model policy on the stub;
+    ``(exit status, benchmark folder, the exams' config)``."""
+    from workbench.evaluate import main
+
+    tmp = tmp_path_factory.mktemp("bench")
+    cfg = tmp / "exam3-builtin.yaml"
+    cfg.write_text("num_questions: 3\nmax_tokens_per_step: 2048\nhard_cap_mode: true\nsources: [builtin]\n")
+    stub, server = _builtin_stub()
     try:
-        rc = main(argv)
+        rc = main(_bench_argv(cfg, stub.url, tmp / "out"))
     finally:
         server.shutdown()
-    return rc, tmp / "out"
+    return rc, tmp / "out", cfg
 
 
 def test_the_command_writes_every_measure_with_its_interval_for_each_budget(bench_run):
-    rc, out = bench_run
+    rc, out, _ = bench_run
     assert rc == 0
     result = json.loads((out / "benchmark.json").read_text())
     assert result["partial"] and result["splits"]["dev"] == {"base_seed": 2601, "exams": 6, "of": 50}
@@ -168,7 +178,7 @@ def test_the_command_writes_every_measure_with_its_interval_for_each_budget(benc
 
 
 def test_a_real_models_regret_names_the_curves_it_is_measured_against(bench_run):
-    _, out = bench_run
+    _, out, _ = bench_run
     result = json.loads((out / "benchmark.json").read_text())
     llm = result["results"]["dev"]["1024"]["llm_local"]
     assert "qwen2.5-coder-0.5b" in llm["regret"]["against"] and "real model" in llm["regret"]["against"]
@@ -194,3 +204,37 @@ def test_every_benchmark_row_the_readme_shows_is_a_row_of_a_shipped_benchmark():
     assert len(rows) >= 21, "the README's benchmark table was not found"
     missing = [r for r in rows if r not in shipped]
     assert not missing, f"README rows not in any shipped benchmark.md (held-out): {missing}"
+
+
+def test_a_resumed_benchmark_reads_back_finished_budgets_and_plays_only_the_rest(bench_run, tmp_path):
+    """``--resume`` on a benchmark folder: the budgets it holds finished are read back as they were (their run
+    folders untouched), a missing one is played against the model, and the table is the one a whole run writes."""
+    import shutil
+
+    from workbench.evaluate import main
+
+    _, first, cfg = bench_run
+    out = tmp_path / "out"
+    shutil.copytree(first, out)
+    shutil.rmtree(out / "dev-2048")  # as if the run had been stopped while playing its last budget
+    (out / "benchmark.json").unlink()
+    kept = {b: (out / f"dev-{b}" / "run.json").read_bytes() for b in (512, 1024)}
+    stub, server = _builtin_stub()
+    try:
+        assert main(_bench_argv(cfg, stub.url, out) + ["--resume"]) == 0
+    finally:
+        server.shutdown()
+    assert stub.chat_requests or stub.requests, "the missing budget was played against the model"
+    assert all((out / f"dev-{b}" / "run.json").read_bytes() == kept[b] for b in kept), "finished budgets not replayed"
+    before = json.loads((first / "benchmark.json").read_text())["results"]["dev"]
+    after = json.loads((out / "benchmark.json").read_text())["results"]["dev"]
+    assert after["512"] == before["512"] and after["1024"] == before["1024"]
+    assert set(after["2048"]) == set(before["2048"]) and (out / "dev-2048" / "episodes.parquet").is_file()
+    assert "| dev | 2048 | llm_local |" in (out / "benchmark.md").read_text()
+
+
+def test_resume_without_a_benchmark_folder_is_refused_with_the_fix(capsys):
+    from workbench.evaluate import main
+
+    assert main(["--resume", "--policies", "sim_greedy"]) == 2
+    assert "--benchmark and --out FOLDER" in capsys.readouterr().err

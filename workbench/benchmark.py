@@ -229,6 +229,31 @@ def tabulate(folder: Path, *, n_resamples: int = 2000) -> dict[str, Any]:
     return result
 
 
+def finished_run(
+    run: Path, *, split: str, budget: int, n: int, policies: Sequence[str], curves: str
+) -> tuple[pd.DataFrame, dict[str, Any]] | None:
+    """``(episodes, run.json)`` of a benchmark sub-run a resumed benchmark may read back instead of playing it
+    again: its ``run.json`` names the same split, budget, number of exams, policies and curve set, no policy
+    failed, and ``episodes.parquet`` holds every exam of every policy. ``None`` otherwise (play it again)."""
+    try:
+        meta = json.loads((run / "run.json").read_text(encoding="utf-8"))
+        episodes = pd.read_parquet(run / "episodes.parquet")
+    except (OSError, ValueError):
+        return None
+    if (
+        meta.get("benchmark") != {"split": split, "budget": budget}
+        or meta.get("n_episodes") != n
+        or meta.get("curves") != curves
+        or meta.get("failed_policies")
+        or sorted(p["name"] for p in meta.get("policies") or []) != sorted(policies)
+    ):
+        return None
+    counts = episodes.groupby("policy").size() if "policy" in episodes else pd.Series(dtype=int)
+    if any(int(counts.get(p, 0)) != n for p in policies):
+        return None
+    return episodes, meta
+
+
 #: Policy kinds whose answers the solver curves model.
 MODELLED_KINDS = ("simulated", "oracle", "budget_baseline")
 

@@ -216,6 +216,12 @@ def _parser() -> argparse.ArgumentParser:
         default=None,
         help="with --benchmark: only the first N exams of each split (a partial benchmark, recorded as such)",
     )
+    p.add_argument(
+        "--resume",
+        action="store_true",
+        help="with --benchmark and --out: read back each (split, budget) run the folder already holds finished "
+        "(same exams, policies and curves, none failed) instead of playing it again; play the rest",
+    )
     p.add_argument("--resamples", type=int, default=2000, help="bootstrap resamples of the 95%% intervals")
     p.add_argument(
         "--max-response-chars",
@@ -499,6 +505,13 @@ def _curve_sensitivity(args: argparse.Namespace, config: EnvConfig, result: Eval
 def main(argv: list[str] | None = None) -> int:
     """Command-line entry point; returns the exit status (0 ok, 1 a policy failed, 2 bad usage)."""
     args = _parser().parse_args(argv)
+    if args.resume and not (args.benchmark and args.out):
+        print(
+            "error: --resume continues a benchmark folder: give --benchmark and --out FOLDER (the folder of the run "
+            "to continue), e.g. --benchmark --out runs/bench-20261206-141000 --resume",
+            file=sys.stderr,
+        )
+        return 2
     adapter: AdapterInfo | None = None
     if args.adapter:
         if not args.serve_model:
@@ -702,6 +715,27 @@ def _benchmark(args: argparse.Namespace, argv: list[str] | None, policies: list[
         result["splits"][name] = {"base_seed": split.base_seed, "exams": n, "of": split.n}
         result["results"][name] = {}
         for budget in bench.BUDGETS:
+            sub = out / f"{name}-{budget}"
+            done = (
+                bench.finished_run(
+                    sub, split=name, budget=budget, n=n, policies=[p.name for p in policies], curves=curves.source
+                )
+                if args.resume
+                else None
+            )
+            if done is not None:
+                episodes, meta = done
+                print(
+                    f"benchmark: {name} split, {n} exams, budget {budget}: read back from {sub} (--resume)", flush=True
+                )
+                kinds = {p["name"]: p.get("kind") for p in meta.get("policies") or []}
+                modelled = [p for p, k in kinds.items() if k in bench.MODELLED_KINDS]
+                result["results"][name][str(budget)] = bench.measures(
+                    episodes, modelled=modelled, against=against, n_resamples=args.resamples
+                )
+                result["runs"][f"{name}-{budget}"] = str(sub)
+                result["provenance"] = meta["provenance"]["warnings"]
+                continue
             print(f"benchmark: {name} split, {n} exams, budget {budget} ...", flush=True)
             try:
                 run = evaluate(
@@ -717,7 +751,8 @@ def _benchmark(args: argparse.Namespace, argv: list[str] | None, policies: list[
                     report=args.report,
                     max_response_chars=args.max_response_chars,
                     n_resamples=args.resamples,
-                    overwrite=args.overwrite,
+                    # resuming, a sub-run left unfinished (or from other settings) is played again in its place
+                    overwrite=args.overwrite or (args.resume and sub.exists()),
                     run_meta={"command": command, "benchmark": {"split": name, "budget": budget}},
                 )
             except (ValueError, RuntimeError) as exc:
