@@ -203,6 +203,83 @@ def test_groups_that_arrive_together_share_one_weight_until_they_have_earned_the
     assert earned == pytest.approx(0.01 * 41 - 0.02, abs=1e-6), earned
 
 
+def _cohort_beside_a_canary(now: list, floods: int) -> ComputeShare:
+    """A canary there since 0 s, stepping; ``floods`` groups that appeared together at 10 s, each
+    active and not light."""
+    share = ComputeShare(loop_cost_s=0.0, clock=lambda: now[0], cpu=lambda: 0.0)
+    share.join("canary")
+    now[0] = 10.0
+    for i in range(floods):
+        share.join(f"flood{i}")
+    _steps(share, "canary", 12)
+    for i in range(floods):
+        _steps(share, f"flood{i}", 12)
+    return share
+
+
+def test_a_young_cohort_computes_one_call_at_a_time_beside_an_older_group():
+    """Groups that arrived together compute one call at a time while they are young and a group
+    from before competes, like one group (the 24 /24s of a storm each had a call in flight, and
+    the canary's waited behind them: 0.31x); the next member whose turn has come starts as soon
+    as that call ends, not at the next re-check."""
+    now = [0.0]
+
+    async def run() -> tuple:
+        share = _cohort_beside_a_canary(now, 3)
+        first = share.try_enter("flood0")
+        refused = [share.try_enter(g) for g in ("flood1", "flood2")]
+        queued = [asyncio.ensure_future(share.enter(g)) for g in ("flood1", "flood2")]
+        await asyncio.sleep(0)
+        before = [q.done() for q in queued]
+        share.leave(first, 0.001)
+        await asyncio.sleep(0)
+        return first is not None, refused, before, [q.done() for q in queued]
+
+    admitted, refused, before, after = asyncio.run(run())
+    assert admitted and refused == [None, None] and before == [False, False]
+    assert after == [True, False], "the lane went to the first member waiting, and only to it"
+
+
+def test_a_young_cohort_alone_computes_as_separate_groups():
+    """With no group from before competing, the groups of a cohort are not one lane: a fleet
+    whose machines arrived together keeps the server, each computing at once."""
+    share = ComputeShare(loop_cost_s=0.0, clock=lambda: 0.0, cpu=lambda: 0.0)
+    for i in range(4):
+        share.join(f"fleet{i}")
+    assert all(share.try_enter(f"fleet{i}") is not None for i in range(4))
+
+
+def test_a_young_cohort_queues_as_one_group():
+    """A member's call that waits for the cohort's lane makes the cohort a group whose calls queue
+    beside a canary that waits for each answer: its members are spaced as a queuing group's
+    (weight 1/2 each beside the canary's 1: c * (1 + 1 + 1) * 2), though each member alone never
+    has two calls."""
+    now = [0.0]
+
+    async def run() -> float:
+        share = _cohort_beside_a_canary(now, 2)
+        first = share.try_enter("flood0")
+        queued = asyncio.ensure_future(share.enter("flood1"))
+        await asyncio.sleep(0)
+        share.leave(first, 0.01)
+        await asyncio.sleep(0)
+        assert queued.done()
+        return share._groups["flood0"].next_at - now[0]
+
+    assert asyncio.run(run()) == pytest.approx(0.01 * 3 * 2 - 0.02, abs=1e-6)
+
+
+def test_groups_of_a_cohort_compute_at_once_once_they_have_earned_their_share():
+    """After EARN_S, each group of the cohort has its own lane again."""
+    from reasoning_env.server.share import EARN_S
+
+    now = [0.0]
+    share = _cohort_beside_a_canary(now, 2)
+    now[0] = 10.0 + EARN_S + 1
+    _steps(share, "canary", 12)
+    assert share.try_enter("flood0") is not None and share.try_enter("flood1") is not None
+
+
 def test_a_stalled_group_is_not_light():
     """A group whose calls wait for seconds (behind a flood) sends few messages because it waits:
     it still counts among the groups sharing the core, so the flood is held back (the review: a

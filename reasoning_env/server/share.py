@@ -26,7 +26,9 @@ is queued, while ``n >= 2`` groups are active (have sent a call within ``active_
 - the share is ``1/n`` (each group's weight over the sum of the active groups' weights: 1 each,
   except that groups that appeared within :data:`COHORT_S` of each other weigh 1 together until
   they have been there :data:`EARN_S`: a flood from 40 /24s that arrives at once counts as one
-  group beside the clients that were there before, for its first five minutes), except for a
+  group beside the clients that were there before, for its first five minutes; and like one
+  group it computes one call at a time then, its members taking turns: a call of each of 24
+  young groups in flight put the canary's behind up to 24 of them), except for a
   group whose calls queue up (one is waiting for its turn)
   while another active group's do not: that group gets ``1/(n + 1)``, and what it leaves goes
   to the groups that wait for each answer before they send the next. Those are bound by
@@ -119,6 +121,7 @@ class _Group:
     busy: float = 0.0  # seconds with a call in flight, decaying with RATE_TAU_S
     busy_at: float = 0.0
     busy_since: float | None = None
+    lane: _Lane | None = None  # its cohort's lane, while the cohort has more than one group
 
     def rate_now(self, now: float) -> float:
         return self.rate * math.exp((self.rate_at - now) / RATE_TAU_S) if now > self.rate_at else self.rate
@@ -155,12 +158,23 @@ class _Group:
             self.busy_since = None
 
 
+@dataclass(eq=False)
+class _Lane:
+    """What the young groups of one cohort share: one call computing at a time while others
+    compete, and the queue of members whose turn came while that call ran (pumped when it ends)."""
+
+    computing: int = 0
+    blocked: deque = field(default_factory=deque)
+
+
 @dataclass
 class Ticket:
-    """One admitted call of ``group``; ``computing`` until it leaves or steps aside."""
+    """One admitted call of ``group``; ``computing`` until it leaves or steps aside; ``lane``:
+    its cohort's lane it holds meanwhile (``None`` outside a cohort of several young groups)."""
 
     group: Any
     computing: bool = True
+    lane: _Lane | None = None
 
 
 class ComputeShare:
@@ -197,7 +211,7 @@ class ComputeShare:
         self.held_back = 0  # calls that waited for their group's turn (for /capacity and tests)
         self._cohorts = 0
         self._swept = -math.inf
-        self._last_new = (-math.inf, 0)  # (when, cohort) of the newest group
+        self._last_new: tuple = (-math.inf, 0, None)  # (when, cohort, entry) of the newest group
         self.charged_s = 0.0  # seconds of CPU charged outside calls (frames, pings, HTTP)
 
     def stats(self) -> dict[str, Any]:
@@ -221,13 +235,24 @@ class ComputeShare:
         when that one appeared within COHORT_S)."""
         g = self._groups.get(group)
         if g is None:
-            last, cohort = self._last_new
+            last, cohort, prev = self._last_new
+            g = _Group(since=now)
             if now - last > COHORT_S:
                 self._cohorts += 1
                 cohort = self._cohorts
-            self._last_new = (now, cohort)
-            g = self._groups[group] = _Group(since=now, cohort=cohort)
+            else:  # a cohort of several: its young members share one lane
+                if prev.lane is None:
+                    prev.lane = _Lane()
+                g.lane = prev.lane
+            g.cohort = cohort
+            self._last_new = (now, cohort, g)
+            self._groups[group] = g
         return g
+
+    @staticmethod
+    def _lane(g: _Group, now: float) -> _Lane | None:
+        """The lane ``g`` computes in: its cohort's until it has been there EARN_S, else none."""
+        return g.lane if g.lane is not None and now - g.since < EARN_S else None
 
     def _weight(self, g: _Group, contenders: list[_Group], now: float) -> float:
         """1 once ``g`` has been there EARN_S; before, its cohort's contenders share 1."""
@@ -255,7 +280,10 @@ class ComputeShare:
         if not g.waiters and self._may_start(g, now):
             g.computing += 1
             g.started(now)
-            return Ticket(group)
+            lane = self._lane(g, now)
+            if lane is not None:
+                lane.computing += 1
+            return Ticket(group, lane=lane)
         return None
 
     async def enter(self, group: Any) -> Ticket:
@@ -269,17 +297,17 @@ class ComputeShare:
         g.waiters.append(fut)
         self._pump(group)
         try:
-            await fut  # _pump counted this call as computing when it resolved the future
+            lane = await fut  # _pump counted this call as computing (and its lane's) when it resolved it
         except asyncio.CancelledError:
             if fut.done() and not fut.cancelled():
-                self._release(group)  # admitted, then cancelled before it ran
+                self._release(group, fut.result())  # admitted, then cancelled before it ran
             else:
                 try:
                     g.waiters.remove(fut)
                 except ValueError:
                     pass
             raise
-        return Ticket(group)
+        return Ticket(group, lane=lane)
 
     @staticmethod
     def _light(g: _Group, now: float) -> bool:
@@ -316,12 +344,31 @@ class ComputeShare:
         its calls queue (one waits for its turn) and another's do not, over ``g``'s weight."""
         now = self._clock() if now is None else now
         total = sum(self._weight(o, contenders, now) for o in contenders)
-        if g.waiters and any(not o.waiters for o in contenders[1:]):
+        lane = self._lane(g, now)
+        if lane is not None and self._in_lane(lane, contenders, now) < len(contenders):
+            # beside groups outside it, a cohort queues as one: a member's call waits, another group's not
+            mine = [o.lane is lane and now - o.since < EARN_S for o in contenders]
+            if any(o.waiters for o, m in zip(contenders, mine) if m) and any(
+                not o.waiters for o, m in zip(contenders, mine) if not m
+            ):
+                total += 1.0
+        elif g.waiters and any(not o.waiters for o in contenders[1:]):
             total += 1.0
         return total / self._weight(g, contenders, now)
 
     def _may_start(self, g: _Group, now: float) -> bool:
+        lane = self._lane(g, now)
+        if lane is not None:  # one call of the cohort at a time while a group outside it competes
+            contenders = self._contenders(g, now)
+            if self._in_lane(lane, contenders, now) < len(contenders):
+                return g.computing < 1 and now >= g.next_at and lane.computing < 1
+            return (g.computing < 1 and now >= g.next_at) or len(contenders) <= 1
         return (g.computing < 1 and now >= g.next_at) or len(self._contenders(g, now)) <= 1
+
+    @staticmethod
+    def _in_lane(lane: _Lane, contenders: list[_Group], now: float) -> int:
+        """How many of ``contenders`` compute in ``lane`` (young members of its cohort)."""
+        return sum(1 for o in contenders if o.lane is lane and now - o.since < EARN_S)
 
     def _pump(self, group: Any) -> None:
         """Admit ``group``'s next waiting call if its turn has come, else look again when it will."""
@@ -335,23 +382,29 @@ class ComputeShare:
             now = self._clock()
             g.seen = now
             if not self._may_start(g, now):
-                if g.computing < 1:  # spaced: look again at next_at (or sooner, others may go quiet)
+                if g.computing < 1 and now < g.next_at:  # spaced: look again at next_at (or sooner)
                     delay = min(g.next_at - now, self.active_s)
-                else:  # waits for a lane: _release pumps; look again within active_s regardless
+                else:  # waits for its lane, or its cohort's: _release pumps; look again within active_s
                     delay = self.active_s
+                    lane = self._lane(g, now)
+                    if lane is not None and g.computing < 1 and group not in lane.blocked:
+                        lane.blocked.append(group)
                 g.timer = asyncio.get_running_loop().call_later(max(0.0, delay), self._pump, group)
                 return
             fut = g.waiters.popleft()
             if not fut.done():
                 g.computing += 1
                 g.started(now)
-                fut.set_result(None)
+                lane = self._lane(g, now)
+                if lane is not None:
+                    lane.computing += 1
+                fut.set_result(lane)
 
     def step_aside(self, ticket: Ticket) -> None:
         """The call started waiting on another process: its group may compute its next call."""
         if ticket.computing:
             ticket.computing = False
-            self._release(ticket.group)
+            self._release(ticket.group, ticket.lane)
 
     def _measure(self, now: float) -> None:
         """Every COST_TICK_S: loop cost = (the event loop thread's CPU time - what was charged
@@ -426,12 +479,19 @@ class ComputeShare:
             )
         if ticket.computing:
             ticket.computing = False
-            self._release(ticket.group)
+            self._release(ticket.group, ticket.lane)
         else:
             self._pump(ticket.group)
             self._forget_if_unused(ticket.group)
 
-    def _release(self, group: Any) -> None:
+    def _release(self, group: Any, lane: _Lane | None = None) -> None:
+        if lane is not None:  # the cohort's members whose turn came meanwhile go first, in order
+            lane.computing -= 1
+            for _ in range(len(lane.blocked)):
+                key = lane.blocked.popleft()
+                self._pump(key)
+                if lane.blocked and lane.blocked[-1] == key:
+                    break  # blocked again: the lane is taken
         g = self._groups.get(group)
         if g is None:
             return
