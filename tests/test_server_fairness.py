@@ -331,6 +331,24 @@ def test_a_group_alone_is_not_held_but_what_it_uses_is_counted():
     assert share.charge("pinger", 0.1) > 0.0
 
 
+def test_a_group_that_owes_for_what_it_sent_queues():
+    """A group that owes more than BURST_S for what it sent outside calls (pings, refused
+    messages: its connections are not read meanwhile) queues like one whose calls wait: beside
+    a canary that waits for each answer it is charged c * (2 + 1), not c * 2."""
+    now = [0.0]
+    share = ComputeShare(loop_cost_s=0.0, clock=lambda: now[0], cpu=lambda: 0.0)
+    share.join("canary")
+    now[0] = 10.0
+    share.join("pinger")
+    _steps(share, "canary", 12)
+    for _ in range(12):
+        share.charge("pinger", 0.0)  # 12 pings a second: not light
+    first = share.charge("pinger", 0.1)  # owed nothing before: 0.1 * 2, less the burst
+    second = share.charge("pinger", 0.1)  # owes 0.18 s: queues
+    assert first == pytest.approx(0.1 * 2 - 0.02)
+    assert second == pytest.approx(first + 0.1 * 3)
+
+
 def test_two_queuing_groups_get_half_a_core_each():
     """When every active group's calls queue (two trainers), each gets 1/n: spaced c * n."""
     now = [0.0]

@@ -27,10 +27,11 @@ is queued, while ``n >= 2`` groups are active (have sent a call within ``active_
   except that groups that appeared within :data:`COHORT_S` of each other weigh 1 together until
   they have been there :data:`EARN_S`: a flood from 40 /24s that arrives at once counts as one
   group beside the clients that were there before, for its first five minutes; and like one
-  group it computes one call at a time then, its members taking turns: a call of each of 24
-  young groups in flight put the canary's behind up to 24 of them), except for a
-  group whose calls queue up (one is waiting for its turn)
-  while another active group's do not: that group gets ``1/(n + 1)``, and what it leaves goes
+  group it computes one call at a time then, its members taking turns, and queues as one: each
+  of 24 young groups could have a call in flight where one group has one, and none of them alone
+  ever queued), except for a
+  group whose calls queue up (one is waiting for its turn, or it owes more than :data:`BURST_S`
+  for what it sent outside calls) while another active group's do not: that group gets ``1/(n + 1)``, and what it leaves goes
   to the groups that wait for each answer before they send the next. Those are bound by
   the latency of each answer, not by their share of the CPU: on 2 cores, a canary stepping one
   session alone keeps the server ~0.73 of a core busy, and at an equal share it kept only
@@ -341,20 +342,27 @@ class ComputeShare:
     def _parts(self, g: _Group, contenders: list[_Group], now: float | None = None) -> float:
         """``1 / share`` of ``g`` among its contenders: the sum of their weights (1 each, except
         that a cohort of groups that appeared together weighs 1 in all for EARN_S), plus 1 while
-        its calls queue (one waits for its turn) and another's do not, over ``g``'s weight."""
+        it queues (:meth:`_queues`) and another does not, over ``g``'s weight."""
         now = self._clock() if now is None else now
         total = sum(self._weight(o, contenders, now) for o in contenders)
         lane = self._lane(g, now)
         if lane is not None and self._in_lane(lane, contenders, now) < len(contenders):
-            # beside groups outside it, a cohort queues as one: a member's call waits, another group's not
+            # beside groups outside it, a cohort queues as one: a member queues, another group not
             mine = [o.lane is lane and now - o.since < EARN_S for o in contenders]
-            if any(o.waiters for o, m in zip(contenders, mine) if m) and any(
-                not o.waiters for o, m in zip(contenders, mine) if not m
+            if any(self._queues(o, now) for o, m in zip(contenders, mine) if m) and any(
+                not self._queues(o, now) for o, m in zip(contenders, mine) if not m
             ):
                 total += 1.0
-        elif g.waiters and any(not o.waiters for o in contenders[1:]):
+        elif self._queues(g, now) and any(not self._queues(o, now) for o in contenders[1:]):
             total += 1.0
         return total / self._weight(g, contenders, now)
+
+    @staticmethod
+    def _queues(g: _Group, now: float) -> bool:
+        """``g`` sends faster than it is served: a call of it waits for its turn, or it owes more
+        than BURST_S for what it sent outside calls (its connections are not read meanwhile: a
+        flood of pings or of refused messages has no call to wait, and got 1/n, not 1/(n + 1))."""
+        return bool(g.waiters) or g.next_at - now > BURST_S
 
     def _may_start(self, g: _Group, now: float) -> bool:
         lane = self._lane(g, now)
