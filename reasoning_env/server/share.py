@@ -26,17 +26,17 @@ is queued, while ``n >= 2`` groups are active (have sent a call within ``active_
 - the share is ``1/n`` (each group's weight over the sum of the active groups' weights: 1 each,
   except that groups that appeared within :data:`COHORT_S` of each other weigh 1 together until
   they have been there :data:`EARN_S`: a flood from 40 /24s that arrives at once counts as one
-  group beside the clients that were there before, for its first five minutes; and like one
-  group it computes one call at a time then, its members taking turns, and queues as one: each
-  of 24 young groups could have a call in flight where one group has one, and none of them alone
-  ever queued), except for a
-  group whose calls queue up (one is waiting for its turn, or it owes more than :data:`BURST_S`
-  for what it sent outside calls) while another active group's do not: that group gets ``1/(n + 1)``, and what it leaves goes
-  to the groups that wait for each answer before they send the next. Those are bound by
-  the latency of each answer, not by their share of the CPU: on 2 cores, a canary stepping one
-  session alone keeps the server ~0.73 of a core busy, and at an equal share it kept only
-  0.33-0.44x of its rate behind a reset storm; with this rule, 0.53-0.63x (docs/server.md). When
-  every active group queues (two trainers), each gets ``1/n`` and nothing is left unused.
+  group beside the clients that were there before, for its first five minutes; and like one group
+  it computes one call at a time then, its members taking turns, and queues as one: each of 24
+  young groups could have a call in flight where one group has one, and none of them alone ever
+  queued), except for a group whose calls queue up (one is waiting for its turn, or it owes more
+  than :data:`BURST_S` for what it sent outside calls) while another active group's do not: that
+  group gets ``1/(n + 1)``, and what it leaves goes to the groups that wait for each answer before
+  they send the next. Those are bound by the latency of each answer, not by their share of the CPU:
+  on 2 cores, a canary stepping one session alone keeps the server ~0.73 of a core busy, and at an
+  equal share it kept only 0.33-0.44x of its rate behind a reset storm; with this rule, 0.53-0.63x
+  (docs/server.md). When every active group queues (two trainers), each gets ``1/n`` and nothing is
+  left unused.
 
 A group alone is not held back at all (a single trainer keeps the whole server), and neither is
 a light one (under :data:`LIGHT_RATE` messages a second, nothing computing or waiting, and a
