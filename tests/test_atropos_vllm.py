@@ -33,6 +33,10 @@ EXAMPLE = REPO / "examples" / "atropos" / "reasoning_economics.yaml"
 SEED = 300
 #: Short episodes: 2 builtin questions, answers capped at 48 tokens.
 ENV_SETTINGS = {"sources": [{"name": "builtin"}], "num_questions": 2, "max_tokens_per_step": 48}
+#: ``serve`` keeps only groups whose scores differ (Atropos's rule); this model sampled at temperature 1.0 is often
+#: wrong on every member, so the serve test pays the seed's reward, whose cost term separates members by what they
+#: spent (with the default reward, all-wrong groups tied and the test waited out its deadline under load).
+SERVE_SETTINGS = {**ENV_SETTINGS, "reward": {"type": "reference"}}
 #: How far the sampled log-prob may be from the one vLLM computes again for the same ids (CPU kernels batch
 #: differently between decoding and prefill; a token from another context would be off by far more).
 LOGPROB_TOLERANCE = 0.08
@@ -64,10 +68,10 @@ def _subprocess_env() -> dict:
     return env
 
 
-def _overrides(server, tmp_path: Path, **extra: str) -> list[str]:
+def _overrides(server, tmp_path: Path, settings: dict = ENV_SETTINGS, **extra: str) -> list[str]:
     """Command-line overrides of the shipped example (``server_type: openai``) for the real server and short
-    episodes."""
-    (tmp_path / "env.yaml").write_text(yaml.safe_dump(ENV_SETTINGS))
+    episodes (``settings``: the environment's)."""
+    (tmp_path / "env.yaml").write_text(yaml.safe_dump(settings))
     overrides = {
         "--env.env_config_path": str(tmp_path / "env.yaml"),
         "--env.tokenizer_name": MODEL,
@@ -81,13 +85,13 @@ def _overrides(server, tmp_path: Path, **extra: str) -> list[str]:
     return [x for kv in overrides.items() for x in kv]
 
 
-def _check_group(server, group: dict) -> set[int]:
+def _check_group(server, group: dict, settings: dict = ENV_SETTINGS) -> set[int]:
     """Every sequence of a scored group: masks and log-probs in Atropos's shapes, the score what a fresh
     environment pays for the sequence's answers, each trained token's log-prob vLLM's for it after exactly the
     ids before it. Returns the group's seeds."""
     tokenizer = get_tokenizer(MODEL).tokenizer
     eos = {tokenizer.convert_tokens_to_ids("<|im_end|>"), tokenizer.eos_token_id}
-    config = EnvConfig.from_dict(ENV_SETTINGS)
+    config = EnvConfig.from_dict(settings)
     seeds = set()
     for tokens, masks, lps, score, over in zip(
         group["tokens"], group["masks"], group["inference_logprobs"], group["scores"], group["overrides"]
@@ -161,7 +165,10 @@ def test_serve_sends_real_model_groups_a_trainer_pulls_from_run_api(vllm_server,
         }
         cmd = [str(atropos_python), "-m", "training.atropos_env", "serve", "--config", str(EXAMPLE)]
         env_proc = start_process(
-            cmd + _overrides(vllm_server, tmp_path, **extra), tmp_path / "env.log", env=_subprocess_env(), cwd=REPO
+            cmd + _overrides(vllm_server, tmp_path, SERVE_SETTINGS, **extra),
+            tmp_path / "env.log",
+            env=_subprocess_env(),
+            cwd=REPO,
         )
         started, batch = time.monotonic(), None
         while batch is None and time.monotonic() - started < 1200:
@@ -172,7 +179,7 @@ def test_serve_sends_real_model_groups_a_trainer_pulls_from_run_api(vllm_server,
         assert batch is not None, f"no batch in 1200 s:\n{(tmp_path / 'env.log').read_text()[-4000:]}"
         assert sum(len(g["tokens"]) for g in batch) == 4
         for group in batch:
-            assert all(s >= SEED for s in _check_group(vllm_server, group))
+            assert all(s >= SEED for s in _check_group(vllm_server, group, SERVE_SETTINGS))
             assert len(set(group["scores"])) > 1, "serve keeps Atropos's rule: groups with one score are dropped"
     finally:
         if env_proc is not None:
