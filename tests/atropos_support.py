@@ -225,3 +225,34 @@ def replay_reward(
         total += float(obs.reward)
     env.close()
     return total
+
+
+def start_trajectory_api(atropos_python: Path, tmp: Path, batch_size: int, timeout_s: float = 600):
+    """atroposlib's trajectory API (``run-api``) on a free loopback port, with a trainer registered as a trainer
+    registers first (``batch_size`` sequences a batch) and no batch handed out yet. Returns ``(process, url)``;
+    its log is ``tmp/api.log``. Raises AssertionError if a batch exists before any environment sent one."""
+    from test_app_support import free_port
+
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    api = start_process(
+        [str(atropos_python.parent / "run-api"), "--host", "127.0.0.1", "--port", str(port)], tmp / "api.log"
+    )
+    try:
+        wait_http(f"{url}/status", api, tmp / "api.log", timeout_s=timeout_s)
+        reg = {
+            "wandb_group": "test",
+            "wandb_project": "test",
+            "batch_size": batch_size,
+            "max_token_len": 4096,
+            "checkpoint_dir": str(tmp / "ckpt"),
+            "save_checkpoint_interval": -1,
+            "starting_step": 0,
+            "num_steps": 10,
+        }
+        httpx.post(f"{url}/register", json=reg, timeout=10).raise_for_status()
+        assert httpx.get(f"{url}/batch", timeout=10).json()["batch"] is None
+    except BaseException:
+        stop_process(api)
+        raise
+    return api, url

@@ -18,9 +18,16 @@ from pathlib import Path
 import httpx
 import pytest
 import yaml
-from atropos_support import model_turns, replay_reward, start_process, stop_process, stub_generate_app, wait_http
+from atropos_support import (
+    model_turns,
+    replay_reward,
+    start_process,
+    start_trajectory_api,
+    stop_process,
+    stub_generate_app,
+)
 from ci_venvs import ci_venv_python
-from test_app_support import free_port, serve_in_thread
+from test_app_support import serve_in_thread
 
 from reasoning_env.config import EnvConfig
 from reasoning_env.env import ReasoningEconomicsEnv
@@ -127,26 +134,10 @@ def _check_group(group: dict, size: int, calls: list[dict], tokenizer, env_confi
 
 def test_serve_sends_scored_groups_to_the_trajectory_api(atropos_python, stub, tokenizer, env_config, tmp_path):
     stub_url, calls = stub
-    api_port = free_port()
-    api_url = f"http://127.0.0.1:{api_port}"
-    run_api = atropos_python.parent / "run-api"
-    api = start_process([str(run_api), "--host", "127.0.0.1", "--port", str(api_port)], tmp_path / "api.log")
+    # what a trainer does first: register (batch of 2 groups of 4), then ask for a batch (marks it started)
+    api, api_url = start_trajectory_api(atropos_python, tmp_path, batch_size=8, timeout_s=PROCESS_TIMEOUT_S)
     env_proc = None
     try:
-        wait_http(f"{api_url}/status", api, tmp_path / "api.log", timeout_s=PROCESS_TIMEOUT_S)
-        # what a trainer does first: register (batch of 2 groups of 4), then ask for a batch (marks it started)
-        reg = {
-            "wandb_group": "test",
-            "wandb_project": "test",
-            "batch_size": 8,
-            "max_token_len": 4096,
-            "checkpoint_dir": str(tmp_path / "ckpt"),
-            "save_checkpoint_interval": -1,
-            "starting_step": 0,
-            "num_steps": 10,
-        }
-        httpx.post(f"{api_url}/register", json=reg, timeout=10).raise_for_status()
-        assert httpx.get(f"{api_url}/batch", timeout=10).json()["batch"] is None
         config = _write_configs(
             tmp_path, stub_url, {"group_size": 4, "rollout_server_url": api_url, "total_steps": 10, "batch_size": 8}
         )

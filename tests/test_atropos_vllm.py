@@ -20,10 +20,9 @@ from pathlib import Path
 import httpx
 import pytest
 import yaml
-from atropos_support import model_turns, replay_reward, start_process, stop_process, wait_http
+from atropos_support import model_turns, replay_reward, start_process, start_trajectory_api, stop_process
 from ci_venvs import ci_venv_python
 from real_model_support import MODEL
-from test_app_support import free_port
 
 from reasoning_env.config import EnvConfig
 from reasoning_env.tokenization import get_tokenizer
@@ -137,26 +136,9 @@ def test_serve_sends_real_model_groups_a_trainer_pulls_from_run_api(vllm_server,
     4 a batch), the environment generating on the stock vLLM server; the batch the trainer pulls is checked like
     ``process``'s output."""
     atropos_python = ci_venv_python("atropos")
-    api_port = free_port()
-    api_url = f"http://127.0.0.1:{api_port}"
-    api = start_process(
-        [str(atropos_python.parent / "run-api"), "--host", "127.0.0.1", "--port", str(api_port)], tmp_path / "api.log"
-    )
+    api, api_url = start_trajectory_api(atropos_python, tmp_path, batch_size=4)
     env_proc = None
     try:
-        wait_http(f"{api_url}/status", api, tmp_path / "api.log", timeout_s=600)
-        reg = {
-            "wandb_group": "test",
-            "wandb_project": "test",
-            "batch_size": 4,
-            "max_token_len": 4096,
-            "checkpoint_dir": str(tmp_path / "ckpt"),
-            "save_checkpoint_interval": -1,
-            "starting_step": 0,
-            "num_steps": 10,
-        }
-        httpx.post(f"{api_url}/register", json=reg, timeout=10).raise_for_status()
-        assert httpx.get(f"{api_url}/batch", timeout=10).json()["batch"] is None
         extra = {
             "--env.group_size": "4",
             "--env.batch_size": "4",

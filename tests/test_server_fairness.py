@@ -296,9 +296,9 @@ def test_a_stalled_group_is_not_light():
     assert share._groups["flood"].next_at > now[0], "the flood was not spaced beside the stalled canary"
 
 
-def test_work_outside_calls_is_charged_and_owed():
-    """Reading a group's frames, pings and refusals is charged like a call: while another group
-    competes, the group owes time (its connections are not read meanwhile)."""
+def _canary_beside_a_pinger() -> tuple[ComputeShare, list[float]]:
+    """A share (fake clock ``now[0]``) where a canary that was there first steps 12 calls and a pinger, arrived
+    10 s later (another cohort), has sent 12 pings that cost nothing: both active, neither light."""
     now = [0.0]
     share = ComputeShare(loop_cost_s=0.0, clock=lambda: now[0], cpu=lambda: 0.0)
     share.join("canary")
@@ -307,6 +307,13 @@ def test_work_outside_calls_is_charged_and_owed():
     _steps(share, "canary", 12)
     for _ in range(12):
         share.charge("pinger", 0.0)  # 12 pings a second: not light
+    return share, now
+
+
+def test_work_outside_calls_is_charged_and_owed():
+    """Reading a group's frames, pings and refusals is charged like a call: while another group
+    competes, the group owes time (its connections are not read meanwhile)."""
+    share, now = _canary_beside_a_pinger()
     owed = share.charge("pinger", 0.1)
     assert owed == pytest.approx(0.1 * 2 - 0.02) and share.owed("pinger") == pytest.approx(owed)
     assert share.try_enter("pinger") is None  # its next call waits for what it owes
@@ -335,14 +342,7 @@ def test_a_group_that_owes_for_what_it_sent_queues():
     """A group that owes more than BURST_S for what it sent outside calls (pings, refused
     messages: its connections are not read meanwhile) queues like one whose calls wait: beside
     a canary that waits for each answer it is charged c * (2 + 1), not c * 2."""
-    now = [0.0]
-    share = ComputeShare(loop_cost_s=0.0, clock=lambda: now[0], cpu=lambda: 0.0)
-    share.join("canary")
-    now[0] = 10.0
-    share.join("pinger")
-    _steps(share, "canary", 12)
-    for _ in range(12):
-        share.charge("pinger", 0.0)  # 12 pings a second: not light
+    share, now = _canary_beside_a_pinger()
     first = share.charge("pinger", 0.1)  # owed nothing before: 0.1 * 2, less the burst
     second = share.charge("pinger", 0.1)  # owes 0.18 s: queues
     assert first == pytest.approx(0.1 * 2 - 0.02)
