@@ -51,13 +51,21 @@ SOURCE = {"storm": lambda i: "127.0.0.2", "slow": lambda i: f"127.0.0.{10 + i}",
           "storm24": lambda i: f"127.0.{101 + i}.2"}
 async def http(i, path, body):
     global count
-    reader, writer = await asyncio.open_connection("127.0.0.1", port, local_addr=("127.0.5.2", 0))
+    connect = lambda: asyncio.open_connection("127.0.0.1", port, local_addr=("127.0.5.2", 0))
+    reader, writer = await connect()
     req = (f"POST {path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
            f"Content-Length: {len(body)}\r\n\r\n").encode() + body
     end = time.monotonic() + seconds
     while time.monotonic() < end:
-        writer.write(req)
-        head = await reader.readuntil(b"\r\n\r\n")
+        try:
+            writer.write(req)
+            head = await reader.readuntil(b"\r\n\r\n")
+        except (asyncio.IncompleteReadError, ConnectionError):
+            # the server closed an idle keep-alive connection (the flood sat SIGSTOPped, or starved at
+            # nice 19, past uvicorn's keep-alive timeout): reconnect, as an HTTP client does
+            writer.close()
+            reader, writer = await connect()
+            continue
         length = int([l for l in head.split(b"\r\n") if l.lower().startswith(b"content-length")][0].split(b":")[1])
         await reader.readexactly(length)
         count += 1
