@@ -4,6 +4,10 @@ written; the loser is refused in one line naming ``--overwrite``, with ``--overw
 
 from __future__ import annotations
 
+import os
+import socket
+import subprocess
+import sys
 import threading
 
 import evalpol_fixtures as fx
@@ -75,3 +79,28 @@ def test_an_existing_run_is_refused_only_once_claimed_and_the_claim_is_released(
         with claim_run_dir(out):
             pass
     assert sorted(p.name for p in out.iterdir()) == ["run.json"]
+
+
+def test_a_claim_left_by_a_killed_run_says_so_and_how_to_continue(tmp_path) -> None:
+    """A run killed with SIGKILL leaves its claim file; the refusal names the dead process as no
+    longer running and says to remove the file (it said 'being written by another run now')."""
+    out = tmp_path / "run"
+    out.mkdir()
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    (out / CLAIM_FILE).write_text(f"{dead.pid} {socket.gethostname()}\n")
+    with pytest.raises(
+        RunFolderError, match=f"left by process {dead.pid} of this machine, which is no longer running"
+    ):
+        with claim_run_dir(out):
+            pass
+    assert (out / CLAIM_FILE).exists()  # not taken over: the user removes it
+
+
+def test_a_claim_held_by_a_live_run_is_reported_as_being_written(tmp_path) -> None:
+    out = tmp_path / "run"
+    with claim_run_dir(out):
+        assert (out / CLAIM_FILE).read_text().split() == [str(os.getpid()), socket.gethostname()]
+        with pytest.raises(RunFolderError, match=f"being written by another run now \\(process {os.getpid()} on"):
+            with claim_run_dir(out):
+                pass

@@ -63,6 +63,7 @@ import contextlib
 import json
 import os
 import platform
+import socket
 import sys
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
@@ -203,7 +204,7 @@ def claim_run_dir(run_dir: str | Path, *, overwrite: bool = False) -> Iterator[P
         raise RunFolderError(f"cannot claim run folder {str(path)!r}: {exc.strerror}; choose another --out") from None
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(f"{os.getpid()}\n")
+            f.write(f"{os.getpid()} {socket.gethostname()}\n")
         if (path / "run.json").exists() and not overwrite:
             raise RunFolderError(
                 f"run folder {str(path)!r} already holds a run (run.json); choose another --out, "
@@ -219,15 +220,32 @@ def claim_run_dir(run_dir: str | Path, *, overwrite: bool = False) -> Iterator[P
 
 def _claimed_message(path: Path, claim: Path) -> str:
     try:
-        pid = int(claim.read_text(encoding="utf-8").strip())
-    except (OSError, ValueError):
-        pid = None
-    who = f"process {pid}" if pid else "another process"
+        words = claim.read_text(encoding="utf-8").split()
+        pid, host = int(words[0]), (words[1] if len(words) > 1 else None)
+    except (OSError, ValueError, IndexError):
+        pid, host = None, None
+    if pid and host == socket.gethostname() and not _alive(pid):
+        return (
+            f"run folder {str(path)!r} holds a claim file ({str(claim)!r}) left by process {pid} of this machine, "
+            "which is no longer running (that run was killed before it could remove it): remove the claim file "
+            "and run again (a stopped benchmark continues with --resume)"
+        )
+    who = f"process {pid}" + (f" on {host}" if host else "") if pid else "another process"
     return (
         f"run folder {str(path)!r} is being written by another run now ({who}, claim file {str(claim)!r}); "
         "choose another --out, or wait for that run and pass --overwrite to replace it "
         "(if no run is writing there, remove the claim file)"
     )
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's process
+        return True
+    return True
 
 
 def make_run_dir(run_dir: str | Path) -> Path:
