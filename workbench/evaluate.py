@@ -502,6 +502,13 @@ def _curve_sensitivity(args: argparse.Namespace, config: EnvConfig, result: Eval
         )
 
 
+#: ``--llm-timeout`` for the engine ``--serve-model`` starts, when the flag is not given. That engine is this
+#: run's own and local: a request slower than the 300 s default is still generating (2,048 tokens at 16 in
+#: flight on a 2-core CPU: ~7 tokens/s a stream), and a retry only repeats the same greedy work from its start
+#: (the real model's 2,048-token benchmark: 41 timeouts in 30 minutes, 7 requests on their fifth attempt).
+SERVED_MODEL_TIMEOUT_S = 3600.0
+
+
 def main(argv: list[str] | None = None) -> int:
     """Command-line entry point; returns the exit status (0 ok, 1 a policy failed, 2 bad usage)."""
     args = _parser().parse_args(argv)
@@ -554,6 +561,8 @@ def main(argv: list[str] | None = None) -> int:
         flush=True,
     )
     args.llm_base_url, args.llm_model = server.base_url, server.served_name
+    if args.llm_timeout is None:
+        args.llm_timeout = SERVED_MODEL_TIMEOUT_S
     try:
         return _run(args, argv, server, adapter)
     finally:
