@@ -33,9 +33,10 @@ SEED = 300
 #: Short episodes: 2 builtin questions, answers capped at 48 tokens.
 ENV_SETTINGS = {"sources": [{"name": "builtin"}], "num_questions": 2, "max_tokens_per_step": 48}
 #: ``serve`` keeps only groups whose scores differ (Atropos's rule); this model sampled at temperature 1.0 is often
-#: wrong on every member, so the serve test pays the seed's reward, whose cost term separates members by what they
-#: spent (with the default reward, all-wrong groups tied and the test waited out its deadline under load).
-SERVE_SETTINGS = {**ENV_SETTINGS, "reward": {"type": "reference"}}
+#: wrong on every member, so the serve test pays LCPO's L1-Exact, whose length term separates members by every token
+#: they wrote. With the default reward all-wrong groups tied; so did they with the seed's (its cost term pays only
+#: tokens past a question's share, which 48-token answers never reach): the test waited out its deadline.
+SERVE_SETTINGS = {**ENV_SETTINGS, "reward": {"type": "l1_exact"}}
 #: How far the sampled log-prob may be from the one vLLM computes again for the same ids (CPU kernels batch
 #: differently between decoding and prefill; a token from another context would be off by far more).
 LOGPROB_TOLERANCE = 0.08
