@@ -17,9 +17,11 @@ import socket
 import statistics
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
 from pathlib import Path
+from typing import Any
 
 import pytest
 import websockets.sync.client as ws_sync
@@ -488,6 +490,106 @@ def test_the_fallback_share_holds_for_an_address_group_too():
     assert took["127.0.0.3"] > 0.5, took  # waited for 127.0.0.2's grade: same /24
     assert took["127.0.1.9"] < 0.5, took  # another group: not behind them
     assert fair.in_flight() == {}
+
+
+def _server_cpu(srv: Any) -> dict[int, float]:
+    """CPU seconds so far of each thread of an in-process server: its event loop's (the thread
+    serving) and its pools' (``ree-worker``: WebSocket calls; ``ree-http``: OpenEnv's routes; a
+    plain ``ThreadPoolExecutor``: OpenEnv's own pool, had it not been replaced)."""
+    pools = ("ree-", "ThreadPoolExecutor")
+    threads = [srv.thread] + [t for t in threading.enumerate() if t.name.startswith(pools)]
+    return {t.ident: time.clock_gettime(time.pthread_getcpuclockid(t.ident)) for t in threads if t.is_alive()}
+
+
+def _send_one(kind: str, ws: Any, http: Any) -> None:
+    if kind == "toolarge":  # a step whose response is over the cap: refused with an error frame
+        ws.send(json.dumps({"type": "step", "data": {"response": "x" * 3_900_000}}))
+        assert json.loads(ws.recv(timeout=30))["type"] == "error"
+    elif kind == "step":
+        ws.send(json.dumps({"type": "step", "data": {"response": "so \\boxed{42}"}}))
+        if json.loads(ws.recv(timeout=30))["data"]["done"]:
+            ws.send(json.dumps({"type": "reset", "data": {"seed": 1, "total_budget": 10_000_000}}))
+            ws.recv(timeout=30)
+    elif kind == "pings":  # 50 ping frames at a time, their pongs read
+        for _ in range(50):
+            ws.ping()
+        time.sleep(0.002)
+    elif kind == "http_reset":
+        assert http.post("/reset", json={"seed": 1}).status_code == 200
+    else:  # http_step: a stateless /step, answered 409
+        assert http.post("/step", json={"action": {"response": "\\boxed{1}"}}).status_code == 409
+
+
+def _charges_of(phases: list[tuple[str, int]]) -> dict[str, dict[str, float]]:
+    """Send each phase's ``n`` messages of one kind, one after another, from 127.0.5.2 to an
+    in-process server; per phase, per message: the CPU seconds of the server's loop thread
+    (``loop``) and of all its threads (``cpu``), and what the share charged the sender's group:
+    for reading its bytes (``reads``: ``ComputeShare.charge``) and for its calls, each with the
+    loop cost per call (``calls``: as ``ComputeShare.leave`` charges them)."""
+    import httpx
+    from test_server import CONFIG, LiveServer
+
+    from reasoning_env.server import create_server_app
+
+    out = {}
+    with LiveServer(create_server_app(CONFIG, max_sessions=8, session_timeout_s=None)) as srv:
+        share = srv.app.state.reasoning_env.share
+        port = int(srv.url.rsplit(":", 1)[1])
+        group = address_group("127.0.5.2")
+        got = {"reads": 0.0, "calls": 0.0}
+        charge, leave = share.charge, share.leave
+
+        def charge_(g: Any, cpu_s: float, **kw: Any) -> float:
+            if g == group:
+                got["reads"] += cpu_s
+            return charge(g, cpu_s, **kw)
+
+        def leave_(ticket: Any, cpu_s: float, **kw: Any) -> None:
+            if ticket.group == group:
+                got["calls"] += cpu_s + share.loop_cost_s
+            leave(ticket, cpu_s, **kw)
+
+        share.charge, share.leave = charge_, leave_
+        sock = socket.create_connection(("127.0.0.1", port), source_address=("127.0.5.2", 0))
+        transport = httpx.HTTPTransport(local_address="127.0.5.2")
+        with (
+            ws_sync.connect(srv.ws_url, sock=sock, max_size=None) as ws,
+            httpx.Client(base_url=srv.url, transport=transport, timeout=30) as http,
+        ):
+            _send_one("http_reset", ws, http)
+            ws.send(json.dumps({"type": "reset", "data": {"seed": 1, "total_budget": 10_000_000}}))
+            ws.recv(timeout=30)
+            for kind, n in phases:
+                for _ in range(5):  # warm: threads started, first-call work done
+                    _send_one(kind, ws, http)
+                time.sleep(0.2)
+                cpu0 = _server_cpu(srv)
+                got.update(reads=0.0, calls=0.0)
+                for _ in range(n):
+                    _send_one(kind, ws, http)
+                time.sleep(0.2)  # the last charges land
+                cpu1 = _server_cpu(srv)
+                spent = sum(c - cpu0.get(t, 0.0) for t, c in cpu1.items())
+                out[kind] = {"cpu": spent / n, **{k: v / n for k, v in got.items()}}
+    print({k: {f: round(v * 1e3, 3) for f, v in d.items()} for k, d in out.items()}, "(ms a message)")
+    return out
+
+
+#: Bounds of charged / server CPU per kind.
+_CHARGED_BOUNDS = {"http_reset": (0.75, 1.3), "http_step": (0.75, 1.3)}
+
+
+@pytest.mark.parametrize("kind", ["http_reset", "http_step"])
+def test_what_a_client_sends_outside_steps_is_charged_about_what_it_costs(kind):
+    """An HTTP /reset (its route on the loop and env.reset on OpenEnv's pool) and an HTTP /step
+    answered 409, sent one after another from one address: what the share
+    charges the sender's group (reads, calls and the loop cost per call) is within bounds of the
+    CPU the server's threads spent on them (0.90-1.15 of it, load 1-4). Before, HTTP requests
+    were charged their wall time, whatever else ran meanwhile, and their loop time was counted
+    again in every group's loop cost per call: 7.0-7.4x here at load 4."""
+    m = _charges_of([(kind, 100 if kind == "pings" else 200)])[kind]
+    lo, hi = _CHARGED_BOUNDS[kind]
+    assert lo * m["cpu"] <= m["reads"] + m["calls"] <= hi * m["cpu"], m
 
 
 class _ServerProcess:

@@ -466,9 +466,13 @@ class ComputeShare:
             return 0.0
         return max(0.0, g.next_at - now)
 
-    def leave(self, ticket: Ticket, cpu_s: float) -> None:
+    def leave(self, ticket: Ticket, cpu_s: float, *, loop_s: float = 0.0) -> None:
         """The call ended after ``cpu_s`` seconds of its thread's CPU time (its waits on other
-        processes excluded): charge its group and space the group's next call."""
+        processes excluded): charge its group and space the group's next call. ``loop_s``: the
+        part of ``cpu_s`` that was the event loop thread's (an HTTP request computes there; left
+        out of the loop cost per message, which it would otherwise raise for every group)."""
+        if loop_s > 0:
+            self._charged_cpu += loop_s
         g = self._groups.get(ticket.group)
         if g is None:
             return
