@@ -686,6 +686,8 @@ def _canary_rate(ws, seconds: float) -> float:
 #: Floods whose target (>= 0.5x) is not met yet on a quiet machine (issue 34 open), each with the canary's median
 #: ratio measured on this branch at load 0.7-1.3 (2026-12-06, tests/test_server_fairness.py) and the floor below which
 #: it is a regression, not the known shortfall: a miss between the floor and 0.5 is an expected failure that says so.
+#: All measured before the socket read (per byte) and each HTTP request's CPU were charged to the sender and left out
+#: of the loop cost per call (toolarge, http_reset and http_step to be re-measured on a quiet machine).
 KNOWN_SHORT = {
     "storm24": (
         0.35,
