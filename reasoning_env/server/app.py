@@ -55,7 +55,7 @@ from reasoning_env.grading.pool import WorkerPool
 from reasoning_env.models import ReasoningEconomicsAction, ReasoningEconomicsObservation, ReasoningEconomicsState
 from reasoning_env.server.executor import ElasticExecutor
 from reasoning_env.server.fallback import FairFallback
-from reasoning_env.server.guard import MessageGuard, token_problem
+from reasoning_env.server.guard import ChargedThreadPool, MessageGuard, token_problem
 from reasoning_env.server.protocol import bounded_errors, clip
 from reasoning_env.server.served_env import EpisodeStateError, ServedReasoningEconomicsEnv, TokenizerNotAllowedError
 from reasoning_env.server.sessions import SessionRegistry
@@ -255,6 +255,10 @@ def create_server_app(
         env_name=ENV_NAME,
         state_cls=ReasoningEconomicsState,
     )
+    # OpenEnv's routes run env.reset / env.step on this pool; its calls' CPU is charged to the request's group.
+    plain_pool = openenv_server._executor
+    openenv_server._executor = ChargedThreadPool(max_workers=plain_pool._max_workers, thread_name_prefix="ree-http")
+    plain_pool.shutdown(wait=False)
     before = set(map(id, app.router.routes))
     openenv_server.register_routes(app, mode=mode)
     # OpenEnv's /ws and /mcp go; ours takes /ws (see the module docstring).

@@ -1,10 +1,15 @@
 """ASGI middleware in front of OpenEnv's HTTP routes: caps request bodies and checks the
 shared token, before the routes read anything; and charges every HTTP request to its client's
 address group (:class:`~reasoning_env.server.share.ComputeShare`), as a WebSocket call is:
-while groups compete, a group's HTTP requests run one at a time, each charged its wall time
-(OpenEnv's routes run on the loop and on their own threads, where CPU time cannot be told
-apart), so a flood of ``POST /reset`` or of 409 answers to ``POST /step`` is held back like a
-reset storm over the WebSocket (the review: 0.04-0.27x of a canary's rate, not charged at all).
+while groups compete, a group's HTTP requests run one at a time, so a flood of ``POST /reset``
+or of 409 answers to ``POST /step`` is held back like a reset storm over the WebSocket (the
+review: 0.04-0.27x of a canary's rate, not charged at all). Each request is charged the CPU
+time it used: the event loop thread's in each step of its coroutine (:class:`LoopTimed`: body
+parsing, validation, the route, the error path, writing the answer) plus its work on OpenEnv's
+thread pool (:class:`ChargedThreadPool`: ``env.reset`` / ``env.step``). Charging its wall time
+instead counted whatever else ran meanwhile (1.5-1.9 ms of CPU charged 11-12 ms on a loaded
+machine), and its loop time was counted again in the loop cost per message that every group's
+calls are charged (0.2 -> 0.6-1.4 ms), so a flood of HTTP requests made the canary pay for it.
 
 OpenEnv's routes read request bodies of any size; the guard caps them (413, stating the response
 cap). FastAPI's own ``max_body_size`` would cap every route of the app, including a UI mounted on
@@ -21,7 +26,9 @@ import json
 import logging
 import re
 import time
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Coroutine, Iterable
+from concurrent.futures import Future, ThreadPoolExecutor
+from contextvars import ContextVar
 from typing import Any
 
 from starlette.routing import BaseRoute, Match
@@ -71,6 +78,68 @@ def token_problem(scope: Scope, token: str | None) -> str | None:
     return None
 
 
+#: The CPU seconds of the HTTP request being served (a one-item list), for the thread pool's calls.
+_REQUEST_CPU: ContextVar[list[float] | None] = ContextVar("ree_request_cpu", default=None)
+
+
+class LoopTimed:
+    """Awaits ``coro`` and adds up this thread's CPU time in each of its steps (``cpu_s``): what
+    one request's coroutine costs the event loop, without the time other tasks ran while it
+    waited."""
+
+    __slots__ = ("_coro", "cpu_s")
+
+    def __init__(self, coro: Coroutine[Any, Any, Any]) -> None:
+        self._coro = coro
+        self.cpu_s = 0.0
+
+    def __await__(self) -> LoopTimed:
+        return self
+
+    def __iter__(self) -> LoopTimed:
+        return self
+
+    def __next__(self) -> Any:
+        return self.send(None)
+
+    def send(self, value: Any) -> Any:
+        cpu = time.thread_time()
+        try:
+            return self._coro.send(value)
+        finally:
+            self.cpu_s += time.thread_time() - cpu
+
+    def throw(self, *exc: Any) -> Any:
+        cpu = time.thread_time()
+        try:
+            return self._coro.throw(*exc)
+        finally:
+            self.cpu_s += time.thread_time() - cpu
+
+    def close(self) -> None:
+        self._coro.close()
+
+
+def _timed_call(spent: list[float], fn: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
+    cpu = time.thread_time()
+    try:
+        return fn(*args, **kwargs)
+    finally:
+        spent[0] += time.thread_time() - cpu
+
+
+class ChargedThreadPool(ThreadPoolExecutor):
+    """A thread pool whose calls' CPU time is added to the HTTP request that submitted them
+    (:class:`MessageGuard` charges it to the request's group); calls from elsewhere run as in
+    any pool. The app puts it in place of OpenEnv's route pool."""
+
+    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future:
+        spent = _REQUEST_CPU.get()
+        if spent is None:
+            return super().submit(fn, *args, **kwargs)
+        return super().submit(_timed_call, spent, fn, args, kwargs)
+
+
 class MessageGuard:
     """ASGI middleware: caps HTTP bodies of OpenEnv's routes and checks the shared token.
 
@@ -100,11 +169,14 @@ class MessageGuard:
             client = scope.get("client")
             group = address_group(str(client[0]) if client else "unknown")
             ticket = self.share.try_enter(group) or await self.share.enter(group)
-            t0 = time.perf_counter()
+            pool = [0.0]
+            token = _REQUEST_CPU.set(pool)
+            work = LoopTimed(self._serve(scope, receive, send))
             try:
-                await self._serve(scope, receive, send)
+                await work
             finally:
-                self.share.leave(ticket, time.perf_counter() - t0)
+                _REQUEST_CPU.reset(token)
+                self.share.leave(ticket, work.cpu_s + pool[0], loop_s=work.cpu_s)
             return
         await self._serve(scope, receive, send)
 

@@ -17,8 +17,10 @@ is queued, while ``n >= 2`` groups are active (have sent a call within ``active_
   process's CPU time counted an in-flight call's tokenizer work as loop cost: 0.3 -> 1.2-4.3 ms);
 - everything else a group sends is charged to it too (:meth:`ComputeShare.charge`): the loop's
   CPU time reading its bytes (frames, pings and their pongs, refusals of oversized or malformed
-  ones, HTTP parsing: :mod:`reasoning_env.server.net`) and each HTTP request's time
-  (:mod:`reasoning_env.server.guard`); while a group owes time its connections are not read;
+  ones, HTTP parsing, and the socket read before it, per byte: :mod:`reasoning_env.server.net`),
+  and each HTTP request's CPU time, on the loop and on OpenEnv's route pool
+  (:mod:`reasoning_env.server.guard`), left out of the loop cost per message; while a group owes
+  time its connections are not read;
 - a group's calls are spaced so
   that its charges add up to at most its share of one core: after a call that cost ``c``, its
   group's next call is due ``c / share`` seconds after the previous one was (a token bucket: a
@@ -466,9 +468,13 @@ class ComputeShare:
             return 0.0
         return max(0.0, g.next_at - now)
 
-    def leave(self, ticket: Ticket, cpu_s: float) -> None:
+    def leave(self, ticket: Ticket, cpu_s: float, *, loop_s: float = 0.0) -> None:
         """The call ended after ``cpu_s`` seconds of its thread's CPU time (its waits on other
-        processes excluded): charge its group and space the group's next call."""
+        processes excluded): charge its group and space the group's next call. ``loop_s``: the
+        part of ``cpu_s`` that was the event loop thread's (an HTTP request computes there; left
+        out of the loop cost per message, which it would otherwise raise for every group)."""
+        if loop_s > 0:
+            self._charged_cpu += loop_s
         g = self._groups.get(ticket.group)
         if g is None:
             return
