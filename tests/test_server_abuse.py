@@ -99,9 +99,15 @@ def test_right_answers_stay_right_during_a_slow_grade_flood_from_16_address_grou
             text=True,
             preexec_fn=lambda: os.nice(19),
         )
-        verdicts, waits = [], []
+        verdicts, waits, grading = [], [], []
         try:
-            time.sleep(4)  # the flood holds both grading workers
+            # the canary starts once the flood holds the grading workers (a niced flood under load takes
+            # a while to start: in CI 4 s were not enough, and the canary played against no flood at all)
+            deadline = time.monotonic() + 180
+            while srv.capacity()["grading_fallback"]["in_flight"] < 1:
+                assert flood.poll() is None, "the flood ended before it graded"
+                assert time.monotonic() < deadline, f"the flood never reached a grading worker: {srv.capacity()}"
+                time.sleep(0.2)
             with _ws_from(srv, "127.0.200.9") as canary:
                 canary.send(json.dumps({"type": "reset", "data": {"seed": 11, "total_budget": 10_000_000}}))
                 obs = json.loads(canary.recv(timeout=60))["data"]
@@ -112,6 +118,7 @@ def test_right_answers_stay_right_during_a_slow_grade_flood_from_16_address_grou
                     symbolic = grader.grade(answer, gold).reason == "symbolic"  # only math-verify settles it
                     if not symbolic:
                         answer = rf"so \boxed{{{gold}}}"
+                    grading.append(srv.capacity()["grading_fallback"]["in_flight"])
                     t0 = time.monotonic()
                     canary.send(json.dumps({"type": "step", "data": {"response": answer}}))
                     obs = json.loads(canary.recv(timeout=120))["data"]
@@ -122,12 +129,11 @@ def test_right_answers_stay_right_during_a_slow_grade_flood_from_16_address_grou
                     if obs["done"]:
                         canary.send(json.dumps({"type": "reset", "data": {"total_budget": 10_000_000}}))
                         obs = json.loads(canary.recv(timeout=60))["data"]
-            in_flood = srv.capacity()["grading_fallback"]
         finally:
             flood.kill()
             flood.wait(timeout=10)
-    print(f"verdicts {verdicts}; step seconds {waits}; fallback {in_flood}; load {os.getloadavg()[0]:.1f}")
-    assert in_flood["in_flight"] >= 1, in_flood  # the flood was grading while the canary played
+    print(f"verdicts {verdicts}; step seconds {waits}; flood grading {grading}; load {os.getloadavg()[0]:.1f}")
+    assert sum(n >= 1 for n in grading) >= len(grading) // 2, grading  # the flood graded while the canary played
     assert all(correct for correct, _ in verdicts), verdicts
 
 
