@@ -269,6 +269,38 @@ def test_a_3_9_mb_reset_field_gives_a_bounded_error_on_every_route(plain, data):
     assert 400 <= r.status_code < 500 and len(r.content) < 8_000, (r.status_code, len(r.content))
 
 
+@pytest.mark.parametrize(
+    "text", ["", "x" * 1000, "caf\u00e9", "\u4e2d\u6587", "\U0001f600", "\ud800", "x\udfff\u00e9"]
+)
+def test_utf8_len_is_the_length_of_the_text_in_utf8(text):
+    from reasoning_env.server.protocol import utf8_len
+
+    assert utf8_len(text) == len(text.encode("utf-8", "surrogatepass"))
+
+
+def test_refusing_a_3_9_mb_response_costs_about_its_json_parse():
+    """The worker measured the refused response three times by encoding it (3 x 3.9 MB of UTF-8,
+    as much CPU as parsing the message, with the GIL held): ASCII text is measured by its length."""
+    from reasoning_env.server.protocol import FrameError, parse_message
+
+    message = json.dumps({"type": "step", "data": {"response": BIG}})
+
+    def cpu(fn) -> float:
+        times = []
+        for _ in range(9):
+            t = time.thread_time()
+            fn()
+            times.append(time.thread_time() - t)
+        return sorted(times)[4]
+
+    def refuse() -> None:
+        with pytest.raises(FrameError, match="3,900,000 bytes of UTF-8"):
+            parse_message(message, max_message_bytes=4 * 1_000_000 + 65_536, max_response_bytes=1_000_000)
+
+    refused, parsed = cpu(refuse), cpu(lambda: json.loads(message))
+    assert refused < 1.5 * parsed, f"refusing took {refused * 1e3:.2f} ms of CPU, its JSON parse {parsed * 1e3:.2f} ms"
+
+
 def test_200k_unknown_step_fields_give_a_bounded_error_on_every_route(plain):
     """The review: a 16.7 MB WebSocket error frame after 13.5 s, and a 30.5 MB 422 on HTTP /step."""
     import httpx

@@ -11,7 +11,8 @@ Stages of :meth:`Grader.grade` (first decisive stage wins):
    No sympy, no processes; bounded time.
 4. Undecided, and either side has several numbers separated by words (``5 hours 30
    minutes``), or the answer holds a hedge or negation word (``not 12``), or a word after a
-   number: ``mismatch`` (math-verify would read only the number).
+   number: ``mismatch`` (math-verify would read only the number); the answer is the gold plus
+   a nonzero number (``(2,4)+9`` for ``(2,4)``, :mod:`~.shifted`): ``mismatch``.
 5. Undecided otherwise (a construct outside the fast subset, or an overflowing value): ask
    math-verify in a worker process (:mod:`~.pool`) with what is left of ``timeout_s``: equal ->
    ``symbolic``; not equal -> ``mismatch``; past the deadline -> ``timeout``; worker failure ->
@@ -47,6 +48,7 @@ from reasoning_env.grading.latex import (
 )
 from reasoning_env.grading.normalize import is_wrapped_text, match_key, normalize_with_unit
 from reasoning_env.grading.restate import restates_question
+from reasoning_env.grading.shifted import gold_plus_number
 from reasoning_env.grading.values import MAX_SUM_WORK
 
 __all__ = ["GradeResult", "Grader", "REASONS", "DEFAULT_TIMEOUT_S"]
@@ -429,6 +431,10 @@ class Grader:
             return GradeResult(
                 False, answer, "mismatch", time.perf_counter() - t0, method, f"{refused} (only an exact match counts)"
             )
+        shifted = gold_plus_number(normalised, info, deadline)
+        if shifted is not None:
+            # "(2,4)+9" for "(2,4)": certain without sympy (math-verify spent 20-300 ms on each)
+            return GradeResult(False, answer, "mismatch", time.perf_counter() - t0, method, shifted)
         if not self.use_worker:
             return GradeResult(False, answer, "mismatch", time.perf_counter() - t0, method, f"undecided: {detail}")
         # the worker is killed at its deadline and reaped before verify() returns: keep that
