@@ -189,9 +189,9 @@ def parse_message(text: str | None, *, max_message_bytes: int, max_response_byte
             "binary frames are not accepted: send each message as a JSON text frame, e.g. " + STEP_EXAMPLE,
             "INVALID_JSON",
         )
-    if len(text) * 4 > max_message_bytes and utf8_len(text) > max_message_bytes:
+    if len(text) * 4 > max_message_bytes and (size := utf8_len(text)) > max_message_bytes:
         raise FrameError(
-            f"message of {utf8_len(text):,} bytes exceeds this server's limit of {max_message_bytes:,} bytes per "
+            f"message of {size:,} bytes exceeds this server's limit of {max_message_bytes:,} bytes per "
             f"message; a step's response may be at most {max_response_bytes:,} bytes of "
             "UTF-8 (REE_MAX_RESPONSE_BYTES)",
             "VALIDATION_ERROR",
@@ -270,9 +270,13 @@ def parse_message(text: str | None, *, max_message_bytes: int, max_response_byte
         ) from None
     grading = action.metadata.get("grading_response") if action.metadata else None
     for field, value in (("response", action.response), ("metadata.grading_response", grading)):
-        if isinstance(value, str) and len(value) > max_response_bytes // 4 and utf8_len(value) > max_response_bytes:
+        if (
+            isinstance(value, str)
+            and len(value) > max_response_bytes // 4
+            and (size := utf8_len(value)) > max_response_bytes
+        ):
             raise FrameError(
-                f"{field} is {utf8_len(value):,} bytes of UTF-8; this server accepts at most "
+                f"{field} is {size:,} bytes of UTF-8; this server accepts at most "
                 f"{max_response_bytes:,} bytes "
                 "(REE_MAX_RESPONSE_BYTES): cut the response or raise the server's cap",
                 "VALIDATION_ERROR",
