@@ -517,12 +517,11 @@ def freeze_start_up_heap() -> None:
 
     A full collection walks every tracked object, those it can never free included, and the young
     collections (~800 at Python's default threshold of 700) walked a step's objects that were
-    about to die anyway: in the server benchmark's throughput phase (5,110 steps after 640 of
-    warm-up, 64 sessions, 2 loaded cores) the collector used 0.92-1.04 s of CPU, four full
-    collections of ~0.2 s each among it (~0.17 ms a step), and 0.06-0.08 s with this (~50 young
-    collections, no full one; docs/server.md). Called
-    once per server process, after its app is built and before it serves; the objects made later
-    are collected as before, only less often.
+    about to die anyway: over the server benchmark's warm-up and throughput phase (~5,750 steps,
+    64 sessions, 2 loaded cores) the collector used 0.92-1.04 s of CPU, four full collections of
+    ~0.2 s each among it (~0.17 ms a step), and 0.06-0.08 s with this (~50 young collections, no
+    full one; docs/server.md). Called once per server process, after its app is built and before
+    it serves; the objects made later are collected as before, only less often.
     """
     gc.collect()
     gc.freeze()
