@@ -262,6 +262,86 @@ def embedded_tokenizer_dir(spec: EmbeddedSpec) -> Path:
     return target
 
 
+# ------------------------------------------------------------------------------ fast counts
+#: sha256 of ``tokenizers``' serialisation of the BPE model of Qwen2, Qwen2.5 and Qwen3 (151,643
+#: byte-level tokens, id = rank, and their 151,387 merges): the same for the embedded builds and
+#: Qwen's own files (``tests/test_tokenizer_fast_count.py``).
+QWEN_BPE_MODEL_SHA256 = "0425f3e510a59e4fe67b28d31a2ab8cea9835fae2315d1e3a240516e74ea7719"
+#: Qwen's pre-tokenizer split (its ``tokenizer.json`` and ``qwen.tiktoken``'s pattern).
+QWEN_SPLIT_PATTERN = (
+    r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*"
+    r"|\s*[\r\n]+|\s+(?!\S)|\s+"
+)
+_QWEN_PRE_TOKENIZER = {
+    "type": "Sequence",
+    "pretokenizers": [
+        {"type": "Split", "pattern": {"Regex": QWEN_SPLIT_PATTERN}, "behavior": "Isolated", "invert": False},
+        {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": False},
+    ],
+}
+_fast_encodings: dict[str, Any] = {}  # model hash -> tiktoken Encoding (Qwen2.5 and Qwen3 share one)
+_fast_lock = threading.Lock()
+
+
+def _state(component: Any) -> Any:
+    return None if component is None else json.loads(component.__getstate__())
+
+
+def _fast_counter(backend: Any) -> Any:
+    """``tiktoken``'s ``encode_ordinary`` over ``backend``'s own vocabulary when ``backend`` is
+    Qwen's byte-level BPE, else ``None``.
+
+    For ASCII text without added tokens it gives the Hugging Face pipeline's ids: the model must
+    serialise to :data:`QWEN_BPE_MODEL_SHA256` (Qwen's ranks, each merge the one byte-pair merging
+    by rank makes: the embedded build recovers them that way and equals Qwen's own files), the
+    split must be Qwen's, and the normaliser NFC or none (both leave ASCII unchanged). The ids were
+    the same on 103,452 ASCII texts (the datasets, 20,000 benchmark responses, 80,000 random and
+    re-spaced strings); ``tests/test_tokenizer_fast_count.py`` checks ~4,500 on every run. Checked
+    once per loaded tokenizer (~0.1 s); the ``tiktoken`` tables are built once per vocabulary
+    (~0.6 s, ~30 MiB).
+    """
+    try:
+        import hashlib
+
+        import tiktoken
+
+        if _state(backend.normalizer) not in (None, {"type": "NFC"}):
+            return None
+        if _state(backend.pre_tokenizer) != _QWEN_PRE_TOKENIZER:
+            return None
+        digest = hashlib.sha256(backend.model.__getstate__()).hexdigest()
+        if digest != QWEN_BPE_MODEL_SHA256:
+            return None
+        with _fast_lock:
+            enc = _fast_encodings.get(digest)
+            if enc is None:
+                to_byte = {ch: b for b, ch in _bytes_to_unicode().items()}
+                ranks = {
+                    bytes(to_byte[ch] for ch in token): rank
+                    for token, rank in backend.get_vocab(with_added_tokens=False).items()
+                }
+                enc = tiktoken.Encoding(
+                    f"reasoning_env-{digest[:12]}",
+                    pat_str=QWEN_SPLIT_PATTERN,
+                    mergeable_ranks=ranks,
+                    special_tokens={},
+                )
+                _fast_encodings[digest] = enc
+        return enc.encode_ordinary
+    except Exception as exc:  # noqa: BLE001 - no tiktoken, an unexpected serialisation: the Hugging Face path counts
+        logger.debug("no fast token count for this tokenizer: %s: %s", type(exc).__name__, exc)
+        return None
+
+
+def _added_token_pattern(backend: Any) -> re.Pattern | None:
+    """A pattern that finds any of ``backend``'s added tokens in a text (the pipeline splits them
+    out before the model sees the rest), or ``None`` when it has none."""
+    contents = sorted({t.content for t in backend.get_added_tokens_decoder().values() if t.content}, key=len)
+    if not contents:
+        return None
+    return re.compile("|".join(re.escape(c) for c in reversed(contents)))
+
+
 # ------------------------------------------------------------------------------ resolution
 #: Texts whose token counts one tokenizer remembers (:meth:`LoadedTokenizer.count_many`).
 MAX_REMEMBERED_COUNTS = 100_000
@@ -288,6 +368,9 @@ class LoadedTokenizer:
         object.__setattr__(self, "backend", self.tokenizer.backend_tokenizer)
         object.__setattr__(self, "_known", {})
         object.__setattr__(self, "_known_lock", threading.Lock())
+        object.__setattr__(self, "_fast", _fast_counter(self.backend))
+        object.__setattr__(self, "_added", _added_token_pattern(self.backend))
+        object.__setattr__(self, "_vocab_size", self.backend.get_vocab_size(with_added_tokens=True))
 
     def count_many(self, texts: list[str]) -> list[int]:
         """Token counts of ``texts`` that recur (question texts: a reset's budget counts its ten
@@ -310,10 +393,24 @@ class LoadedTokenizer:
     def count(self, text: str) -> int:
         """Number of tokens of ``text`` (no special tokens added).
 
-        Uses ``encode_batch_fast``: the same ids as ``encode`` without computing offsets, and it
-        releases the GIL while it runs (``encode`` holds it: a 1 MB response then froze every other
-        thread, a server's event loop included, for over a second).
+        For Qwen's byte-level BPE (:func:`_fast_counter`) an ASCII text that holds no added token
+        (``<|im_end|>``, ``<think>``, ...) is counted by ``tiktoken`` over the same ranks: the same
+        ids, ~4x less CPU (0.04 against 0.18 ms for a 400-character response; the Hugging Face
+        pipeline tracks every character's alignment). Anything else goes through
+        ``encode_batch_fast``: the same ids as ``encode`` without computing offsets. Both release
+        the GIL while they run (``encode`` holds it: a 1 MB response then froze every other thread,
+        a server's event loop included, for over a second).
         """
+        fast = self._fast
+        if (
+            fast is not None
+            and text.isascii()  # NFC and the split's Unicode classes are then the same in both engines
+            and (self._added is None or self._added.search(text) is None)
+            and self.backend.get_vocab_size(with_added_tokens=True) == self._vocab_size  # no token added since
+            and self.backend.truncation is None
+            and self.backend.padding is None
+        ):
+            return len(fast(text))
         return len(self.backend.encode_batch_fast([text], add_special_tokens=False)[0].ids)
 
     def encode(self, text: str) -> list[int]:
