@@ -164,3 +164,29 @@ def test_a_big_fast_count_releases_the_gil():
     assert result == [_reference(lt, big)] and result[0] > 200_000
     assert len(gaps) > 1000, f"the main thread ran {len(gaps)} times in {elapsed:.2f} s"
     assert max(gaps) < 0.5 * elapsed, (max(gaps), elapsed)
+
+
+def test_the_fast_path_keeps_no_python_copy_of_the_ranks():
+    """Only tiktoken's Rust encoder is kept: its ``Encoding`` would also hold the 151,643 ranks as
+    a Python dict (~15 MiB) that counting never reads."""
+    fast = get_tokenizer(NAMES[0])._fast
+    owner = getattr(fast, "__self__", None)
+    assert owner is not None and not hasattr(owner, "_mergeable_ranks"), type(owner)
+
+
+def test_a_tokenizer_load_hands_the_freed_heap_back(monkeypatch):
+    """``get_tokenizer`` trims the C heap once a load is done (what the load and the model's hash
+    freed: ~30 MiB that stayed resident in a server, docs/server.md)."""
+    import os
+
+    import reasoning_env.tokenization as tokenization
+
+    release = tokenization.release_free_heap
+    release()  # glibc's malloc_trim here; a no-op elsewhere: never an error
+    calls = []
+    monkeypatch.setattr(tokenization, "release_free_heap", lambda: calls.append(1))
+    folder = str(tokenization.embedded_tokenizer_dir(tokenization.QWEN3)) + os.sep  # a name no other test loads
+    lt = tokenization.get_tokenizer(folder)
+    assert calls == [1] and lt._fast is not None
+    tokenization.get_tokenizer(folder)  # cached: no load, no trim
+    assert calls == [1]
