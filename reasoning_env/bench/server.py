@@ -135,6 +135,31 @@ def process_tree(pid: int) -> list[int]:
     return out
 
 
+def server_rss_mib(pid: int, workers: int = 1) -> dict[str, float | None]:
+    """:func:`rss_mib` of the server: of process ``pid`` with one worker; with ``--workers N`` the
+    sum over its worker processes (``pid`` is then uvicorn's supervisor, which serves nothing;
+    multiprocessing's resource tracker is left out, as the workers' grading processes are with
+    one worker)."""
+    if workers <= 1:
+        return rss_mib(pid)
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children", encoding="ascii") as f:
+            children = [int(c) for c in f.read().split()]
+    except OSError:
+        return {"rss": None, "peak": None}
+    out: dict[str, float | None] = {"rss": 0.0, "peak": 0.0}
+    for child in children:
+        try:
+            with open(f"/proc/{child}/cmdline", "rb") as f:
+                if b"resource_tracker" in f.read():
+                    continue
+        except OSError:
+            continue
+        for key, value in rss_mib(child).items():
+            out[key] = None if value is None or out[key] is None else round(out[key] + value, 1)
+    return out
+
+
 def start_server(
     port: int, max_sessions: int, log: Any, timeout_s: float = 180.0, workers: int = 1
 ) -> subprocess.Popen:
@@ -412,14 +437,14 @@ def run(args: argparse.Namespace) -> int:
         port = _free_port()
         proc = start_server(port, args.sessions, log, workers=args.workers)
         url = f"http://127.0.0.1:{port}"
-    rss_at_start = rss_mib(proc.pid)["rss"] if proc is not None else None
+    rss_at_start = server_rss_mib(proc.pid, args.workers)["rss"] if proc is not None else None
 
     def snapshot() -> dict[str, Any]:
         snap: dict[str, Any] = {"t": time.perf_counter(), "client_cpu": time.process_time()}
         if proc is not None:
             cpus = [cpu_seconds(p) for p in process_tree(proc.pid)]
             snap["server_cpu"] = sum(c for c in cpus if c is not None)  # workers and grading processes included
-            snap["server_rss"] = rss_mib(proc.pid)["rss"]
+            snap["server_rss"] = server_rss_mib(proc.pid, args.workers)["rss"]
         return snap
 
     n = args.episodes
@@ -432,7 +457,7 @@ def run(args: argparse.Namespace) -> int:
     baseline: dict[str, Any] | None = None
     try:
         measured = asyncio.run(run_load(url, questions, args.sessions, phases, args.accuracy, snapshot))
-        peak = rss_mib(proc.pid)["peak"] if proc is not None else None
+        peak = server_rss_mib(proc.pid, args.workers)["peak"] if proc is not None else None
         if args.baseline_s > 0:
             # The same raw load on this server and on a no-op OpenEnv server, back to back.
             ws_url = url.replace("http://", "ws://").replace("https://", "wss://").rstrip("/") + "/ws"
@@ -474,6 +499,8 @@ def run(args: argparse.Namespace) -> int:
         if "memory" in by_name:
             rss[f"after_{10 * n}_episodes"] = by_name["memory"]["end"]["server_rss"]
         rss["peak"] = peak
+        if args.workers > 1:
+            rss["of"] = f"the {args.workers} worker processes summed (each its peak, summed, as the peak)"
         report["server_rss_mib"] = rss
     if baseline is not None:
         noop_rate = baseline["noop_openenv_server_raw"]["steps_per_s"] or float("nan")
