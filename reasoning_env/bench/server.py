@@ -127,28 +127,29 @@ def process_tree(pid: int) -> list[int]:
     while todo:
         p = todo.pop()
         out.append(p)
-        try:
-            with open(f"/proc/{p}/task/{p}/children", encoding="ascii") as f:
-                todo.extend(int(c) for c in f.read().split())
-        except OSError:
-            pass
+        todo.extend(_children(p))
     return out
+
+
+def _children(pid: int) -> list[int]:
+    """The direct children of process ``pid`` (Linux ``/proc``; ``[]`` where unreadable)."""
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children", encoding="ascii") as f:
+            return [int(c) for c in f.read().split()]
+    except OSError:
+        return []
 
 
 def server_rss_mib(pid: int, workers: int = 1) -> dict[str, float | None]:
     """:func:`rss_mib` of the server: of process ``pid`` with one worker; with ``--workers N`` the
     sum over its worker processes (``pid`` is then uvicorn's supervisor, which serves nothing;
     multiprocessing's resource tracker is left out, as the workers' grading processes are with
-    one worker)."""
+    one worker). Returns ``{"rss": MiB, "peak": MiB}`` (with workers, each worker's peak summed),
+    a value ``None`` where ``/proc`` could not be read."""
     if workers <= 1:
         return rss_mib(pid)
-    try:
-        with open(f"/proc/{pid}/task/{pid}/children", encoding="ascii") as f:
-            children = [int(c) for c in f.read().split()]
-    except OSError:
-        return {"rss": None, "peak": None}
     out: dict[str, float | None] = {"rss": 0.0, "peak": 0.0}
-    for child in children:
+    for child in _children(pid):
         try:
             with open(f"/proc/{child}/cmdline", "rb") as f:
                 if b"resource_tracker" in f.read():
