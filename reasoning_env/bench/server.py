@@ -148,8 +148,11 @@ def server_rss_mib(pid: int, workers: int = 1) -> dict[str, float | None]:
     a value ``None`` where ``/proc`` could not be read."""
     if workers <= 1:
         return rss_mib(pid)
+    children = _children(pid)
+    if not children:
+        return {"rss": None, "peak": None}
     out: dict[str, float | None] = {"rss": 0.0, "peak": 0.0}
-    for child in _children(pid):
+    for child in children:
         try:
             with open(f"/proc/{child}/cmdline", "rb") as f:
                 if b"resource_tracker" in f.read():
