@@ -576,7 +576,12 @@ def _charges_of(phases: list[tuple[str, int]]) -> dict[str, dict[str, float]]:
 
 
 def _loop_cpu(pid: int) -> float:
-    """CPU seconds so far of process ``pid``'s main thread (the server's event loop)."""
+    """CPU seconds so far of process ``pid``'s main thread (the server's event loop), to the
+    nanosecond (``schedstat``; ``stat``'s clock ticks, 10 ms, were +-0.17-0.33 ms a message over
+    60 refused messages, as much as the margin tested)."""
+    schedstat = Path(f"/proc/{pid}/task/{pid}/schedstat")
+    if schedstat.is_file():
+        return int(schedstat.read_text().split()[0]) / 1e9
     fields = Path(f"/proc/{pid}/task/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
@@ -587,24 +592,28 @@ def test_reading_a_refused_message_is_charged_to_its_sender(tmp_path):
     socket read and its copy, 0.35 ns a byte), charged to no one directly: it raised the loop
     cost per call that every group pays. Now the sender is charged it: the loop CPU a refused
     3.9 MB message leaves to the loop cost per call is no more than a step leaves, give or take a
-    tenth of what the message cost the loop (a server process; 60 messages one after another)."""
+    tenth of what the message cost the loop (a server process; five rounds of 100 steps then 30
+    refused messages, one after another; the medians over rounds: beside a training run one
+    window of 60 messages was 0.3 ms a message off either way, as much as the margin)."""
+    rounds: dict[str, list[dict[str, float]]] = {"step": [], "toolarge": []}
     with _ServerProcess(tmp_path) as srv:
         sock = socket.create_connection(("127.0.0.1", srv.port), source_address=("127.0.5.2", 0))
         with ws_sync.connect(srv.ws_url, sock=sock, max_size=None) as ws:
             ws.send(json.dumps({"type": "reset", "data": {"seed": 1, "total_budget": 10_000_000}}))
             ws.recv(timeout=30)
-            per = {}
-            for kind, n in (("step", 200), ("toolarge", 60)):
-                for _ in range(5):
-                    _send_one(kind, ws, None)
-                loop0, reads0 = _loop_cpu(srv.proc.pid), srv.capacity()["compute_share"]["charged_outside_calls_s"]
-                for _ in range(n):
-                    _send_one(kind, ws, None)
-                loop1, reads1 = _loop_cpu(srv.proc.pid), srv.capacity()["compute_share"]["charged_outside_calls_s"]
-                per[kind] = {"loop": (loop1 - loop0) / n, "reads": (reads1 - reads0) / n}
-    left = {k: v["loop"] - v["reads"] for k, v in per.items()}
-    print({k: {f: round(x * 1e3, 3) for f, x in v.items()} for k, v in per.items()}, "ms a message")
-    assert left["toolarge"] <= left["step"] + 0.1 * per["toolarge"]["loop"], (left, per)
+            for _ in range(5):
+                for kind, n in (("step", 100), ("toolarge", 30)):
+                    for _ in range(3):
+                        _send_one(kind, ws, None)
+                    loop0, reads0 = _loop_cpu(srv.proc.pid), srv.capacity()["compute_share"]["charged_outside_calls_s"]
+                    for _ in range(n):
+                        _send_one(kind, ws, None)
+                    loop1, reads1 = _loop_cpu(srv.proc.pid), srv.capacity()["compute_share"]["charged_outside_calls_s"]
+                    rounds[kind].append({"loop": (loop1 - loop0) / n, "reads": (reads1 - reads0) / n})
+    left = {k: statistics.median(r["loop"] - r["reads"] for r in v) for k, v in rounds.items()}
+    loop = statistics.median(r["loop"] for r in rounds["toolarge"])
+    print({k: [round((r["loop"] - r["reads"]) * 1e3, 3) for r in v] for k, v in rounds.items()}, "ms a message left")
+    assert left["toolarge"] <= left["step"] + 0.1 * loop, (left, loop, rounds)
 
 
 #: Bounds of charged / server CPU per kind. Pings: the loop's wakeup for each read (80-120 us

@@ -67,8 +67,14 @@ HOLD_MIN_S = 0.005
 #: The event loop's CPU seconds per byte read before ``data_received`` sees it (the socket read and
 #: its copy into a bytes object, in uvloop's C code), charged with what ``data_received`` measures.
 #: Measured: 0.35 ns a byte, the loop thread's CPU between consecutive 256 KB reads of one refused
-#: 3.9 MB message (1.35 ms of the 4.1 ms it cost the loop; 2-core machine, load ~4).
-READ_S_PER_BYTE = 0.35e-9
+#: 3.9 MB message (1.35 ms of the 4.1 ms it cost the loop; 2-core machine, load ~4); but a message
+#: also costs the loop outside its reads (its first read, the session's coroutine, the reply):
+#: everything a refused 3.9 MB message cost the loop beyond what a step does, over its bytes, was
+#: 0.35-0.50 ns a byte, median ~0.39 (ten server processes, five rounds of 30 each, beside a
+#: training run, load ~3; 2-core AMD EPYC, 2026-12-07). The upper part of that range is charged, so
+#: that a sender of large messages pays at least what they cost the others (at the median it pays
+#: ~0.2 ms, 5%, more).
+READ_S_PER_BYTE = 0.45e-9
 
 try:
     from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
