@@ -589,8 +589,8 @@ def _loop_cpu(pid: int) -> float:
 @pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="reads thread CPU from /proc")
 def test_reading_a_refused_message_is_charged_to_its_sender(tmp_path):
     """Reading a refused 3.9 MB message cost the loop ~1.4 ms outside ``data_received`` (the
-    socket read and its copy, 0.35 ns a byte), charged to no one directly: it raised the loop
-    cost per call that every group pays. Now the sender is charged it: the loop CPU a refused
+    socket read and its copy), charged to no one directly: it raised the loop cost per call that
+    every group pays. Now the sender is charged it per byte (``READ_S_PER_BYTE``): the loop CPU a refused
     3.9 MB message leaves to the loop cost per call is no more than a step leaves, give or take a
     tenth of what the message cost the loop (a server process; five rounds of 100 steps then 30
     refused messages, one after another; the medians over rounds: beside a training run one
