@@ -285,19 +285,20 @@ def test_refusing_a_3_9_mb_response_costs_about_its_json_parse():
 
     message = json.dumps({"type": "step", "data": {"response": BIG}})
 
-    def cpu(fn) -> float:
-        times = []
-        for _ in range(9):
-            t = time.thread_time()
-            fn()
-            times.append(time.thread_time() - t)
-        return sorted(times)[4]
-
     def refuse() -> None:
         with pytest.raises(FrameError, match="3,900,000 bytes of UTF-8"):
             parse_message(message, max_message_bytes=4 * 1_000_000 + 65_536, max_response_bytes=1_000_000)
 
-    refused, parsed = cpu(refuse), cpu(lambda: json.loads(message))
+    # Alternated and the least of each kept: the work is deterministic, so the smallest CPU time is the
+    # one least inflated by the machine (CI's loaded run gave a median of 4.77 ms refusing, 2.75 parsing,
+    # measured one after the other; alone both are ~2.6 ms).
+    times: dict[str, list[float]] = {"refused": [], "parsed": []}
+    for _ in range(9):
+        for name, fn in (("refused", refuse), ("parsed", lambda: json.loads(message))):
+            t = time.thread_time()
+            fn()
+            times[name].append(time.thread_time() - t)
+    refused, parsed = min(times["refused"]), min(times["parsed"])
     assert refused < 1.5 * parsed, f"refusing took {refused * 1e3:.2f} ms of CPU, its JSON parse {parsed * 1e3:.2f} ms"
 
 
