@@ -692,10 +692,10 @@ def _canary_rate(ws, seconds: float) -> float:
     return n / seconds
 
 
-#: Floods whose target (>= 0.5x) is met only at the margin on a quiet machine (issue 34 open), each with the canary's
-#: median ratio measured there and the floor below which it is a regression, not the known shortfall: a miss between
-#: the floor and 0.5 is an expected failure that says so. Refused 3.9 MB messages left this list when the per-byte
-#: charge rose to what they cost (0.49x -> 0.56x, 0.59x with one worker thread; quiet machine, 2026-12-07).
+#: Floods whose target (>= 0.5x) is met only at its margin on a quiet 2-core machine, each with the canary's median
+#: ratio measured there and the floor below which it is a regression, not the margin: a miss between the floor and 0.5
+#: is an expected failure that says so. Refused 3.9 MB messages left this list when the per-byte charge rose to what
+#: they cost (0.49x -> 0.56x, 0.59x with one worker thread; quiet machine, 2026-12-07).
 KNOWN_SHORT = {
     "storm24": (
         0.35,
@@ -723,7 +723,7 @@ def _within_2x(median: float, detail: str, load: float, kind: str | None = None)
     if median < 0.5 and kind in KNOWN_SHORT and median >= KNOWN_SHORT[kind][0]:
         floor, measured = KNOWN_SHORT[kind]
         pytest.xfail(
-            f"target 0.5 not met yet (issue 34): median {median:.2f}, above the regression floor {floor} "
+            f"target 0.5 missed at its margin: median {median:.2f}, above the regression floor {floor} "
             f"(measured on a quiet machine: {measured}): {detail}"
         )
     assert median >= 0.5, detail
