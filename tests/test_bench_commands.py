@@ -69,5 +69,11 @@ def test_the_app_bench_prints_each_path_as_a_ratio_against_its_work(tmp_path):
     printed = json.loads(proc.stdout[proc.stdout.index("{") :])
     assert printed == json.loads(out.read_text())
     run = printed["play_run"]
-    assert run["handler_s"] > 0 and run["work_s"] > 0 and run["ratio"] == round(run["handler_s"] / run["work_s"], 2)
+    h, w = run["handler_s"], run["work_s"]
+    assert h > 0 and w > 0
+    # The ratio is of the unrounded medians; the seconds are printed to 0.1 ms (half of it either way),
+    # and the ratio to 0.01: it lies within what those roundings allow (CI once printed 0.1165 / 0.0596
+    # with ratio 1.96 against 1.95 recomputed).
+    half = 0.00005
+    assert (h - half) / (w + half) - 0.005 <= run["ratio"] <= (h + half) / (w - half) + 0.005
     assert run["target"] == 3.0 and isinstance(run["met"], bool) and len(printed["load_before"]) == 3
