@@ -71,6 +71,8 @@ def test_a_run_stopped_early_compares_its_last_evaluation_and_says_it_is_incompl
     assert main([str(run)]) == 0
     out = capsys.readouterr().out
     assert "incomplete" in out and "**as predicted**" in out and "Exploratory" in out
+    # an evaluation before the plan's step is not the plan's test while the run goes on
+    assert "descriptive" in out and "decide nothing" in out
 
 
 def test_a_run_without_a_later_evaluation_is_refused_with_the_reason(tmp_path, capsys):

@@ -16,7 +16,8 @@ primary measure and the secondary ones with their predicted directions. :func:`r
   tokens per answered question by difficulty (training episodes, played at the training temperature).
 
 If the run's last evaluation is before the plan's ``after_step`` the report compares that one and says the run is
-incomplete.
+incomplete: while the run goes on that comparison is descriptive (the plan tests ``after_step`` only); it becomes the
+plan's test only if the run cannot reach ``after_step``.
 
     python -m workbench.experiment runs/learning-qwen0.5b-allocation            # Markdown
     python -m workbench.experiment runs/learning-qwen0.5b-allocation --json
@@ -225,7 +226,13 @@ def markdown(rep: dict) -> str:
     head = (
         f"**{rep['plan']['name']}**: held-out step {rep['before_step']} vs step {rep['after_step']}, "
         f"{rep['episodes']} paired episodes"
-        + ("" if rep["complete"] else f" (incomplete: the plan compares step {rep['plan']['after_step']})")
+        + (
+            ""
+            if rep["complete"]
+            else f" (incomplete: the plan compares step {rep['plan']['after_step']}; while the run goes on, an "
+            "earlier evaluation is descriptive and its p-values and verdicts decide nothing; it becomes the plan's "
+            "test only if the run cannot reach that step)"
+        )
         + "."
     )
     lines = [head, ""]
