@@ -9,6 +9,7 @@ import pytest
 from test_app_support import eval_episode
 
 from workbench.experiment import LEARNING_EXPERIMENT, Measure, Plan, main, report, training_curves
+from workbench.held_out import REGRET_NOTE
 
 
 def _episode(i: int, step: int, right: int, easy_tokens: int, *, dry: bool) -> dict:
@@ -89,3 +90,14 @@ def test_training_curves_give_reward_kept_share_and_tokens_by_difficulty_per_ste
     assert curves.loc[1, "reward"] == pytest.approx(0.01) and curves.loc[2, "kept_share"] == 0.75
     # the rollouts logged at train_step 0 fed optimizer step 1: easy tokens 100, hard 150
     assert curves.loc[1, "tokens difficulty 1"] == 100 and curves.loc[2, "tokens difficulty 3"] == 150
+
+
+def test_regret_is_reported_with_what_it_assumes_of_the_curves(tmp_path, capsys):
+    """Regret is under the untrained model's curves: the report says so beside it (the step-50 evaluation showed more
+    right answers with fewer tokens and more regret)."""
+    run = _run(tmp_path)
+    assert report(run)["notes"] == [REGRET_NOTE]
+    assert main([str(run)]) == 0
+    assert "fitted to the untrained model" in capsys.readouterr().out
+    plain = report(run, Plan("no regret", 0, 200, Measure("correct", None, "rise")))
+    assert plain["notes"] == []

@@ -262,10 +262,11 @@ def test_records_without_their_question_list_have_no_unasked_per_difficulty():
 
 
 def test_the_before_after_table_explains_its_columns_and_why_a_p_is_missing(tmp_path):
-    from workbench.held_out import TABLE_NOTES, run_change_markdown
+    from workbench.held_out import REGRET_NOTE, TABLE_NOTES, run_change_markdown
 
     text = run_change_markdown(_run(tmp_path))
     assert TABLE_NOTES in text
+    assert REGRET_NOTE in text  # regret rests on the run's curves: said beside the table that shows it
     for column in ("*step N*", "*change*", "*changed*", "*p*", 'A *p* of "-" is no test'):
         assert column in TABLE_NOTES
     rows = [line for line in text.splitlines() if line.startswith("| accuracy (correct / questions)")]

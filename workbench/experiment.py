@@ -36,7 +36,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from workbench.held_out import change_table, load_eval_episodes, paired_episodes
+from workbench.held_out import REGRET_NOTE, change_table, load_eval_episodes, paired_episodes
 from workbench.stats import CONFIDENCE, detectable_difference, holm_adjust
 
 __all__ = ["LEARNING_EXPERIMENT", "Measure", "Plan", "main", "markdown", "report", "training_curves"]
@@ -211,6 +211,7 @@ def report(run_dir: str | Path, plan: Plan = LEARNING_EXPERIMENT, *, seed: int =
         "secondary": secondary,
         "rows": rows,
         "training_curves": [{k: _clean(v) for k, v in r.items()} for r in curves.to_dict("records")],
+        "notes": [REGRET_NOTE] if any(m.metric == "regret" for m in (plan.primary, *plan.secondary)) else [],
     }
 
 
@@ -263,6 +264,7 @@ def markdown(rep: dict) -> str:
             f"{_fmt(r['change'])} [{_fmt(r['ci_low'])}, {_fmt(r['ci_high'])}] | {_fmt(r['p_value'])} | "
             f"{_fmt(r.get('p_holm'))} | {r.get('verdict_holm', r['verdict'])} |"
         )
+    lines += [*(f"\n{note}" for note in rep.get("notes", ()))]
     lines += [
         "",
         "Exploratory (not pre-registered; unadjusted p where the measure is per episode, none for pooled ratios):",

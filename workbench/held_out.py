@@ -44,6 +44,7 @@ from workbench.stats import (
 
 __all__ = [
     "EVAL_EPISODES_FILE",
+    "REGRET_NOTE",
     "allocation_by_difficulty",
     "change_table",
     "evaluated_steps",
@@ -545,6 +546,17 @@ def markdown(table: pd.DataFrame, *, before_step: int, after_step: int) -> str:
 
 
 #: What the before/after table's columns mean, shown under it.
+#: Said beside regret wherever a before/after comparison shows it: regret is expected right answers under the run's
+#: curve set, so it moves when training changes the model's accuracy at a given number of tokens, whatever the
+#: allocation does (the learning experiment's step-50 evaluation: more right answers with fewer tokens, more regret).
+REGRET_NOTE = (
+    "*Regret* is the oracle's expected right answers minus those of the tokens the model spent, both under the "
+    "run's curve set (for the learning experiment, fitted to the untrained model): it measures allocation only while "
+    "the model's accuracy at a given number of tokens stays what those curves say. A model trained to answer right "
+    "with fewer tokens shows more regret there although more of its answers are right; read it beside the right "
+    "answers and the tokens per tier."
+)
+
 TABLE_NOTES = (
     "*step N*: the mean over the held-out episodes [95% bootstrap interval]; *change*: after minus before, paired by "
     "episode seed, with its paired 95% interval; *changed*: yes when that interval excludes 0; *p*: the two-sided "
@@ -582,6 +594,7 @@ def run_change_markdown(run_dir: str | Path, label: str | None = None) -> str | 
         f"at step {steps[0]} and step {steps[-1]}, paired by episode" + (f" ({where})" if where else "") + ":",
         markdown(table, before_step=steps[0], after_step=steps[-1]),
         TABLE_NOTES,
+        REGRET_NOTE,
     ]
     timing = step_timing(run_dir)
     if timing:
