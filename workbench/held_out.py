@@ -545,7 +545,6 @@ def markdown(table: pd.DataFrame, *, before_step: int, after_step: int) -> str:
     return head + "\n".join(lines) + "\n"
 
 
-#: What the before/after table's columns mean, shown under it.
 #: Said beside regret wherever a before/after comparison shows it: regret is expected right answers under the run's
 #: curve set, so it moves when training changes the model's accuracy at a given number of tokens, whatever the
 #: allocation does (the learning experiment's step-50 evaluation: more right answers with fewer tokens, more regret).
@@ -557,6 +556,7 @@ REGRET_NOTE = (
     "answers and the tokens per tier."
 )
 
+#: What the before/after table's columns mean, shown under it.
 TABLE_NOTES = (
     "*step N*: the mean over the held-out episodes [95% bootstrap interval]; *change*: after minus before, paired by "
     "episode seed, with its paired 95% interval; *changed*: yes when that interval excludes 0; *p*: the two-sided "
