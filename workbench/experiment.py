@@ -264,7 +264,7 @@ def markdown(rep: dict) -> str:
             f"{_fmt(r['change'])} [{_fmt(r['ci_low'])}, {_fmt(r['ci_high'])}] | {_fmt(r['p_value'])} | "
             f"{_fmt(r.get('p_holm'))} | {r.get('verdict_holm', r['verdict'])} |"
         )
-    lines += [*(f"\n{note}" for note in rep.get("notes", ()))]
+    lines += [f"\n{note}" for note in rep.get("notes", ())]
     lines += [
         "",
         "Exploratory (not pre-registered; unadjusted p where the measure is per episode, none for pooled ratios):",
